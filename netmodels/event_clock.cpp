@@ -1,0 +1,31 @@
+// EventClock: the run's single clock, a thin wrapper over ns-3's Simulator singleton.
+#include "netmodels/event_clock.h"
+
+#include <ns3/core-module.h>
+
+#include <stdexcept>
+
+namespace testbed {
+
+EventClock::EventClock() {
+  // A previous run may have left a realtime implementation selected; the
+  // testbed always steps simulated time as fast as it can.
+  ns3::GlobalValue::Bind("SimulatorImplementationType",
+                         ns3::StringValue("ns3::DefaultSimulatorImpl"));
+}
+
+EventClock::~EventClock() { ns3::Simulator::Destroy(); }
+
+double EventClock::now() const { return ns3::Simulator::Now().GetSeconds(); }
+
+void EventClock::schedule(double delay_s, std::function<void()> event) {
+  // ns-3 only asserts on a negative delay, and not in release builds.
+  if (!(delay_s >= 0)) throw std::invalid_argument("EventClock::schedule: negative delay");
+  ns3::Simulator::Schedule(ns3::Seconds(delay_s), [event = std::move(event)]() { event(); });
+}
+
+void EventClock::run() { ns3::Simulator::Run(); }
+
+void EventClock::stop() { ns3::Simulator::Stop(); }
+
+}  // namespace testbed

@@ -1,0 +1,303 @@
+// Packet-level network backend: topology links as ns-3 point-to-point links, messages over TCP.
+#include "netmodels/ns3_network.h"
+
+#include <ns3/core-module.h>
+#include <ns3/internet-module.h>
+#include <ns3/network-module.h>
+#include <ns3/point-to-point-module.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "topologies/routing.h"
+
+namespace testbed {
+
+namespace {
+
+constexpr uint16_t kPort = 5000;
+constexpr int kTcpIpHeaderBytes = 52;  // IPv4 20 + TCP 20 + timestamp option 12
+constexpr uint64_t kMinSocketBuffer = 4u << 20;
+// Each ns-3 object that draws random numbers gets its own fixed stream, so
+// results depend on the seed only, never on what ran earlier in the process.
+constexpr int64_t kStreamsPerSeed = int64_t{1} << 24;
+
+// Largest round-trip propagation delay between two hosts along minimum-hop
+// paths (what global routing uses), to size the TCP buffers. One BFS per host
+// rather than one path query per pair, so large topologies stay cheap.
+double max_host_rtt(const Topology& topology) {
+  const auto& g = topology.graph;
+  const int nv = topology.num_vertices();
+  double worst = 0;
+  std::vector<double> latency(nv);
+  std::vector<bool> seen(nv);
+  std::deque<int> queue;
+  for (int s = 0; s < topology.num_hosts(); ++s) {
+    std::fill(seen.begin(), seen.end(), false);
+    latency[s] = 0;
+    seen[s] = true;
+    queue.assign(1, s);
+    while (!queue.empty()) {
+      const int u = queue.front();
+      queue.pop_front();
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, g))) {
+        const int v = static_cast<int>(boost::target(e, g));
+        if (seen[v]) continue;
+        seen[v] = true;
+        latency[v] = latency[u] + g[e].latency_s;
+        queue.push_back(v);
+      }
+    }
+    for (int d = 0; d < topology.num_hosts(); ++d) worst = std::max(worst, latency[d]);
+  }
+  return 2 * worst;
+}
+
+class Ns3Network final : public Network {
+ public:
+  Ns3Network(const Topology& topology, const Ns3Options& options);
+  ~Ns3Network() override;
+
+  void send(const Message& message, OnDelivered on_delivered) override;
+  std::string name() const override { return "ns3"; }
+
+ private:
+  struct Pending {
+    Message message;
+    uint64_t end = 0;  // cumulative byte offset on the connection where it ends
+    double t_send = 0;
+    OnDelivered on_delivered;
+  };
+  // One persistent TCP connection from src to dst, carrying a FIFO of messages
+  // as one continuous byte stream.
+  struct Connection {
+    int src = 0, dst = 0;
+    ns3::Ptr<ns3::Socket> tx;
+    uint64_t enqueued = 0;  // bytes of all messages send() accepted
+    uint64_t written = 0;   // bytes handed to the socket
+    uint64_t received = 0;  // bytes read at the receiver
+    std::deque<Pending> pending;
+  };
+
+  Connection& connection(int src, int dst);
+  void fill(Connection& c);
+  void on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
+  void on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket);
+  void deliver_later(Pending p, double delay_s);
+
+  int hosts_;
+  uint32_t segment_;
+  Topology topology_;
+  ns3::NodeContainer nodes_;
+  std::vector<ns3::Ipv4Address> host_address_;           // where to connect to reach host i
+  std::unordered_map<uint32_t, int> vertex_of_address_;  // interface address -> vertex
+  std::vector<ns3::Ptr<ns3::Socket>> listeners_;
+  std::vector<ns3::Ptr<ns3::Socket>> accepted_;
+  std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
+  // Events scheduled by this object check it so that they do nothing once it is gone.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
+    : hosts_(topology.num_hosts()), topology_(topology) {
+  using namespace ns3;
+  if (options.transport != "tcp") {
+    if (options.transport == "udp")
+      throw std::invalid_argument("udp transport is not implemented yet");
+    throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp)");
+  }
+  if (options.mtu <= kTcpIpHeaderBytes + 100 || options.mtu > 65535)
+    throw std::invalid_argument("mtu must be in (152, 65535], got " + std::to_string(options.mtu));
+  if (options.queue_packets < 1) throw std::invalid_argument("queue_packets must be >= 1");
+  if (!(options.min_rto_s > 0)) throw std::invalid_argument("min_rto_s must be > 0");
+  segment_ = static_cast<uint32_t>(options.mtu - kTcpIpHeaderBytes);
+
+  // Buffers of twice the worst bandwidth-delay product keep any single flow
+  // window-unlimited; larger ones only slow ns-3 down.
+  double max_bps = 0;
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
+    max_bps = std::max(max_bps, topology.graph[e].bandwidth_bps);
+  const double bdp_bytes = max_bps / 8 * max_host_rtt(topology);
+  const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
+  const uint32_t buffer32 =
+      static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
+
+  // TCP defaults are read when a socket is created, so they must be set first.
+  Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment_));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer32));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer32));
+  Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Seconds(options.min_rto_s)));
+
+  nodes_.Create(topology.num_vertices());
+  InternetStackHelper stack;
+  stack.Install(nodes_);
+
+  PointToPointHelper p2p;
+  p2p.SetDeviceAttribute("Mtu", UintegerValue(options.mtu));
+  p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize",
+               QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, options.queue_packets)));
+  Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");
+  int64_t stream = static_cast<int64_t>(options.seed) * kStreamsPerSeed;
+  stream += stack.AssignStreams(nodes_, stream);
+
+  host_address_.resize(hosts_);
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) {
+    const LinkSpec& link = topology.graph[e];
+    const int a = static_cast<int>(boost::source(e, topology.graph));
+    const int b = static_cast<int>(boost::target(e, topology.graph));
+    p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<uint64_t>(link.bandwidth_bps))));
+    p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
+    NetDeviceContainer devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
+    if (link.loss > 0) {
+      for (uint32_t i = 0; i < devices.GetN(); ++i) {
+        auto model = CreateObject<RateErrorModel>();
+        model->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+        model->SetRate(link.loss);
+        stream += model->AssignStreams(stream);
+        devices.Get(i)->SetAttribute("ReceiveErrorModel", PointerValue(model));
+      }
+    }
+    Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
+    addresses.NewNetwork();
+    const int ends[2] = {a, b};
+    for (int i = 0; i < 2; ++i) {
+      const Ipv4Address address = interfaces.GetAddress(i);
+      vertex_of_address_[address.Get()] = ends[i];
+      if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
+    }
+  }
+  Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+  // Every host accepts connections from all others on one port; the peer
+  // address tells which connection an accepted socket belongs to.
+  for (int h = 0; h < hosts_; ++h) {
+    auto listener = Socket::CreateSocket(nodes_.Get(h), TcpSocketFactory::GetTypeId());
+    listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), kPort));
+    listener->Listen();
+    listener->SetAcceptCallback(
+        MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+        Callback<void, Ptr<Socket>, const Address&>(
+            [this, h](Ptr<Socket> s, const Address& from) { on_accept(h, s, from); }));
+    listeners_.push_back(listener);
+  }
+}
+
+Ns3Network::~Ns3Network() {
+  using namespace ns3;
+  *alive_ = false;
+  // The sockets live on in ns-3 until Simulator::Destroy; stop them calling back into us.
+  for (auto& s : listeners_)
+    s->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                         MakeNullCallback<void, Ptr<Socket>, const Address&>());
+  for (auto& s : accepted_) s->SetRecvCallback(MakeNullCallback<void, Ptr<Socket>>());
+  for (auto& [key, c] : connections_) {
+    c->tx->SetSendCallback(MakeNullCallback<void, Ptr<Socket>, uint32_t>());
+    c->tx->SetConnectCallback(MakeNullCallback<void, Ptr<Socket>>(),
+                              MakeNullCallback<void, Ptr<Socket>>());
+  }
+}
+
+Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
+  using namespace ns3;
+  auto& slot = connections_[{src, dst}];
+  if (slot) return *slot;
+  slot = std::make_unique<Connection>();
+  Connection& c = *slot;
+  c.src = src;
+  c.dst = dst;
+  c.tx = Socket::CreateSocket(nodes_.Get(src), TcpSocketFactory::GetTypeId());
+  c.tx->Bind();
+  auto refill = [this, &c](Ptr<Socket>) { fill(c); };
+  c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill),
+                           Callback<void, Ptr<Socket>>([src, dst](Ptr<Socket>) {
+                             NS_FATAL_ERROR("ns3 network: TCP connection " << src << " -> "
+                                                                           << dst << " failed");
+                           }));
+  c.tx->SetSendCallback(Callback<void, Ptr<Socket>, uint32_t>(
+      [this, &c](Ptr<Socket>, uint32_t) { fill(c); }));
+  c.tx->Connect(InetSocketAddress(host_address_[dst], kPort));
+  return c;
+}
+
+void Ns3Network::fill(Connection& c) {
+  // TCP accepts data already in SYN_SENT, so this also runs before the handshake ends.
+  while (c.written < c.enqueued) {
+    const uint32_t room = c.tx->GetTxAvailable();
+    if (room == 0) return;  // the send callback calls again when ACKs free space
+    const uint32_t n = static_cast<uint32_t>(
+        std::min<uint64_t>({c.enqueued - c.written, segment_, room}));
+    // Zero-filled packets: ns-3 stores no payload bytes for them.
+    const int sent = c.tx->Send(ns3::Create<ns3::Packet>(n));
+    if (sent <= 0) return;
+    c.written += static_cast<uint64_t>(sent);
+  }
+}
+
+void Ns3Network::on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from) {
+  using namespace ns3;
+  const uint32_t ip = InetSocketAddress::ConvertFrom(from).GetIpv4().Get();
+  const auto it = vertex_of_address_.find(ip);
+  NS_ABORT_MSG_IF(it == vertex_of_address_.end(), "ns3 network: connection from unknown address");
+  Connection& c = connection(it->second, dst);
+  accepted_.push_back(socket);
+  socket->SetRecvCallback(Callback<void, Ptr<Socket>>(
+      [this, &c](Ptr<Socket> s) { on_receive(c, s); }));
+}
+
+void Ns3Network::on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket) {
+  while (auto packet = socket->Recv(std::numeric_limits<uint32_t>::max(), 0)) {
+    if (packet->GetSize() == 0) break;
+    c.received += packet->GetSize();
+  }
+  while (!c.pending.empty() && c.received >= c.pending.front().end) {
+    deliver_later(std::move(c.pending.front()), 0);
+    c.pending.pop_front();
+  }
+}
+
+void Ns3Network::deliver_later(Pending p, double delay_s) {
+  // Deliver in an event of its own so callbacks that send() never re-enter
+  // the TCP socket that is calling us.
+  ns3::Simulator::Schedule(ns3::Seconds(delay_s), [alive = alive_, p = std::move(p)]() {
+    if (!*alive) return;
+    Delivery d{p.message, p.t_send, ns3::Simulator::Now().GetSeconds(), 0};
+    p.on_delivered(d);
+  });
+}
+
+void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
+  if (message.src < 0 || message.src >= hosts_ || message.dst < 0 || message.dst >= hosts_)
+    throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) +
+                                " names a host outside 0.." + std::to_string(hosts_ - 1));
+  Pending p{message, 0, ns3::Simulator::Now().GetSeconds(), std::move(on_delivered)};
+  if (message.src == message.dst) {
+    deliver_later(std::move(p), 0);  // a host talking to itself crosses no network
+    return;
+  }
+  if (message.bytes == 0) {
+    // An empty message carries no bytes on the connection: it costs the
+    // path's one-way propagation delay and is not ordered with the stream.
+    deliver_later(std::move(p), path_properties(topology_, message.src, message.dst).latency_s);
+    return;
+  }
+  Connection& c = connection(message.src, message.dst);
+  c.enqueued += message.bytes;
+  p.end = c.enqueued;
+  c.pending.push_back(std::move(p));
+  fill(c);
+}
+
+}  // namespace
+
+std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
+                                          const Ns3Options& options) {
+  (void)clock;  // the Simulator singleton is the clock; the parameter documents the dependency
+  return std::make_unique<Ns3Network>(topology, options);
+}
+
+}  // namespace testbed

@@ -1,0 +1,27 @@
+// Packet-level backend: every topology link is an ns-3 point-to-point link, messages ride TCP.
+#pragma once
+
+#include <memory>
+
+#include "netmodels/event_clock.h"
+#include "netmodels/network.h"
+#include "topologies/topology.h"
+
+namespace testbed {
+
+struct Ns3Options {
+  std::string transport = "tcp";  // only tcp for now
+  int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
+  int queue_packets = 1000;       // DropTail queue per device
+  double min_rto_s = 0.2;         // TcpSocketBase::MinRto
+  uint64_t seed = 0;              // ns-3 RNG run number, for loss models
+};
+
+// Builds the ns-3 nodes, links, stack and routes on construction. Connections
+// between a pair of hosts are opened at first use and kept for the run, and a
+// connection delivers its messages in order. Must be destroyed before `clock`;
+// build at most one per clock (ns-3 nodes and addresses live until Simulator::Destroy).
+std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
+                                          const Ns3Options& options);
+
+}  // namespace testbed

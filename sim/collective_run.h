@@ -1,0 +1,60 @@
+// One collective in flight: sends a plan's messages as their dependencies arrive and
+// moves the real tensor chunks beside them (DESIGN decision 3).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "netmodels/collectives.h"
+#include "netmodels/network.h"
+
+namespace testbed {
+
+struct CollectiveHooks {
+  std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
+  std::function<void(int host, uint64_t bytes)> sent;     // payload bytes leaving a host
+  std::function<void(const Delivery&)> delivered;         // every message, for the log
+};
+
+class CollectiveRun {
+ public:
+  // `hosts[r]` is the network host of rank r; `next_message_id` numbers messages run-wide.
+  CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts, Network& network,
+                uint64_t& next_message_id, CollectiveHooks hooks);
+
+  // The rank's local buffer (1-D, reduced in place) is ready at the current time.
+  void enter(int rank, torch::Tensor buffer);
+  bool finished() const { return delivered_ == plan_->messages.size() && ranks_done_ == plan_->ranks; }
+
+ private:
+  void try_send(int rank);
+  void send(int message);
+  void arrive(int message, const Delivery& delivery);
+  void apply(int message);
+  void check_done(int rank);
+
+  std::shared_ptr<const CollectivePlan> plan_;
+  std::vector<int> hosts_;
+  Network& network_;
+  uint64_t& next_message_id_;
+  CollectiveHooks hooks_;
+
+  std::vector<torch::Tensor> buffers_;                // per rank; undefined until it enters
+  std::vector<torch::Tensor> payloads_;               // per message: the chunk as sent
+  std::vector<int> unmet_;                            // per message: dependencies not yet delivered
+  std::vector<bool> sent_;
+  std::vector<std::vector<int>> dependents_;          // per message
+  std::vector<std::vector<int>> outgoing_;            // per rank, in plan order
+  std::vector<std::vector<int>> early_;               // per rank: arrived before the rank entered
+  std::vector<size_t> applied_;                       // per rank
+  std::vector<bool> done_;
+  size_t delivered_ = 0;
+  int ranks_done_ = 0;
+};
+
+}  // namespace testbed

@@ -1,0 +1,288 @@
+// The run loop. Every action is an event on the one clock: a step starts (real LibTorch
+// compute happens here), its modelled compute ends, its messages go out and arrive.
+#include "sim/engine.h"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "netmodels/ns3_network.h"
+#include "sim/seed_streams.h"
+#include "sim/workload.h"
+#include "training/metrics.h"
+
+namespace testbed {
+namespace {
+
+// Adds the host seconds of a scope to a counter.
+class HostTimer {
+ public:
+  explicit HostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~HostTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Charges delivery callbacks to the engine and send() calls to the network, so the
+// benchmark can split host time between the testbed and ns-3.
+class TimedNetwork : public Network {
+ public:
+  TimedNetwork(std::unique_ptr<Network> inner, HostTimes& times) : inner_(std::move(inner)), times_(times) {}
+  void send(const Message& message, OnDelivered on_delivered) override {
+    HostTimer timer(times_.network_send);
+    inner_->send(message, [this, on_delivered = std::move(on_delivered)](const Delivery& d) {
+      HostTimer engine_timer(times_.engine);
+      on_delivered(d);
+    });
+  }
+  std::string name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<Network> inner_;
+  HostTimes& times_;
+};
+
+bool is_eval_step(int steps_done, const Scenario& s) {
+  return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
+}
+
+}  // namespace
+
+Engine::Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks)
+    : scenario_(scenario), data_(data), recorder_(recorder), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
+  int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(1, threads));
+  torch::Device device(scenario.device);
+
+  auto samplers = make_samplers(scenario, data);
+  for (int n = 0; n < nodes_; ++n) {
+    replicas_.push_back(std::make_unique<Replica>(make_model(scenario, data), optimizer_config(scenario),
+                                                  std::move(samplers[n]), device));
+  }
+  eval_model_ = make_model(scenario, data);
+  eval_model_->to(device);
+  parameters_ = count_parameters(*eval_model_);
+  algorithm_ = make_algorithm(scenario);
+  compute_ = std::make_unique<ComputeModel>(
+      scenario.compute, training_flops_per_sample(*eval_model_) * scenario.workload.batch_size);
+
+  int64_t eval_count = scenario.workload.eval_samples > 0
+                           ? std::min<int64_t>(scenario.workload.eval_samples, data.test_size())
+                           : data.test_size();
+  eval_inputs_ = data.test_inputs.slice(0, 0, eval_count);
+  eval_targets_ = data.test_targets.slice(0, 0, eval_count);
+
+  clock_ = std::make_unique<EventClock>();
+  topology_ = build_topology(topology_spec(scenario));
+  Ns3Options options;
+  options.transport = scenario.network.transport;
+  options.mtu = scenario.network.mtu;
+  options.queue_packets = scenario.network.queue_packets;
+  options.min_rto_s = scenario.network.min_rto.s;
+  options.seed = stream_seed(scenario.seed, "network");
+  network_ = std::make_unique<TimedNetwork>(make_ns3_network(*clock_, topology_, options), times_);
+  state_.resize(nodes_);
+  summary_.model_parameters = parameters_;
+}
+
+Engine::~Engine() {
+  collectives_.clear();
+  network_.reset();
+  clock_.reset();
+}
+
+RunSummary Engine::run() {
+  summary_.status = "running";
+  {
+    HostTimer timer(times_.run);
+    for (int n = 0; n < nodes_; ++n) clock_->schedule(0, [this, n] { start_step(n); });
+    try {
+      clock_->run();
+    } catch (const std::exception& e) {
+      summary_.status = "failed";
+      summary_.error = e.what();
+    }
+  }
+  // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.
+  for (const auto& [step, pending] : rows_) recorder_.train(pending.row);
+  rows_.clear();
+  if (summary_.status == "running") {
+    bool all_done = true;
+    for (const auto& s : state_) all_done = all_done && s.finished;
+    summary_.status = all_done ? "completed" : "failed";
+    if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
+  }
+  summary_.projected_time_s = clock_->now();
+  summary_.total_bytes = total_bytes_;
+  summary_.host_time_s = times_.run;
+  int done = scenario_.workload.steps;
+  for (const auto& s : state_) done = std::min(done, s.step);
+  summary_.steps_completed = done;
+  recorder_.finish(summary_);
+  return summary_;
+}
+
+void Engine::stop(const std::string& status, const std::string& error) {
+  if (summary_.status != "running") return;
+  summary_.status = status;
+  summary_.error = error;
+  clock_->stop();
+}
+
+void Engine::start_step(int node) {
+  HostTimer timer(times_.engine);
+  if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
+  auto& s = state_[node];
+  if (s.step == scenario_.workload.steps) {
+    s.finished = true;
+    return;
+  }
+  StepPlan plan;
+  {
+    HostTimer compute_timer(times_.local_compute);
+    plan = algorithm_->local_step(node, s.step, *replicas_[node], data_);
+  }
+  s.step_start = clock_->now();
+  s.loss = plan.loss;
+  s.compute_time = compute_->step_seconds(node, s.step);
+  s.comm = std::move(plan.comm);
+  if (!std::isfinite(plan.loss)) {
+    record_step(node);
+    return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
+                                std::to_string(s.step));
+  }
+  clock_->schedule(s.compute_time, [this, node] { issue_comm(node); });
+}
+
+void Engine::issue_comm(int node) {
+  HostTimer timer(times_.engine);
+  auto& s = state_[node];
+  if (s.comm.empty()) return finish_step(node);
+  s.comm_pending = static_cast<int>(s.comm.size());
+  for (size_t i = 0; i < s.comm.size(); ++i) {
+    auto& op = s.comm[i];
+    collective(s.step, static_cast<int>(i), op.buffer.numel(), op.tag).enter(node, op.buffer);
+  }
+}
+
+CollectiveRun& Engine::collective(int step, int index, int64_t elements, const std::string& tag) {
+  auto& slot = collectives_[{step, index}];
+  if (slot) return *slot;
+  auto& plan = plans_[elements];
+  if (!plan) plan = std::make_shared<const CollectivePlan>(ring_all_reduce(nodes_, elements, sizeof(float)));
+  std::vector<int> hosts(nodes_);
+  for (int n = 0; n < nodes_; ++n) hosts[n] = n;
+  CollectiveHooks hooks;
+  hooks.rank_done = [this, step, index](int rank) {
+    if (--state_[rank].comm_pending == 0) {
+      // A fresh event, so the step ends outside the network's delivery callback.
+      clock_->schedule(0, [this, rank] { finish_step(rank); });
+    }
+    auto it = collectives_.find({step, index});
+    if (it != collectives_.end() && it->second->finished()) {
+      clock_->schedule(0, [this, step, index] { collectives_.erase({step, index}); });
+    }
+  };
+  hooks.sent = [this, step](int host, uint64_t bytes) {
+    pending_row(step).row.bytes[host] += bytes;
+    total_bytes_ += bytes;
+  };
+  hooks.delivered = [this, tag](const Delivery& d) {
+    recorder_.message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
+  };
+  slot = std::make_unique<CollectiveRun>(plan, hosts, *network_, next_message_id_, std::move(hooks));
+  return *slot;
+}
+
+void Engine::finish_step(int node) {
+  HostTimer timer(times_.engine);
+  auto& s = state_[node];
+  {
+    HostTimer compute_timer(times_.local_compute);
+    algorithm_->apply(node, s.step, *replicas_[node], s.comm);
+  }
+  s.comm.clear();
+  record_step(node);
+  int steps_done = ++s.step;
+  if (is_eval_step(steps_done, scenario_)) snapshot_for_eval(node, steps_done);
+  clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+Engine::PendingRow& Engine::pending_row(int step) {
+  auto& pending = rows_[step];
+  if (pending.row.loss.empty()) {
+    pending.row.step = step;
+    pending.row.loss.assign(nodes_, std::nan(""));
+    pending.row.time.assign(nodes_, std::nan(""));
+    pending.row.compute_time.assign(nodes_, 0.0);
+    pending.row.bytes.assign(nodes_, 0);
+  }
+  return pending;
+}
+
+void Engine::record_step(int node) {
+  const auto& s = state_[node];
+  auto& pending = pending_row(s.step);
+  pending.row.loss[node] = s.loss;
+  pending.row.time[node] = clock_->now();
+  pending.row.compute_time[node] = s.compute_time;
+  ++pending.filled;
+  // Rows leave in step order, once every node has finished that step.
+  while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
+    const auto& row = rows_.begin()->second.row;
+    recorder_.train(row);
+    if (hooks_.progress) {
+      double mean_loss = 0;
+      for (double l : row.loss) mean_loss += l / nodes_;
+      hooks_.progress({row.step + 1, scenario_.workload.steps, mean_loss, clock_->now()});
+    }
+    rows_.erase(rows_.begin());
+  }
+}
+
+void Engine::snapshot_for_eval(int node, int steps_done) {
+  auto& snaps = snapshots_[steps_done];
+  if (snaps.empty()) snaps.resize(nodes_);
+  snaps[node] = flatten_parameters(replicas_[node]->model()).clone();
+  for (const auto& t : snaps) {
+    if (!t.defined()) return;
+  }
+  auto ready = std::move(snaps);
+  snapshots_.erase(steps_done);
+  run_eval(steps_done, ready);
+}
+
+void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots) {
+  HostTimer timer(times_.eval);
+  torch::Device device(scenario_.device);
+  EvalRow row;
+  row.step = steps_done;
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    // Identical replicas (DDP) are evaluated once.
+    if (i > 0 && torch::equal(snapshots[i], snapshots[i - 1])) {
+      row.replica_loss.push_back(row.replica_loss.back());
+      continue;
+    }
+    load_flat_parameters(*eval_model_, snapshots[i]);
+    row.replica_loss.push_back(evaluate(*eval_model_, eval_inputs_, eval_targets_, device).loss);
+  }
+  load_flat_parameters(*eval_model_, torch::stack(snapshots).mean(0));
+  auto averaged = evaluate(*eval_model_, eval_inputs_, eval_targets_, device);
+  row.loss = averaged.loss;
+  row.accuracy = averaged.accuracy;
+  auto agreement = replica_agreement(snapshots);
+  row.correlation = agreement.mean_correlation;
+  row.min_correlation = agreement.min_correlation;
+  row.distance = agreement.mean_distance;
+  recorder_.eval(row);
+  summary_.final_eval_loss = row.loss;
+  summary_.final_accuracy = row.accuracy;
+}
+
+}  // namespace testbed

@@ -1,0 +1,110 @@
+// The run loop: N replicas train on the event clock while their messages cross the network.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "netmodels/collectives.h"
+#include "netmodels/event_clock.h"
+#include "netmodels/network.h"
+#include "sim/collective_run.h"
+#include "sim/compute_model.h"
+#include "sim/recorder.h"
+#include "sim/scenario.h"
+#include "topologies/topology.h"
+#include "training/algorithm.h"
+#include "training/dataset.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+// Host seconds spent where, for the overhead benchmark.
+struct HostTimes {
+  double run = 0;       // the whole event loop
+  double engine = 0;    // inside the engine's own events (training, collectives, eval, recording)
+  double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
+  double eval = 0;
+  double network_send = 0;   // inside Network::send, called from engine events
+  double ns3() const { return run - engine + network_send; }
+  double testbed() const { return engine - eval - network_send; }
+};
+
+struct Progress {
+  int step = 0, steps = 0;
+  double loss = 0;
+  double projected_time_s = 0;
+};
+
+struct EngineHooks {
+  const std::atomic<bool>* interrupted = nullptr;     // checked before every step
+  std::function<void(const Progress&)> progress;       // after every completed step row
+};
+
+class Engine {
+ public:
+  Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks = {});
+  ~Engine();
+
+  RunSummary run();
+
+  const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+  const HostTimes& host_times() const { return times_; }
+  int64_t model_parameters() const { return parameters_; }
+  double flops_per_step() const { return compute_->flops_per_step(); }
+
+ private:
+  struct NodeState {
+    int step = 0;
+    double step_start = 0, compute_time = 0, loss = 0;
+    std::vector<CommOp> comm;
+    int comm_pending = 0;
+    bool finished = false;
+  };
+  struct PendingRow {
+    TrainRow row;
+    int filled = 0;
+  };
+
+  void start_step(int node);
+  void issue_comm(int node);
+  void finish_step(int node);
+  void record_step(int node);
+  void snapshot_for_eval(int node, int steps_done);
+  void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
+  void stop(const std::string& status, const std::string& error);
+  PendingRow& pending_row(int step);
+  CollectiveRun& collective(int step, int index, int64_t elements, const std::string& tag);
+
+  const Scenario& scenario_;
+  const Dataset& data_;
+  Recorder& recorder_;
+  EngineHooks hooks_;
+  int nodes_;
+
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::unique_ptr<Algorithm> algorithm_;
+  std::shared_ptr<Model> eval_model_;
+  std::unique_ptr<ComputeModel> compute_;
+  int64_t parameters_ = 0;
+
+  // Destruction order matters: collectives use the network, the network the clock.
+  std::unique_ptr<EventClock> clock_;
+  Topology topology_;
+  std::unique_ptr<Network> network_;
+  std::map<std::pair<int, int>, std::unique_ptr<CollectiveRun>> collectives_;
+  std::map<int64_t, std::shared_ptr<const CollectivePlan>> plans_;
+
+  std::vector<NodeState> state_;
+  std::map<int, PendingRow> rows_;
+  std::map<int, std::vector<torch::Tensor>> snapshots_;
+  uint64_t next_message_id_ = 0;
+  uint64_t total_bytes_ = 0;
+  RunSummary summary_;
+  HostTimes times_;
+  torch::Tensor eval_inputs_, eval_targets_;
+};
+
+}  // namespace testbed

@@ -1,0 +1,64 @@
+// What a run reports as it goes; the HDF5 recorder writes it, tests may just collect it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+struct TrainRow {
+  int step = 0;
+  std::vector<double> loss, time, compute_time;  // one entry per node
+  std::vector<uint64_t> bytes;
+};
+
+struct EvalRow {
+  int step = 0;  // steps completed by every node
+  double loss = 0, accuracy = 0;    // the averaged model
+  std::vector<double> replica_loss;  // one per node
+  double correlation = 1, min_correlation = 1, distance = 0;
+};
+
+struct MessageRecord {
+  int src = 0, dst = 0;
+  uint64_t bytes = 0;
+  double t_send = 0, t_recv = 0;
+  uint64_t lost_bytes = 0;
+  std::string kind;
+};
+
+struct RunSummary {
+  std::string status;  // completed | diverged | failed
+  std::string error;   // why, when not completed
+  double projected_time_s = 0;
+  uint64_t total_bytes = 0;
+  double final_eval_loss = 0, final_accuracy = 0;
+  double host_time_s = 0;
+  int64_t model_parameters = 0;
+  int steps_completed = 0;
+};
+
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual void train(const TrainRow& row) = 0;
+  virtual void eval(const EvalRow& row) = 0;
+  virtual void message(const MessageRecord& record) = 0;
+  virtual void finish(const RunSummary& summary) = 0;
+};
+
+// Keeps everything in memory: for tests and benchmarks.
+class MemoryRecorder : public Recorder {
+ public:
+  std::vector<TrainRow> train_rows;
+  std::vector<EvalRow> eval_rows;
+  std::vector<MessageRecord> messages;
+  RunSummary summary;
+  void train(const TrainRow& row) override { train_rows.push_back(row); }
+  void eval(const EvalRow& row) override { eval_rows.push_back(row); }
+  void message(const MessageRecord& record) override { messages.push_back(record); }
+  void finish(const RunSummary& s) override { summary = s; }
+};
+
+}  // namespace testbed

@@ -1,0 +1,390 @@
+// Strict YAML reading: every field is read through Scenario::fields, so unknown keys,
+// wrong types and out-of-range values are caught with their position in the file.
+#include "sim/scenario_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <type_traits>
+
+#include "sim/units.h"
+
+namespace testbed {
+namespace {
+
+struct Location {
+  std::string origin;
+  int line = 1, col = 1;
+  std::string str() const {
+    return origin + ":" + std::to_string(line) + ":" + std::to_string(col);
+  }
+};
+
+struct Override {
+  std::string path;  // a.b.c
+  std::string text;  // the whole --set argument
+  int value_col = 1;
+};
+
+// Where each dotted path came from: the file, or a --set argument.
+class Origins {
+ public:
+  Origins(std::string origin, std::vector<Override> overrides)
+      : origin_(std::move(origin)), overrides_(std::move(overrides)) {}
+
+  Location locate(const std::string& path, const YAML::Mark& mark) const {
+    for (const auto& o : overrides_) {
+      bool inside = path == o.path || path.rfind(o.path + ".", 0) == 0;
+      bool created_for_it = mark.line < 0 && o.path.rfind(path + ".", 0) == 0;
+      if (inside || created_for_it) return {"--set " + o.text, 1, o.value_col};
+    }
+    if (mark.line < 0) return {origin_, 1, 1};
+    return {origin_, mark.line + 1, mark.column + 1};
+  }
+
+  void remember(const std::string& path, const Location& loc) { seen_[path] = loc; }
+  Location where(const std::string& path) const {
+    auto it = seen_.find(path);
+    return it == seen_.end() ? Location{origin_, 1, 1} : it->second;
+  }
+
+ private:
+  std::string origin_;
+  std::vector<Override> overrides_;
+  std::map<std::string, Location> seen_;
+};
+
+[[noreturn]] void fail(const Location& loc, const std::string& message) {
+  throw ScenarioError(loc.str() + ": " + message);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t next = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = row[j];
+      row[j] = next;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest_hint(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_distance) best_distance = d, best = c;
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+template <class T> struct IsOptional : std::false_type {};
+template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T> struct IsVector : std::false_type {};
+template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+
+double numeric_value(const Bandwidth& v) { return v.bps; }
+double numeric_value(const Duration& v) { return v.s; }
+double numeric_value(const Fraction& v) { return v.value; }
+
+// Reads one YAML map into a section through its fields() list.
+class Reader {
+ public:
+  Reader(YAML::Node node, std::string prefix, Origins& origins)
+      : node_(std::move(node)), prefix_(std::move(prefix)), origins_(origins) {}
+
+  template <class T, class... Check>
+  void field(const char* key, T& value, const Check&... checks) {
+    known_.emplace_back(key);
+    const YAML::Node& map = node_;
+    YAML::Node child = map[key];
+    if (!child.IsDefined() || child.IsNull()) return;
+    std::string path = prefix_ + key;
+    Location loc = origins_.locate(path, child.Mark());
+    origins_.remember(path, loc);
+    read(child, path, loc, value);
+    (check(loc, value, checks), ...);
+  }
+
+  void finish() {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      Location loc = origins_.locate(prefix_ + key, it->first.Mark());
+      std::string where = prefix_.empty() ? "top level" : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
+      fail(loc, "unknown key '" + key + "' in " + where + nearest_hint(key, known_) +
+                    "; valid keys: " + join(known_));
+    }
+  }
+
+ private:
+  static std::string kind_name(const YAML::Node& n) {
+    if (n.IsMap()) return "a map";
+    if (n.IsSequence()) return "a list";
+    return "'" + n.Scalar() + "'";
+  }
+
+  static const std::string& scalar(const YAML::Node& n, const Location& loc, const char* expected) {
+    if (!n.IsScalar()) fail(loc, std::string("expected ") + expected + ", got " + kind_name(n));
+    return n.Scalar();
+  }
+
+  template <class T>
+  void read(const YAML::Node& n, const std::string& path, const Location& loc, T& value) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = scalar(n, loc, "a string");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!YAML::convert<bool>::decode(n, value)) fail(loc, "expected true or false, got " + kind_name(n));
+    } else if constexpr (std::is_integral_v<T>) {
+      const std::string& s = scalar(n, loc, "an integer");
+      long double parsed = 0;
+      size_t used = 0;
+      try {
+        parsed = std::stold(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != s.size() || parsed != static_cast<long double>(static_cast<long long>(parsed)))
+        fail(loc, "expected an integer, got '" + s + "'");
+      if (parsed < static_cast<long double>(std::numeric_limits<T>::min()) ||
+          parsed > static_cast<long double>(std::numeric_limits<T>::max()))
+        fail(loc, "integer '" + s + "' is out of range");
+      value = static_cast<T>(parsed);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      const std::string& s = scalar(n, loc, "a number");
+      auto parsed = parse_fraction(s);  // a number, or a percentage
+      if (!parsed) fail(loc, "expected a number, got '" + s + "'");
+      value = *parsed;
+    } else if constexpr (std::is_same_v<T, Bandwidth>) {
+      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps");
+    } else if constexpr (std::is_same_v<T, Duration>) {
+      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us");
+    } else if constexpr (std::is_same_v<T, Fraction>) {
+      read_unit(n, loc, value.value, parse_fraction, "a fraction such as 0.01 or 1%");
+    } else if constexpr (IsOptional<T>::value) {
+      value.emplace();
+      read(n, path, loc, *value);
+    } else if constexpr (IsVector<T>::value) {
+      if (!n.IsSequence()) fail(loc, "expected a list, got " + kind_name(n));
+      value.clear();
+      for (size_t i = 0; i < n.size(); ++i) {
+        std::string item_path = path + "." + std::to_string(i);
+        Location item_loc = origins_.locate(item_path, n[i].Mark());
+        origins_.remember(item_path, item_loc);
+        read(n[i], item_path, item_loc, value.emplace_back());
+      }
+    } else {
+      if (!n.IsMap()) fail(loc, "expected a map of keys for '" + path + "', got " + kind_name(n));
+      Reader sub(n, path + ".", origins_);
+      value.fields(sub);
+      sub.finish();
+    }
+  }
+
+  template <class Parse>
+  static void read_unit(const YAML::Node& n, const Location& loc, double& out, Parse parse,
+                        const char* expected) {
+    const std::string& s = scalar(n, loc, expected);
+    auto parsed = parse(s);
+    if (!parsed) fail(loc, "cannot read '" + s + "' as " + expected);
+    out = *parsed;
+  }
+
+  template <class T>
+  static void check(const Location& loc, const T& value, const Range& r) {
+    if constexpr (IsOptional<T>::value) {
+      if (value) check(loc, *value, r);
+    } else {
+      double v = numeric_value_of(value);
+      bool low = r.lo_open ? v <= r.lo : v < r.lo;
+      bool high = r.hi_open ? v >= r.hi : v > r.hi;
+      if (low || high) {
+        fail(loc, "value " + format_number(v) + " is out of range " + (r.lo_open ? "(" : "[") +
+                      format_number(r.lo) + ", " + format_number(r.hi) + (r.hi_open ? ")" : "]"));
+      }
+    }
+  }
+
+  template <class T>
+  static double numeric_value_of(const T& value) {
+    if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(value);
+    else return numeric_value(value);
+  }
+
+  static void check(const Location& loc, const std::string& value, const Choices& c) {
+    if (std::find(c.allowed.begin(), c.allowed.end(), value) != c.allowed.end()) return;
+    fail(loc, "'" + value + "' is not one of: " + join(c.allowed) + nearest_hint(value, c.allowed));
+  }
+
+  YAML::Node node_;
+  std::string prefix_;
+  Origins& origins_;
+  std::vector<std::string> known_;
+};
+
+// Writes a section through the same fields() list.
+class Writer {
+ public:
+  explicit Writer(YAML::Emitter& out) : out_(out) {}
+
+  template <class T, class... Check>
+  void field(const char* key, const T& value, const Check&...) {
+    if constexpr (IsOptional<T>::value) {
+      if (!value) return;
+      out_ << YAML::Key << key << YAML::Value;
+      write(*value);
+    } else {
+      out_ << YAML::Key << key << YAML::Value;
+      write(value);
+    }
+  }
+
+ private:
+  template <class T>
+  void write(const T& value) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      out_ << value;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      out_ << value;
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      out_ << (std::is_integral_v<T> ? std::to_string(value) : format_number(static_cast<double>(value)));
+    } else if constexpr (std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
+                         std::is_same_v<T, Fraction>) {
+      out_ << format_number(numeric_value(value));
+    } else if constexpr (IsVector<T>::value) {
+      bool flat = std::is_arithmetic_v<typename T::value_type>;
+      if (flat) out_ << YAML::Flow;
+      out_ << YAML::BeginSeq;
+      for (const auto& item : value) write(item);
+      out_ << YAML::EndSeq;
+    } else {
+      out_ << YAML::BeginMap;
+      const_cast<T&>(value).fields(*this);
+      out_ << YAML::EndMap;
+    }
+  }
+
+  YAML::Emitter& out_;
+};
+
+std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::string>& sets) {
+  std::vector<Override> out;
+  for (const auto& text : sets) {
+    auto eq = text.find('=');
+    Location loc{"--set " + text, 1, 1};
+    if (eq == std::string::npos || eq == 0) fail(loc, "expected KEY=VALUE, such as topology.link.bandwidth=1Gbps");
+    Override o{text.substr(0, eq), text, static_cast<int>(eq) + 2};
+    std::vector<std::string> parts;
+    std::stringstream ss(o.path);
+    for (std::string part; std::getline(ss, part, '.');) {
+      if (part.empty()) fail(loc, "empty key segment in '" + o.path + "'");
+      parts.push_back(part);
+    }
+    YAML::Node value;
+    try {
+      value = YAML::Load(text.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      fail({loc.origin, 1, o.value_col}, "cannot read value: " + e.msg);
+    }
+    YAML::Node cur = root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = cur[parts[i]];
+      if (!next.IsDefined() || next.IsNull()) {
+        cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        next = cur[parts[i]];
+      } else if (!next.IsMap()) {
+        fail(loc, "'" + parts[i] + "' is not a section, so '" + o.path + "' cannot be set");
+      }
+      cur.reset(next);
+    }
+    cur[parts.back()] = value;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void check_cross_fields(Scenario& s, const Origins& origins) {
+  if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
+  if (!std::regex_match(s.device, std::regex("cpu|cuda(:[0-9]+)?|mps"))) {
+    fail(origins.where("device"), "device '" + s.device + "' is not cpu, cuda, cuda:N or mps");
+  }
+  for (size_t i = 0; i < s.topology.links.size(); ++i) {
+    const auto& l = s.topology.links[i];
+    if (l.between.size() != 2) {
+      fail(origins.where("topology.links." + std::to_string(i) + ".between"),
+           "'between' takes two vertex indices, such as [0, 1]");
+    }
+  }
+  try {
+    build_topology(topology_spec(s));
+  } catch (const std::invalid_argument& e) {
+    fail(origins.where(s.topology.links.empty() ? "topology.kind" : "topology.links"), e.what());
+  }
+  if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
+    fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
+  }
+  if (s.workload.dataset == "fashion_mnist") {
+    auto file = std::filesystem::path(s.workload.data_dir) / "train-images-idx3-ubyte.gz";
+    if (!std::filesystem::exists(file)) {
+      fail(origins.where("workload.data_dir"),
+           "Fashion-MNIST not found at " + file.string() +
+               "; install it with scripts/install-deps.sh (Debian package dataset-fashion-mnist)");
+    }
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
+                        const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail({origin, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) fail({origin, root.Mark().line + 1, root.Mark().column + 1}, "a scenario is a map of keys");
+  Origins origins(origin, apply_overrides(root, overrides));
+  Scenario scenario;
+  Reader reader(root, "", origins);
+  scenario.fields(reader);
+  reader.finish();
+  check_cross_fields(scenario, origins);
+  return scenario;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(path + ":1:1: cannot open scenario file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), path, overrides);
+}
+
+std::string to_yaml(const Scenario& scenario) {
+  YAML::Emitter out;
+  Writer writer(out);
+  out << YAML::BeginMap;
+  const_cast<Scenario&>(scenario).fields(writer);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace testbed

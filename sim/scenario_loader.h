@@ -1,0 +1,29 @@
+// Reads a YAML scenario strictly (with --set overrides) and writes the resolved one back.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+
+namespace testbed {
+
+// A bad scenario: what() is "file:line:col: message". The CLI exits 2 on it.
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// `overrides` are "a.b.c=value" strings, applied on top of the file with the
+// same checks. Throws ScenarioError before anything is written anywhere.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Same as load_scenario, from YAML text; `origin` names it in error messages.
+Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
+                        const std::vector<std::string>& overrides = {});
+
+// Every key with its resolved value, defaults included; parse_scenario(to_yaml(s)) == s.
+std::string to_yaml(const Scenario& scenario);
+
+}  // namespace testbed

@@ -1,0 +1,19 @@
+// Quantities with SI-suffixed units as scenarios write them: 100Mbps, 10ms, 1GB, 1%.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace testbed {
+
+// Each returns nullopt when the text is not a number with a known suffix.
+// A plain number is taken in base units (bps, seconds, bytes, probability).
+std::optional<double> parse_bandwidth_bps(const std::string& text);  // bps kbps Mbps Gbps Tbps, B/s forms
+std::optional<double> parse_duration_s(const std::string& text);     // ns us ms s min h
+std::optional<double> parse_bytes(const std::string& text);          // B kB MB GB TB KiB MiB GiB
+std::optional<double> parse_fraction(const std::string& text);       // 0.01 or 1%
+
+// Shortest decimal text that reads back to the same double.
+std::string format_number(double value);
+
+}  // namespace testbed

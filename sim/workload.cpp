@@ -1,0 +1,43 @@
+// Factories from scenario sections; all randomness comes from named seed streams.
+#include "sim/workload.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "sim/seed_streams.h"
+#include "training/ddp.h"
+#include "training/fashion_mnist.h"
+
+namespace testbed {
+
+Dataset load_dataset(const Scenario& scenario) {
+  if (scenario.workload.dataset == "fashion_mnist") return load_fashion_mnist(scenario.workload.data_dir);
+  throw std::invalid_argument("unknown dataset '" + scenario.workload.dataset + "'");
+}
+
+std::shared_ptr<Model> make_model(const Scenario& scenario, const Dataset& data) {
+  torch::manual_seed(stream_seed(scenario.seed, "init"));
+  return make_image_model(scenario.workload.model, data.num_classes);
+}
+
+OptimizerConfig optimizer_config(const Scenario& scenario) {
+  const auto& o = scenario.optimizer;
+  return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2};
+}
+
+std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data) {
+  auto shards = iid_partition(data.train_size(), scenario.nodes, stream_seed(scenario.seed, "partition"));
+  std::vector<ShardSampler> samplers;
+  for (int n = 0; n < scenario.nodes; ++n) {
+    samplers.emplace_back(std::move(shards[n]), stream_seed(scenario.seed, "batches", n));
+  }
+  return samplers;
+}
+
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario) {
+  if (scenario.algorithm.name == "ddp") return std::make_unique<Ddp>(scenario.nodes, scenario.workload.batch_size);
+  throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
+}
+
+}  // namespace testbed

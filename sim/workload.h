@@ -1,0 +1,27 @@
+// Turns the scenario's workload, optimizer and algorithm sections into training objects.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/scenario.h"
+#include "training/algorithm.h"
+#include "training/dataset.h"
+#include "training/models.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+Dataset load_dataset(const Scenario& scenario);
+
+// A freshly initialised model; every call with the same scenario gives the same weights.
+std::shared_ptr<Model> make_model(const Scenario& scenario, const Dataset& data);
+
+OptimizerConfig optimizer_config(const Scenario& scenario);
+
+// Each node's shard sampler, seeded from the scenario.
+std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
+
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario);
+
+}  // namespace testbed

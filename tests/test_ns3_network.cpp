@@ -1,0 +1,204 @@
+// Tests for the ns-3 packet-level backend: TCP transfer times against alpha-beta bounds, ordering, determinism.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "netmodels/alpha_beta.h"
+#include "netmodels/event_clock.h"
+#include "netmodels/ns3_network.h"
+#include "topologies/builders.h"
+
+namespace testbed {
+namespace {
+
+constexpr double kBandwidth = 100e6;
+constexpr double kLatency = 0.010;
+constexpr uint64_t kTenMB = 10'000'000;
+
+Topology make(const std::string& kind, int hosts, double loss = 0) {
+  TopologySpec s;
+  s.kind = kind;
+  s.hosts = hosts;
+  s.link = {kBandwidth, kLatency, loss};
+  return build_topology(s);
+}
+
+double serialization(uint64_t bytes) { return static_cast<double>(bytes) * 8 / kBandwidth; }
+
+// Sends each message at time 0 and runs to completion; returns the deliveries
+// in the order they happened. Network before clock on destruction, as required.
+std::vector<Delivery> simulate(const Topology& topology, const std::vector<Message>& messages,
+                               Ns3Options options = {}) {
+  std::vector<Delivery> out;
+  EventClock clock;
+  {
+    auto network = make_ns3_network(clock, topology, options);
+    for (const auto& m : messages)
+      clock.schedule(0, [&, m] { network->send(m, [&](const Delivery& d) { out.push_back(d); }); });
+    clock.run();
+  }
+  return out;
+}
+
+TEST(Ns3Network, Name) {
+  EventClock clock;
+  auto network = make_ns3_network(clock, make("line", 2), {});
+  EXPECT_EQ(network->name(), "ns3");
+}
+
+TEST(Ns3Network, UdpNotImplemented) {
+  EventClock clock;
+  Ns3Options options;
+  options.transport = "udp";
+  EXPECT_THROW(make_ns3_network(clock, make("line", 2), options), std::invalid_argument);
+}
+
+TEST(Ns3Network, TenMegabytesNearAlphaBeta) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto d = simulate(make("line", 2), {{1, 0, 1, kTenMB}});
+  const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].message.id, 1u);
+  EXPECT_EQ(d[0].lost_bytes, 0u);
+  const double took = d[0].t_recv - d[0].t_send;
+  const double bound = alpha_beta::point_to_point(kLatency, 8 / kBandwidth, kTenMB);
+  std::printf("10 MB over 100Mbps/10ms: %.4f s simulated, bound %.4f s (%.3fx), host %.3f s\n",
+              took, bound, took / bound, host_s);
+  EXPECT_GE(took, bound);
+  EXPECT_LE(took, 1.15 * bound);
+  EXPECT_LT(host_s, 1.0);  // generous for slow CI; typically ~0.05 s
+}
+
+TEST(Ns3Network, LossMakesItSlower) {
+  const auto clean = simulate(make("line", 2), {{1, 0, 1, kTenMB}});
+  const auto lossy = simulate(make("line", 2, 0.01), {{1, 0, 1, kTenMB}});
+  ASSERT_EQ(clean.size(), 1u);
+  ASSERT_EQ(lossy.size(), 1u);
+  std::printf("10 MB with 1%% loss: %.4f s vs %.4f s clean\n", lossy[0].t_recv, clean[0].t_recv);
+  EXPECT_GT(lossy[0].t_recv - lossy[0].t_send, clean[0].t_recv - clean[0].t_send);
+}
+
+TEST(Ns3Network, SameConnectionInOrder) {
+  const uint64_t first = 5'000'000, second = 2'000'000;
+  const auto d = simulate(make("line", 2), {{1, 0, 1, first}, {2, 0, 1, second}});
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].message.id, 1u);
+  EXPECT_EQ(d[1].message.id, 2u);
+  EXPECT_GE(d[0].t_recv, kLatency + serialization(first));
+  // Queued right behind the first, the second needs about its own serialization time.
+  const double gap = d[1].t_recv - d[0].t_recv;
+  EXPECT_GE(gap, 0.95 * serialization(second));
+  EXPECT_LE(gap, 1.15 * serialization(second));
+}
+
+TEST(Ns3Network, RingBothDirections) {
+  const int p = 4;
+  std::vector<Message> messages;
+  uint64_t id = 0;
+  for (int r = 0; r < p; ++r) {
+    messages.push_back({id++, r, (r + 1) % p, 1'000'000});
+    messages.push_back({id++, r, (r + p - 1) % p, 1'000'000});
+  }
+  messages.push_back({id++, 0, 2, 500'000});  // two hops, sharing links with the rest
+  const auto d = simulate(make("ring", p), messages);
+  ASSERT_EQ(d.size(), messages.size());
+  std::vector<int> count(messages.size(), 0);
+  for (const auto& x : d) {
+    ++count.at(x.message.id);
+    EXPECT_EQ(x.message.bytes, messages[x.message.id].bytes);
+    EXPECT_GE(x.t_recv - x.t_send, kLatency + serialization(x.message.bytes));
+  }
+  for (int c : count) EXPECT_EQ(c, 1);
+}
+
+TEST(Ns3Network, Deterministic) {
+  const auto topology = make("ring", 4, 0.005);
+  const std::vector<Message> messages = {{0, 0, 1, 3'000'000}, {1, 1, 0, 3'000'000},
+                                         {2, 0, 2, 2'000'000}, {3, 3, 1, 1'000'000}};
+  const auto a = simulate(topology, messages);
+  const auto b = simulate(topology, messages);
+  ASSERT_EQ(a.size(), messages.size());
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].message.id, b[i].message.id);
+    EXPECT_EQ(a[i].t_recv, b[i].t_recv);  // bitwise, not approximately
+  }
+  // A different seed draws different losses.
+  Ns3Options other;
+  other.seed = 7;
+  const auto c = simulate(topology, messages, other);
+  ASSERT_EQ(c.size(), a.size());
+  bool any_differs = false;
+  for (size_t i = 0; i < a.size(); ++i) any_differs = any_differs || a[i].t_recv != c[i].t_recv;
+  EXPECT_TRUE(any_differs);
+}
+
+TEST(Ns3Network, TwoHops) {
+  const uint64_t bytes = 1'000'000;
+  const auto d = simulate(make("line", 3), {{9, 0, 2, bytes}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].message.dst, 2);
+  EXPECT_GE(d[0].t_recv - d[0].t_send, 2 * kLatency + serialization(bytes));
+}
+
+TEST(Ns3Network, SelfAndEmptyMessages) {
+  const auto d = simulate(make("line", 3), {{1, 1, 1, 1000}, {2, 0, 2, 0}});
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].message.id, 1u);
+  EXPECT_DOUBLE_EQ(d[0].t_recv, 0.0);
+  EXPECT_EQ(d[1].message.id, 2u);
+  EXPECT_NEAR(d[1].t_recv, 2 * kLatency, 1e-12);  // the path's propagation delay
+}
+
+TEST(Ns3Network, SendFromDeliveryCallback) {
+  // A reply sent from inside a delivery (the usual request/response pattern)
+  // reuses the simulator and opens the reverse connection.
+  std::vector<Delivery> out;
+  EventClock clock;
+  {
+    auto network = make_ns3_network(clock, make("line", 2), {});
+    clock.schedule(0, [&] {
+      network->send({1, 0, 1, 100'000}, [&](const Delivery& d) {
+        out.push_back(d);
+        network->send({2, 1, 0, 100'000}, [&](const Delivery& r) { out.push_back(r); });
+      });
+    });
+    clock.run();
+  }
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].message.id, 2u);
+  EXPECT_DOUBLE_EQ(out[1].t_send, out[0].t_recv);
+  EXPECT_GT(out[1].t_recv, out[1].t_send + kLatency);
+}
+
+TEST(EventClock, ScheduleRunStop) {
+  EventClock clock;
+  std::vector<double> times;
+  clock.schedule(0.5, [&] { times.push_back(clock.now()); });
+  clock.schedule(0.25, [&] {
+    times.push_back(clock.now());
+    clock.schedule(0.5, [&] { times.push_back(clock.now()); });  // at 0.75
+  });
+  clock.schedule(2.0, [&] {
+    times.push_back(clock.now());
+    clock.stop();
+  });
+  clock.schedule(3.0, [&] { times.push_back(clock.now()); });
+  clock.run();
+  EXPECT_EQ(times, (std::vector<double>{0.25, 0.5, 0.75, 2.0}));
+  EXPECT_DOUBLE_EQ(clock.now(), 2.0);
+  clock.run();  // resumes with what is left
+  EXPECT_EQ(times.back(), 3.0);
+  EXPECT_THROW(clock.schedule(-1, [] {}), std::invalid_argument);
+}
+
+TEST(EventClock, FreshAfterDestroy) {
+  { EventClock clock; clock.schedule(5, [] {}); clock.run(); }
+  EventClock clock;
+  EXPECT_DOUBLE_EQ(clock.now(), 0.0);
+}
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,124 @@
+// Builders for ring, line, star, mesh, torus2d and tree topologies, with validation.
+#include "topologies/builders.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace testbed {
+
+namespace {
+
+void validate_link(const LinkSpec& link, const std::string& what) {
+  // Negated comparisons so that NaN is rejected too.
+  if (!(link.bandwidth_bps > 0))
+    throw std::invalid_argument(what + ": bandwidth must be > 0, got " +
+                                std::to_string(link.bandwidth_bps));
+  if (!(link.latency_s >= 0))
+    throw std::invalid_argument(what + ": latency must be >= 0, got " +
+                                std::to_string(link.latency_s));
+  if (!(link.loss >= 0 && link.loss < 1))
+    throw std::invalid_argument(what + ": loss must be in [0, 1), got " +
+                                std::to_string(link.loss));
+}
+
+// Adds a link unless it would be a self-loop or a duplicate: small torus
+// dimensions wrap onto existing neighbours and the graph must stay simple.
+void link(Topology::Graph& g, int a, int b, const LinkSpec& spec) {
+  if (a == b || boost::edge(a, b, g).second) return;
+  boost::add_edge(a, b, spec, g);
+}
+
+std::string kinds_list() {
+  std::string out;
+  for (const auto& k : topology_kinds()) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& topology_kinds() {
+  static const std::vector<std::string> kinds = {"ring", "line",    "star",
+                                                 "mesh", "torus2d", "tree"};
+  return kinds;
+}
+
+Topology build_topology(const TopologySpec& spec) {
+  const int n = spec.hosts;
+  if (n < 1) throw std::invalid_argument("topology: hosts must be >= 1, got " + std::to_string(n));
+  validate_link(spec.link, "topology.link");
+
+  Topology t;
+  t.kind = spec.kind;
+  Topology::Graph& g = t.graph;
+  for (int i = 0; i < n; ++i) boost::add_vertex(VertexInfo{VertexKind::Host}, g);
+  const LinkSpec& l = spec.link;
+
+  if (spec.kind == "ring") {
+    for (int i = 0; i < n; ++i) link(g, i, (i + 1) % n, l);
+  } else if (spec.kind == "line") {
+    for (int i = 0; i + 1 < n; ++i) link(g, i, i + 1, l);
+  } else if (spec.kind == "star") {
+    const int hub = static_cast<int>(boost::add_vertex(VertexInfo{VertexKind::Switch}, g));
+    for (int i = 0; i < n; ++i) link(g, i, hub, l);
+  } else if (spec.kind == "mesh") {
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j) link(g, i, j, l);
+  } else if (spec.kind == "torus2d") {
+    int rows = spec.torus_rows;
+    if (rows == 0) {
+      // Most square factorisation with rows <= cols.
+      rows = static_cast<int>(std::sqrt(static_cast<double>(n)));
+      while (rows > 1 && n % rows != 0) --rows;
+      if (rows < 1) rows = 1;
+    }
+    if (rows < 1 || n % rows != 0)
+      throw std::invalid_argument("torus2d: torus_rows " + std::to_string(spec.torus_rows) +
+                                  " does not divide hosts " + std::to_string(n));
+    const int cols = n / rows;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        const int v = r * cols + c;
+        link(g, v, r * cols + (c + 1) % cols, l);
+        link(g, v, ((r + 1) % rows) * cols + c, l);
+      }
+  } else if (spec.kind == "tree") {
+    for (int i = 1; i < n; ++i) link(g, i, (i - 1) / 2, l);
+  } else {
+    throw std::invalid_argument("unknown topology kind '" + spec.kind +
+                                "'; valid kinds: " + kinds_list());
+  }
+
+  for (const auto& o : spec.overrides) {
+    const int nv = t.num_vertices();
+    if (o.a < 0 || o.a >= nv || o.b < 0 || o.b >= nv)
+      throw std::invalid_argument("link override names vertex outside 0.." +
+                                  std::to_string(nv - 1) + ": " + std::to_string(o.a) +
+                                  ", " + std::to_string(o.b));
+    auto [e, found] = boost::edge(o.a, o.b, g);
+    if (!found)
+      throw std::invalid_argument("no link between " + std::to_string(o.a) + " and " +
+                                  std::to_string(o.b));
+    LinkSpec& s = g[e];
+    if (o.bandwidth_bps >= 0) s.bandwidth_bps = o.bandwidth_bps;
+    if (o.latency_s >= 0) s.latency_s = o.latency_s;
+    if (o.loss >= 0) s.loss = o.loss;
+    validate_link(s, "link override " + std::to_string(o.a) + "-" + std::to_string(o.b));
+  }
+
+  validate_topology(t);
+  return t;
+}
+
+void validate_topology(const Topology& topology) {
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
+    validate_link(topology.graph[e],
+                  "link " + std::to_string(boost::source(e, topology.graph)) + "-" +
+                      std::to_string(boost::target(e, topology.graph)));
+  if (topology.num_hosts() < 1) throw std::invalid_argument("topology has no hosts");
+  if (!topology.is_connected())
+    throw std::invalid_argument("topology '" + topology.kind + "' with " +
+                                std::to_string(topology.num_vertices()) +
+                                " vertices is disconnected");
+}
+
+}  // namespace testbed

@@ -1,0 +1,76 @@
+// IDX reader: big-endian header, then raw unsigned bytes, gzip-compressed.
+#include "training/fashion_mnist.h"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace testbed {
+namespace {
+
+std::vector<uint8_t> read_gzip(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    throw std::runtime_error("missing data file " + path +
+                             "; run scripts/install-deps.sh (Debian package dataset-fashion-mnist)");
+  }
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) throw std::runtime_error("cannot open " + path);
+  std::vector<uint8_t> out;
+  uint8_t buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) out.insert(out.end(), buffer, buffer + n);
+  gzclose(file);
+  if (n < 0) throw std::runtime_error("corrupt gzip file " + path);
+  return out;
+}
+
+uint32_t big_endian(const std::vector<uint8_t>& bytes, size_t offset) {
+  return (uint32_t(bytes[offset]) << 24) | (uint32_t(bytes[offset + 1]) << 16) |
+         (uint32_t(bytes[offset + 2]) << 8) | uint32_t(bytes[offset + 3]);
+}
+
+// Returns the payload after checking the magic number and element count.
+torch::Tensor read_idx(const std::string& path, uint32_t magic, std::vector<int64_t> shape_tail) {
+  auto bytes = read_gzip(path);
+  if (bytes.size() < 8 || big_endian(bytes, 0) != magic) {
+    throw std::runtime_error(path + " is not an IDX file of the expected kind");
+  }
+  int64_t count = big_endian(bytes, 4);
+  size_t header = 4 + 4 * (magic & 0xff);
+  int64_t per_item = 1;
+  for (auto d : shape_tail) per_item *= d;
+  if (bytes.size() != header + size_t(count * per_item)) {
+    throw std::runtime_error(path + " has the wrong size for its header");
+  }
+  std::vector<int64_t> shape{count};
+  shape.insert(shape.end(), shape_tail.begin(), shape_tail.end());
+  return torch::from_blob(bytes.data() + header, shape, torch::kUInt8).clone();
+}
+
+}  // namespace
+
+Dataset load_fashion_mnist(const std::string& directory) {
+  // Mean and standard deviation of the Fashion-MNIST training pixels in [0, 1].
+  constexpr double kMean = 0.2860, kStd = 0.3530;
+  auto images = [&](const std::string& split) {
+    auto raw = read_idx(directory + "/" + split + "-images-idx3-ubyte.gz", 0x00000803, {1, 28, 28});
+    return (raw.to(torch::kFloat32) / 255.0 - kMean) / kStd;
+  };
+  auto labels = [&](const std::string& split) {
+    return read_idx(directory + "/" + split + "-labels-idx1-ubyte.gz", 0x00000801, {}).to(torch::kInt64);
+  };
+  Dataset d;
+  d.train_inputs = images("train");
+  d.train_targets = labels("train");
+  d.test_inputs = images("t10k");
+  d.test_targets = labels("t10k");
+  d.num_classes = 10;
+  return d;
+}
+
+}  // namespace testbed

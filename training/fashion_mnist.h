@@ -1,0 +1,15 @@
+// Fashion-MNIST from the IDX files that Debian's dataset-fashion-mnist ships.
+#pragma once
+
+#include <string>
+
+#include "training/dataset.h"
+
+namespace testbed {
+
+// Images become float [N, 1, 28, 28] scaled to zero mean / unit variance with
+// the data set's published statistics; labels int64 [N]. Throws
+// std::runtime_error naming the missing file and the install command.
+Dataset load_fashion_mnist(const std::string& directory);
+
+}  // namespace testbed

@@ -1,0 +1,32 @@
+// Splitting a training set among nodes, and each node's batch order within its shard.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace testbed {
+
+// A seeded permutation of 0..n-1 (Fisher-Yates on mt19937_64, so it is the same everywhere).
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);
+
+// Equal-sized IID shards (the remainder n mod parts is left out, so every node sees as many samples).
+std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint64_t seed);
+
+// Draws batches from one shard without replacement, reshuffling at every epoch.
+class ShardSampler {
+ public:
+  ShardSampler(std::vector<int64_t> shard, uint64_t seed);
+  torch::Tensor next(int batch_size);  // int64 indices into the training set
+  int64_t shard_size() const { return static_cast<int64_t>(shard_.size()); }
+
+ private:
+  std::vector<int64_t> shard_;
+  std::mt19937_64 rng_;
+  size_t cursor_ = 0;
+  void reshuffle();
+};
+
+}  // namespace testbed

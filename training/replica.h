@@ -1,0 +1,60 @@
+// One node's copy of the model: its parameters, optimizer and data shard.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "training/dataset.h"
+#include "training/models.h"
+#include "training/partition.h"
+
+namespace testbed {
+
+struct OptimizerConfig {
+  std::string name = "adamw";  // adamw | adam | sgd
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+  double beta1 = 0.9, beta2 = 0.999;
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
+                                                        const OptimizerConfig& config);
+
+// Parameters (or gradients) of a module as one 1-D tensor, in registration order.
+torch::Tensor flatten_parameters(const torch::nn::Module& module);
+torch::Tensor flatten_gradients(const torch::nn::Module& module);
+void load_flat_parameters(torch::nn::Module& module, const torch::Tensor& flat);
+void load_flat_gradients(torch::nn::Module& module, const torch::Tensor& flat);
+int64_t count_parameters(const torch::nn::Module& module);
+
+struct Batch {
+  torch::Tensor inputs, targets;
+};
+
+class Replica {
+ public:
+  Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer, ShardSampler sampler,
+          torch::Device device);
+
+  Batch next_batch(const Dataset& data, int batch_size);
+  // Zeroes the gradients, then computes the mean cross-entropy loss and its gradients.
+  double forward_backward(const Batch& batch);
+  void optimizer_step();
+
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  torch::Device device() const { return device_; }
+
+ private:
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  ShardSampler sampler_;
+  torch::Device device_;
+};
+
+}  // namespace testbed
