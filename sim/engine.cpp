@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <thread>
 
 #include <torch/torch.h>
 
@@ -56,8 +55,7 @@ bool is_eval_step(int steps_done, const Scenario& s) {
 
 Engine::Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks)
     : scenario_(scenario), data_(data), recorder_(recorder), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
-  int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
-  at::set_num_threads(std::max(1, threads));
+  configure_threads(scenario);
   torch::Device device(scenario.device);
 
   auto samplers = make_samplers(scenario, data);

@@ -52,20 +52,10 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
-  // The recorder needs the parameter count, which the engine knows once built.
-  MemoryRecorder discard;
-  std::unique_ptr<Hdf5Recorder> recorder;
-  struct Forward : Recorder {
-    std::unique_ptr<Hdf5Recorder>* target;
-    void train(const TrainRow& r) override { (*target)->train(r); }
-    void eval(const EvalRow& r) override { (*target)->eval(r); }
-    void message(const MessageRecord& r) override { (*target)->message(r); }
-    void finish(const RunSummary& s) override { (*target)->finish(s); }
-  } forward;
-  forward.target = &recorder;
-  Engine engine(scenario, data, forward, hooks);
-  recorder = std::make_unique<Hdf5Recorder>(
-      scenario.output.path, RunInfo{to_yaml(scenario), scenario.nodes, engine.model_parameters(), scenario.device});
+  int64_t parameters = count_parameters(*make_model(scenario, data));
+  Hdf5Recorder recorder(scenario.output.path,
+                        RunInfo{to_yaml(scenario), scenario.nodes, parameters, scenario.device});
+  Engine engine(scenario, data, recorder, hooks);
   RunSummary summary = engine.run();
   if (show_progress) std::fprintf(stderr, "\n");
 

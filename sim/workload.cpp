@@ -2,6 +2,7 @@
 #include "sim/workload.h"
 
 #include <stdexcept>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -10,6 +11,11 @@
 #include "training/fashion_mnist.h"
 
 namespace testbed {
+
+void configure_threads(const Scenario& scenario) {
+  int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(1, threads));
+}
 
 Dataset load_dataset(const Scenario& scenario) {
   if (scenario.workload.dataset == "fashion_mnist") return load_fashion_mnist(scenario.workload.data_dir);

@@ -12,6 +12,9 @@
 
 namespace testbed {
 
+// LibTorch intra-op threads from the scenario (0: all cores); Debian's build starts with one.
+void configure_threads(const Scenario& scenario);
+
 Dataset load_dataset(const Scenario& scenario);
 
 // A freshly initialised model; every call with the same scenario gives the same weights.
