@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -37,17 +39,31 @@ class Origins {
   Origins(std::string origin, std::vector<Override> overrides)
       : origin_(std::move(origin)), overrides_(std::move(overrides)) {}
 
-  Location locate(const std::string& path, const YAML::Mark& mark) const {
-    for (const auto& o : overrides_) {
-      bool inside = path == o.path || path.rfind(o.path + ".", 0) == 0;
-      bool created_for_it = mark.line < 0 && o.path.rfind(path + ".", 0) == 0;
-      if (inside || created_for_it) return {"--set " + o.text, 1, o.value_col};
+  // `is_key`: the location of the key `path` itself rather than of its value.
+  Location locate(const std::string& path, const YAML::Mark& mark, bool is_key = false) const {
+    // The last --set of a path is the one that took effect.
+    for (auto o = overrides_.rbegin(); o != overrides_.rend(); ++o) {
+      std::string origin = "--set " + o->text;
+      bool inside = path == o->path || path.rfind(o->path + ".", 0) == 0;
+      bool created_for_it = mark.line < 0 && o->path.rfind(path + ".", 0) == 0;
+      if (is_key && (path == o->path || created_for_it)) {
+        // The key is a segment of the dotted path, which starts the argument.
+        size_t dot = path.rfind('.');
+        return {origin, 1, dot == std::string::npos ? 1 : static_cast<int>(dot) + 2};
+      }
+      if (inside && mark.line >= 0) {
+        // A node parsed from the value text: its mark is relative to the value.
+        int col = mark.line == 0 ? o->value_col + mark.column : mark.column + 1;
+        return {origin, mark.line + 1, col};
+      }
+      if (inside || created_for_it) return {origin, 1, o->value_col};
     }
     if (mark.line < 0) return {origin_, 1, 1};
     return {origin_, mark.line + 1, mark.column + 1};
   }
 
   void remember(const std::string& path, const Location& loc) { seen_[path] = loc; }
+  bool seen(const std::string& path) const { return seen_.count(path) > 0; }
   Location where(const std::string& path) const {
     auto it = seen_.find(path);
     return it == seen_.end() ? Location{origin_, 1, 1} : it->second;
@@ -123,10 +139,15 @@ class Reader {
   }
 
   void finish() {
+    std::vector<std::string> seen;
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       std::string key = it->first.Scalar();
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        fail(origins_.locate(prefix_ + key, it->first.Mark(), true), "duplicate key '" + key + "'");
+      }
+      seen.push_back(key);
       if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-      Location loc = origins_.locate(prefix_ + key, it->first.Mark());
+      Location loc = origins_.locate(prefix_ + key, it->first.Mark(), true);
       std::string where = prefix_.empty() ? "top level" : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
       fail(loc, "unknown key '" + key + "' in " + where + nearest_hint(key, known_) +
                     "; valid keys: " + join(known_));
@@ -160,7 +181,7 @@ class Reader {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != s.size() || parsed != static_cast<long double>(static_cast<long long>(parsed)))
+      if (used != s.size() || !std::isfinite(parsed) || parsed != std::truncl(parsed))
         fail(loc, "expected an integer, got '" + s + "'");
       if (parsed < static_cast<long double>(std::numeric_limits<T>::min()) ||
           parsed > static_cast<long double>(std::numeric_limits<T>::max()))
@@ -212,8 +233,8 @@ class Reader {
       if (value) check(loc, *value, r);
     } else {
       double v = numeric_value_of(value);
-      bool low = r.lo_open ? v <= r.lo : v < r.lo;
-      bool high = r.hi_open ? v >= r.hi : v > r.hi;
+      bool low = r.lo_open ? !(v > r.lo) : !(v >= r.lo);  // NaN is out of range
+      bool high = r.hi_open ? !(v < r.hi) : !(v <= r.hi);
       if (low || high) {
         fail(loc, "value " + format_number(v) + " is out of range " + (r.lo_open ? "(" : "[") +
                       format_number(r.lo) + ", " + format_number(r.hi) + (r.hi_open ? ")" : "]"));
@@ -326,15 +347,29 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   }
   for (size_t i = 0; i < s.topology.links.size(); ++i) {
     const auto& l = s.topology.links[i];
+    std::string item = "topology.links." + std::to_string(i);
     if (l.between.size() != 2) {
-      fail(origins.where("topology.links." + std::to_string(i) + ".between"),
+      fail(origins.where(origins.seen(item + ".between") ? item + ".between" : item),
            "'between' takes two vertex indices, such as [0, 1]");
     }
   }
+  // The topology without overrides first, so its errors are not blamed on a link entry.
+  TopologySpec spec = topology_spec(s);
+  std::vector<LinkOverride> overrides = std::move(spec.overrides);
+  spec.overrides.clear();
   try {
-    build_topology(topology_spec(s));
+    build_topology(spec);
   } catch (const std::invalid_argument& e) {
-    fail(origins.where(s.topology.links.empty() ? "topology.kind" : "topology.links"), e.what());
+    bool rows = s.topology.kind == "torus2d" && origins.seen("topology.rows");
+    fail(origins.where(rows ? "topology.rows" : "topology.kind"), e.what());
+  }
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    spec.overrides = {overrides[i]};
+    try {
+      build_topology(spec);
+    } catch (const std::invalid_argument& e) {
+      fail(origins.where("topology.links." + std::to_string(i)), e.what());
+    }
   }
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
@@ -371,10 +406,13 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ScenarioError(path + ":1:1: is a directory, not a scenario file");
   std::ifstream in(path);
   if (!in) throw ScenarioError(path + ":1:1: cannot open scenario file");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) throw ScenarioError(path + ":1:1: cannot read scenario file");
   return parse_scenario(text.str(), path, overrides);
 }
 

@@ -2,6 +2,7 @@
 #include "sim/units.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 #include <vector>
@@ -18,7 +19,8 @@ std::optional<double> parse_with_suffixes(const std::string& text, const Suffixe
   while (end > begin && end[-1] == ' ') --end;
   double value = 0;
   auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr == begin) return std::nullopt;
+  // from_chars also reads "nan" and "inf", which no quantity may be.
+  if (ec != std::errc() || ptr == begin || !std::isfinite(value)) return std::nullopt;
   std::string suffix(ptr, end);
   while (!suffix.empty() && suffix.front() == ' ') suffix.erase(suffix.begin());
   if (suffix.empty()) return value;

@@ -1,0 +1,148 @@
+// Tests the testbed CLI on bad input: exit code 2, "file:line:col: " on stderr, no output file; validate and --help.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs the testbed binary with `args` inside a fresh temporary directory.
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("testbed_cli_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    fs::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // `args` is appended to the command line as is (quote paths yourself).
+  Result run(const std::string& args) {
+    std::string command = "cd '" + dir_.string() + "' && '" + TESTBED_BINARY + "' " + args + " >'" +
+                          (dir_ / "stdout.txt").string() + "' 2>'" + (dir_ / "stderr.txt").string() + "'";
+    int status = std::system(command.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(dir_ / "stdout.txt");
+    r.err = read_file(dir_ / "stderr.txt");
+    fs::remove(dir_ / "stdout.txt");
+    fs::remove(dir_ / "stderr.txt");
+    return r;
+  }
+
+  // `testbed run bad.yaml -o out.h5` fails with exit 2 at `line_col`, writing nothing.
+  void expect_rejected(const std::string& yaml, const std::string& line_col, const std::string& message) {
+    fs::path bad = write("bad.yaml", yaml);
+    fs::path out = dir_ / "out.h5";
+    Result r = run("run '" + bad.string() + "' -o '" + out.string() + "'");
+    SCOPED_TRACE("yaml: " + yaml);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind(bad.string() + ":" + line_col + ": ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(dir_ / "results"));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, UnknownKey) { expect_rejected("nodes: 4\nnodez: 4\n", "2:1", "did you mean 'nodes'"); }
+
+TEST_F(Cli, WrongType) { expect_rejected("nodes: four\n", "1:8", "expected an integer"); }
+
+TEST_F(Cli, OutOfRange) { expect_rejected("topology:\n  link: {loss: 1.5}\n", "2:16", "out of range"); }
+
+TEST_F(Cli, UnitThatDoesNotParse) {
+  expect_rejected("topology:\n  link:\n    bandwidth: 100Mbs\n", "3:16", "cannot read '100Mbs'");
+}
+
+TEST_F(Cli, UnknownEnumValue) { expect_rejected("topology: {kind: rign}\n", "1:18", "did you mean 'ring'"); }
+
+TEST_F(Cli, InvalidYaml) { expect_rejected("nodes: 4\nseed: [1, 2\n", "3:1", "invalid YAML"); }
+
+TEST_F(Cli, LinkOverrideForMissingLink) {
+  expect_rejected("topology:\n  links:\n    - {between: [0, 2]}\n", "3:7", "no link between 0 and 2");
+}
+
+TEST_F(Cli, MissingDataDir) {
+  expect_rejected("workload:\n  data_dir: /nonexistent\n", "2:13", "scripts/install-deps.sh");
+}
+
+TEST_F(Cli, BadSetValueExits2WithoutOutput) {
+  fs::path good = write("good.yaml", "nodes: 2\nworkload: {steps: 5}\n");
+  Result r = run("run '" + good.string() + "' --set workload.steps=0 -o '" + (dir_ / "out.h5").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("--set workload.steps=0:1:16: ", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out.h5"));
+  EXPECT_FALSE(fs::exists(dir_ / "results"));
+}
+
+TEST_F(Cli, MissingScenarioFileExits2) {
+  Result r = run("run missing.yaml -q");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("missing.yaml:1:1: ", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "results"));
+}
+
+TEST_F(Cli, DirectoryAsScenarioExits2) {
+  fs::create_directories(dir_ / "scen");
+  Result r = run("run scen -q");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "results"));
+}
+
+TEST_F(Cli, ValidatePrintsYamlThatValidates) {
+  fs::path good = write("good.yaml", "name: good\nnodes: 3\ntopology: {kind: line, link: {latency: 2ms}}\n");
+  Result first = run("validate '" + good.string() + "' --set workload.steps=9");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("steps: 9"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("kind: line"), std::string::npos) << first.out;
+  fs::path resolved = write("resolved.yaml", first.out);
+  Result second = run("validate '" + resolved.string() + "'");
+  EXPECT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_FALSE(fs::exists(dir_ / "results"));  // validate writes nothing
+}
+
+TEST_F(Cli, ValidateRejectsLikeRun) {
+  fs::path bad = write("bad.yaml", "nodes: 0\n");
+  Result r = run("validate '" + bad.string() + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind(bad.string() + ":1:8: ", 0), 0u) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(Cli, HelpMentionsSubcommands) {
+  Result r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validate"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,175 @@
+// DDP through the engine: identical replicas, large-batch equivalence, exact bytes, time bounds.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "netmodels/alpha_beta.h"
+#include "sim/engine.h"
+#include "sim/scenario_loader.h"
+#include "sim/workload.h"
+
+namespace testbed {
+namespace {
+
+Scenario small_ddp(int nodes) {
+  return parse_scenario(R"(
+name: ddp_test
+seed: 3
+nodes: )" + std::to_string(nodes) + R"(
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
+workload: {model: mlp, batch_size: 16, steps: 5, eval_every: 5, eval_samples: 500}
+optimizer: {name: adamw, lr: 1.0e-3, weight_decay: 0.01}
+compute: {model: fixed, step_time: 10ms}
+)",
+                        "ddp_test");
+}
+
+class DdpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(small_ddp(4))); }
+  static void TearDownTestSuite() { delete data_; }
+  static Dataset* data_;
+};
+Dataset* DdpTest::data_ = nullptr;
+
+TEST_F(DdpTest, ReplicasStayBitwiseIdentical) {
+  Scenario s = small_ddp(4);
+  MemoryRecorder rec;
+  Engine engine(s, *data_, rec);
+  ASSERT_EQ(engine.run().status, "completed");
+  auto first = flatten_parameters(engine.replicas()[0]->model());
+  for (const auto& r : engine.replicas()) EXPECT_TRUE(torch::equal(first, flatten_parameters(r->model())));
+  ASSERT_EQ(rec.eval_rows.size(), 1u);
+  EXPECT_NEAR(rec.eval_rows[0].correlation, 1.0, 1e-12);
+  EXPECT_EQ(rec.eval_rows[0].distance, 0.0);
+}
+
+// Trains one model on the concatenation of the nodes' batches, step by step.
+torch::Tensor train_on_large_batch(const Scenario& s, const Dataset& data) {
+  auto samplers = make_samplers(s, data);
+  Replica big(make_model(s, data), optimizer_config(s), samplers[0], torch::kCPU);
+  for (int step = 0; step < s.workload.steps; ++step) {
+    std::vector<torch::Tensor> index;
+    for (auto& sampler : samplers) index.push_back(sampler.next(s.workload.batch_size));
+    auto all = torch::cat(index);
+    big.forward_backward({data.train_inputs.index_select(0, all), data.train_targets.index_select(0, all)});
+    big.optimizer_step();
+  }
+  return flatten_parameters(big.model());
+}
+
+// Max |difference| between DDP's replica 0 and the large-batch model, and between DDP and its
+// initial weights (how far training moved), for one optimizer.
+std::pair<double, double> ddp_vs_large_batch(Scenario s, const Dataset& data) {
+  MemoryRecorder rec;
+  Engine engine(s, data, rec);
+  EXPECT_EQ(engine.run().status, "completed");
+  auto got = flatten_parameters(engine.replicas()[0]->model());
+  auto initial = flatten_parameters(*make_model(s, data));
+  auto expected = train_on_large_batch(s, data);
+  return {(got - expected).abs().max().item<double>(), (got - initial).abs().max().item<double>()};
+}
+
+TEST_F(DdpTest, MatchesOneReplicaOnTheNTimesLargerBatchWithSgd) {
+  Scenario s = small_ddp(4);
+  s.optimizer.name = "sgd";
+  s.optimizer.lr = 0.05;
+  s.optimizer.momentum = 0.9;
+  auto [difference, moved] = ddp_vs_large_batch(s, *data_);
+  EXPECT_GT(moved, 1e-3);
+  // SGD is linear in the gradient: only float reassociation separates the two.
+  EXPECT_LT(difference, 1e-6);
+}
+
+TEST_F(DdpTest, MatchesOneReplicaOnTheNTimesLargerBatchWithAdamW) {
+  auto [difference, moved] = ddp_vs_large_batch(small_ddp(4), *data_);
+  EXPECT_GT(moved, 1e-3);
+  // Adam divides by sqrt(v), which magnifies rounding on tiny gradients; still far below one lr step.
+  EXPECT_LT(difference, 1e-4);
+}
+
+TEST_F(DdpTest, AllReduceBytesAreExact) {
+  for (int nodes : {2, 3, 4, 5}) {
+    Scenario s = small_ddp(nodes);
+    s.workload.steps = 2;
+    MemoryRecorder rec;
+    Engine engine(s, *data_, rec);
+    ASSERT_EQ(engine.run().status, "completed");
+    const double d = static_cast<double>(engine.model_parameters());
+    ASSERT_EQ(rec.train_rows.size(), 2u);
+    for (const auto& row : rec.train_rows) {
+      uint64_t step_total = 0;
+      for (int n = 0; n < nodes; ++n) {
+        double ideal = 2.0 * (nodes - 1) / nodes * 4.0 * d;
+        // Chunks differ by at most one element, so each of the 2(N-1) sends is off by <= 4 bytes.
+        EXPECT_LE(std::abs(static_cast<double>(row.bytes[n]) - ideal), 2.0 * (nodes - 1) * 4.0)
+            << "nodes " << nodes << " node " << n;
+        step_total += row.bytes[n];
+      }
+      // Each of the 2(N-1) ring steps moves every chunk once: 4d bytes.
+      EXPECT_EQ(step_total, static_cast<uint64_t>(2 * (nodes - 1) * 4 * engine.model_parameters()));
+    }
+    EXPECT_EQ(rec.messages.size(), static_cast<size_t>(2 * 2 * nodes * (nodes - 1)));
+  }
+}
+
+TEST_F(DdpTest, StepTimeNeverBeatsComputePlusAlphaBeta) {
+  Scenario s = small_ddp(4);
+  MemoryRecorder rec;
+  Engine engine(s, *data_, rec);
+  ASSERT_EQ(engine.run().status, "completed");
+  double alpha = s.topology.link.latency.s;
+  double beta = 8.0 / s.topology.link.bandwidth.bps;
+  double bytes = 4.0 * engine.model_parameters();
+  double bound = s.compute.step_time.s + alpha_beta::ring_all_reduce(alpha, beta, bytes, s.nodes);
+  double previous = 0;
+  for (const auto& row : rec.train_rows) {
+    double finished = *std::max_element(row.time.begin(), row.time.end());
+    EXPECT_GE(finished - previous, bound) << "step " << row.step;
+    EXPECT_LE(finished - previous, 3 * bound) << "step " << row.step;
+    EXPECT_DOUBLE_EQ(row.compute_time[0], s.compute.step_time.s);
+    previous = finished;
+  }
+}
+
+TEST_F(DdpTest, SingleNodeSendsNothing) {
+  Scenario s = small_ddp(1);
+  MemoryRecorder rec;
+  Engine engine(s, *data_, rec);
+  auto summary = engine.run();
+  ASSERT_EQ(summary.status, "completed");
+  EXPECT_EQ(summary.total_bytes, 0u);
+  EXPECT_TRUE(rec.messages.empty());
+  EXPECT_NEAR(summary.projected_time_s, s.workload.steps * s.compute.step_time.s, 1e-12);
+}
+
+TEST_F(DdpTest, FlopsComputeModelUsesDevicePeak) {
+  Scenario s = small_ddp(2);
+  s.compute.model = "flops";
+  s.compute.device = "a100";
+  s.compute.mfu = 0.5;
+  MemoryRecorder rec;
+  Engine engine(s, *data_, rec);
+  ASSERT_EQ(engine.run().status, "completed");
+  double expected = engine.flops_per_step() / (312e12 * 0.5);
+  EXPECT_GT(engine.flops_per_step(), 0);
+  EXPECT_DOUBLE_EQ(rec.train_rows[0].compute_time[0], expected);
+}
+
+TEST_F(DdpTest, DivergenceStopsTheRunAndSaysSo) {
+  Scenario s = small_ddp(2);
+  s.optimizer.name = "sgd";
+  s.optimizer.lr = 1e6;
+  s.workload.steps = 50;
+  MemoryRecorder rec;
+  Engine engine(s, *data_, rec);
+  auto summary = engine.run();
+  EXPECT_EQ(summary.status, "diverged");
+  EXPECT_LT(summary.steps_completed, 50);
+  ASSERT_FALSE(rec.train_rows.empty());
+  EXPECT_FALSE(std::isfinite(rec.train_rows.back().loss[0]) && std::isfinite(rec.train_rows.back().loss[1]));
+}
+
+}  // namespace
+}  // namespace testbed

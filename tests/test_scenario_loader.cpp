@@ -1,0 +1,304 @@
+// Tests parse_scenario/load_scenario: defaults, every section, --set overrides, error locations, to_yaml round trip.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sim/scenario_loader.h"
+
+namespace testbed {
+namespace {
+
+// The loader's error text for `yaml` (read as "s.yaml"), or "" when it loads.
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    parse_scenario(yaml, "s.yaml", sets);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The error starts with "<where>: " and contains `message`.
+void expect_error(const std::string& yaml, const std::string& where, const std::string& message,
+                  const std::vector<std::string>& sets = {}) {
+  std::string error = error_of(yaml, sets);
+  SCOPED_TRACE("yaml: " + yaml);
+  EXPECT_EQ(error.rfind(where + ": ", 0), 0u) << "error: " << error;
+  EXPECT_NE(error.find(message), std::string::npos) << "error: " << error;
+}
+
+TEST(ScenarioDefaults, EmptyTextIsAllDefaults) {
+  Scenario s = parse_scenario("", "s.yaml");
+  EXPECT_EQ(s.name, "scenario");
+  EXPECT_EQ(s.nodes, 4);
+  EXPECT_EQ(s.seed, 0u);
+  EXPECT_EQ(s.topology.kind, "ring");
+  EXPECT_DOUBLE_EQ(s.topology.link.bandwidth.bps, 100e6);
+  EXPECT_TRUE(s.topology.links.empty());
+  EXPECT_EQ(s.network.mtu, 9000);
+  EXPECT_EQ(s.workload.steps, 300);
+  EXPECT_EQ(s.optimizer.name, "adamw");
+  EXPECT_EQ(s.algorithm.name, "ddp");
+  EXPECT_EQ(s.output.path, "results/scenario.h5");  // derived from the name
+}
+
+TEST(ScenarioDefaults, CommentOnlyFileIsAllDefaults) {
+  EXPECT_EQ(to_yaml(parse_scenario("# nothing here\n", "s.yaml")), to_yaml(parse_scenario("", "s.yaml")));
+}
+
+TEST(ScenarioDefaults, DefaultOutputPathFollowsName) {
+  EXPECT_EQ(parse_scenario("name: abc\n", "s.yaml").output.path, "results/abc.h5");
+}
+
+TEST(ScenarioExample, RepositoryRingScenario) {
+  Scenario s = load_scenario(std::string(TESTBED_SOURCE_DIR) + "/scenarios/100mbps_ring.yaml");
+  EXPECT_EQ(s.name, "100mbps_ring");
+  EXPECT_EQ(s.nodes, 4);
+  EXPECT_DOUBLE_EQ(s.topology.link.bandwidth.bps, 1e8);
+  EXPECT_DOUBLE_EQ(s.topology.link.latency.s, 0.01);
+  EXPECT_DOUBLE_EQ(s.optimizer.lr, 1e-3);
+  EXPECT_EQ(s.output.path, "results/100mbps_ring.h5");
+}
+
+TEST(ScenarioExample, AllSectionsAreRead) {
+  Scenario s = parse_scenario(R"(
+name: full
+seed: 7
+nodes: 6
+device: cpu
+threads: 2
+topology:
+  kind: line
+  link: {bandwidth: 1Gbps, latency: 500us, loss: 1%}
+  links:
+    - {between: [1, 2], bandwidth: 10Mbps, latency: 2ms}
+network: {backend: ns3, transport: tcp, mtu: 1500, queue_packets: 50, min_rto: 10ms}
+workload: {model: mlp, batch_size: 32, steps: 20, eval_every: 5, eval_samples: 100}
+optimizer: {name: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0}
+algorithm: {name: ddp}
+compute: {model: fixed, step_time: 20ms, mfu: 0.5}
+output: {path: out/full.h5}
+)", "s.yaml");
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.nodes, 6);
+  EXPECT_EQ(s.threads, 2);
+  EXPECT_EQ(s.topology.kind, "line");
+  EXPECT_DOUBLE_EQ(s.topology.link.bandwidth.bps, 1e9);
+  EXPECT_DOUBLE_EQ(s.topology.link.latency.s, 5e-4);
+  EXPECT_DOUBLE_EQ(s.topology.link.loss.value, 0.01);
+  ASSERT_EQ(s.topology.links.size(), 1u);
+  EXPECT_EQ(s.topology.links[0].between, (std::vector<int>{1, 2}));
+  EXPECT_DOUBLE_EQ(s.topology.links[0].bandwidth->bps, 1e7);
+  EXPECT_DOUBLE_EQ(s.topology.links[0].latency->s, 2e-3);
+  EXPECT_FALSE(s.topology.links[0].loss);
+  EXPECT_EQ(s.network.mtu, 1500);
+  EXPECT_EQ(s.network.queue_packets, 50);
+  EXPECT_DOUBLE_EQ(s.network.min_rto.s, 0.01);
+  EXPECT_EQ(s.workload.model, "mlp");
+  EXPECT_EQ(s.workload.steps, 20);
+  EXPECT_EQ(s.workload.eval_samples, 100);
+  EXPECT_EQ(s.optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(s.optimizer.momentum, 0.9);
+  EXPECT_EQ(s.compute.model, "fixed");
+  EXPECT_DOUBLE_EQ(s.compute.step_time.s, 0.02);
+  EXPECT_EQ(s.output.path, "out/full.h5");
+}
+
+TEST(ScenarioExample, SeedTakesTheFullUint64Range) {
+  EXPECT_EQ(parse_scenario("seed: 18446744073709551615\n", "s.yaml").seed, 18446744073709551615ull);
+  expect_error("seed: -1\n", "s.yaml:1:7", "out of range");
+}
+
+// --- malformed files: location and message ---
+
+TEST(ScenarioErrors, UnknownTopLevelKeySuggests) {
+  expect_error("nodes: 4\nnodez: 4\n", "s.yaml:2:1", "unknown key 'nodez' in top level (did you mean 'nodes'?)");
+}
+
+TEST(ScenarioErrors, UnknownNestedKeySuggests) {
+  expect_error("topology: {link: {bandwith: 1Gbps}}\n", "s.yaml:1:19",
+               "unknown key 'bandwith' in 'topology.link' (did you mean 'bandwidth'?)");
+}
+
+TEST(ScenarioErrors, DuplicateKey) {
+  expect_error("nodes: 4\nseed: 1\nnodes: 8\n", "s.yaml:3:1", "duplicate key 'nodes'");
+}
+
+TEST(ScenarioErrors, WrongTypes) {
+  expect_error("name: x\nnodes: four\n", "s.yaml:2:8", "expected an integer, got 'four'");
+  expect_error("workload: 5\n", "s.yaml:1:11", "expected a map of keys for 'workload', got '5'");
+  expect_error("workload:\n  steps: 1.5\n", "s.yaml:2:10", "expected an integer, got '1.5'");
+  expect_error("nodes: [4]\n", "s.yaml:1:8", "expected an integer, got a list");
+  expect_error("topology: {links: {between: [0, 1]}}\n", "s.yaml:1:19", "expected a list");
+}
+
+TEST(ScenarioErrors, OutOfRange) {
+  expect_error("nodes: 0\n", "s.yaml:1:8", "value 0 is out of range [1, 1e+05]");
+  expect_error("topology:\n  link:\n    loss: 1.5\n", "s.yaml:3:11", "value 1.5 is out of range [0, 1)");
+  expect_error("network: {mtu: 10}\n", "s.yaml:1:16", "value 10 is out of range [576, 65535]");
+  expect_error("nodes: 3000000000\n", "s.yaml:1:8", "out of range");
+}
+
+TEST(ScenarioErrors, NanIsNotANumber) {
+  expect_error("optimizer: {lr: nan}\n", "s.yaml:1:17", "expected a number, got 'nan'");
+}
+
+TEST(ScenarioErrors, UnitsThatDoNotParse) {
+  expect_error("topology:\n  link: {bandwidth: 100Mbs}\n", "s.yaml:2:21", "cannot read '100Mbs' as a bandwidth");
+  expect_error("topology:\n  link:\n    latency: fast\n", "s.yaml:3:14", "cannot read 'fast' as a duration");
+}
+
+TEST(ScenarioErrors, UnknownEnumValues) {
+  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree (did you mean 'ring'?)");
+  std::string error = error_of("algorithm: {name: foo}\n");
+  EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp");  // nothing close: no suggestion
+}
+
+TEST(ScenarioErrors, InvalidYamlSyntax) {
+  expect_error("nodes: 4\nseed: [1, 2\n", "s.yaml:3:1", "invalid YAML");
+  expect_error("nodes: 4\n  seed: 1\n", "s.yaml:2:7", "invalid YAML");
+}
+
+TEST(ScenarioErrors, NotAMap) {
+  expect_error("- 1\n- 2\n", "s.yaml:1:1", "a scenario is a map of keys");
+}
+
+TEST(ScenarioErrors, LinkOverrideForMissingLink) {
+  // Ring of 4: 0-1 exists, 0-2 does not; the second entry is blamed.
+  expect_error("topology:\n  links:\n    - {between: [0, 1], bandwidth: 1Gbps}\n    - {between: [0, 2], latency: 1ms}\n",
+               "s.yaml:4:7", "no link between 0 and 2");
+  expect_error("topology:\n  links:\n    - {between: [0, 9]}\n", "s.yaml:3:7", "outside 0..3");
+}
+
+TEST(ScenarioErrors, BetweenNeedsTwoVertices) {
+  expect_error("topology:\n  links:\n    - {between: [0, 1, 2]}\n", "s.yaml:3:17", "'between' takes two vertex indices");
+  expect_error("topology:\n  links:\n    - {bandwidth: 1Gbps}\n", "s.yaml:3:7", "'between' takes two vertex indices");
+}
+
+TEST(ScenarioErrors, TopologyErrorIsNotBlamedOnLinks) {
+  expect_error("nodes: 6\ntopology:\n  kind: torus2d\n  rows: 4\n  links:\n    - {between: [0, 1]}\n",
+               "s.yaml:4:9", "does not divide");
+}
+
+TEST(ScenarioErrors, MissingDataDirNamesInstallScript) {
+  expect_error("workload: {data_dir: /nonexistent}\n", "s.yaml:1:22", "scripts/install-deps.sh");
+}
+
+TEST(ScenarioErrors, BadDevice) {
+  expect_error("nodes: 2\ndevice: gpu\n", "s.yaml:2:9", "device 'gpu'");
+}
+
+TEST(ScenarioFiles, MissingFile) {
+  try {
+    load_scenario("/nonexistent/bad.yaml");
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/bad.yaml:1:1: cannot open", 0), 0u) << e.what();
+  }
+}
+
+TEST(ScenarioFiles, DirectoryIsNotAScenario) {
+  EXPECT_THROW(load_scenario(std::filesystem::temp_directory_path().string()), ScenarioError);
+}
+
+TEST(ScenarioFiles, FileErrorsNameThePath) {
+  auto path = std::filesystem::temp_directory_path() / ("scenario_loader_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << "# a comment\nnodes: -3\n";
+  try {
+    load_scenario(path.string());
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path.string() + ":2:8: ", 0), 0u) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+// --- --set overrides ---
+
+TEST(ScenarioOverrides, ChangesAValue) {
+  Scenario s = parse_scenario("topology:\n  link: {bandwidth: 100Mbps}\n", "s.yaml", {"topology.link.bandwidth=1Gbps"});
+  EXPECT_DOUBLE_EQ(s.topology.link.bandwidth.bps, 1e9);
+}
+
+TEST(ScenarioOverrides, CreatesMissingSections) {
+  Scenario s = parse_scenario("nodes: 4\n", "s.yaml", {"network.min_rto=1ms", "topology.link.latency=5ms"});
+  EXPECT_DOUBLE_EQ(s.network.min_rto.s, 1e-3);
+  EXPECT_DOUBLE_EQ(s.topology.link.latency.s, 5e-3);
+  EXPECT_DOUBLE_EQ(s.topology.link.bandwidth.bps, 100e6);  // siblings keep their defaults
+}
+
+TEST(ScenarioOverrides, WholeSectionAsFlowMap) {
+  Scenario s = parse_scenario("", "s.yaml", {"workload={steps: 7, batch_size: 8}"});
+  EXPECT_EQ(s.workload.steps, 7);
+  EXPECT_EQ(s.workload.batch_size, 8);
+}
+
+TEST(ScenarioOverrides, LaterSetWins) {
+  EXPECT_EQ(parse_scenario("", "s.yaml", {"nodes=8", "nodes=5"}).nodes, 5);
+}
+
+TEST(ScenarioOverrides, BadValuePointsAtValueColumn) {
+  EXPECT_EQ(error_of("nodes: 4\n", {"nodes=abc"}), "--set nodes=abc:1:7: expected an integer, got 'abc'");
+  // The --set that took effect is blamed, not an earlier one for the same key.
+  expect_error("", "--set nodes=abc:1:7", "expected an integer", {"nodes=8", "nodes=abc"});
+  expect_error("", "--set topology.link={bandwidth: 1Gbps, loss: 2}:1:40", "out of range",
+               {"topology.link={bandwidth: 1Gbps, loss: 2}"});
+}
+
+TEST(ScenarioOverrides, UnknownKeyPointsAtTheKey) {
+  expect_error("", "--set topolgy.kind=ring:1:1", "did you mean 'topology'", {"topolgy.kind=ring"});
+  expect_error("", "--set topology.kindd=ring:1:10", "did you mean 'kind'", {"topology.kindd=ring"});
+}
+
+TEST(ScenarioOverrides, NeedsKeyEqualsValue) {
+  expect_error("", "--set noequals:1:1", "expected KEY=VALUE", {"noequals"});
+  expect_error("", "--set =4:1:1", "expected KEY=VALUE", {"=4"});
+  expect_error("", "--set a..b=4:1:1", "empty key segment", {"a..b=4"});
+}
+
+TEST(ScenarioOverrides, CannotDescendIntoAScalar) {
+  expect_error("nodes: 4\n", "--set nodes.x=4:1:1", "'nodes' is not a section", {"nodes.x=4"});
+}
+
+TEST(ScenarioOverrides, FileErrorsStillPointAtTheFile) {
+  expect_error("nodes: 4\nseed: x\n", "s.yaml:2:7", "expected an integer", {"nodes=5"});
+}
+
+// --- to_yaml ---
+
+TEST(ScenarioToYaml, DefaultRoundTrips) {
+  std::string text = to_yaml(parse_scenario("", "s.yaml"));
+  EXPECT_EQ(to_yaml(parse_scenario(text, "resolved.yaml")), text);
+  EXPECT_NE(text.find("mtu: 9000"), std::string::npos) << text;
+}
+
+TEST(ScenarioToYaml, OverridesAndLinksRoundTrip) {
+  Scenario s = parse_scenario(
+      "name: odd name\nseed: 12345678901234\ntopology:\n  kind: line\n  links:\n    - {between: [0, 1], bandwidth: 10Mbps, loss: 0.5%}\n",
+      "s.yaml", {"topology.link.latency=0.3ms", "optimizer.lr=3e-4"});
+  std::string text = to_yaml(s);
+  Scenario back = parse_scenario(text, "resolved.yaml");
+  EXPECT_EQ(to_yaml(back), text);
+  EXPECT_EQ(back.name, "odd name");
+  EXPECT_EQ(back.seed, 12345678901234u);
+  EXPECT_EQ(back.output.path, "results/odd name.h5");
+  EXPECT_DOUBLE_EQ(back.topology.link.latency.s, 0.3e-3);
+  EXPECT_EQ(back.optimizer.lr, 3e-4);
+  ASSERT_EQ(back.topology.links.size(), 1u);
+  ASSERT_TRUE(back.topology.links[0].loss);
+  EXPECT_DOUBLE_EQ(back.topology.links[0].loss->value, 0.005);
+  EXPECT_FALSE(back.topology.links[0].latency);
+}
+
+TEST(ScenarioToYaml, StringsThatLookLikeNullSurvive) {
+  Scenario s = parse_scenario("name: \"null\"\n", "s.yaml");
+  Scenario back = parse_scenario(to_yaml(s), "resolved.yaml");
+  EXPECT_EQ(back.name, "null");
+}
+
+}  // namespace
+}  // namespace testbed
