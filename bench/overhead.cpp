@@ -1,7 +1,12 @@
 // Benchmark: the engine's host cost per step against a bare LibTorch loop doing the same
 // forward/backward/optimizer work for the N replicas, and the share of time inside ns-3.
+#include <unistd.h>
+
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -37,33 +42,37 @@ double bare_loop_seconds(const testbed::Scenario& scenario, const testbed::Datas
 int main(int argc, char** argv) {
   using namespace testbed;
   if (argc < 2) {
-    std::cerr << "usage: testbed_bench SCENARIO [KEY=VALUE...]\n";
+    std::cerr << "usage: testbed_bench SCENARIO [KEY=VALUE...]   (TESTBED_BENCH_REPEATS, default 3)\n";
     return 2;
   }
   try {
     std::vector<std::string> sets(argv + 2, argv + argc);
     Scenario scenario = load_scenario(argv[1], sets);
     Dataset data = load_dataset(scenario);
-    auto out = std::filesystem::temp_directory_path() / "testbed_bench.h5";
+    auto out = std::filesystem::temp_directory_path() / ("testbed_bench_" + std::to_string(::getpid()) + ".h5");
 
-    configure_threads(scenario);
-    // Bare loop first and last, so warm-up and drift fall on both sides.
-    double bare_first = bare_loop_seconds(scenario, data);
+    configure_host(scenario);
+    // Host timing on a shared 2-core machine drifts by several per cent between runs, so
+    // both sides run `repeats` times, interleaved, and each keeps its fastest.
+    const char* repeats_env = std::getenv("TESTBED_BENCH_REPEATS");
+    int repeats = repeats_env ? std::max(1, std::atoi(repeats_env)) : 3;
+    double bare = 1e300;
     HostTimes times;
-    {
+    for (int r = 0; r < repeats; ++r) {
+      bare = std::min(bare, bare_loop_seconds(scenario, data));
       int64_t parameters = count_parameters(*make_model(scenario, data));
       Hdf5Recorder hdf5(out.string(), RunInfo{to_yaml(scenario), scenario.nodes, parameters, scenario.device});
       Engine engine(scenario, data, hdf5, {});
       engine.run();
-      times = engine.host_times();
+      if (r == 0 || engine.host_times().testbed() < times.testbed()) times = engine.host_times();
     }
-    double bare = std::min(bare_first, bare_loop_seconds(scenario, data));
     std::filesystem::remove(out);
 
     int steps = scenario.workload.steps;
     double testbed_per_step = times.testbed() / steps;
     double bare_per_step = bare / steps;
-    std::printf("scenario                 %s (%d nodes, %d steps)\n", scenario.name.c_str(), scenario.nodes, steps);
+    std::printf("scenario                 %s (%d nodes, %d steps, best of %d)\n", scenario.name.c_str(),
+                scenario.nodes, steps, repeats);
     std::printf("host time, whole run     %.3f s\n", times.run);
     std::printf("  evaluation             %.3f s\n", times.eval);
     std::printf("  inside ns-3            %.3f s (%.1f %% of the run)\n", times.ns3(), 100 * times.ns3() / times.run);

@@ -55,7 +55,7 @@ bool is_eval_step(int steps_done, const Scenario& s) {
 
 Engine::Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks)
     : scenario_(scenario), data_(data), recorder_(recorder), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
-  configure_threads(scenario);
+  configure_host(scenario);
   torch::Device device(scenario.device);
 
   auto samplers = make_samplers(scenario, data);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
 
 namespace testbed {
@@ -80,9 +81,20 @@ void set_attribute(H5::H5Object& object, const std::string& name, const std::str
   object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &text);
 }
 
+// HDF5's C++ exceptions are not std::exceptions; give callers one they can catch.
+template <class Body>
+void guarded(const std::string& path, const char* what, Body body) {
+  try {
+    body();
+  } catch (const H5::Exception& e) {
+    throw std::runtime_error("HDF5 output " + path + ": cannot " + what + " (" + e.getDetailMsg() + ")");
+  }
+}
+
 }  // namespace
 
 struct Hdf5Recorder::Impl {
+  std::string path;
   H5::H5File file;
   H5::Group train, comm, eval, replicas, summary;
   int nodes;
@@ -92,8 +104,9 @@ struct Hdf5Recorder::Impl {
   Appendable messages;
   std::vector<MessageRow> pending_messages;
 
-  Impl(const std::string& path, int n)
-      : file(path, H5F_ACC_TRUNC),
+  Impl(const std::string& p, int n)
+      : path(p),
+        file(p, H5F_ACC_TRUNC),
         train(file.createGroup("/train")),
         comm(file.createGroup("/comm")),
         eval(file.createGroup("/eval")),
@@ -114,6 +127,9 @@ struct Hdf5Recorder::Impl {
         distance(replicas, "distance", H5::PredType::NATIVE_DOUBLE, 0),
         messages(comm, "messages", message_type(), 0) {}
 
+  void append_train(const TrainRow& row);
+  void append_eval(const EvalRow& row);
+  void write_summary(const RunSummary& summary);
   void write_messages() {
     messages.append(pending_messages.data(), pending_messages.size());
     pending_messages.clear();
@@ -128,36 +144,46 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   H5::Exception::dontPrint();
-  impl_ = std::make_unique<Impl>(path, info.nodes);
-  set_attribute(impl_->file, "scenario", info.scenario_yaml);
-  set_attribute(impl_->file, "testbed_version", std::string(kVersion));
-  set_attribute(impl_->file, "status", std::string("running"));
-  set_attribute(impl_->file, "device", info.device);
-  set_attribute(impl_->file, "nodes", int64_t(info.nodes), H5::PredType::NATIVE_INT64);
-  impl_->flush();
+  guarded(path, "create the file", [&] {
+    impl_ = std::make_unique<Impl>(path, info.nodes);
+    set_attribute(impl_->file, "scenario", info.scenario_yaml);
+    set_attribute(impl_->file, "testbed_version", std::string(kVersion));
+    set_attribute(impl_->file, "status", std::string("running"));
+    set_attribute(impl_->file, "device", info.device);
+    set_attribute(impl_->file, "nodes", int64_t(info.nodes), H5::PredType::NATIVE_INT64);
+    impl_->flush();
+  });
 }
 
 Hdf5Recorder::~Hdf5Recorder() = default;
 
 void Hdf5Recorder::train(const TrainRow& row) {
+  guarded(impl_->path, "append a training row", [&] { impl_->append_train(row); });
+}
+
+void Hdf5Recorder::Impl::append_train(const TrainRow& row) {
   int64_t step = row.step;
-  impl_->train_step.append(&step);
-  impl_->train_loss.append(row.loss.data());
-  impl_->train_time.append(row.time.data());
-  impl_->train_compute.append(row.compute_time.data());
-  impl_->comm_bytes.append(row.bytes.data());
+  train_step.append(&step);
+  train_loss.append(row.loss.data());
+  train_time.append(row.time.data());
+  train_compute.append(row.compute_time.data());
+  comm_bytes.append(row.bytes.data());
 }
 
 void Hdf5Recorder::eval(const EvalRow& row) {
+  guarded(impl_->path, "append an eval row", [&] { impl_->append_eval(row); });
+}
+
+void Hdf5Recorder::Impl::append_eval(const EvalRow& row) {
   int64_t step = row.step;
-  impl_->eval_step.append(&step);
-  impl_->eval_loss.append(&row.loss);
-  impl_->eval_accuracy.append(&row.accuracy);
-  impl_->eval_replica_loss.append(row.replica_loss.data());
-  impl_->correlation.append(&row.correlation);
-  impl_->min_correlation.append(&row.min_correlation);
-  impl_->distance.append(&row.distance);
-  impl_->flush();
+  eval_step.append(&step);
+  eval_loss.append(&row.loss);
+  eval_accuracy.append(&row.accuracy);
+  eval_replica_loss.append(row.replica_loss.data());
+  correlation.append(&row.correlation);
+  min_correlation.append(&row.min_correlation);
+  distance.append(&row.distance);
+  flush();
 }
 
 void Hdf5Recorder::message(const MessageRecord& r) {
@@ -167,7 +193,11 @@ void Hdf5Recorder::message(const MessageRecord& r) {
 }
 
 void Hdf5Recorder::finish(const RunSummary& s) {
-  auto& g = impl_->summary;
+  guarded(impl_->path, "write the summary", [&] { impl_->write_summary(s); });
+}
+
+void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
+  auto& g = summary;
   set_attribute(g, "projected_time_s", s.projected_time_s, H5::PredType::NATIVE_DOUBLE);
   set_attribute(g, "total_bytes", s.total_bytes, H5::PredType::NATIVE_UINT64);
   set_attribute(g, "final_eval_loss", s.final_eval_loss, H5::PredType::NATIVE_DOUBLE);
@@ -175,9 +205,9 @@ void Hdf5Recorder::finish(const RunSummary& s) {
   set_attribute(g, "host_time_s", s.host_time_s, H5::PredType::NATIVE_DOUBLE);
   set_attribute(g, "model_parameters", s.model_parameters, H5::PredType::NATIVE_INT64);
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), H5::PredType::NATIVE_INT64);
-  set_attribute(impl_->file, "status", s.status);
-  if (!s.error.empty()) set_attribute(impl_->file, "error", s.error);
-  impl_->flush();
+  set_attribute(file, "status", s.status);
+  if (!s.error.empty()) set_attribute(file, "error", s.error);
+  flush();
 }
 
 }  // namespace testbed

@@ -1,6 +1,9 @@
 // Factories from scenario sections; all randomness comes from named seed streams.
 #include "sim/workload.h"
 
+#include <dlfcn.h>
+#include <malloc.h>
+
 #include <stdexcept>
 #include <thread>
 
@@ -12,9 +15,18 @@
 
 namespace testbed {
 
-void configure_threads(const Scenario& scenario) {
+void configure_host(const Scenario& scenario) {
   int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(1, threads));
+  // OpenBLAS starts its own pool with one thread per core, which spins in sched_yield
+  // beside LibTorch's OpenMP threads: measured 2x slower steps on 2 cores. LibTorch
+  // parallelises around the BLAS calls, so BLAS itself runs on one thread.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  // glibc's adaptive mmap threshold made LibTorch's activations come and go as fresh
+  // mappings (4x the page faults of a bare loop); keep freed memory in the heap instead.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 Dataset load_dataset(const Scenario& scenario) {

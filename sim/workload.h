@@ -12,8 +12,9 @@
 
 namespace testbed {
 
-// LibTorch intra-op threads from the scenario (0: all cores); Debian's build starts with one.
-void configure_threads(const Scenario& scenario);
+// Process-wide compute settings: LibTorch intra-op threads from the scenario (0: all
+// cores; Debian's build starts with one), OpenBLAS kept single-threaded, allocator tuned.
+void configure_host(const Scenario& scenario);
 
 Dataset load_dataset(const Scenario& scenario);
 

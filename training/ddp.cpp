@@ -8,14 +8,13 @@ namespace testbed {
 StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
   StepPlan plan;
   plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
-  plan.comm.push_back({CommKind::AllReduce, flatten_gradients(replica.model()), "gradient"});
+  // The all-reduce sums the replica's gradient buffer in place.
+  plan.comm.push_back({CommKind::AllReduce, replica.gradients(), "gradient"});
   return plan;
 }
 
 void Ddp::apply(int /*node*/, int /*step*/, Replica& replica, std::vector<CommOp>& comm) {
-  auto& summed = comm.at(0).buffer;
-  summed.div_(nodes_);
-  load_flat_gradients(replica.model(), summed);
+  comm.at(0).buffer.div_(nodes_);  // the parameters' .grad() now hold the mean gradient
   replica.optimizer_step();
 }
 

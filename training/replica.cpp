@@ -74,6 +74,12 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
                  torch::Device device)
     : model_(std::move(model)), sampler_(std::move(sampler)), device_(device) {
   model_->to(device_);
+  gradients_ = torch::zeros({count_parameters(*model_)}, torch::TensorOptions().device(device_));
+  int64_t offset = 0;
+  for (auto& p : model_->parameters()) {
+    p.mutable_grad() = gradients_.slice(0, offset, offset + p.numel()).view_as(p);
+    offset += p.numel();
+  }
   optimizer_ = make_optimizer(model_->parameters(), optimizer);
 }
 
@@ -85,10 +91,14 @@ Batch Replica::next_batch(const Dataset& data, int batch_size) {
 
 double Replica::forward_backward(const Batch& batch) {
   model_->train();
-  optimizer_->zero_grad();
+  gradients_.zero_();  // not Optimizer::zero_grad(), which would detach the views
   auto logits = model_->forward(batch.inputs);
   auto loss = torch::nn::functional::cross_entropy(logits.flatten(0, -2), batch.targets.flatten());
   loss.backward();
+  // Autograd must have accumulated into the views, not replaced them.
+  if (model_->parameters().front().grad().data_ptr() != gradients_.data_ptr()) {
+    throw std::logic_error("gradients no longer alias the replica's gradient buffer");
+  }
   return loss.item<double>();
 }
 

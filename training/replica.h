@@ -45,6 +45,11 @@ class Replica {
   double forward_backward(const Batch& batch);
   void optimizer_step();
 
+  // All parameter gradients as one 1-D tensor. Each parameter's .grad() is a view into
+  // it (as DDP's gradient buckets are), so reducing it in place reduces the gradients
+  // the optimizer will use, without a copy.
+  torch::Tensor& gradients() { return gradients_; }
+
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
@@ -55,6 +60,7 @@ class Replica {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   ShardSampler sampler_;
   torch::Device device_;
+  torch::Tensor gradients_;
 };
 
 }  // namespace testbed
