@@ -24,8 +24,8 @@ double bare_loop_seconds(const testbed::Scenario& scenario, const testbed::Datas
   auto samplers = make_samplers(scenario, data);
   std::vector<std::unique_ptr<Replica>> replicas;
   for (int n = 0; n < scenario.nodes; ++n) {
-    replicas.push_back(std::make_unique<Replica>(make_model(scenario, data), optimizer_config(scenario),
-                                                 std::move(samplers[n]), torch::Device(scenario.device)));
+    replicas.push_back(std::make_unique<Replica>(make_model(scenario), optimizer_config(scenario),
+                                                 std::move(samplers[n]), torch::Device(scenario.device), data.task));
   }
   auto start = std::chrono::steady_clock::now();
   for (int step = 0; step < scenario.workload.steps; ++step) {
@@ -60,10 +60,9 @@ int main(int argc, char** argv) {
     HostTimes times;
     for (int r = 0; r < repeats; ++r) {
       bare = std::min(bare, bare_loop_seconds(scenario, data));
-      int64_t parameters = count_parameters(*make_model(scenario, data));
-      Hdf5Recorder hdf5(out.string(), RunInfo{to_yaml(scenario), scenario.nodes, parameters, scenario.device});
-      Engine engine(scenario, data, hdf5, {});
-      engine.run();
+      Engine engine(scenario, data);
+      Hdf5Recorder hdf5(out.string(), engine.run_info());
+      engine.run(hdf5);
       if (r == 0 || engine.host_times().testbed() < times.testbed()) times = engine.host_times();
     }
     std::filesystem::remove(out);

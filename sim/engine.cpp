@@ -8,8 +8,10 @@
 #include <torch/torch.h>
 
 #include "netmodels/ns3_network.h"
+#include "sim/scenario_loader.h"
 #include "sim/seed_streams.h"
 #include "sim/workload.h"
+#include "training/checkpoint.h"
 #include "training/metrics.h"
 
 namespace testbed {
@@ -53,22 +55,23 @@ bool is_eval_step(int steps_done, const Scenario& s) {
 
 }  // namespace
 
-Engine::Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks)
-    : scenario_(scenario), data_(data), recorder_(recorder), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
+Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
+    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
   configure_host(scenario);
   torch::Device device(scenario.device);
 
   auto samplers = make_samplers(scenario, data);
   for (int n = 0; n < nodes_; ++n) {
-    replicas_.push_back(std::make_unique<Replica>(make_model(scenario, data), optimizer_config(scenario),
-                                                  std::move(samplers[n]), device));
+    replicas_.push_back(std::make_unique<Replica>(make_model(scenario), optimizer_config(scenario),
+                                                  std::move(samplers[n]), device, data.task));
   }
-  eval_model_ = make_model(scenario, data);
+  eval_model_ = make_model(scenario);
   eval_model_->to(device);
   parameters_ = count_parameters(*eval_model_);
   algorithm_ = make_algorithm(scenario);
   compute_ = std::make_unique<ComputeModel>(
-      scenario.compute, training_flops_per_sample(*eval_model_) * scenario.workload.batch_size);
+      scenario.compute, training_flops_per_sample(*eval_model_) * scenario.workload.batch_size, nodes_,
+      scenario.seed);
 
   int64_t eval_count = scenario.workload.eval_samples > 0
                            ? std::min<int64_t>(scenario.workload.eval_samples, data.test_size())
@@ -95,7 +98,21 @@ Engine::~Engine() {
   clock_.reset();
 }
 
-RunSummary Engine::run() {
+RunInfo Engine::run_info() const {
+  RunInfo info;
+  info.scenario_yaml = to_yaml(scenario_);
+  info.nodes = nodes_;
+  info.model_parameters = parameters_;
+  info.trainable_parameters = count_parameters(*eval_model_, true);
+  info.device = scenario_.device;
+  info.deterministic = compute_->deterministic();
+  for (int n = 0; n < nodes_; ++n) info.node_speeds.push_back(compute_->speed(n));
+  for (const auto& v : data_.test_variants) info.test_variants.push_back(v.name);
+  return info;
+}
+
+RunSummary Engine::run(Recorder& recorder) {
+  recorder_ = &recorder;
   summary_.status = "running";
   {
     HostTimer timer(times_.run);
@@ -108,7 +125,7 @@ RunSummary Engine::run() {
     }
   }
   // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.
-  for (const auto& [step, pending] : rows_) recorder_.train(pending.row);
+  for (const auto& [step, pending] : rows_) recorder_->train(pending.row);
   rows_.clear();
   if (summary_.status == "running") {
     bool all_done = true;
@@ -116,13 +133,17 @@ RunSummary Engine::run() {
     summary_.status = all_done ? "completed" : "failed";
     if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
   }
+  // The last eval left the averaged model in eval_model_.
+  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
+    save_checkpoint(*eval_model_, scenario_.output.checkpoint);
+  }
   summary_.projected_time_s = clock_->now();
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
   int done = scenario_.workload.steps;
   for (const auto& s : state_) done = std::min(done, s.step);
   summary_.steps_completed = done;
-  recorder_.finish(summary_);
+  recorder_->finish(summary_);
   return summary_;
 }
 
@@ -142,13 +163,15 @@ void Engine::start_step(int node) {
     return;
   }
   StepPlan plan;
+  double host_seconds = 0;
   {
-    HostTimer compute_timer(times_.local_compute);
+    HostTimer compute_timer(host_seconds);
     plan = algorithm_->local_step(node, s.step, *replicas_[node], data_);
   }
+  times_.local_compute += host_seconds;
   s.step_start = clock_->now();
   s.loss = plan.loss;
-  s.compute_time = compute_->step_seconds(node, s.step);
+  s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
   s.comm = std::move(plan.comm);
   if (!std::isfinite(plan.loss)) {
     record_step(node);
@@ -192,7 +215,7 @@ CollectiveRun& Engine::collective(int step, int index, int64_t elements, const s
     total_bytes_ += bytes;
   };
   hooks.delivered = [this, tag](const Delivery& d) {
-    recorder_.message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
+    recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
   slot = std::make_unique<CollectiveRun>(plan, hosts, *network_, next_message_id_, std::move(hooks));
   return *slot;
@@ -234,7 +257,7 @@ void Engine::record_step(int node) {
   // Rows leave in step order, once every node has finished that step.
   while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
     const auto& row = rows_.begin()->second.row;
-    recorder_.train(row);
+    recorder_->train(row);
     if (hooks_.progress) {
       double mean_loss = 0;
       for (double l : row.loss) mean_loss += l / nodes_;
@@ -261,26 +284,37 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   torch::Device device(scenario_.device);
   EvalRow row;
   row.step = steps_done;
+  std::vector<torch::Tensor> trainable;  // what the replicas train, for their agreement
   for (size_t i = 0; i < snapshots.size(); ++i) {
+    load_flat_parameters(*eval_model_, snapshots[i]);
+    trainable.push_back(flatten_parameters(*eval_model_, true));
     // Identical replicas (DDP) are evaluated once.
     if (i > 0 && torch::equal(snapshots[i], snapshots[i - 1])) {
       row.replica_loss.push_back(row.replica_loss.back());
       continue;
     }
-    load_flat_parameters(*eval_model_, snapshots[i]);
-    row.replica_loss.push_back(evaluate(*eval_model_, eval_inputs_, eval_targets_, device).loss);
+    row.replica_loss.push_back(evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device).loss);
   }
   load_flat_parameters(*eval_model_, torch::stack(snapshots).mean(0));
-  auto averaged = evaluate(*eval_model_, eval_inputs_, eval_targets_, device);
+  auto averaged = evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device);
   row.loss = averaged.loss;
   row.accuracy = averaged.accuracy;
-  auto agreement = replica_agreement(snapshots);
+  row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
+  for (const auto& variant : data_.test_variants) {
+    auto inputs = variant.inputs.slice(0, 0, eval_inputs_.size(0));
+    auto result = evaluate(*eval_model_, data_.task, inputs, eval_targets_, device);
+    row.variants.push_back({variant.name, result.loss, result.accuracy});
+  }
+  auto agreement = replica_agreement(trainable, scenario_.workload.correlation_pairs,
+                                     stream_seed(scenario_.seed, "correlation_pairs", steps_done));
   row.correlation = agreement.mean_correlation;
   row.min_correlation = agreement.min_correlation;
   row.distance = agreement.mean_distance;
-  recorder_.eval(row);
+  row.correlation_matrix = std::move(agreement.matrix);
+  recorder_->eval(row);
   summary_.final_eval_loss = row.loss;
   summary_.final_accuracy = row.accuracy;
+  summary_.final_perplexity = row.perplexity;
 }
 
 }  // namespace testbed

@@ -12,6 +12,7 @@
 #include "netmodels/network.h"
 #include "sim/collective_run.h"
 #include "sim/compute_model.h"
+#include "sim/hdf5_recorder.h"
 #include "sim/recorder.h"
 #include "sim/scenario.h"
 #include "topologies/topology.h"
@@ -45,10 +46,13 @@ struct EngineHooks {
 
 class Engine {
  public:
-  Engine(const Scenario& scenario, const Dataset& data, Recorder& recorder, EngineHooks hooks = {});
+  Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks = {});
   ~Engine();
 
-  RunSummary run();
+  // What the recorder's file header needs to know about this run.
+  RunInfo run_info() const;
+  // Runs to the end (or divergence, or interruption), streaming results to `recorder`.
+  RunSummary run(Recorder& recorder);
 
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
   const HostTimes& host_times() const { return times_; }
@@ -80,7 +84,7 @@ class Engine {
 
   const Scenario& scenario_;
   const Dataset& data_;
-  Recorder& recorder_;
+  Recorder* recorder_ = nullptr;  // set for the duration of run()
   EngineHooks hooks_;
   int nodes_;
 

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -13,28 +14,38 @@ namespace {
 
 const char* const kVersion = "0.1.0";
 
-// An extendible 1-D (cols == 0) or 2-D dataset that grows by whole rows.
+// Correlation matrices beyond this many nodes would dominate the file; only their mean
+// and minimum are kept then.
+constexpr int kMaxMatrixNodes = 256;
+
+// An extendible dataset that grows by whole rows of shape `row` (empty: scalars).
 class Appendable {
  public:
-  Appendable(H5::Group& group, const std::string& name, const H5::DataType& type, hsize_t cols)
-      : type_(type), cols_(cols) {
-    int rank = cols ? 2 : 1;
-    hsize_t dims[2] = {0, cols}, max[2] = {H5S_UNLIMITED, cols};
-    hsize_t chunk[2] = {cols ? std::max<hsize_t>(1, 4096 / cols) : 4096, std::max<hsize_t>(cols, 1)};
+  Appendable() = default;
+  Appendable(H5::Group& group, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row)
+      : type_(type), row_(std::move(row)) {
+    hsize_t row_size = 1;
+    for (auto d : row_) row_size *= d;
+    std::vector<hsize_t> dims{0}, max{H5S_UNLIMITED}, chunk{std::max<hsize_t>(1, 4096 / row_size)};
+    dims.insert(dims.end(), row_.begin(), row_.end());
+    max.insert(max.end(), row_.begin(), row_.end());
+    chunk.insert(chunk.end(), row_.begin(), row_.end());
     H5::DSetCreatPropList props;
-    props.setChunk(rank, chunk);
-    dataset_ = group.createDataSet(name, type, H5::DataSpace(rank, dims, max), props);
+    props.setChunk(static_cast<int>(chunk.size()), chunk.data());
+    dataset_ = group.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data(), max.data()),
+                                   props);
   }
 
   void append(const void* data, hsize_t rows = 1) {
     if (rows == 0) return;
-    int rank = cols_ ? 2 : 1;
-    hsize_t size[2] = {rows_ + rows, cols_};
-    dataset_.extend(size);
+    std::vector<hsize_t> size{rows_ + rows}, start{rows_}, count{rows};
+    size.insert(size.end(), row_.begin(), row_.end());
+    start.insert(start.end(), row_.size(), 0);
+    count.insert(count.end(), row_.begin(), row_.end());
+    dataset_.extend(size.data());
     H5::DataSpace file_space = dataset_.getSpace();
-    hsize_t start[2] = {rows_, 0}, count[2] = {rows, cols_};
-    file_space.selectHyperslab(H5S_SELECT_SET, count, start);
-    H5::DataSpace memory(rank, count);
+    file_space.selectHyperslab(H5S_SELECT_SET, count.data(), start.data());
+    H5::DataSpace memory(static_cast<int>(count.size()), count.data());
     dataset_.write(data, type_, memory, file_space);
     rows_ += rows;
   }
@@ -42,7 +53,7 @@ class Appendable {
  private:
   H5::DataSet dataset_;
   H5::DataType type_;
-  hsize_t cols_;
+  std::vector<hsize_t> row_;
   hsize_t rows_ = 0;
 };
 
@@ -91,20 +102,26 @@ void guarded(const std::string& path, const char* what, Body body) {
   }
 }
 
+// Functions, not namespace-scope references: HDF5's type constants are themselves
+// initialised at library start-up.
+const H5::PredType& f64() { return H5::PredType::NATIVE_DOUBLE; }
+const H5::PredType& i64() { return H5::PredType::NATIVE_INT64; }
+
 }  // namespace
 
 struct Hdf5Recorder::Impl {
   std::string path;
   H5::H5File file;
-  H5::Group train, comm, eval, replicas, summary;
-  int nodes;
+  H5::Group train, comm, eval, replicas, summary, nodes_group;
+  hsize_t nodes;
   Appendable train_step, train_loss, train_time, train_compute, comm_bytes;
-  Appendable eval_step, eval_loss, eval_accuracy, eval_replica_loss;
-  Appendable correlation, min_correlation, distance;
+  Appendable eval_step, eval_loss, eval_accuracy, eval_perplexity, eval_replica_loss;
+  std::map<std::string, std::pair<Appendable, Appendable>> variants;  // loss, accuracy
+  Appendable correlation, min_correlation, distance, correlation_matrix;
   Appendable messages;
   std::vector<MessageRow> pending_messages;
 
-  Impl(const std::string& p, int n)
+  Impl(const std::string& p, const RunInfo& info)
       : path(p),
         file(p, H5F_ACC_TRUNC),
         train(file.createGroup("/train")),
@@ -112,20 +129,37 @@ struct Hdf5Recorder::Impl {
         eval(file.createGroup("/eval")),
         replicas(file.createGroup("/replicas")),
         summary(file.createGroup("/summary")),
-        nodes(n),
-        train_step(train, "step", H5::PredType::NATIVE_INT64, 0),
-        train_loss(train, "loss", H5::PredType::NATIVE_DOUBLE, n),
-        train_time(train, "time", H5::PredType::NATIVE_DOUBLE, n),
-        train_compute(train, "compute_time", H5::PredType::NATIVE_DOUBLE, n),
-        comm_bytes(comm, "bytes", H5::PredType::NATIVE_UINT64, n),
-        eval_step(eval, "step", H5::PredType::NATIVE_INT64, 0),
-        eval_loss(eval, "loss", H5::PredType::NATIVE_DOUBLE, 0),
-        eval_accuracy(eval, "accuracy", H5::PredType::NATIVE_DOUBLE, 0),
-        eval_replica_loss(eval, "replica_loss", H5::PredType::NATIVE_DOUBLE, n),
-        correlation(replicas, "correlation", H5::PredType::NATIVE_DOUBLE, 0),
-        min_correlation(replicas, "min_correlation", H5::PredType::NATIVE_DOUBLE, 0),
-        distance(replicas, "distance", H5::PredType::NATIVE_DOUBLE, 0),
-        messages(comm, "messages", message_type(), 0) {}
+        nodes_group(file.createGroup("/nodes")),
+        nodes(info.nodes),
+        train_step(train, "step", i64(), {}),
+        train_loss(train, "loss", f64(), {nodes}),
+        train_time(train, "time", f64(), {nodes}),
+        train_compute(train, "compute_time", f64(), {nodes}),
+        comm_bytes(comm, "bytes", H5::PredType::NATIVE_UINT64, {nodes}),
+        eval_step(eval, "step", i64(), {}),
+        eval_loss(eval, "loss", f64(), {}),
+        eval_accuracy(eval, "accuracy", f64(), {}),
+        eval_perplexity(eval, "perplexity", f64(), {}),
+        eval_replica_loss(eval, "replica_loss", f64(), {nodes}),
+        correlation(replicas, "correlation", f64(), {}),
+        min_correlation(replicas, "min_correlation", f64(), {}),
+        distance(replicas, "distance", f64(), {}),
+        messages(comm, "messages", message_type(), {}) {
+    if (info.nodes <= kMaxMatrixNodes) {
+      correlation_matrix = Appendable(replicas, "correlation_matrix", f64(), {nodes, nodes});
+    }
+    if (!info.test_variants.empty()) {
+      H5::Group group = eval.createGroup("variants");
+      for (const auto& name : info.test_variants) {
+        H5::Group g = group.createGroup(name);
+        variants[name] = {Appendable(g, "loss", f64(), {}), Appendable(g, "accuracy", f64(), {})};
+      }
+    }
+    if (!info.node_speeds.empty()) {
+      hsize_t n = info.node_speeds.size();
+      nodes_group.createDataSet("speed", f64(), H5::DataSpace(1, &n)).write(info.node_speeds.data(), f64());
+    }
+  }
 
   void append_train(const TrainRow& row);
   void append_eval(const EvalRow& row);
@@ -145,12 +179,15 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
   if (!parent.empty()) std::filesystem::create_directories(parent);
   H5::Exception::dontPrint();
   guarded(path, "create the file", [&] {
-    impl_ = std::make_unique<Impl>(path, info.nodes);
+    impl_ = std::make_unique<Impl>(path, info);
     set_attribute(impl_->file, "scenario", info.scenario_yaml);
     set_attribute(impl_->file, "testbed_version", std::string(kVersion));
     set_attribute(impl_->file, "status", std::string("running"));
     set_attribute(impl_->file, "device", info.device);
-    set_attribute(impl_->file, "nodes", int64_t(info.nodes), H5::PredType::NATIVE_INT64);
+    set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
+    set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
+    set_attribute(impl_->summary, "model_parameters", info.model_parameters, i64());
+    set_attribute(impl_->summary, "trainable_parameters", info.trainable_parameters, i64());
     impl_->flush();
   });
 }
@@ -179,10 +216,17 @@ void Hdf5Recorder::Impl::append_eval(const EvalRow& row) {
   eval_step.append(&step);
   eval_loss.append(&row.loss);
   eval_accuracy.append(&row.accuracy);
+  eval_perplexity.append(&row.perplexity);
   eval_replica_loss.append(row.replica_loss.data());
+  for (const auto& v : row.variants) {
+    auto& [loss, accuracy] = variants.at(v.name);
+    loss.append(&v.loss);
+    accuracy.append(&v.accuracy);
+  }
   correlation.append(&row.correlation);
   min_correlation.append(&row.min_correlation);
   distance.append(&row.distance);
+  if (nodes <= kMaxMatrixNodes) correlation_matrix.append(row.correlation_matrix.data());
   flush();
 }
 
@@ -198,13 +242,14 @@ void Hdf5Recorder::finish(const RunSummary& s) {
 
 void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   auto& g = summary;
-  set_attribute(g, "projected_time_s", s.projected_time_s, H5::PredType::NATIVE_DOUBLE);
+  set_attribute(g, "projected_time_s", s.projected_time_s, f64());
   set_attribute(g, "total_bytes", s.total_bytes, H5::PredType::NATIVE_UINT64);
-  set_attribute(g, "final_eval_loss", s.final_eval_loss, H5::PredType::NATIVE_DOUBLE);
-  set_attribute(g, "final_accuracy", s.final_accuracy, H5::PredType::NATIVE_DOUBLE);
-  set_attribute(g, "host_time_s", s.host_time_s, H5::PredType::NATIVE_DOUBLE);
-  set_attribute(g, "model_parameters", s.model_parameters, H5::PredType::NATIVE_INT64);
-  set_attribute(g, "steps_completed", int64_t(s.steps_completed), H5::PredType::NATIVE_INT64);
+  set_attribute(g, "final_eval_loss", s.final_eval_loss, f64());
+  set_attribute(g, "final_accuracy", s.final_accuracy, f64());
+  set_attribute(g, "final_perplexity", s.final_perplexity, f64());
+  set_attribute(g, "host_time_s", s.host_time_s, f64());
+  set_attribute(g, "model_parameters", s.model_parameters, i64());
+  set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
   set_attribute(file, "status", s.status);
   if (!s.error.empty()) set_attribute(file, "error", s.error);
   flush();

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/recorder.h"
 
@@ -12,7 +13,11 @@ struct RunInfo {
   std::string scenario_yaml;  // the resolved scenario
   int nodes = 0;
   int64_t model_parameters = 0;
+  int64_t trainable_parameters = 0;  // what the replicas train and exchange
   std::string device;
+  bool deterministic = true;             // false when compute time is measured on the host
+  std::vector<double> node_speeds;       // relative compute speed of each node
+  std::vector<std::string> test_variants;  // names of the extra test sets evaluated
 };
 
 class Hdf5Recorder : public Recorder {

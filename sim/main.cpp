@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -52,11 +53,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
-  int64_t parameters = count_parameters(*make_model(scenario, data));
-  Hdf5Recorder recorder(scenario.output.path,
-                        RunInfo{to_yaml(scenario), scenario.nodes, parameters, scenario.device});
-  Engine engine(scenario, data, recorder, hooks);
-  RunSummary summary = engine.run();
+  Engine engine(scenario, data, hooks);
+  Hdf5Recorder recorder(scenario.output.path, engine.run_info());
+  RunSummary summary = engine.run(recorder);
   if (show_progress) std::fprintf(stderr, "\n");
 
   std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
@@ -64,6 +63,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("steps completed   %d\n", summary.steps_completed);
   std::printf("final accuracy    %.4f\n", summary.final_accuracy);
   std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
+  if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
   std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
               human_bytes(static_cast<double>(summary.total_bytes)).c_str());

@@ -13,11 +13,19 @@ struct TrainRow {
   std::vector<uint64_t> bytes;
 };
 
+struct VariantResult {
+  std::string name;  // e.g. a distribution shift of the test set
+  double loss = 0, accuracy = 0;
+};
+
 struct EvalRow {
   int step = 0;  // steps completed by every node
   double loss = 0, accuracy = 0;    // the averaged model
+  double perplexity = 0;            // exp(loss) for language models, NaN otherwise
+  std::vector<VariantResult> variants;  // the averaged model on each test variant
   std::vector<double> replica_loss;  // one per node
   double correlation = 1, min_correlation = 1, distance = 0;
+  std::vector<double> correlation_matrix;  // N x N row-major; NaN where a pair was not sampled
 };
 
 struct MessageRecord {
@@ -33,7 +41,7 @@ struct RunSummary {
   std::string error;   // why, when not completed
   double projected_time_s = 0;
   uint64_t total_bytes = 0;
-  double final_eval_loss = 0, final_accuracy = 0;
+  double final_eval_loss = 0, final_accuracy = 0, final_perplexity = 0;
   double host_time_s = 0;
   int64_t model_parameters = 0;
   int steps_completed = 0;

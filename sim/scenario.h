@@ -78,24 +78,85 @@ struct NetworkSection {
   }
 };
 
+// How the training set is split among nodes: `iid`, `category` (whole label or genre
+// groups per node, round-robin) or `{dirichlet: alpha}` (label skew; smaller is more skewed).
+struct Partition {
+  std::string kind = "iid";
+  double alpha = 0;  // dirichlet only
+};
+
+// The byte-level GPT's shape; 0 keeps the preset's value.
+struct GptSection {
+  std::string preset = "tiny";  // tiny | small
+  int layers = 0, heads = 0, width = 0, context = 0;
+  double dropout = 0;
+  template <class V> void fields(V& v) {
+    v.field("preset", preset, Choices{{"tiny", "small"}});
+    v.field("layers", layers, Range{0, 1024});
+    v.field("heads", heads, Range{0, 1024});
+    v.field("width", width, Range{0, 1 << 16});
+    v.field("context", context, Range{0, 1 << 16});
+    v.field("dropout", dropout, Range{0, 1, false, true});
+  }
+};
+
+// A teacher network labels Gaussian inputs: a task with a known optimum, for fast tests.
+struct SyntheticSection {
+  std::string task = "classification";  // classification | regression
+  int inputs = 32, outputs = 10, hidden = 64;
+  int train_samples = 20000, test_samples = 2000;
+  template <class V> void fields(V& v) {
+    v.field("task", task, Choices{{"classification", "regression"}});
+    v.field("inputs", inputs, Range{1, 1 << 20});
+    v.field("outputs", outputs, Range{1, 1 << 20});
+    v.field("hidden", hidden, Range{1, 1 << 20});
+    v.field("train_samples", train_samples, Range{1, 1e9});
+    v.field("test_samples", test_samples, Range{1, 1e9});
+  }
+};
+
+// Low-rank adapters on every dense layer: only they train and travel.
+struct AdapterSection {
+  std::string kind = "none";  // none | lora | lora_fa (A frozen from a shared seed, B trains)
+  int rank = 4;
+  double alpha = 0;  // scale = alpha / rank; 0 means scale 1
+  template <class V> void fields(V& v) {
+    v.field("kind", kind, Choices{{"none", "lora", "lora_fa"}});
+    v.field("rank", rank, Range{1, 1 << 16});
+    v.field("alpha", alpha, Range{0, 1e6});
+  }
+};
+
 struct WorkloadSection {
   std::string model = "cnn";
   std::string dataset = "fashion_mnist";
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_dir;  // default: the dataset's install location
   int batch_size = 64;
   int steps = 300;
   int eval_every = 50;
   int eval_samples = 0;  // 0: the whole test split
-  std::string partition = "iid";
+  Partition partition;
+  std::vector<std::string> shifts;  // extra shifted test sets (images): noise rotation invert
+  GptSection gpt;
+  SyntheticSection synthetic;
+  AdapterSection adapter;
+  std::string init_from;  // checkpoint every replica starts from
+  int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn"}});
-    v.field("dataset", dataset, Choices{{"fashion_mnist"}});
+    v.field("model", model, Choices{{"mlp", "cnn", "gpt"}});
+    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});
     v.field("steps", steps, Range{1, 1e9});
     v.field("eval_every", eval_every, Range{1, 1e9});
     v.field("eval_samples", eval_samples, Range{0, 1e9});
-    v.field("partition", partition, Choices{{"iid"}});
+    v.field("partition", partition);
+    v.field("shifts", shifts);
+    v.field("gpt", gpt);
+    v.field("synthetic", synthetic);
+    v.field("adapter", adapter);
+    v.field("init_from", init_from);
+    v.field("correlation_pairs", correlation_pairs, Range{0, 1e9});
   }
 };
 
@@ -121,24 +182,39 @@ struct AlgorithmSection {
 };
 
 struct ComputeSection {
-  std::string model = "flops";   // fixed | flops
+  std::string model = "flops";   // fixed | flops | measured
   Duration step_time{0.1};       // fixed: seconds per step
   std::string device = "rtx4090";
   double peak_flops = 0;         // overrides the device preset when > 0
   double mfu = 0.4;
+  double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
+  // Heterogeneous fleets: node n runs 1/speed[n] as long (list shorter than nodes: cycled),
+  // or speeds drawn uniformly from [speed_min, speed_max] by seed when the list is empty.
+  std::vector<double> speeds;
+  double speed_min = 1, speed_max = 1;
+  double straggler_sigma = 0;    // each step x lognormal(0, sigma), seeded per node and step
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"fixed", "flops"}});
+    v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
     v.field("peak_flops", peak_flops, Range{0, 1e20});
     v.field("mfu", mfu, Range{0, 1, true});
+    v.field("measured_scale", measured_scale, Range{0, 1e6, true});
+    v.field("speeds", speeds);
+    v.field("speed_min", speed_min, Range{0, 1e6, true});
+    v.field("speed_max", speed_max, Range{0, 1e6, true});
+    v.field("straggler_sigma", straggler_sigma, Range{0, 10});
   }
   static std::vector<std::string> device_presets();
 };
 
 struct OutputSection {
-  std::string path;  // default: results/<name>.h5
-  template <class V> void fields(V& v) { v.field("path", path); }
+  std::string path;        // default: results/<name>.h5
+  std::string checkpoint;  // where to save the averaged model at the end (empty: nowhere)
+  template <class V> void fields(V& v) {
+    v.field("path", path);
+    v.field("checkpoint", checkpoint);
+  }
 };
 
 struct Scenario {

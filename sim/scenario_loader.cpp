@@ -15,6 +15,8 @@
 #include <type_traits>
 
 #include "sim/units.h"
+#include "sim/workload.h"
+#include "training/shifts.h"
 
 namespace testbed {
 namespace {
@@ -201,6 +203,8 @@ class Reader {
     } else if constexpr (IsOptional<T>::value) {
       value.emplace();
       read(n, path, loc, *value);
+    } else if constexpr (std::is_same_v<T, Partition>) {
+      read_partition(n, path, loc, value);
     } else if constexpr (IsVector<T>::value) {
       if (!n.IsSequence()) fail(loc, "expected a list, got " + kind_name(n));
       value.clear();
@@ -216,6 +220,27 @@ class Reader {
       value.fields(sub);
       sub.finish();
     }
+  }
+
+  // `iid`, `category`, or a one-key map {dirichlet: alpha}.
+  void read_partition(const YAML::Node& n, const std::string& path, const Location& loc, Partition& value) {
+    const std::vector<std::string> kinds = {"iid", "category", "dirichlet"};
+    if (n.IsScalar()) {
+      value.kind = n.Scalar();
+      if (value.kind != "iid" && value.kind != "category") {
+        fail(loc, "partition '" + value.kind + "' is not iid, category or {dirichlet: alpha}" +
+                      nearest_hint(value.kind, kinds));
+      }
+      return;
+    }
+    if (!n.IsMap() || n.size() != 1 || n.begin()->first.Scalar() != "dirichlet") {
+      fail(loc, "partition takes iid, category or {dirichlet: alpha}");
+    }
+    value.kind = "dirichlet";
+    const YAML::Node alpha = n.begin()->second;
+    Location alpha_loc = origins_.locate(path + ".dirichlet", alpha.Mark());
+    read(alpha, path + ".dirichlet", alpha_loc, value.alpha);
+    check(alpha_loc, value.alpha, Range{0, 1e6, true});
   }
 
   template <class Parse>
@@ -288,8 +313,16 @@ class Writer {
     } else if constexpr (std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
                          std::is_same_v<T, Fraction>) {
       out_ << format_number(numeric_value(value));
+    } else if constexpr (std::is_same_v<T, Partition>) {
+      if (value.kind == "dirichlet") {
+        out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value
+             << format_number(value.alpha) << YAML::EndMap;
+      } else {
+        out_ << value.kind;
+      }
     } else if constexpr (IsVector<T>::value) {
-      bool flat = std::is_arithmetic_v<typename T::value_type>;
+      bool flat = std::is_arithmetic_v<typename T::value_type> ||
+                  std::is_same_v<typename T::value_type, std::string>;
       if (flat) out_ << YAML::Flow;
       out_ << YAML::BeginSeq;
       for (const auto& item : value) write(item);
@@ -340,6 +373,9 @@ std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::s
   return out;
 }
 
+void check_workload(Scenario& s, const Origins& origins);
+void check_compute(const Scenario& s, const Origins& origins);
+
 void check_cross_fields(Scenario& s, const Origins& origins) {
   if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
   if (!std::regex_match(s.device, std::regex("cpu|cuda(:[0-9]+)?|mps"))) {
@@ -374,13 +410,64 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
-  if (s.workload.dataset == "fashion_mnist") {
-    auto file = std::filesystem::path(s.workload.data_dir) / "train-images-idx3-ubyte.gz";
+  check_workload(s, origins);
+  check_compute(s, origins);
+}
+
+void check_workload(Scenario& s, const Origins& origins) {
+  auto& w = s.workload;
+  if (w.data_dir.empty()) w.data_dir = default_data_dir(w.dataset);
+  const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
+                                                     {"brown", "ca01"}};
+  if (auto it = marker.find(w.dataset); it != marker.end()) {
+    auto file = std::filesystem::path(w.data_dir) / it->second;
     if (!std::filesystem::exists(file)) {
-      fail(origins.where("workload.data_dir"),
-           "Fashion-MNIST not found at " + file.string() +
-               "; install it with scripts/install-deps.sh (Debian package dataset-fashion-mnist)");
+      fail(origins.where(w.data_dir == default_data_dir(w.dataset) ? "workload.dataset" : "workload.data_dir"),
+           "data set '" + w.dataset + "' not found (no " + file.string() + "); run scripts/install-deps.sh");
     }
+  }
+  bool language_model = w.model == "gpt";
+  if (language_model != (w.dataset == "brown")) {
+    fail(origins.where("workload.model"), "model '" + w.model + "' does not fit dataset '" + w.dataset +
+                                              "' (gpt trains on brown; mlp and cnn on images or synthetic)");
+  }
+  if (w.dataset == "synthetic" && w.model != "mlp") {
+    fail(origins.where("workload.model"), "the synthetic task trains an mlp");
+  }
+  for (size_t i = 0; i < w.shifts.size(); ++i) {
+    Location loc = origins.where("workload.shifts." + std::to_string(i));
+    if (w.dataset != "fashion_mnist") fail(loc, "test-set shifts apply to image data sets only");
+    const auto& names = image_shift_names();
+    if (std::find(names.begin(), names.end(), w.shifts[i]) == names.end()) {
+      fail(loc, "unknown shift '" + w.shifts[i] + "'; valid: " + join(names) + nearest_hint(w.shifts[i], names));
+    }
+  }
+  bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
+  if (w.partition.kind == "dirichlet" && (w.dataset == "brown" || regression)) {
+    fail(origins.where("workload.partition"), "a dirichlet partition needs class labels; use iid or category");
+  }
+  // Building the model checks shapes (adapter rank, heads) and any checkpoint it starts from.
+  try {
+    make_model(s);
+  } catch (const std::invalid_argument& e) {
+    std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
+                            ? "workload.adapter.rank"
+                            : (language_model ? "workload.gpt" : "workload.model");
+    fail(origins.where(where), e.what());
+  } catch (const std::runtime_error& e) {
+    fail(origins.where("workload.init_from"), e.what());
+  }
+}
+
+void check_compute(const Scenario& s, const Origins& origins) {
+  const auto& c = s.compute;
+  for (size_t i = 0; i < c.speeds.size(); ++i) {
+    if (!(c.speeds[i] > 0)) {
+      fail(origins.where("compute.speeds." + std::to_string(i)), "a node's speed must be positive");
+    }
+  }
+  if (c.speed_min > c.speed_max) {
+    fail(origins.where("compute.speed_min"), "speed_min is larger than speed_max");
   }
 }
 

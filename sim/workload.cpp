@@ -4,14 +4,20 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
 #include <torch/torch.h>
 
+#include "training/checkpoint.h"
 #include "sim/seed_streams.h"
+#include "training/brown.h"
 #include "training/ddp.h"
 #include "training/fashion_mnist.h"
+#include "training/gpt.h"
+#include "training/shifts.h"
+#include "training/synthetic.h"
 
 namespace testbed {
 
@@ -29,14 +35,73 @@ void configure_host(const Scenario& scenario) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-Dataset load_dataset(const Scenario& scenario) {
-  if (scenario.workload.dataset == "fashion_mnist") return load_fashion_mnist(scenario.workload.data_dir);
-  throw std::invalid_argument("unknown dataset '" + scenario.workload.dataset + "'");
+std::string default_data_dir(const std::string& dataset) {
+  if (dataset == "fashion_mnist") return "/usr/share/datasets/fashion-mnist";
+  if (dataset == "brown") return std::string(TESTBED_DATA_DIR) + "/brown";
+  return "";
 }
 
-std::shared_ptr<Model> make_model(const Scenario& scenario, const Dataset& data) {
-  torch::manual_seed(stream_seed(scenario.seed, "init"));
-  return make_image_model(scenario.workload.model, data.num_classes);
+namespace {
+
+std::string data_dir(const Scenario& s) {
+  return s.workload.data_dir.empty() ? default_data_dir(s.workload.dataset) : s.workload.data_dir;
+}
+
+AdapterConfig adapter_config(const Scenario& s) {
+  return {s.workload.adapter.kind, s.workload.adapter.rank, s.workload.adapter.alpha};
+}
+
+GptConfig gpt_config(const Scenario& s) {
+  const auto& g = s.workload.gpt;
+  GptConfig c = gpt_preset(g.preset);
+  if (g.layers) c.layers = g.layers;
+  if (g.heads) c.heads = g.heads;
+  if (g.width) c.width = g.width;
+  if (g.context) c.context = g.context;
+  c.dropout = g.dropout;
+  c.adapter = adapter_config(s);
+  return c;
+}
+
+SyntheticOptions synthetic_options(const Scenario& s) {
+  const auto& y = s.workload.synthetic;
+  return {y.task == "regression", y.inputs, y.outputs, y.hidden, y.train_samples, y.test_samples};
+}
+
+}  // namespace
+
+Dataset load_dataset(const Scenario& s) {
+  const auto& w = s.workload;
+  Dataset data;
+  if (w.dataset == "fashion_mnist") {
+    data = load_fashion_mnist(data_dir(s));
+  } else if (w.dataset == "brown") {
+    data = load_brown({data_dir(s), gpt_config(s).context, 0.1, stream_seed(s.seed, "brown_split")});
+  } else if (w.dataset == "synthetic") {
+    data = make_teacher_dataset(synthetic_options(s), stream_seed(s.seed, "teacher"));
+  } else {
+    throw std::invalid_argument("unknown dataset '" + w.dataset + "'");
+  }
+  for (const auto& shift : w.shifts) {
+    data.test_variants.push_back({shift, shift_images(data.test_inputs, shift, stream_seed(s.seed, "shift"))});
+  }
+  return data;
+}
+
+std::shared_ptr<Model> make_model(const Scenario& s) {
+  const auto& w = s.workload;
+  torch::manual_seed(stream_seed(s.seed, "init"));
+  std::shared_ptr<Model> model;
+  if (w.model == "gpt") {
+    model = make_gpt(gpt_config(s));
+  } else if (w.dataset == "synthetic") {
+    auto o = synthetic_options(s);
+    model = make_mlp(o.inputs, o.hidden, o.outputs, adapter_config(s));
+  } else {
+    model = make_image_model(w.model, 10, adapter_config(s));
+  }
+  if (!w.init_from.empty()) load_checkpoint(*model, w.init_from);
+  return model;
 }
 
 OptimizerConfig optimizer_config(const Scenario& scenario) {
@@ -44,11 +109,21 @@ OptimizerConfig optimizer_config(const Scenario& scenario) {
   return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2};
 }
 
-std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data) {
-  auto shards = iid_partition(data.train_size(), scenario.nodes, stream_seed(scenario.seed, "partition"));
+std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) {
+  const auto& p = s.workload.partition;
+  std::vector<std::vector<int64_t>> shards;
+  if (p.kind == "iid") {
+    shards = iid_partition(data.train_size(), s.nodes, stream_seed(s.seed, "partition"));
+  } else {
+    auto g = data.train_groups.contiguous();
+    std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+    shards = p.kind == "dirichlet"
+                 ? dirichlet_partition(groups, data.num_groups, s.nodes, p.alpha, stream_seed(s.seed, "partition"))
+                 : category_partition(groups, data.num_groups, s.nodes);
+  }
   std::vector<ShardSampler> samplers;
-  for (int n = 0; n < scenario.nodes; ++n) {
-    samplers.emplace_back(std::move(shards[n]), stream_seed(scenario.seed, "batches", n));
+  for (int n = 0; n < s.nodes; ++n) {
+    samplers.emplace_back(std::move(shards[n]), stream_seed(s.seed, "batches", n));
   }
   return samplers;
 }

@@ -16,14 +16,20 @@ namespace testbed {
 // cores; Debian's build starts with one), OpenBLAS kept single-threaded, allocator tuned.
 void configure_host(const Scenario& scenario);
 
+// Where a data set is installed by scripts/install-deps.sh.
+std::string default_data_dir(const std::string& dataset);
+
+// The data set with its shifted test variants. Throws std::runtime_error naming the
+// install script when files are missing.
 Dataset load_dataset(const Scenario& scenario);
 
-// A freshly initialised model; every call with the same scenario gives the same weights.
-std::shared_ptr<Model> make_model(const Scenario& scenario, const Dataset& data);
+// A freshly initialised model (from workload.init_from when set); the same weights for
+// every call with the same scenario. Throws std::invalid_argument for an impossible shape.
+std::shared_ptr<Model> make_model(const Scenario& scenario);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
-// Each node's shard sampler, seeded from the scenario.
+// Each node's shard sampler, from the scenario's partition and seed.
 std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario);

@@ -36,8 +36,8 @@ Dataset* DdpTest::data_ = nullptr;
 TEST_F(DdpTest, ReplicasStayBitwiseIdentical) {
   Scenario s = small_ddp(4);
   MemoryRecorder rec;
-  Engine engine(s, *data_, rec);
-  ASSERT_EQ(engine.run().status, "completed");
+  Engine engine(s, *data_);
+  ASSERT_EQ(engine.run(rec).status, "completed");
   auto first = flatten_parameters(engine.replicas()[0]->model());
   for (const auto& r : engine.replicas()) EXPECT_TRUE(torch::equal(first, flatten_parameters(r->model())));
   ASSERT_EQ(rec.eval_rows.size(), 1u);
@@ -48,7 +48,7 @@ TEST_F(DdpTest, ReplicasStayBitwiseIdentical) {
 // Trains one model on the concatenation of the nodes' batches, step by step.
 torch::Tensor train_on_large_batch(const Scenario& s, const Dataset& data) {
   auto samplers = make_samplers(s, data);
-  Replica big(make_model(s, data), optimizer_config(s), samplers[0], torch::kCPU);
+  Replica big(make_model(s), optimizer_config(s), samplers[0], torch::kCPU);
   for (int step = 0; step < s.workload.steps; ++step) {
     std::vector<torch::Tensor> index;
     for (auto& sampler : samplers) index.push_back(sampler.next(s.workload.batch_size));
@@ -63,10 +63,10 @@ torch::Tensor train_on_large_batch(const Scenario& s, const Dataset& data) {
 // initial weights (how far training moved), for one optimizer.
 std::pair<double, double> ddp_vs_large_batch(Scenario s, const Dataset& data) {
   MemoryRecorder rec;
-  Engine engine(s, data, rec);
-  EXPECT_EQ(engine.run().status, "completed");
+  Engine engine(s, data);
+  EXPECT_EQ(engine.run(rec).status, "completed");
   auto got = flatten_parameters(engine.replicas()[0]->model());
-  auto initial = flatten_parameters(*make_model(s, data));
+  auto initial = flatten_parameters(*make_model(s));
   auto expected = train_on_large_batch(s, data);
   return {(got - expected).abs().max().item<double>(), (got - initial).abs().max().item<double>()};
 }
@@ -94,8 +94,8 @@ TEST_F(DdpTest, AllReduceBytesAreExact) {
     Scenario s = small_ddp(nodes);
     s.workload.steps = 2;
     MemoryRecorder rec;
-    Engine engine(s, *data_, rec);
-    ASSERT_EQ(engine.run().status, "completed");
+    Engine engine(s, *data_);
+    ASSERT_EQ(engine.run(rec).status, "completed");
     const double d = static_cast<double>(engine.model_parameters());
     ASSERT_EQ(rec.train_rows.size(), 2u);
     for (const auto& row : rec.train_rows) {
@@ -117,8 +117,8 @@ TEST_F(DdpTest, AllReduceBytesAreExact) {
 TEST_F(DdpTest, StepTimeNeverBeatsComputePlusAlphaBeta) {
   Scenario s = small_ddp(4);
   MemoryRecorder rec;
-  Engine engine(s, *data_, rec);
-  ASSERT_EQ(engine.run().status, "completed");
+  Engine engine(s, *data_);
+  ASSERT_EQ(engine.run(rec).status, "completed");
   double alpha = s.topology.link.latency.s;
   double beta = 8.0 / s.topology.link.bandwidth.bps;
   double bytes = 4.0 * engine.model_parameters();
@@ -136,8 +136,8 @@ TEST_F(DdpTest, StepTimeNeverBeatsComputePlusAlphaBeta) {
 TEST_F(DdpTest, SingleNodeSendsNothing) {
   Scenario s = small_ddp(1);
   MemoryRecorder rec;
-  Engine engine(s, *data_, rec);
-  auto summary = engine.run();
+  Engine engine(s, *data_);
+  auto summary = engine.run(rec);
   ASSERT_EQ(summary.status, "completed");
   EXPECT_EQ(summary.total_bytes, 0u);
   EXPECT_TRUE(rec.messages.empty());
@@ -150,8 +150,8 @@ TEST_F(DdpTest, FlopsComputeModelUsesDevicePeak) {
   s.compute.device = "a100";
   s.compute.mfu = 0.5;
   MemoryRecorder rec;
-  Engine engine(s, *data_, rec);
-  ASSERT_EQ(engine.run().status, "completed");
+  Engine engine(s, *data_);
+  ASSERT_EQ(engine.run(rec).status, "completed");
   double expected = engine.flops_per_step() / (312e12 * 0.5);
   EXPECT_GT(engine.flops_per_step(), 0);
   EXPECT_DOUBLE_EQ(rec.train_rows[0].compute_time[0], expected);
@@ -163,8 +163,8 @@ TEST_F(DdpTest, DivergenceStopsTheRunAndSaysSo) {
   s.optimizer.lr = 1e6;
   s.workload.steps = 50;
   MemoryRecorder rec;
-  Engine engine(s, *data_, rec);
-  auto summary = engine.run();
+  Engine engine(s, *data_);
+  auto summary = engine.run(rec);
   EXPECT_EQ(summary.status, "diverged");
   EXPECT_LT(summary.steps_completed, 50);
   ASSERT_FALSE(rec.train_rows.empty());

@@ -69,7 +69,9 @@ Dataset load_fashion_mnist(const std::string& directory) {
   d.train_targets = labels("train");
   d.test_inputs = images("t10k");
   d.test_targets = labels("t10k");
-  d.num_classes = 10;
+  d.train_groups = d.train_targets;
+  d.num_groups = 10;
+  d.outputs = 10;
   return d;
 }
 

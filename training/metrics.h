@@ -5,25 +5,30 @@
 
 #include <torch/types.h>
 
+#include "training/dataset.h"
 #include "training/models.h"
 
 namespace testbed {
 
 struct EvalResult {
-  double loss = 0;
-  double accuracy = 0;  // fraction of correct argmax predictions
+  double loss = 0;      // mean per prediction (per token for language models)
+  double accuracy = 0;  // fraction of correct argmax predictions; NaN for regression
 };
 
-// Mean cross-entropy and accuracy over `inputs` in batches, without gradients.
-EvalResult evaluate(Model& model, const torch::Tensor& inputs, const torch::Tensor& targets,
-                    torch::Device device, int batch_size = 1000);
+// The task's loss and accuracy over `inputs` in batches, without gradients.
+EvalResult evaluate(Model& model, Task task, const torch::Tensor& inputs, const torch::Tensor& targets,
+                    torch::Device device, int batch_size = 500);
 
 struct ReplicaAgreement {
   double mean_correlation = 1;  // mean pairwise Pearson correlation of flattened parameters
   double min_correlation = 1;
   double mean_distance = 0;     // mean L2 distance of each replica to the replicas' mean
+  std::vector<double> matrix;   // N x N, row-major; NaN for pairs that were not sampled
 };
 
-ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters);
+// Over all pairs, or over `max_pairs` distinct pairs drawn with `seed` when that is fewer
+// (the cost is O(N d) to normalise plus O(pairs d), instead of O(N^2 d)).
+ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs = 0,
+                                   uint64_t seed = 0);
 
 }  // namespace testbed

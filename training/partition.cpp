@@ -1,7 +1,9 @@
 // Seeded, platform-independent shuffling for shards and batches.
 #include "training/partition.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include <torch/torch.h>
@@ -34,6 +36,60 @@ std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint
   std::vector<std::vector<int64_t>> shards(parts);
   for (int p = 0; p < parts; ++p) {
     shards[p].assign(order.begin() + p * per_part, order.begin() + (p + 1) * per_part);
+  }
+  return shards;
+}
+
+std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>& groups, int num_groups,
+                                                      int parts, double alpha, uint64_t seed) {
+  if (parts < 1 || static_cast<int64_t>(groups.size()) < parts) {
+    throw std::invalid_argument("cannot split the data set into that many shards");
+  }
+  std::mt19937_64 rng(seed);
+  std::gamma_distribution<double> gamma(alpha, 1.0);
+  std::vector<std::vector<int64_t>> members(num_groups);
+  for (int64_t i = 0; i < static_cast<int64_t>(groups.size()); ++i) members.at(groups[i]).push_back(i);
+  std::vector<std::vector<int64_t>> shards(parts);
+  for (auto& group : members) {
+    shuffle(group, rng);
+    // Dirichlet proportions as normalised Gamma(alpha) draws; cumulative cut points.
+    std::vector<double> weights(parts);
+    double total = 0;
+    for (auto& w : weights) total += (w = gamma(rng));
+    if (total <= 0) weights.assign(parts, 1.0), total = parts;  // alpha so small every draw underflowed
+    double cumulative = 0;
+    size_t start = 0;
+    for (int p = 0; p < parts; ++p) {
+      cumulative += weights[p] / total;
+      size_t end = p + 1 == parts ? group.size() : static_cast<size_t>(cumulative * group.size());
+      end = std::max(end, start);
+      shards[p].insert(shards[p].end(), group.begin() + start, group.begin() + end);
+      start = end;
+    }
+  }
+  for (auto& shard : shards) {
+    if (!shard.empty()) continue;
+    auto& largest = *std::max_element(shards.begin(), shards.end(),
+                                      [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    shard.push_back(largest.back());
+    largest.pop_back();
+  }
+  return shards;
+}
+
+std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>& groups, int num_groups,
+                                                     int parts) {
+  std::vector<std::vector<int64_t>> shards(parts);
+  // Nodes that share group g (when parts > num_groups) take its samples in turn.
+  std::vector<int64_t> seen(num_groups, 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(groups.size()); ++i) {
+    int g = static_cast<int>(groups[i]);
+    int sharing = parts > num_groups ? (parts - 1 - g) / num_groups + 1 : 1;
+    int node = (g + num_groups * static_cast<int>(seen[g]++ % sharing)) % parts;
+    shards[node].push_back(i);
+  }
+  for (int p = 0; p < parts; ++p) {
+    if (shards[p].empty()) throw std::invalid_argument("the category partition left node " + std::to_string(p) + " without data");
   }
   return shards;
 }

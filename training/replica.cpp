@@ -24,63 +24,56 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
   throw std::invalid_argument("unknown optimizer '" + c.name + "'");
 }
 
-torch::Tensor flatten_parameters(const torch::nn::Module& module) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : module.parameters()) parts.push_back(p.detach().reshape(-1));
-  return torch::cat(parts);
-}
-
-torch::Tensor flatten_gradients(const torch::nn::Module& module) {
-  std::vector<torch::Tensor> parts;
+std::vector<torch::Tensor> trainable_parameters(const torch::nn::Module& module) {
+  std::vector<torch::Tensor> out;
   for (const auto& p : module.parameters()) {
-    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}, p.options()));
+    if (p.requires_grad()) out.push_back(p);
   }
-  return torch::cat(parts);
+  return out;
 }
 
 namespace {
-// Copies consecutive slices of `flat` into each tensor that `target` picks.
-template <class Target>
-void scatter_flat(const torch::nn::Module& module, const torch::Tensor& flat, Target target) {
+std::vector<torch::Tensor> selected(const torch::nn::Module& module, bool trainable_only) {
+  return trainable_only ? trainable_parameters(module) : module.parameters();
+}
+}  // namespace
+
+torch::Tensor flatten_parameters(const torch::nn::Module& module, bool trainable_only) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : selected(module, trainable_only)) parts.push_back(p.detach().reshape(-1));
+  return torch::cat(parts);
+}
+
+void load_flat_parameters(torch::nn::Module& module, const torch::Tensor& flat, bool trainable_only) {
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
-  for (auto& p : module.parameters()) {
+  for (auto& p : selected(module, trainable_only)) {
     auto n = p.numel();
-    target(p).copy_(flat.slice(0, offset, offset + n).view_as(p));
+    p.copy_(flat.slice(0, offset, offset + n).view_as(p));
     offset += n;
   }
   if (offset != flat.numel()) throw std::invalid_argument("flat tensor does not match the model's size");
 }
-}  // namespace
 
-void load_flat_parameters(torch::nn::Module& module, const torch::Tensor& flat) {
-  scatter_flat(module, flat, [](torch::Tensor& p) -> torch::Tensor { return p; });
-}
-
-void load_flat_gradients(torch::nn::Module& module, const torch::Tensor& flat) {
-  scatter_flat(module, flat, [](torch::Tensor& p) -> torch::Tensor {
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    return p.grad();
-  });
-}
-
-int64_t count_parameters(const torch::nn::Module& module) {
+int64_t count_parameters(const torch::nn::Module& module, bool trainable_only) {
   int64_t n = 0;
-  for (const auto& p : module.parameters()) n += p.numel();
+  for (const auto& p : selected(module, trainable_only)) n += p.numel();
   return n;
 }
 
 Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer, ShardSampler sampler,
-                 torch::Device device)
-    : model_(std::move(model)), sampler_(std::move(sampler)), device_(device) {
+                 torch::Device device, Task task)
+    : model_(std::move(model)), sampler_(std::move(sampler)), device_(device), task_(task) {
   model_->to(device_);
-  gradients_ = torch::zeros({count_parameters(*model_)}, torch::TensorOptions().device(device_));
+  auto trainable = trainable_parameters(*model_);
+  if (trainable.empty()) throw std::invalid_argument("the model has no trainable parameters");
+  gradients_ = torch::zeros({count_parameters(*model_, true)}, torch::TensorOptions().device(device_));
   int64_t offset = 0;
-  for (auto& p : model_->parameters()) {
+  for (auto& p : trainable) {
     p.mutable_grad() = gradients_.slice(0, offset, offset + p.numel()).view_as(p);
     offset += p.numel();
   }
-  optimizer_ = make_optimizer(model_->parameters(), optimizer);
+  optimizer_ = make_optimizer(trainable, optimizer);
 }
 
 Batch Replica::next_batch(const Dataset& data, int batch_size) {
@@ -92,11 +85,10 @@ Batch Replica::next_batch(const Dataset& data, int batch_size) {
 double Replica::forward_backward(const Batch& batch) {
   model_->train();
   gradients_.zero_();  // not Optimizer::zero_grad(), which would detach the views
-  auto logits = model_->forward(batch.inputs);
-  auto loss = torch::nn::functional::cross_entropy(logits.flatten(0, -2), batch.targets.flatten());
+  auto loss = task_loss(task_, model_->forward(batch.inputs), batch.targets);
   loss.backward();
   // Autograd must have accumulated into the views, not replaced them.
-  if (model_->parameters().front().grad().data_ptr() != gradients_.data_ptr()) {
+  if (trainable_parameters(*model_).front().grad().data_ptr() != gradients_.data_ptr()) {
     throw std::logic_error("gradients no longer alias the replica's gradient buffer");
   }
   return loss.item<double>();

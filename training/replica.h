@@ -24,12 +24,14 @@ struct OptimizerConfig {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
                                                         const OptimizerConfig& config);
 
-// Parameters (or gradients) of a module as one 1-D tensor, in registration order.
-torch::Tensor flatten_parameters(const torch::nn::Module& module);
-torch::Tensor flatten_gradients(const torch::nn::Module& module);
-void load_flat_parameters(torch::nn::Module& module, const torch::Tensor& flat);
-void load_flat_gradients(torch::nn::Module& module, const torch::Tensor& flat);
-int64_t count_parameters(const torch::nn::Module& module);
+// The parameters that train (requires_grad), in registration order.
+std::vector<torch::Tensor> trainable_parameters(const torch::nn::Module& module);
+
+// Parameters of a module as one 1-D tensor, in registration order: all of them, or
+// only the trainable ones (what algorithms exchange when adapters freeze the rest).
+torch::Tensor flatten_parameters(const torch::nn::Module& module, bool trainable_only = false);
+void load_flat_parameters(torch::nn::Module& module, const torch::Tensor& flat, bool trainable_only = false);
+int64_t count_parameters(const torch::nn::Module& module, bool trainable_only = false);
 
 struct Batch {
   torch::Tensor inputs, targets;
@@ -38,14 +40,14 @@ struct Batch {
 class Replica {
  public:
   Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer, ShardSampler sampler,
-          torch::Device device);
+          torch::Device device, Task task = Task::Classification);
 
   Batch next_batch(const Dataset& data, int batch_size);
-  // Zeroes the gradients, then computes the mean cross-entropy loss and its gradients.
+  // Zeroes the gradients, then computes the task's loss and its gradients.
   double forward_backward(const Batch& batch);
   void optimizer_step();
 
-  // All parameter gradients as one 1-D tensor. Each parameter's .grad() is a view into
+  // All trainable parameters' gradients as one 1-D tensor. Each one's .grad() is a view into
   // it (as DDP's gradient buckets are), so reducing it in place reduces the gradients
   // the optimizer will use, without a copy.
   torch::Tensor& gradients() { return gradients_; }
@@ -60,6 +62,7 @@ class Replica {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   ShardSampler sampler_;
   torch::Device device_;
+  Task task_;
   torch::Tensor gradients_;
 };
 

@@ -1,0 +1,43 @@
+// A fully connected layer that can carry a low-rank adapter (LoRA or LoRA-FA).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+namespace testbed {
+
+struct AdapterConfig {
+  std::string kind = "none";  // none | lora | lora_fa
+  int rank = 4;
+  double alpha = 0;           // scale = alpha / rank; 0 means 1
+};
+
+// y = x W^T + b + scale * (x A^T) B^T. With an adapter, W and b are frozen; LoRA trains
+// A (random) and B (zero, so training starts from the base model); LoRA-FA freezes A too.
+// A is drawn from the global generator like every other initial weight, so replicas built
+// from the same seed share it, which is what makes averaging B exact under LoRA-FA.
+class DenseImpl : public torch::nn::Cloneable<DenseImpl> {
+ public:
+  DenseImpl(int64_t in, int64_t out, const AdapterConfig& adapter = {});
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  bool has_adapter() const { return adapter_.kind != "none"; }
+  // Multiply-adds x 2 per input row, adapter included.
+  double forward_flops() const;
+
+  torch::Tensor weight, bias, lora_a, lora_b;
+
+ private:
+  int64_t in_, out_;
+  AdapterConfig adapter_;
+};
+TORCH_MODULE(Dense);
+
+}  // namespace testbed

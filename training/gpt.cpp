@@ -1,0 +1,171 @@
+// A nanoGPT-style byte-level decoder. This LibTorch (1.13) has no
+// scaled_dot_product_attention, so attention is written out as nanoGPT's fallback:
+// softmax(q k^T / sqrt(d) masked causally) v.
+#include "training/gpt.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace testbed {
+namespace {
+
+namespace F = torch::nn::functional;
+
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(const GptConfig& c)
+      : heads_(c.heads),
+        width_(c.width),
+        dropout_(c.dropout),
+        qkv_(register_module("qkv", Dense(c.width, 3 * c.width, c.adapter))),
+        proj_(register_module("proj", Dense(c.width, c.width, c.adapter))),
+        // True above the diagonal: position t may not attend to t' > t. Not a registered
+        // buffer, so it is neither exchanged nor checkpointed.
+        mask_(torch::ones({c.context, c.context}, torch::kBool).triu(1)) {}
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1), C = width_, hd = C / heads_;
+    auto qkv = qkv_(x).split(C, /*dim=*/2);
+    auto q = qkv[0].view({B, T, heads_, hd}).transpose(1, 2);  // [B, h, T, hd]
+    auto k = qkv[1].view({B, T, heads_, hd}).transpose(1, 2);
+    auto v = qkv[2].view({B, T, heads_, hd}).transpose(1, 2);
+    auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+    att = att.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T), -std::numeric_limits<double>::infinity());
+    att = torch::softmax(att, -1);
+    if (dropout_ > 0) att = F::dropout(att, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+    auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+    y = proj_(y);
+    if (dropout_ > 0) y = F::dropout(y, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+    return y;
+  }
+
+  double dense_flops() const { return qkv_->forward_flops() + proj_->forward_flops(); }
+
+ private:
+  int64_t heads_, width_;
+  double dropout_;
+  Dense qkv_, proj_;
+  torch::Tensor mask_;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const GptConfig& c)
+      : dropout_(c.dropout),
+        ln1_(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        attn_(register_module("attn", CausalSelfAttention(c))),
+        ln2_(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        fc_(register_module("fc", Dense(c.width, 4 * c.width, c.adapter))),
+        fc_proj_(register_module("fc_proj", Dense(4 * c.width, c.width, c.adapter))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attn_(ln1_(x));
+    auto h = fc_proj_(torch::gelu(fc_(ln2_(x))));
+    if (dropout_ > 0) h = F::dropout(h, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+    return x + h;
+  }
+
+  double dense_flops() const { return attn_->dense_flops() + fc_->forward_flops() + fc_proj_->forward_flops(); }
+
+ private:
+  double dropout_;
+  torch::nn::LayerNorm ln1_;
+  CausalSelfAttention attn_;
+  torch::nn::LayerNorm ln2_;
+  Dense fc_, fc_proj_;
+};
+TORCH_MODULE(Block);
+
+class Gpt : public Model {
+ public:
+  explicit Gpt(const GptConfig& c)
+      : config_(c),
+        wte_(register_module("wte", torch::nn::Embedding(c.vocab, c.width))),
+        wpe_(register_module("wpe", torch::nn::Embedding(c.context, c.width))),
+        ln_f_(register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        head_(register_module("head", Dense(c.width, c.vocab, c.adapter))) {
+    blocks_ = register_module("blocks", torch::nn::ModuleList());
+    for (int l = 0; l < c.layers; ++l) {
+      Block block(c);
+      blocks_->push_back(block);
+      block_list_.push_back(block);
+    }
+    // nanoGPT's embedding initialisation; Dense layers keep nn.Linear's default.
+    torch::NoGradGuard no_grad;
+    wte_->weight.normal_(0.0, 0.02);
+    wpe_->weight.normal_(0.0, 0.02);
+  }
+
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    if (tokens.dim() != 2) throw std::invalid_argument("GPT expects int64 tokens [B, T]");
+    const int64_t T = tokens.size(1);
+    if (T > config_.context) {
+      throw std::invalid_argument("GPT sequence of " + std::to_string(T) + " tokens exceeds its context of " +
+                                  std::to_string(config_.context));
+    }
+    auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
+    auto x = wte_(tokens) + wpe_(positions);
+    if (config_.dropout > 0) x = F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
+    for (auto& block : block_list_) x = block->forward(x);
+    return head_(ln_f_(x));
+  }
+
+  double forward_flops_per_sample() const override {
+    const double T = config_.context;
+    double per_token = head_->forward_flops();
+    for (const auto& block : block_list_) per_token += block->dense_flops();
+    // q k^T and att v: 2 * T * T * width multiply-adds per layer, x 2 FLOPs each.
+    double attention = 2.0 * 2.0 * T * T * config_.width * config_.layers;
+    return T * per_token + attention;
+  }
+
+ private:
+  GptConfig config_;
+  torch::nn::Embedding wte_, wpe_;
+  torch::nn::LayerNorm ln_f_;
+  Dense head_;
+  torch::nn::ModuleList blocks_;
+  std::vector<Block> block_list_;
+};
+
+}  // namespace
+
+GptConfig gpt_preset(const std::string& name) {
+  GptConfig c;
+  if (name == "tiny") {
+    c.layers = 2;
+    c.heads = 4;
+    c.width = 128;
+    c.context = 64;
+    return c;
+  }
+  if (name == "small") {
+    c.layers = 4;
+    c.heads = 4;
+    c.width = 256;
+    c.context = 128;
+    return c;
+  }
+  throw std::invalid_argument("unknown GPT preset '" + name + "' (expected tiny or small)");
+}
+
+std::shared_ptr<Model> make_gpt(const GptConfig& config) {
+  if (config.vocab < 1 || config.layers < 0 || config.heads < 1 || config.width < 1 || config.context < 1) {
+    throw std::invalid_argument("GPT shape must be positive (vocab, heads, width, context >= 1; layers >= 0)");
+  }
+  if (config.width % config.heads != 0) {
+    throw std::invalid_argument("GPT width " + std::to_string(config.width) + " is not divisible by its " +
+                                std::to_string(config.heads) + " heads");
+  }
+  if (config.dropout < 0 || config.dropout >= 1) throw std::invalid_argument("GPT dropout must be in [0, 1)");
+  auto model = std::make_shared<Gpt>(config);
+  if (config.adapter.kind != "none") freeze_all_but_adapters(*model);
+  return model;
+}
+
+}  // namespace testbed
