@@ -140,6 +140,7 @@ struct WorkloadSection {
   GptSection gpt;
   SyntheticSection synthetic;
   AdapterSection adapter;
+  std::vector<int> classes;  // keep only these labels (train and test); empty: all
   std::string init_from;  // checkpoint every replica starts from
   int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
   template <class V> void fields(V& v) {
@@ -155,6 +156,7 @@ struct WorkloadSection {
     v.field("gpt", gpt);
     v.field("synthetic", synthetic);
     v.field("adapter", adapter);
+    v.field("classes", classes);
     v.field("init_from", init_from);
     v.field("correlation_pairs", correlation_pairs, Range{0, 1e9});
   }

@@ -443,6 +443,15 @@ void check_workload(Scenario& s, const Origins& origins) {
     }
   }
   bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
+  int labels = w.dataset == "fashion_mnist" ? 10 : (w.dataset == "synthetic" ? w.synthetic.outputs : 0);
+  for (size_t i = 0; i < w.classes.size(); ++i) {
+    Location loc = origins.where("workload.classes." + std::to_string(i));
+    if (labels == 0 || regression) fail(loc, "'classes' selects labels of a classification data set");
+    if (w.classes[i] < 0 || w.classes[i] >= labels) {
+      fail(loc, "class " + std::to_string(w.classes[i]) + " is not a label of '" + w.dataset + "' (0.." +
+                    std::to_string(labels - 1) + ")");
+    }
+  }
   if (w.partition.kind == "dirichlet" && (w.dataset == "brown" || regression)) {
     fail(origins.where("workload.partition"), "a dirichlet partition needs class labels; use iid or category");
   }

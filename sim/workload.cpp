@@ -68,6 +68,20 @@ SyntheticOptions synthetic_options(const Scenario& s) {
   return {y.task == "regression", y.inputs, y.outputs, y.hidden, y.train_samples, y.test_samples};
 }
 
+// Restricts a classification set to some labels (labels keep their numbers, so a model
+// pretrained on one subset and fine-tuned on another shares its output layer).
+Dataset keep_classes(Dataset data, const std::vector<int>& classes) {
+  auto wanted = torch::tensor(std::vector<int64_t>(classes.begin(), classes.end()), torch::kInt64);
+  auto train = torch::isin(data.train_targets, wanted).nonzero().flatten();
+  auto test = torch::isin(data.test_targets, wanted).nonzero().flatten();
+  data.train_inputs = data.train_inputs.index_select(0, train);
+  data.train_targets = data.train_targets.index_select(0, train);
+  data.train_groups = data.train_groups.index_select(0, train);
+  data.test_inputs = data.test_inputs.index_select(0, test);
+  data.test_targets = data.test_targets.index_select(0, test);
+  return data;
+}
+
 }  // namespace
 
 Dataset load_dataset(const Scenario& s) {
@@ -82,6 +96,7 @@ Dataset load_dataset(const Scenario& s) {
   } else {
     throw std::invalid_argument("unknown dataset '" + w.dataset + "'");
   }
+  if (!w.classes.empty()) data = keep_classes(std::move(data), w.classes);
   for (const auto& shift : w.shifts) {
     data.test_variants.push_back({shift, shift_images(data.test_inputs, shift, stream_seed(s.seed, "shift"))});
   }

@@ -1,6 +1,8 @@
 // DDP through the engine: identical replicas, large-batch equivalence, exact bytes, time bounds.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <torch/torch.h>
 
 #include "netmodels/alpha_beta.h"
@@ -169,6 +171,49 @@ TEST_F(DdpTest, DivergenceStopsTheRunAndSaysSo) {
   EXPECT_LT(summary.steps_completed, 50);
   ASSERT_FALSE(rec.train_rows.empty());
   EXPECT_FALSE(std::isfinite(rec.train_rows.back().loss[0]) && std::isfinite(rec.train_rows.back().loss[1]));
+}
+
+}  // namespace
+}  // namespace testbed
+
+namespace testbed {
+namespace {
+
+TEST_F(DdpTest, SlowNodeSetsThePaceOfEveryStep) {
+  Scenario fast = small_ddp(2);
+  Scenario mixed = small_ddp(2);
+  mixed.compute.speeds = {1.0, 0.25};
+  MemoryRecorder fast_rec, mixed_rec;
+  Engine(fast, *data_).run(fast_rec);
+  Engine(mixed, *data_).run(mixed_rec);
+  const double step = fast.compute.step_time.s;
+  const double latency = fast.topology.link.latency.s;
+  double previous = 0;
+  for (const auto& row : mixed_rec.train_rows) {
+    EXPECT_DOUBLE_EQ(row.compute_time[0], step);
+    EXPECT_DOUBLE_EQ(row.compute_time[1], 4 * step);
+    // DDP waits for the slowest: no node finishes before the slow one computed and sent.
+    for (double t : row.time) EXPECT_GE(t - previous, 4 * step + latency);
+    previous = *std::max_element(row.time.begin(), row.time.end());
+  }
+  double fast_end = fast_rec.train_rows.back().time[0];
+  EXPECT_GT(previous, fast_end + 2 * step * fast.workload.steps);
+}
+
+TEST_F(DdpTest, StragglerNoiseIsReproducible) {
+  Scenario s = small_ddp(3);
+  s.compute.straggler_sigma = 0.5;
+  MemoryRecorder a, b;
+  Engine(s, *data_).run(a);
+  Engine(s, *data_).run(b);
+  ASSERT_EQ(a.train_rows.size(), b.train_rows.size());
+  std::set<double> distinct;
+  for (size_t i = 0; i < a.train_rows.size(); ++i) {
+    EXPECT_EQ(a.train_rows[i].compute_time, b.train_rows[i].compute_time);
+    EXPECT_EQ(a.train_rows[i].time, b.train_rows[i].time);
+    for (double c : a.train_rows[i].compute_time) distinct.insert(c);
+  }
+  EXPECT_GT(distinct.size(), a.train_rows.size());  // the noise varies by node and step
 }
 
 }  // namespace

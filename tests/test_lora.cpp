@@ -49,13 +49,19 @@ void perturb(Model& model, uint64_t seed) {
   for (auto& p : trainable_parameters(model)) p.copy_(torch::randn_like(p));
 }
 
-TEST(Lora, LoraFaAveragingIsExact) {
+// Two replicas built from the same seed, then trained apart.
+std::pair<std::shared_ptr<Model>, std::shared_ptr<Model>> diverged_pair(const std::string& kind) {
   torch::manual_seed(7);
-  auto a = make_mlp(8, 6, 4, {"lora_fa", 3, 0});
+  auto a = make_mlp(8, 6, 4, {kind, 3, 0});
   torch::manual_seed(7);
-  auto b = make_mlp(8, 6, 4, {"lora_fa", 3, 0});
+  auto b = make_mlp(8, 6, 4, {kind, 3, 0});
   perturb(*a, 1);
   perturb(*b, 2);
+  return {a, b};
+}
+
+TEST(Lora, LoraFaAveragingIsExact) {
+  auto [a, b] = diverged_pair("lora_fa");
   for (int layer = 0; layer < 3; ++layer) {
     auto da = dense_layers(*a)[layer], db = dense_layers(*b)[layer];
     ASSERT_TRUE(torch::equal(da->lora_a, db->lora_a));  // A is shared through the seed
@@ -66,12 +72,7 @@ TEST(Lora, LoraFaAveragingIsExact) {
 }
 
 TEST(Lora, PlainLoraAveragingIsNotExact) {
-  torch::manual_seed(7);
-  auto a = make_mlp(8, 6, 4, {"lora", 3, 0});
-  torch::manual_seed(7);
-  auto b = make_mlp(8, 6, 4, {"lora", 3, 0});
-  perturb(*a, 1);
-  perturb(*b, 2);
+  auto [a, b] = diverged_pair("lora");
   auto da = dense_layers(*a)[0], db = dense_layers(*b)[0];
   auto mean_of_products = (da->lora_b.matmul(da->lora_a) + db->lora_b.matmul(db->lora_a)) / 2;
   auto product_of_means = ((da->lora_b + db->lora_b) / 2).matmul((da->lora_a + db->lora_a) / 2);

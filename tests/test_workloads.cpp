@@ -175,3 +175,20 @@ TEST(WorkloadErrors, UnknownGptPresetAndMismatchedModel) {
 
 }  // namespace
 }  // namespace testbed
+
+namespace testbed {
+namespace {
+
+TEST(ClassSubset, KeepsOnlyTheListedLabels) {
+  Scenario s = parse_scenario("workload: {model: mlp, classes: [1, 3]}\n", "subset");
+  Dataset data = load_dataset(s);
+  EXPECT_EQ(data.train_size(), 12000);  // Fashion-MNIST has 6000 training images per class
+  EXPECT_EQ(data.test_size(), 2000);
+  auto labels = std::get<0>(at::_unique(data.train_targets));
+  EXPECT_TRUE(torch::equal(labels, torch::tensor({1, 3}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(data.train_groups, data.train_targets));
+  EXPECT_THROW(parse_scenario("workload: {model: mlp, classes: [10]}\n", "subset"), ScenarioError);
+}
+
+}  // namespace
+}  // namespace testbed

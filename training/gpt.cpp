@@ -136,19 +136,18 @@ class Gpt : public Model {
 }  // namespace
 
 GptConfig gpt_preset(const std::string& name) {
-  GptConfig c;
-  if (name == "tiny") {
-    c.layers = 2;
-    c.heads = 4;
-    c.width = 128;
-    c.context = 64;
-    return c;
-  }
-  if (name == "small") {
-    c.layers = 4;
-    c.heads = 4;
-    c.width = 256;
-    c.context = 128;
+  struct Shape {
+    const char* name;
+    int layers, heads, width, context;
+  };
+  static const Shape shapes[] = {{"tiny", 2, 4, 128, 64}, {"small", 4, 4, 256, 128}};
+  for (const auto& shape : shapes) {
+    if (name != shape.name) continue;
+    GptConfig c;
+    c.layers = shape.layers;
+    c.heads = shape.heads;
+    c.width = shape.width;
+    c.context = shape.context;
     return c;
   }
   throw std::invalid_argument("unknown GPT preset '" + name + "' (expected tiny or small)");
