@@ -59,23 +59,25 @@ int main(int argc, char** argv) {
     const char* repeats_env = std::getenv("TESTBED_BENCH_REPEATS");
     int repeats = repeats_env ? std::max(1, std::atoi(repeats_env)) : 5;
     const int steps = scenario.workload.steps;
-    std::vector<double> ratios;
-    HostTimes times;   // of the median pair
-    double bare = 0;   // of the median pair
-    std::vector<std::pair<double, std::pair<HostTimes, double>>> pairs;
+    struct Pair {
+      double bare_seconds;
+      HostTimes times;
+      double ratio() const { return times.testbed() / bare_seconds; }
+    };
+    std::vector<Pair> pairs;
     for (int r = 0; r < repeats; ++r) {
       double bare_seconds = bare_loop_seconds(scenario, data);
       Engine engine(scenario, data);
       Hdf5Recorder hdf5(out.string(), engine.run_info());
       engine.run(hdf5);
-      double ratio = engine.host_times().testbed() / bare_seconds;
-      pairs.push_back({ratio, {engine.host_times(), bare_seconds}});
-      ratios.push_back(ratio);
+      pairs.push_back({bare_seconds, engine.host_times()});
     }
     std::filesystem::remove(out);
-    std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    times = pairs[pairs.size() / 2].second.first;
-    bare = pairs[pairs.size() / 2].second.second;
+    std::vector<Pair> sorted = pairs;
+    std::sort(sorted.begin(), sorted.end(), [](const Pair& a, const Pair& b) { return a.ratio() < b.ratio(); });
+    const Pair& median = sorted[sorted.size() / 2];
+    const HostTimes& times = median.times;
+    const double bare = median.bare_seconds;
 
     std::printf("scenario                 %s (%d nodes, %d steps, median of %d pairs)\n", scenario.name.c_str(),
                 scenario.nodes, steps, repeats);
@@ -89,9 +91,9 @@ int main(int argc, char** argv) {
                 times.testbed() - times.local_compute);
     std::printf("testbed per step         %.2f ms\n", 1e3 * times.testbed() / steps);
     std::printf("bare LibTorch per step   %.2f ms\n", 1e3 * bare / steps);
-    std::printf("overhead ratio           %.3f (median; target <= 1.10)\n", pairs[pairs.size() / 2].first);
+    std::printf("overhead ratio           %.3f (median; target <= 1.10)\n", median.ratio());
     std::printf("  every pair             ");
-    for (double r : ratios) std::printf("%.3f ", r);
+    for (const Pair& p : pairs) std::printf("%.3f ", p.ratio());
     std::printf("\n");
     std::printf("machinery / bare         %.3f\n", (times.testbed() - times.local_compute) / bare);
     return 0;

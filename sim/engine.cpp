@@ -169,7 +169,6 @@ void Engine::start_step(int node) {
     plan = algorithm_->local_step(node, s.step, *replicas_[node], data_);
   }
   times_.local_compute += host_seconds;
-  s.step_start = clock_->now();
   s.loss = plan.loss;
   s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
   s.comm = std::move(plan.comm);

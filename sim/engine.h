@@ -12,7 +12,6 @@
 #include "netmodels/network.h"
 #include "sim/collective_run.h"
 #include "sim/compute_model.h"
-#include "sim/hdf5_recorder.h"
 #include "sim/recorder.h"
 #include "sim/scenario.h"
 #include "topologies/topology.h"
@@ -62,7 +61,7 @@ class Engine {
  private:
   struct NodeState {
     int step = 0;
-    double step_start = 0, compute_time = 0, loss = 0;
+    double compute_time = 0, loss = 0;
     std::vector<CommOp> comm;
     int comm_pending = 0;
     bool finished = false;

@@ -7,6 +7,18 @@
 
 namespace testbed {
 
+// What a recorder is told before the first row: the run's fixed facts.
+struct RunInfo {
+  std::string scenario_yaml;  // the resolved scenario
+  int nodes = 0;
+  int64_t model_parameters = 0;
+  int64_t trainable_parameters = 0;  // what the replicas train and exchange
+  std::string device;
+  bool deterministic = true;             // false when compute time is measured on the host
+  std::vector<double> node_speeds;       // relative compute speed of each node
+  std::vector<std::string> test_variants;  // names of the extra test sets evaluated
+};
+
 struct TrainRow {
   int step = 0;
   std::vector<double> loss, time, compute_time;  // one entry per node
