@@ -14,6 +14,10 @@ struct Ns3Options {
   int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
   int queue_packets = 1000;       // DropTail queue per device
   double min_rto_s = 0.2;         // TcpSocketBase::MinRto
+  // Receiver ACK policy: false acknowledges every segment; true is ns-3's (and RFC 1122's)
+  // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
+  bool delayed_ack = false;
+  double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
 };
 

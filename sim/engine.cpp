@@ -86,6 +86,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   options.mtu = scenario.network.mtu;
   options.queue_packets = scenario.network.queue_packets;
   options.min_rto_s = scenario.network.min_rto.s;
+  options.delayed_ack = scenario.network.delayed_ack;
+  options.syn_timeout_s = scenario.network.syn_timeout.s;
   options.seed = stream_seed(scenario.seed, "network");
   network_ = std::make_unique<TimedNetwork>(make_ns3_network(*clock_, topology_, options), times_);
   state_.resize(nodes_);

@@ -69,12 +69,16 @@ struct NetworkSection {
   int mtu = 9000;
   int queue_packets = 1000;
   Duration min_rto{0.2};
+  bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
+  Duration syn_timeout{1.0};
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3"}});
     v.field("transport", transport, Choices{{"tcp"}});
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue_packets", queue_packets, Range{1, 1e7});
     v.field("min_rto", min_rto, Range{1e-6, 60});
+    v.field("delayed_ack", delayed_ack);
+    v.field("syn_timeout", syn_timeout, Range{1e-6, 600, true});
   }
 };
 

@@ -76,7 +76,8 @@ topology:
   link: {bandwidth: 1Gbps, latency: 500us, loss: 1%}
   links:
     - {between: [1, 2], bandwidth: 10Mbps, latency: 2ms}
-network: {backend: ns3, transport: tcp, mtu: 1500, queue_packets: 50, min_rto: 10ms}
+network: {backend: ns3, transport: tcp, mtu: 1500, queue_packets: 50, min_rto: 10ms, delayed_ack: true,
+          syn_timeout: 3s}
 workload: {model: mlp, batch_size: 32, steps: 20, eval_every: 5, eval_samples: 100}
 optimizer: {name: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0}
 algorithm: {name: ddp}
@@ -98,6 +99,8 @@ output: {path: out/full.h5}
   EXPECT_EQ(s.network.mtu, 1500);
   EXPECT_EQ(s.network.queue_packets, 50);
   EXPECT_DOUBLE_EQ(s.network.min_rto.s, 0.01);
+  EXPECT_TRUE(s.network.delayed_ack);
+  EXPECT_DOUBLE_EQ(s.network.syn_timeout.s, 3.0);
   EXPECT_EQ(s.workload.model, "mlp");
   EXPECT_EQ(s.workload.steps, 20);
   EXPECT_EQ(s.workload.eval_samples, 100);
