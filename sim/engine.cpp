@@ -13,6 +13,7 @@
 #include "sim/workload.h"
 #include "training/checkpoint.h"
 #include "training/metrics.h"
+#include "training/partition.h"
 
 namespace testbed {
 namespace {
@@ -73,11 +74,14 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
       scenario.compute, training_flops_per_sample(*eval_model_) * scenario.workload.batch_size, nodes_,
       scenario.seed);
 
-  int64_t eval_count = scenario.workload.eval_samples > 0
-                           ? std::min<int64_t>(scenario.workload.eval_samples, data.test_size())
-                           : data.test_size();
-  eval_inputs_ = data.test_inputs.slice(0, 0, eval_count);
-  eval_targets_ = data.test_targets.slice(0, 0, eval_count);
+  // A seeded sample from the whole test split: the first windows of a text split are one or
+  // two documents, and even a shuffled image split is better sampled than cut.
+  auto eval_index = torch::tensor(seeded_subset(data.test_size(), scenario.workload.eval_samples,
+                                                stream_seed(scenario.seed, "eval_samples")),
+                                  torch::kInt64);
+  eval_inputs_ = data.test_inputs.index_select(0, eval_index);
+  eval_targets_ = data.test_targets.index_select(0, eval_index);
+  for (const auto& variant : data.test_variants) eval_variants_.push_back(variant.inputs.index_select(0, eval_index));
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
@@ -139,7 +143,8 @@ RunSummary Engine::run(Recorder& recorder) {
   if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
     save_checkpoint(*eval_model_, scenario_.output.checkpoint);
   }
-  summary_.projected_time_s = clock_->now();
+  // Not clock_->now(): ns-3 timers (delayed ACKs, RTOs, TIME_WAIT) outlive the last message.
+  summary_.projected_time_s = last_step_end_;
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
   int done = scenario_.workload.steps;
@@ -253,6 +258,7 @@ void Engine::record_step(int node) {
   auto& pending = pending_row(s.step);
   pending.row.loss[node] = s.loss;
   pending.row.time[node] = clock_->now();
+  last_step_end_ = std::max(last_step_end_, clock_->now());
   pending.row.compute_time[node] = s.compute_time;
   ++pending.filled;
   // Rows leave in step order, once every node has finished that step.
@@ -301,10 +307,9 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   row.loss = averaged.loss;
   row.accuracy = averaged.accuracy;
   row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
-  for (const auto& variant : data_.test_variants) {
-    auto inputs = variant.inputs.slice(0, 0, eval_inputs_.size(0));
-    auto result = evaluate(*eval_model_, data_.task, inputs, eval_targets_, device);
-    row.variants.push_back({variant.name, result.loss, result.accuracy});
+  for (size_t v = 0; v < data_.test_variants.size(); ++v) {
+    auto result = evaluate(*eval_model_, data_.task, eval_variants_[v], eval_targets_, device);
+    row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
   }
   auto agreement = replica_agreement(trainable, scenario_.workload.correlation_pairs,
                                      stream_seed(scenario_.seed, "correlation_pairs", steps_done));

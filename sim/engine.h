@@ -105,9 +105,11 @@ class Engine {
   std::map<int, std::vector<torch::Tensor>> snapshots_;
   uint64_t next_message_id_ = 0;
   uint64_t total_bytes_ = 0;
+  double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;
   HostTimes times_;
-  torch::Tensor eval_inputs_, eval_targets_;
+  torch::Tensor eval_inputs_, eval_targets_;  // the seeded evaluation sample of the test split
+  std::vector<torch::Tensor> eval_variants_;   // the same samples of each shifted test set
 };
 
 }  // namespace testbed

@@ -94,10 +94,21 @@ int main(int argc, char** argv) {
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
   validate->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors are bad input like a bad scenario: exit 2, not CLI11's own codes.
+    app.exit(e);
+    return 2;
+  }
   try {
     if (*validate) {
-      std::cout << testbed::to_yaml(testbed::load_scenario(scenario_path, sets));
+      // Everything run checks before it writes: the scenario, then what depends on the data.
+      testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      testbed::make_samplers(scenario, testbed::load_dataset(scenario));
+      std::cout << testbed::to_yaml(scenario);
       return 0;
     }
     return run_command(scenario_path, sets, out, quiet);

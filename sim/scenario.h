@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -249,6 +250,15 @@ struct Scenario {
     v.field("algorithm", algorithm);
     v.field("compute", compute);
     v.field("output", output);
+  }
+
+  // Where each key that was given came from ("file:line:col" or "--set k=v:1:col"), so
+  // checks that need more than the file (the data set, the partition) can point at it.
+  std::string source;
+  std::map<std::string, std::string> locations;
+  std::string where(const std::string& key) const {
+    auto it = locations.find(key);
+    return it != locations.end() ? it->second : source + ":1:1";
   }
 };
 

@@ -65,6 +65,11 @@ class Origins {
   }
 
   void remember(const std::string& path, const Location& loc) { seen_[path] = loc; }
+  std::map<std::string, std::string> all() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [path, loc] : seen_) out[path] = loc.str();
+    return out;
+  }
   bool seen(const std::string& path) const { return seen_.count(path) > 0; }
   Location where(const std::string& path) const {
     auto it = seen_.find(path);
@@ -132,9 +137,18 @@ class Reader {
     known_.emplace_back(key);
     const YAML::Node& map = node_;
     YAML::Node child = map[key];
-    if (!child.IsDefined() || child.IsNull()) return;
+    if (!child.IsDefined()) return;
     std::string path = prefix_ + key;
     Location loc = origins_.locate(path, child.Mark());
+    // `key: ~` or `key:` is more likely a slip than a wish for the default. A missing value
+    // has no position of its own (yaml-cpp puts it on the next line), so blame the key.
+    if (child.IsNull()) {
+      Location key_loc = loc;
+      for (auto it = map.begin(); it != map.end(); ++it) {
+        if (it->first.Scalar() == key) key_loc = origins_.locate(path, it->first.Mark(), true);
+      }
+      fail(key_loc, "'" + path + "' has no value; give one, or leave the key out for its default");
+    }
     origins_.remember(path, loc);
     read(child, path, loc, value);
     (check(loc, value, checks), ...);
@@ -490,13 +504,18 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
   } catch (const YAML::ParserException& e) {
     fail({origin, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
   }
-  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  // An empty or comment-only file is more likely the wrong file than a wish for every
+  // default; `{}` says the latter explicitly.
+  if (!root.IsDefined() || root.IsNull())
+    fail({origin, 1, 1}, "the file holds no scenario: a scenario is a map of keys (write {} for all defaults)");
   if (!root.IsMap()) fail({origin, root.Mark().line + 1, root.Mark().column + 1}, "a scenario is a map of keys");
   Origins origins(origin, apply_overrides(root, overrides));
   Scenario scenario;
   Reader reader(root, "", origins);
   scenario.fields(reader);
   reader.finish();
+  scenario.source = origin;
+  scenario.locations = origins.all();
   check_cross_fields(scenario, origins);
   return scenario;
 }

@@ -15,6 +15,11 @@ class ScenarioError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A ScenarioError for a check made after loading: "where(key): message".
+inline ScenarioError scenario_error(const Scenario& scenario, const std::string& key, const std::string& message) {
+  return ScenarioError(scenario.where(key) + ": " + message);
+}
+
 // `overrides` are "a.b.c=value" strings, applied on top of the file with the
 // same checks. Throws ScenarioError before anything is written anywhere.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -10,8 +10,9 @@
 
 #include <torch/torch.h>
 
-#include "training/checkpoint.h"
+#include "sim/scenario_loader.h"
 #include "sim/seed_streams.h"
+#include "training/checkpoint.h"
 #include "training/brown.h"
 #include "training/ddp.h"
 #include "training/fashion_mnist.h"
@@ -127,14 +128,20 @@ OptimizerConfig optimizer_config(const Scenario& scenario) {
 std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) {
   const auto& p = s.workload.partition;
   std::vector<std::vector<int64_t>> shards;
-  if (p.kind == "iid") {
-    shards = iid_partition(data.train_size(), s.nodes, stream_seed(s.seed, "partition"));
-  } else {
-    auto g = data.train_groups.contiguous();
-    std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
-    shards = p.kind == "dirichlet"
-                 ? dirichlet_partition(groups, data.num_groups, s.nodes, p.alpha, stream_seed(s.seed, "partition"))
-                 : category_partition(groups, data.num_groups, s.nodes);
+  // Whether every node gets data depends on the data set, so this is where a setup that
+  // cannot run shows; it is reported like any other bad scenario value.
+  try {
+    if (p.kind == "iid") {
+      shards = iid_partition(data.train_size(), s.nodes, stream_seed(s.seed, "partition"));
+    } else {
+      auto g = data.train_groups.contiguous();
+      std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+      shards = p.kind == "dirichlet"
+                   ? dirichlet_partition(groups, data.num_groups, s.nodes, p.alpha, stream_seed(s.seed, "partition"))
+                   : category_partition(groups, data.num_groups, s.nodes);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw scenario_error(s, p.kind == "iid" ? "nodes" : "workload.partition", e.what());
   }
   std::vector<ShardSampler> samplers;
   for (int n = 0; n < s.nodes; ++n) {

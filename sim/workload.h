@@ -29,7 +29,8 @@ std::shared_ptr<Model> make_model(const Scenario& scenario);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
-// Each node's shard sampler, from the scenario's partition and seed.
+// Each node's shard sampler, from the scenario's partition and seed. A partition that
+// leaves a node without data throws ScenarioError at workload.partition (or nodes).
 std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario);

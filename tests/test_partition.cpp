@@ -112,3 +112,36 @@ TEST(Partition, SamplerDrawsEachShardSampleOncePerEpoch) {
 
 }  // namespace
 }  // namespace testbed
+
+namespace testbed {
+namespace {
+
+// The evaluation sample covers the whole split (the GPT's held-out text is documents laid
+// end to end, so the first windows would be one or two documents).
+TEST(SeededSubset, SpreadSortedDistinctAndReproducible) {
+  const int64_t n = 10000, count = 256;
+  auto a = seeded_subset(n, count, 11);
+  ASSERT_EQ(a.size(), static_cast<size_t>(count));
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  EXPECT_EQ(std::adjacent_find(a.begin(), a.end()), a.end());  // sorted and no neighbours equal: distinct
+  EXPECT_GE(a.front(), 0);
+  EXPECT_LT(a.back(), n);
+  EXPECT_LT(a.front(), n / 10);
+  EXPECT_GT(a.back(), 9 * n / 10);
+  // Every tenth of the split holds some of the sample (256 draws: each tenth ~25).
+  std::vector<int> per_tenth(10, 0);
+  for (auto i : a) ++per_tenth[i * 10 / n];
+  for (int c : per_tenth) EXPECT_GE(c, 10);
+  EXPECT_EQ(seeded_subset(n, count, 11), a);
+  EXPECT_NE(seeded_subset(n, count, 12), a);
+}
+
+TEST(SeededSubset, AllWhenAskedForAsManyOrNone) {
+  const std::vector<int64_t> all = {0, 1, 2, 3, 4};
+  EXPECT_EQ(seeded_subset(5, 5, 1), all);
+  EXPECT_EQ(seeded_subset(5, 9, 1), all);
+  EXPECT_EQ(seeded_subset(5, 0, 1), all);
+}
+
+}  // namespace
+}  // namespace testbed

@@ -31,8 +31,8 @@ void expect_error(const std::string& yaml, const std::string& where, const std::
   EXPECT_NE(error.find(message), std::string::npos) << "error: " << error;
 }
 
-TEST(ScenarioDefaults, EmptyTextIsAllDefaults) {
-  Scenario s = parse_scenario("", "s.yaml");
+TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
+  Scenario s = parse_scenario("{}", "s.yaml");
   EXPECT_EQ(s.name, "scenario");
   EXPECT_EQ(s.nodes, 4);
   EXPECT_EQ(s.seed, 0u);
@@ -46,8 +46,18 @@ TEST(ScenarioDefaults, EmptyTextIsAllDefaults) {
   EXPECT_EQ(s.output.path, "results/scenario.h5");  // derived from the name
 }
 
-TEST(ScenarioDefaults, CommentOnlyFileIsAllDefaults) {
-  EXPECT_EQ(to_yaml(parse_scenario("# nothing here\n", "s.yaml")), to_yaml(parse_scenario("", "s.yaml")));
+TEST(ScenarioErrors, FileWithoutAMapping) {
+  for (const char* text : {"", "# nothing here\n", "\n\n", "~\n"})
+    expect_error(text, "s.yaml:1:1", "the file holds no scenario");
+  expect_error("42\n", "s.yaml:1:1", "a scenario is a map of keys");
+  expect_error("just words\n", "s.yaml:1:1", "a scenario is a map of keys");
+}
+
+TEST(ScenarioErrors, NullValueIsNotTheDefault) {
+  expect_error("nodes: ~\n", "s.yaml:1:1", "'nodes' has no value");
+  expect_error("topology:\n  link: {bandwidth: null}\n", "s.yaml:2:10", "'topology.link.bandwidth' has no value");
+  expect_error("network:\n  mtu:\n", "s.yaml:2:3", "'network.mtu' has no value");
+  expect_error("{}", "--set nodes=:1:1", "'nodes' has no value", {"nodes="});
 }
 
 TEST(ScenarioDefaults, DefaultOutputPathFollowsName) {
@@ -235,32 +245,32 @@ TEST(ScenarioOverrides, CreatesMissingSections) {
 }
 
 TEST(ScenarioOverrides, WholeSectionAsFlowMap) {
-  Scenario s = parse_scenario("", "s.yaml", {"workload={steps: 7, batch_size: 8}"});
+  Scenario s = parse_scenario("{}", "s.yaml", {"workload={steps: 7, batch_size: 8}"});
   EXPECT_EQ(s.workload.steps, 7);
   EXPECT_EQ(s.workload.batch_size, 8);
 }
 
 TEST(ScenarioOverrides, LaterSetWins) {
-  EXPECT_EQ(parse_scenario("", "s.yaml", {"nodes=8", "nodes=5"}).nodes, 5);
+  EXPECT_EQ(parse_scenario("{}", "s.yaml", {"nodes=8", "nodes=5"}).nodes, 5);
 }
 
 TEST(ScenarioOverrides, BadValuePointsAtValueColumn) {
   EXPECT_EQ(error_of("nodes: 4\n", {"nodes=abc"}), "--set nodes=abc:1:7: expected an integer, got 'abc'");
   // The --set that took effect is blamed, not an earlier one for the same key.
-  expect_error("", "--set nodes=abc:1:7", "expected an integer", {"nodes=8", "nodes=abc"});
-  expect_error("", "--set topology.link={bandwidth: 1Gbps, loss: 2}:1:40", "out of range",
+  expect_error("{}", "--set nodes=abc:1:7", "expected an integer", {"nodes=8", "nodes=abc"});
+  expect_error("{}", "--set topology.link={bandwidth: 1Gbps, loss: 2}:1:40", "out of range",
                {"topology.link={bandwidth: 1Gbps, loss: 2}"});
 }
 
 TEST(ScenarioOverrides, UnknownKeyPointsAtTheKey) {
-  expect_error("", "--set topolgy.kind=ring:1:1", "did you mean 'topology'", {"topolgy.kind=ring"});
-  expect_error("", "--set topology.kindd=ring:1:10", "did you mean 'kind'", {"topology.kindd=ring"});
+  expect_error("{}", "--set topolgy.kind=ring:1:1", "did you mean 'topology'", {"topolgy.kind=ring"});
+  expect_error("{}", "--set topology.kindd=ring:1:10", "did you mean 'kind'", {"topology.kindd=ring"});
 }
 
 TEST(ScenarioOverrides, NeedsKeyEqualsValue) {
-  expect_error("", "--set noequals:1:1", "expected KEY=VALUE", {"noequals"});
-  expect_error("", "--set =4:1:1", "expected KEY=VALUE", {"=4"});
-  expect_error("", "--set a..b=4:1:1", "empty key segment", {"a..b=4"});
+  expect_error("{}", "--set noequals:1:1", "expected KEY=VALUE", {"noequals"});
+  expect_error("{}", "--set =4:1:1", "expected KEY=VALUE", {"=4"});
+  expect_error("{}", "--set a..b=4:1:1", "empty key segment", {"a..b=4"});
 }
 
 TEST(ScenarioOverrides, CannotDescendIntoAScalar) {
@@ -274,7 +284,7 @@ TEST(ScenarioOverrides, FileErrorsStillPointAtTheFile) {
 // --- to_yaml ---
 
 TEST(ScenarioToYaml, DefaultRoundTrips) {
-  std::string text = to_yaml(parse_scenario("", "s.yaml"));
+  std::string text = to_yaml(parse_scenario("{}", "s.yaml"));
   EXPECT_EQ(to_yaml(parse_scenario(text, "resolved.yaml")), text);
   EXPECT_NE(text.find("mtu: 9000"), std::string::npos) << text;
 }

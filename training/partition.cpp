@@ -29,6 +29,18 @@ std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
   return order;
 }
 
+std::vector<int64_t> seeded_subset(int64_t n, int64_t count, uint64_t seed) {
+  if (count <= 0 || count >= n) {
+    std::vector<int64_t> all(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    for (int64_t i = 0; i < n; ++i) all[i] = i;
+    return all;
+  }
+  auto order = seeded_permutation(n, seed);
+  order.resize(static_cast<size_t>(count));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
 std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint64_t seed) {
   if (parts < 1 || samples < parts) throw std::invalid_argument("cannot split the data set into that many shards");
   auto order = seeded_permutation(samples, seed);

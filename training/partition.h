@@ -12,6 +12,10 @@ namespace testbed {
 // A seeded permutation of 0..n-1 (Fisher-Yates on mt19937_64, so it is the same everywhere).
 std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);
 
+// `count` of the n samples 0..n-1 chosen by seed, in increasing order: an evaluation subset
+// drawn from the whole split, not its first documents (all n when count >= n or count <= 0).
+std::vector<int64_t> seeded_subset(int64_t n, int64_t count, uint64_t seed);
+
 // Equal-sized IID shards (the remainder n mod parts is left out, so every node sees as many samples).
 std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint64_t seed);
 
