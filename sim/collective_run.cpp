@@ -71,7 +71,7 @@ void CollectiveRun::arrive(int message, const Delivery& delivery) {
 
 void CollectiveRun::apply(int message) {
   const auto& msg = plan_->messages[message];
-  auto target = buffers_[msg.dst].slice(0, msg.offset, msg.offset + msg.count);
+  auto target = buffers_[msg.dst].slice(0, msg.dst_offset, msg.dst_offset + msg.count);
   if (msg.op == ChunkOp::Reduce) {
     target.add_(payloads_[message]);
   } else {

@@ -2,18 +2,21 @@
 // compute happens here), its modelled compute ends, its messages go out and arrive.
 #include "sim/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include <torch/torch.h>
 
 #include "netmodels/ns3_network.h"
+#include "sim/comm_layout.h"
 #include "sim/scenario_loader.h"
 #include "sim/seed_streams.h"
 #include "sim/workload.h"
 #include "training/checkpoint.h"
 #include "training/metrics.h"
 #include "training/partition.h"
+#include "topologies/routing.h"
 
 namespace testbed {
 namespace {
@@ -94,6 +97,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   options.syn_timeout_s = scenario.network.syn_timeout.s;
   options.seed = stream_seed(scenario.seed, "network");
   network_ = std::make_unique<TimedNetwork>(make_ns3_network(*clock_, topology_, options), times_);
+  host_neighbours_ = host_neighbours(topology_);
   state_.resize(nodes_);
   summary_.model_parameters = parameters_;
 }
@@ -161,14 +165,13 @@ void Engine::stop(const std::string& status, const std::string& error) {
   clock_->stop();
 }
 
+// A node's step (DESIGN decision 4): start_step runs the local compute; when its modelled
+// time has passed, compute_done issues the step's ops; advance then waits, if it must, for
+// the ops due before the next step, applies them in issue order, and ends the step.
 void Engine::start_step(int node) {
   HostTimer timer(times_.engine);
   if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
   auto& s = state_[node];
-  if (s.step == scenario_.workload.steps) {
-    s.finished = true;
-    return;
-  }
   StepPlan plan;
   double host_seconds = 0;
   {
@@ -178,67 +181,131 @@ void Engine::start_step(int node) {
   times_.local_compute += host_seconds;
   s.loss = plan.loss;
   s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
-  s.comm = std::move(plan.comm);
+  s.to_issue = std::move(plan.comm);
   if (!std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
                                 std::to_string(s.step));
   }
-  clock_->schedule(s.compute_time, [this, node] { issue_comm(node); });
+  clock_->schedule(s.compute_time, [this, node] { compute_done(node); });
 }
 
-void Engine::issue_comm(int node) {
+void Engine::compute_done(int node) {
   HostTimer timer(times_.engine);
   auto& s = state_[node];
-  if (s.comm.empty()) return finish_step(node);
-  s.comm_pending = static_cast<int>(s.comm.size());
-  for (size_t i = 0; i < s.comm.size(); ++i) {
-    auto& op = s.comm[i];
-    collective(s.step, static_cast<int>(i), op.buffer.numel(), op.tag).enter(node, op.buffer);
-  }
+  for (auto& op : s.to_issue) issue(node, std::move(op));
+  s.to_issue.clear();
+  advance(node);
 }
 
-CollectiveRun& Engine::collective(int step, int index, int64_t elements, const std::string& tag) {
-  auto& slot = collectives_[{step, index}];
-  if (slot) return *slot;
-  auto& plan = plans_[elements];
-  if (!plan) plan = std::make_shared<const CollectivePlan>(ring_all_reduce(nodes_, elements, sizeof(float)));
-  std::vector<int> hosts(nodes_);
-  for (int n = 0; n < nodes_; ++n) hosts[n] = n;
-  CollectiveHooks hooks;
-  hooks.rank_done = [this, step, index](int rank) {
-    if (--state_[rank].comm_pending == 0) {
-      // A fresh event, so the step ends outside the network's delivery callback.
-      clock_->schedule(0, [this, rank] { finish_step(rank); });
+void Engine::issue(int node, CommOp op) {
+  auto& s = state_[node];
+  const int steps = scenario_.workload.steps;
+  InFlight f;
+  f.issued_step = s.step;
+  // Everything still in flight when training ends is applied then.
+  f.due_step = op.delay >= steps ? steps : std::min(steps, s.step + 1 + op.delay);
+  std::vector<int> participants = op.nodes;
+  if (participants.empty()) {
+    participants.resize(nodes_);
+    for (int n = 0; n < nodes_; ++n) participants[n] = n;
+  }
+  const auto rank_it = std::find(participants.begin(), participants.end(), node);
+  if (rank_it == participants.end())
+    throw std::logic_error(algorithm_->name() + ": node " + std::to_string(node) + " issued '" + op.tag +
+                           "' without being one of its nodes");
+  const int rank = static_cast<int>(rank_it - participants.begin());
+  Collective& c = collective(s.step, op, participants);
+  f.blocks = op.kind == CommKind::AllGather ? static_cast<int>(participants.size())
+                                            : 1 + static_cast<int>(c.plan->inbox[rank].size());
+  if (op.kind == CommKind::NeighbourExchange) {
+    for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
+  }
+  f.work = comm_work_buffer(op, rank, f.blocks);
+  f.op = std::move(op);
+  const std::string tag = f.op.tag;
+  torch::Tensor work = f.work;
+  s.in_flight.push_back(std::move(f));
+  c.run->enter(rank, work);  // may complete at once (one participant): after the push
+}
+
+void Engine::op_complete(int node, int issued_step, const std::string& tag) {
+  auto& s = state_[node];
+  for (auto& f : s.in_flight) {
+    if (f.issued_step == issued_step && f.op.tag == tag) f.complete = true;
+  }
+  // A fresh event, so the step ends outside the network's delivery callback.
+  if (s.waiting) clock_->schedule(0, [this, node] { advance(node); });
+}
+
+void Engine::advance(int node) {
+  HostTimer timer(times_.engine);
+  auto& s = state_[node];
+  const int next = s.step + 1;
+  for (const auto& f : s.in_flight) {
+    if (f.due_step <= next && !f.complete) {
+      s.waiting = true;  // exposed communication: op_complete brings the node back
+      return;
     }
-    auto it = collectives_.find({step, index});
-    if (it != collectives_.end() && it->second->finished()) {
-      clock_->schedule(0, [this, step, index] { collectives_.erase({step, index}); });
+  }
+  s.waiting = false;
+  {
+    HostTimer compute_timer(times_.local_compute);
+    for (auto& f : s.in_flight) {
+      if (f.due_step > next) continue;
+      comm_unpack(f.op, f.work, f.blocks);
+      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+    }
+  }
+  std::erase_if(s.in_flight, [next](const InFlight& f) { return f.due_step <= next; });
+  record_step(node);
+  s.step = next;
+  if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
+  if (next == scenario_.workload.steps) {
+    s.finished = true;
+    return;
+  }
+  clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+Engine::Collective& Engine::collective(int step, const CommOp& op, const std::vector<int>& participants) {
+  const std::pair<int, std::string> key{step, op.tag};
+  auto& slot = collectives_[key];
+  if (slot.run) return slot;
+  const int64_t elements = op.buffer.numel();
+  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements}];
+  if (!plan) {
+    // Neighbours among the participants, in rank space.
+    std::vector<std::vector<int>> neighbours(participants.size());
+    if (op.kind == CommKind::NeighbourExchange) {
+      for (size_t r = 0; r < participants.size(); ++r) {
+        for (int peer : host_neighbours_[participants[r]]) {
+          auto it = std::find(participants.begin(), participants.end(), peer);
+          if (it != participants.end()) neighbours[r].push_back(static_cast<int>(it - participants.begin()));
+        }
+      }
+    }
+    plan = std::make_shared<const CollectivePlan>(
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, neighbours));
+  }
+  CollectiveHooks hooks;
+  hooks.rank_done = [this, key, participants](int rank) {
+    op_complete(participants[rank], key.first, key.second);
+    auto it = collectives_.find(key);
+    if (it != collectives_.end() && it->second.run->finished()) {
+      clock_->schedule(0, [this, key] { collectives_.erase(key); });
     }
   };
   hooks.sent = [this, step](int host, uint64_t bytes) {
     pending_row(step).row.bytes[host] += bytes;
     total_bytes_ += bytes;
   };
-  hooks.delivered = [this, tag](const Delivery& d) {
+  hooks.delivered = [this, tag = op.tag](const Delivery& d) {
     recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
-  slot = std::make_unique<CollectiveRun>(plan, hosts, *network_, next_message_id_, std::move(hooks));
-  return *slot;
-}
-
-void Engine::finish_step(int node) {
-  HostTimer timer(times_.engine);
-  auto& s = state_[node];
-  {
-    HostTimer compute_timer(times_.local_compute);
-    algorithm_->apply(node, s.step, *replicas_[node], s.comm);
-  }
-  s.comm.clear();
-  record_step(node);
-  int steps_done = ++s.step;
-  if (is_eval_step(steps_done, scenario_)) snapshot_for_eval(node, steps_done);
-  clock_->schedule(0, [this, node] { start_step(node); });
+  slot.plan = plan;
+  slot.run = std::make_unique<CollectiveRun>(plan, participants, *network_, next_message_id_, std::move(hooks));
+  return slot;
 }
 
 Engine::PendingRow& Engine::pending_row(int step) {

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "netmodels/collectives.h"
@@ -59,12 +61,26 @@ class Engine {
   double flops_per_step() const { return compute_->flops_per_step(); }
 
  private:
+  // An op a node issued, until it is applied.
+  struct InFlight {
+    int issued_step = 0;
+    int due_step = 0;       // applied before this step starts (the run's end at the latest)
+    CommOp op;
+    torch::Tensor work;     // this rank's buffer in the collective
+    int blocks = 1;         // of op.buffer's size in `work`
+    bool complete = false;
+  };
   struct NodeState {
     int step = 0;
     double compute_time = 0, loss = 0;
-    std::vector<CommOp> comm;
-    int comm_pending = 0;
+    std::vector<CommOp> to_issue;      // the step's ops, until its compute ends
+    std::vector<InFlight> in_flight;   // in issue order
+    bool waiting = false;              // idle until the ops due at the next step complete
     bool finished = false;
+  };
+  struct Collective {
+    std::shared_ptr<const CollectivePlan> plan;
+    std::unique_ptr<CollectiveRun> run;
   };
   struct PendingRow {
     TrainRow row;
@@ -72,14 +88,16 @@ class Engine {
   };
 
   void start_step(int node);
-  void issue_comm(int node);
-  void finish_step(int node);
+  void compute_done(int node);
+  void issue(int node, CommOp op);
+  void op_complete(int node, int issued_step, const std::string& tag);
+  void advance(int node);
   void record_step(int node);
   void snapshot_for_eval(int node, int steps_done);
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
   void stop(const std::string& status, const std::string& error);
   PendingRow& pending_row(int step);
-  CollectiveRun& collective(int step, int index, int64_t elements, const std::string& tag);
+  Collective& collective(int step, const CommOp& op, const std::vector<int>& participants);
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -97,8 +115,9 @@ class Engine {
   std::unique_ptr<EventClock> clock_;
   Topology topology_;
   std::unique_ptr<Network> network_;
-  std::map<std::pair<int, int>, std::unique_ptr<CollectiveRun>> collectives_;
-  std::map<int64_t, std::shared_ptr<const CollectivePlan>> plans_;
+  std::vector<std::vector<int>> host_neighbours_;
+  std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
+  std::map<std::tuple<int, std::vector<int>, int64_t>, std::shared_ptr<const CollectivePlan>> plans_;
 
   std::vector<NodeState> state_;
   std::map<int, PendingRow> rows_;

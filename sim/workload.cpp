@@ -14,7 +14,7 @@
 #include "sim/seed_streams.h"
 #include "training/checkpoint.h"
 #include "training/brown.h"
-#include "training/ddp.h"
+#include "training/algorithms/ddp.h"
 #include "training/fashion_mnist.h"
 #include "training/gpt.h"
 #include "training/shifts.h"

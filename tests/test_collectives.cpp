@@ -14,11 +14,13 @@ namespace {
 // the sender's chunk when it is sent and is applied when it arrives. Sends are
 // done in rounds (all ready messages snapshot, then all apply) to model
 // concurrency, which also catches plans that read a chunk before it is final.
-std::vector<std::vector<double>> execute(const CollectivePlan& plan, int64_t n) {
+std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::vector<int64_t>& sizes) {
   const int p = plan.ranks;
-  std::vector<std::vector<double>> data(p, std::vector<double>(n));
-  for (int r = 0; r < p; ++r)
-    for (int64_t i = 0; i < n; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
+  std::vector<std::vector<double>> data(p);
+  for (int r = 0; r < p; ++r) {
+    data[r].resize(sizes[r]);
+    for (int64_t i = 0; i < sizes[r]; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
+  }
 
   const size_t m = plan.messages.size();
   std::vector<bool> done(m, false);
@@ -39,7 +41,7 @@ std::vector<std::vector<double>> execute(const CollectivePlan& plan, int64_t n) 
     for (auto& [i, payload] : in_flight) {
       const auto& msg = plan.messages[i];
       for (int64_t j = 0; j < msg.count; ++j) {
-        double& dst = data[msg.dst][msg.offset + j];
+        double& dst = data[msg.dst].at(msg.dst_offset + j);
         dst = msg.op == ChunkOp::Reduce ? dst + payload[j] : payload[j];
       }
       done[i] = true;
@@ -56,7 +58,7 @@ void check_all_reduce(int p, int64_t n, int elem_bytes) {
   ASSERT_EQ(plan.inbox.size(), static_cast<size_t>(p));
   EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p == 1 ? 0 : 2 * (p - 1) * p));
 
-  const auto data = execute(plan, n);
+  const auto data = execute(plan, std::vector<int64_t>(p, n));
   for (int r = 0; r < p; ++r)
     for (int64_t i = 0; i < n; ++i) {
       const double expected = 1000.0 * p * (p - 1) / 2 + static_cast<double>(p) * i;
@@ -144,6 +146,54 @@ TEST(RingAllReduce, FewerElementsThanRanks) {
 TEST(RingAllReduce, BadInput) {
   EXPECT_THROW(ring_all_reduce(0, 10, 4), std::invalid_argument);
   EXPECT_THROW(ring_all_reduce(2, -1, 4), std::invalid_argument);
+}
+
+TEST(RingAllGather, EveryRankEndsWithEveryBlockInRankOrder) {
+  for (int p : {1, 2, 3, 5}) {
+    const int64_t k = 7;
+    SCOPED_TRACE("p=" + std::to_string(p));
+    const auto plan = ring_all_gather(p, k, 4);
+    EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p * (p - 1)));
+    const auto data = execute(plan, std::vector<int64_t>(p, p * k));
+    for (int r = 0; r < p; ++r)
+      for (int q = 0; q < p; ++q)
+        for (int64_t i = 0; i < k; ++i)  // block q as rank q started with it
+          ASSERT_EQ(data[r][q * k + i], q * 1000.0 + static_cast<double>(q * k + i)) << r << " " << q;
+    // (p-1)/p of the gathered buffer leaves each rank: p-1 blocks of k values.
+    for (uint64_t b : bytes_sent_per_rank(plan)) EXPECT_EQ(b, static_cast<uint64_t>((p - 1) * k * 4));
+    for (const auto& m : plan.messages) {
+      EXPECT_EQ(m.dst, (m.src + 1) % p);
+      EXPECT_EQ(m.op, ChunkOp::Copy);
+    }
+  }
+}
+
+TEST(NeighbourExchange, EachRankReceivesEachNeighboursBlock) {
+  // A line 0-1-2-3 plus the chord 0-2: degrees 2, 2, 3, 1.
+  const std::vector<std::vector<int>> neighbours = {{1, 2}, {0, 2}, {1, 3, 0}, {2}};
+  const int64_t k = 5;
+  const auto plan = neighbour_exchange(neighbours, k, 4);
+  std::vector<int64_t> sizes;
+  for (const auto& n : neighbours) sizes.push_back((1 + static_cast<int64_t>(n.size())) * k);
+  const auto data = execute(plan, sizes);
+  for (int r = 0; r < 4; ++r) {
+    for (size_t j = 0; j < neighbours[r].size(); ++j) {
+      const int q = neighbours[r][j];
+      for (int64_t i = 0; i < k; ++i)
+        ASSERT_EQ(data[r][(j + 1) * k + i], q * 1000.0 + static_cast<double>(i)) << r << " from " << q;
+    }
+    for (int64_t i = 0; i < k; ++i) ASSERT_EQ(data[r][i], r * 1000.0 + static_cast<double>(i));  // own block kept
+  }
+  // degree x k values leave each rank, in one step.
+  const auto bytes = bytes_sent_per_rank(plan);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(bytes[r], neighbours[r].size() * k * 4);
+  for (const auto& m : plan.messages) EXPECT_TRUE(m.after.empty());
+}
+
+TEST(NeighbourExchange, RejectsAsymmetricOrBadNeighbours) {
+  EXPECT_THROW(neighbour_exchange({{1}, {}}, 3, 4), std::invalid_argument);
+  EXPECT_THROW(neighbour_exchange({{0}}, 3, 4), std::invalid_argument);
+  EXPECT_THROW(neighbour_exchange({{2}, {0}}, 3, 4), std::invalid_argument);
 }
 
 }  // namespace

@@ -182,5 +182,21 @@ TEST(Routing, StarGoesThroughSwitch) {
   EXPECT_DOUBLE_EQ(path_properties(t, 0, 3).latency_s, 0.02);
 }
 
+TEST(Routing, HostNeighbours) {
+  auto build = [](const std::string& kind, int hosts) {
+    TopologySpec s;
+    s.kind = kind;
+    s.hosts = hosts;
+    return host_neighbours(build_topology(s));
+  };
+  using N = std::vector<std::vector<int>>;
+  EXPECT_EQ(build("ring", 4), (N{{1, 3}, {0, 2}, {1, 3}, {0, 2}}));
+  EXPECT_EQ(build("line", 3), (N{{1}, {0, 2}, {1}}));
+  EXPECT_EQ(build("star", 3), (N{{1, 2}, {0, 2}, {0, 1}}));  // through the hub switch
+  EXPECT_EQ(build("mesh", 3), (N{{1, 2}, {0, 2}, {0, 1}}));
+  EXPECT_EQ(build("tree", 4), (N{{1, 2}, {0, 3}, {0}, {1}}));
+  EXPECT_EQ(build("ring", 1), (N{{}}));
+}
+
 }  // namespace
 }  // namespace testbed

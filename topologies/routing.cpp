@@ -60,4 +60,32 @@ PathProperties path_properties(const Topology& topology, int src, int dst) {
   return p;
 }
 
+std::vector<std::vector<int>> host_neighbours(const Topology& topology) {
+  const auto& g = topology.graph;
+  const int hosts = topology.num_hosts();
+  std::vector<std::vector<int>> out(hosts);
+  std::vector<int> seen(topology.num_vertices(), -1);  // the host whose search last saw it
+  for (int h = 0; h < hosts; ++h) {
+    // Search outward from h, passing through switches but stopping at the first host.
+    std::deque<int> queue{h};
+    seen[h] = h;
+    while (!queue.empty()) {
+      const int u = queue.front();
+      queue.pop_front();
+      for (auto v : boost::make_iterator_range(boost::adjacent_vertices(u, g))) {
+        const int w = static_cast<int>(v);
+        if (seen[w] == h) continue;
+        seen[w] = h;
+        if (g[v].kind == VertexKind::Host) {
+          out[h].push_back(w);
+        } else {
+          queue.push_back(w);
+        }
+      }
+    }
+    std::sort(out[h].begin(), out[h].end());
+  }
+  return out;
+}
+
 }  // namespace testbed

@@ -18,4 +18,8 @@ std::vector<int> shortest_path(const Topology& topology, int src, int dst);
 
 PathProperties path_properties(const Topology& topology, int src, int dst);
 
+// Each host's neighbours among the hosts, in ascending order: hosts joined to it by a link,
+// or reached through switches only (so the hosts of a star are all neighbours). Symmetric.
+std::vector<std::vector<int>> host_neighbours(const Topology& topology);
+
 }  // namespace testbed

@@ -1,7 +1,10 @@
 // The interface every training algorithm implements (DESIGN decision 4): per node and
-// step, local compute, then the communication it needs, then how to apply the result.
+// step, local compute and the communication it issues; later, how to apply what arrived.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,30 +16,52 @@
 namespace testbed {
 
 enum class CommKind {
-  AllReduce,  // sum `buffer` across all nodes, in place
+  AllReduce,          // sum `buffer` across the op's nodes, in place
+  AllGather,          // every node contributes `buffer` (same size); `received` holds all, in node order
+  NeighbourExchange,  // `buffer` goes to each topology neighbour; `received` holds theirs, in `peers` order
 };
 
-// One communication a node asks for. Its size is fixed by `buffer`'s shape,
-// never by its values (DESIGN decision 5).
+// Steps counted from the issuing step: applied before step s + 1 + delay starts.
+constexpr int kDueAtEnd = std::numeric_limits<int>::max();  // `delay` for lo-fi's final average
+
+// One communication a node issues. Its size is fixed by `buffer`'s shape, never by its
+// values (DESIGN decision 5); every participant issues it with the same tag, size and nodes.
 struct CommOp {
   CommKind kind = CommKind::AllReduce;
-  torch::Tensor buffer;  // 1-D float32
-  std::string tag;       // recorded as the message kind, e.g. "gradient"
+  std::string tag;      // names the op within its step; recorded as the messages' kind
+  torch::Tensor buffer; // 1-D float32
+  // 0: the result is applied before the next step starts (blocking, as DDP); k: the node
+  // trains k more steps while it is in flight; kDueAtEnd: applied once training ends.
+  int delay = 0;
+  std::vector<int> nodes;  // participants in rank order; empty: every node
+  // Filled in by the engine when the op completes:
+  std::vector<torch::Tensor> received;  // AllGather: one per participant; NeighbourExchange: one per peer
+  std::vector<int> peers;               // NeighbourExchange: the neighbours `received` came from
 };
 
 struct StepPlan {
   double loss = 0;           // the node's training loss this step
-  std::vector<CommOp> comm;  // empty: the step ends after local compute
+  std::vector<CommOp> comm;  // ops issued when the step's compute ends
+};
+
+// An algorithm's per-node state (outer optimizer, momentum, error feedback, schedules) by
+// name, so that any run can be checkpointed and resumed.
+struct AlgorithmState {
+  std::map<std::string, torch::Tensor> tensors;
+  std::map<std::string, int64_t> counters;
 };
 
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
-  // Runs the node's local computation for `step` and says what to communicate.
+  // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;
-  // All of the step's communication has completed; `comm` holds the results.
-  virtual void apply(int node, int step, Replica& replica, std::vector<CommOp>& comm) = 0;
+  // An op the node issued at `issued_step` has completed and is due: apply it. Ops due at
+  // the same time are applied in the order they were issued.
+  virtual void apply(int node, int issued_step, Replica& replica, CommOp& op) = 0;
+  virtual AlgorithmState state(int /*node*/) const { return {}; }
+  virtual void load_state(int /*node*/, const AlgorithmState& /*state*/) {}
 };
 
 }  // namespace testbed

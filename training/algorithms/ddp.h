@@ -10,7 +10,7 @@ class Ddp : public Algorithm {
   Ddp(int nodes, int batch_size) : nodes_(nodes), batch_size_(batch_size) {}
   std::string name() const override { return "ddp"; }
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
-  void apply(int node, int step, Replica& replica, std::vector<CommOp>& comm) override;
+  void apply(int node, int issued_step, Replica& replica, CommOp& op) override;
 
  private:
   int nodes_;

@@ -1,5 +1,5 @@
 // DDP: the all-reduce sums gradients; dividing by N gives the large-batch mean gradient.
-#include "training/ddp.h"
+#include "training/algorithms/ddp.h"
 
 #include <torch/torch.h>
 
@@ -8,13 +8,16 @@ namespace testbed {
 StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
   StepPlan plan;
   plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
-  // The all-reduce sums the replica's gradient buffer in place.
-  plan.comm.push_back({CommKind::AllReduce, replica.gradients(), "gradient"});
+  // The all-reduce sums the replica's gradient buffer in place; the update waits for it.
+  CommOp op;
+  op.tag = "gradient";
+  op.buffer = replica.gradients();
+  plan.comm.push_back(std::move(op));
   return plan;
 }
 
-void Ddp::apply(int /*node*/, int /*step*/, Replica& replica, std::vector<CommOp>& comm) {
-  comm.at(0).buffer.div_(nodes_);  // the parameters' .grad() now hold the mean gradient
+void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op) {
+  op.buffer.div_(nodes_);  // the parameters' .grad() now hold the mean gradient
   replica.optimizer_step();
 }
 

@@ -1,0 +1,24 @@
+// How a CommOp's tensors map onto the one flat buffer per rank that a collective plan
+// moves, and how the result is read back into the op.
+#pragma once
+
+#include <vector>
+
+#include "netmodels/collectives.h"
+#include "training/algorithm.h"
+
+namespace testbed {
+
+// The plan for `kind` over `ranks` participants of `elements` floats each.
+// `neighbours` (rank space) is used by NeighbourExchange only.
+CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, const std::vector<std::vector<int>>& neighbours);
+
+// The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce
+// (reduced in place), else the op's buffer in its block of a larger zeroed one.
+// `blocks`: participants for an all-gather, 1 + degree for a neighbour exchange.
+torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks);
+
+// After the collective: fills op.received from the work buffer (all-gather and exchange).
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks);
+
+}  // namespace testbed
