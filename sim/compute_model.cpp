@@ -33,8 +33,8 @@ const std::vector<DevicePreset>& device_presets() {
       // One 32-core AVX-512 server socket at 2.5 GHz: 32 x 2 FMA units x 16 lanes x 2 FLOPs x
       // 2.5e9 = 5.12 TFLOPS FP32, doubled by AVX512-BF16 dot products; 8 channels of DDR5-4800
       // = 307 GB/s. An eager CPU op has no device launch, only dispatch: LibTorch's per-op
-      // overhead, measured at ~2 us on this host (bench/roofline_table.cpp).
-      {"cpu", 5.12e12, 10.24e12, 307.2e9, 2e-6}};
+      // overhead with autograd recording, 1.0 us on this host (build/testbed_roofline).
+      {"cpu", 5.12e12, 10.24e12, 307.2e9, 1e-6}};
   return presets;
 }
 
