@@ -1,5 +1,5 @@
-// Compute model: fixed seconds per step, FLOPs / (peak x MFU), or measured host time, scaled
-// per node by a relative speed and per step by lognormal straggler noise.
+// Compute model: fixed seconds per step, a roofline of the model's layers on a device, or
+// measured host time, scaled per node by a relative speed and per step by lognormal noise.
 #include "sim/compute_model.h"
 
 #include <cmath>
@@ -11,10 +11,30 @@
 
 namespace testbed {
 
+// Dense (non-sparse) peaks from the vendors' datasheets. GPU launch latency: ~5 us per
+// kernel is the commonly cited cost of an eager framework's launch (CUDA's own launch is a few
+// us, plus dispatch); it is not a datasheet figure.
 const std::vector<DevicePreset>& device_presets() {
   static const std::vector<DevicePreset> presets = {
-      {"h100", 989e12}, {"a100", 312e12}, {"rtx4090", 165e12}, {"v100", 125e12},
-      {"t4", 65e12},    {"l4", 121e12},   {"cpu", 1e12}};
+      // NVIDIA H100 SXM5 datasheet: FP32 67 TFLOPS, BF16 1979 sparse = 989 dense, HBM3 3.35 TB/s.
+      {"h100", 67e12, 989e12, 3.35e12, 5e-6},
+      // NVIDIA A100 80GB SXM datasheet: FP32 19.5, BF16 312 dense, HBM2e 2039 GB/s. FP32 is the
+      // non-TF32 figure: PyTorch (>= 1.12) runs fp32 matmuls without TF32 by default.
+      {"a100", 19.5e12, 312e12, 2.039e12, 5e-6},
+      // NVIDIA Ada (AD102) whitepaper, GeForce RTX 4090: FP32 82.6, BF16 with FP32 accumulate
+      // 165.2 dense, GDDR6X 1008 GB/s.
+      {"rtx4090", 82.6e12, 165.2e12, 1.008e12, 5e-6},
+      // NVIDIA V100 SXM2 datasheet: FP32 15.7, FP16 tensor 125 (no BF16), HBM2 900 GB/s.
+      {"v100", 15.7e12, 125e12, 900e9, 5e-6},
+      // NVIDIA T4 datasheet: FP32 8.1, FP16 tensor 65 (no BF16), GDDR6 320 GB/s.
+      {"t4", 8.1e12, 65e12, 320e9, 5e-6},
+      // NVIDIA L4 datasheet: FP32 30.3, BF16 242 sparse = 121 dense, GDDR6 300 GB/s.
+      {"l4", 30.3e12, 121e12, 300e9, 5e-6},
+      // One 32-core AVX-512 server socket at 2.5 GHz: 32 x 2 FMA units x 16 lanes x 2 FLOPs x
+      // 2.5e9 = 5.12 TFLOPS FP32, doubled by AVX512-BF16 dot products; 8 channels of DDR5-4800
+      // = 307 GB/s. An eager CPU op has no device launch, only dispatch: LibTorch's per-op
+      // overhead with autograd recording, 1.0 us on this host (build/testbed_roofline).
+      {"cpu", 5.12e12, 10.24e12, 307.2e9, 1e-6}};
   return presets;
 }
 
@@ -43,40 +63,141 @@ std::string num(double x) {
 
 }  // namespace
 
-ComputeModel::ComputeModel(const ComputeSection& section, double flops_per_step, int nodes,
-                           uint64_t seed)
-    : section_(section), flops_per_step_(flops_per_step), nodes_(nodes), seed_(seed) {
-  if (nodes < 1) throw std::invalid_argument("compute model: nodes must be >= 1, got " + std::to_string(nodes));
+double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum) {
+  // Optimizer state stays fp32 whatever the training dtype (mixed precision keeps fp32 master
+  // weights and moments), and the update is assumed fused: one read of each input, one write of
+  // each output. Every step also zeroes the flat gradient buffer (4 bytes written).
+  constexpr double zero_grad = 4;
+  if (optimizer == "adamw" || optimizer == "adam") return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
+  if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;  // reads p g [buf], writes p [buf]
+  throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
+}
 
+StepCost roofline(const TrainingWork& work, const Roof& roof) {
+  StepCost cost;
+  const double B = work.batch, e = roof.bytes_per_element;
+  // One pass (one GEMM or elementwise sweep) runs at whichever limit binds.
+  auto pass = [&](double flops, double bytes, int64_t kernels) {
+    const double t_compute = flops / roof.flops, t_memory = bytes / roof.memory_bandwidth;
+    cost.flops += flops;
+    cost.bytes += bytes;
+    cost.kernels += kernels;
+    if (t_compute >= t_memory) {
+      cost.compute_bound += t_compute;
+    } else {
+      cost.memory_bound += t_memory;
+    }
+  };
+  bool grad_flows = false;  // something earlier trains, so this layer's input needs a gradient
+  double trainable = 0;
+  int64_t trainable_tensors = 0;
+  for (const auto& l : work.layers) {
+    const double in = B * l.inputs, out = B * l.outputs;
+    // forward: read W and X, write Y
+    pass(B * l.flops, e * (l.weights + in + out), l.kernels);
+    // input gradient, per operand: read W, dY (and saved activations), write dX
+    if (grad_flows && l.grad_operands > 0) {
+      const double g = l.grad_operands;
+      pass(g * B * l.flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
+    }
+    // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
+    if (l.trains && l.weights > 0) {
+      pass(B * l.flops, e * (l.weights + in + out), l.tensors);
+      trainable += l.weights;
+      trainable_tensors += l.tensors;
+    }
+    grad_flows = grad_flows || l.trains;
+  }
+  if (trainable > 0) {
+    const double bytes = trainable * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
+    cost.bytes += bytes;
+    cost.memory_bound += bytes / roof.memory_bandwidth;
+    cost.kernels += trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
+  }
+  cost.launch = static_cast<double>(cost.kernels) * roof.launch_latency;
+  return cost;
+}
+
+Roof compute_roof(const ComputeSection& section) {
+  const DevicePreset* preset = nullptr;
+  for (const auto& p : device_presets()) {
+    if (p.name == section.device) preset = &p;
+  }
+  const bool bf16 = section.dtype == "bf16";
+  if (!bf16 && section.dtype != "fp32")
+    throw std::invalid_argument("compute.dtype must be fp32 or bf16, got '" + section.dtype + "'");
+  // An unknown device is fine only when every figure it would give is set explicitly.
+  auto from_preset = [&](const char* key) -> const DevicePreset& {
+    if (preset) return *preset;
+    std::string known;
+    for (const auto& p : device_presets()) known += (known.empty() ? "" : ", ") + p.name;
+    throw std::invalid_argument("compute.device: unknown device preset '" + section.device + "' (known: " + known +
+                                "; or set compute." + key + ")");
+  };
+  Roof roof;
+  const double peak = section.peak_flops > 0
+                          ? section.peak_flops
+                          : (bf16 ? from_preset("peak_flops").bf16_flops : from_preset("peak_flops").fp32_flops);
+  if (!(section.mfu > 0) || section.mfu > 1)
+    throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
+  roof.flops = peak * section.mfu;
+  roof.memory_bandwidth = section.memory_bandwidth.bps > 0 ? section.memory_bandwidth.bps / 8
+                                                           : from_preset("memory_bandwidth").memory_bandwidth;
+  roof.launch_latency =
+      section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
+  if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))
+    throw std::invalid_argument("compute.memory_bandwidth must be positive");
+  if (!(roof.launch_latency >= 0) || !std::isfinite(roof.launch_latency))
+    throw std::invalid_argument("compute.launch_latency must be finite and non-negative, got " +
+                                num(roof.launch_latency));
+  roof.bytes_per_element = bf16 ? 2 : 4;
+  return roof;
+}
+
+namespace {
+
+// A step of pure arithmetic: one layer with FLOPs and nothing else.
+TrainingWork flops_only(double flops_per_step) {
+  if (!(flops_per_step >= 0) || !std::isfinite(flops_per_step))
+    throw std::invalid_argument("compute model: flops per step must be finite and non-negative");
+  LayerCost step;
+  step.name = "step";
+  step.flops = flops_per_step;
+  step.kernels = 0;
+  step.grad_operands = 0;
+  TrainingWork work;
+  work.layers.push_back(step);
+  return work;
+}
+
+}  // namespace
+
+ComputeModel::ComputeModel(const ComputeSection& section, double flops_per_step, int nodes, uint64_t seed)
+    : ComputeModel(section, flops_only(flops_per_step), nodes, seed) {}
+
+ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& work, int nodes, uint64_t seed)
+    : section_(section), nodes_(nodes), seed_(seed) {
+  if (nodes < 1) throw std::invalid_argument("compute model: nodes must be >= 1, got " + std::to_string(nodes));
+  if (work.batch < 1) throw std::invalid_argument("compute model: batch must be >= 1");
+
+  if (section.model == "flops") {
+    cost_ = roofline(work, compute_roof(section));
+    base_seconds_ = cost_.seconds();
+  } else {
+    // FLOPs are still reported (Engine::flops_per_step); they do not depend on the roof.
+    cost_.flops = roofline(work, Roof{1, 1, 0, 4}).flops;
+  }
   if (section.model == "fixed") {
     if (!(section.step_time.s >= 0) || !std::isfinite(section.step_time.s))
       throw std::invalid_argument("compute.step_time must be a finite non-negative duration, got " +
                                   num(section.step_time.s));
     base_seconds_ = section.step_time.s;
-  } else if (section.model == "flops") {
-    double peak = section.peak_flops;
-    if (!(peak > 0)) {
-      for (const auto& p : device_presets()) {
-        if (p.name == section.device) peak = p.peak_flops;
-      }
-      if (!(peak > 0)) {
-        std::string known;
-        for (const auto& p : device_presets()) known += (known.empty() ? "" : ", ") + p.name;
-        throw std::invalid_argument("compute.device: unknown device preset '" + section.device +
-                                    "' (known: " + known + "; or set compute.peak_flops)");
-      }
-    }
-    if (!(section.mfu > 0) || section.mfu > 1)
-      throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
-    if (!(flops_per_step >= 0) || !std::isfinite(flops_per_step))
-      throw std::invalid_argument("compute model: flops per step must be finite and non-negative");
-    base_seconds_ = flops_per_step / (peak * section.mfu);
   } else if (section.model == "measured") {
     if (!(section.measured_scale > 0) || !std::isfinite(section.measured_scale))
       throw std::invalid_argument("compute.measured_scale must be positive, got " +
                                   num(section.measured_scale));
     measured_ = true;
-  } else {
+  } else if (section.model != "flops") {
     throw std::invalid_argument("compute.model: unknown model '" + section.model +
                                 "' (expected fixed, flops or measured)");
   }
@@ -138,7 +259,5 @@ double ComputeModel::step_seconds(int node, int step, double host_seconds) const
 }
 
 bool ComputeModel::deterministic() const { return !measured_; }
-
-double ComputeModel::flops_per_step() const { return flops_per_step_; }
 
 }  // namespace testbed

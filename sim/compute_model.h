@@ -6,43 +6,94 @@
 #include <vector>
 
 #include "sim/scenario.h"
+#include "training/layer_cost.h"
 
 namespace testbed {
 
+// A device as the roofline sees it: vendor datasheet figures (sources in compute_model.cpp).
 struct DevicePreset {
   std::string name;
-  double peak_flops;  // dense peak at training precision
+  double fp32_flops;        // dense FP32 peak (no TF32: PyTorch's default for fp32 matmuls)
+  double bf16_flops;        // dense BF16 tensor peak (FP16 where the device has no BF16)
+  double memory_bandwidth;  // bytes per second
+  double launch_latency;    // seconds per kernel launch
 };
 
-// Named accelerators for the flops model (peak dense bf16/fp16 tensor throughput, vendor figures).
 const std::vector<DevicePreset>& device_presets();
 
+// One training step's work, as the roofline needs it: the model's layers (forward order,
+// per sample), the batch and the optimizer. Built from a model by training_work() in
+// sim/workload.h, so this header stays free of LibTorch.
+struct TrainingWork {
+  std::vector<LayerCost> layers;
+  int batch = 1;
+  std::string optimizer = "adamw";  // adamw | adam | sgd
+  bool momentum = false;            // sgd keeps a momentum buffer
+};
+
+// The device limits a step runs against.
+struct Roof {
+  double flops = 0;              // achievable FLOP/s: peak for the dtype x MFU
+  double memory_bandwidth = 0;   // bytes per second
+  double launch_latency = 0;     // seconds per kernel
+  double bytes_per_element = 4;  // activations and GEMM operands (fp32 4, bf16 2)
+};
+
+// Totals of one step on a roof (before node speeds and straggler noise).
+struct StepCost {
+  double flops = 0;          // forward + input-gradient + weight-gradient FLOPs
+  double bytes = 0;          // memory traffic, optimizer included
+  int64_t kernels = 0;       // launches: forward, backward, optimizer
+  double compute_bound = 0;  // seconds of passes limited by FLOPs
+  double memory_bound = 0;   // seconds of passes limited by bandwidth (optimizer included)
+  double launch = 0;         // kernels x launch latency
+  double seconds() const { return compute_bound + memory_bound + launch; }
+};
+
+// Bytes the optimizer moves per trainable parameter, zeroing the gradient buffer included.
+double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum);
+
+// The roofline: each layer's forward, input-gradient and weight-gradient passes take
+// max(FLOPs / roof.flops, bytes / bandwidth); frozen layers skip the weight gradient, and
+// layers with nothing trainable before them skip the input gradient (autograd stops
+// there). The optimizer step is a memory-bound pass over the trainable parameters. Every
+// kernel adds the launch latency.
+StepCost roofline(const TrainingWork& work, const Roof& roof);
+
 // Step time of node n = base / speed(n) x noise(n, step), where base comes from the model
-// (fixed seconds, FLOPs / (peak x MFU), or measured host seconds x scale), speed(n) is the
-// node's relative speed (heterogeneous fleets) and noise = exp(sigma z), z ~ N(0,1) drawn from
-// (seed, node, step) alone, so it does not depend on the order of calls.
+// (fixed seconds, the roofline of the step's work, or measured host seconds x scale),
+// speed(n) is the node's relative speed (heterogeneous fleets) and noise = exp(sigma z),
+// z ~ N(0,1) drawn from (seed, node, step) alone, so it does not depend on the order of calls.
 class ComputeModel {
  public:
   // nodes: fleet size; seed: the scenario seed (speeds from stream "speeds", straggler noise
   // from stream "stragglers" indexed by node). Throws std::invalid_argument on bad sections.
+  ComputeModel(const ComputeSection& section, const TrainingWork& work, int nodes, uint64_t seed);
+  // A step of exactly flops_per_step FLOPs with no memory traffic or launches (the roofline
+  // of pure arithmetic), for callers without a model.
   ComputeModel(const ComputeSection& section, double flops_per_step, int nodes, uint64_t seed);
   // Seconds of compute for node's step. host_seconds is the host time the real local step took
   // (used only by the measured model).
   double step_seconds(int node, int step, double host_seconds) const;
   double speed(int node) const;            // relative speed factor of the node (1 = nominal)
   bool deterministic() const;              // false for the measured model
-  double flops_per_step() const;
+  double flops_per_step() const { return cost_.flops; }
+  const StepCost& step_cost() const { return cost_; }  // the flops model's breakdown
 
  private:
   double noise(int node, int step) const;
 
   ComputeSection section_;
-  double flops_per_step_;
+  StepCost cost_;
   int nodes_;
   uint64_t seed_;
   double base_seconds_ = 0;    // fixed and flops models
   bool measured_ = false;
   std::vector<double> speeds_;  // per node
 };
+
+// The roof a compute section describes: its device preset with overrides applied. Throws
+// std::invalid_argument for an unknown device or bad values.
+Roof compute_roof(const ComputeSection& section);
 
 }  // namespace testbed

@@ -73,9 +73,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   eval_model_->to(device);
   parameters_ = count_parameters(*eval_model_);
   algorithm_ = make_algorithm(scenario);
-  compute_ = std::make_unique<ComputeModel>(
-      scenario.compute, training_flops_per_sample(*eval_model_) * scenario.workload.batch_size, nodes_,
-      scenario.seed);
+  compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), nodes_,
+                                            scenario.seed);
 
   // A seeded sample from the whole test split: the first windows of a text split are one or
   // two documents, and even a shuffled image split is better sampled than cut.

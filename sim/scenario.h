@@ -192,7 +192,10 @@ struct ComputeSection {
   std::string model = "flops";   // fixed | flops | measured
   Duration step_time{0.1};       // fixed: seconds per step
   std::string device = "rtx4090";
+  std::string dtype = "fp32";    // flops: training precision; picks the preset's peak and bytes per element
   double peak_flops = 0;         // overrides the device preset when > 0
+  Bandwidth memory_bandwidth{0};  // overrides the preset when > 0 (e.g. 3.35TB/s)
+  std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
   double mfu = 0.4;
   double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
   // Heterogeneous fleets: node n runs 1/speed[n] as long (list shorter than nodes: cycled),
@@ -204,7 +207,10 @@ struct ComputeSection {
     v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
+    v.field("dtype", dtype, Choices{{"fp32", "bf16"}});
     v.field("peak_flops", peak_flops, Range{0, 1e20});
+    v.field("memory_bandwidth", memory_bandwidth, Range{0, 1e18});
+    v.field("launch_latency", launch_latency, Range{0, 1});
     v.field("mfu", mfu, Range{0, 1, true});
     v.field("measured_scale", measured_scale, Range{0, 1e6, true});
     v.field("speeds", speeds);

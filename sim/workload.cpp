@@ -125,6 +125,15 @@ OptimizerConfig optimizer_config(const Scenario& scenario) {
   return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2};
 }
 
+TrainingWork training_work(const Scenario& scenario, const Model& model) {
+  TrainingWork work;
+  work.layers = model.layer_costs();
+  work.batch = scenario.workload.batch_size;
+  work.optimizer = scenario.optimizer.name;
+  work.momentum = scenario.optimizer.momentum > 0;
+  return work;
+}
+
 std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) {
   const auto& p = s.workload.partition;
   std::vector<std::vector<int64_t>> shards;

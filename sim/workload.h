@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/compute_model.h"
 #include "sim/scenario.h"
 #include "training/algorithm.h"
 #include "training/dataset.h"
@@ -28,6 +29,10 @@ Dataset load_dataset(const Scenario& scenario);
 std::shared_ptr<Model> make_model(const Scenario& scenario);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
+
+// One step's work for the compute model: the model's layer costs, the per-node batch and
+// the optimizer.
+TrainingWork training_work(const Scenario& scenario, const Model& model);
 
 // Each node's shard sampler, from the scenario's partition and seed. A partition that
 // leaves a node without data throws ScenarioError at workload.partition (or nodes).

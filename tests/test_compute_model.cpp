@@ -32,6 +32,7 @@ TEST(ComputeModel, FixedBaseIsExact) {
   EXPECT_EQ(m.flops_per_step(), 1e9);
 }
 
+// A step of pure arithmetic (no bytes, no launches) runs at the preset's peak for the dtype.
 TEST(ComputeModel, FlopsUsesDevicePreset) {
   ComputeSection c;
   c.model = "flops";
@@ -39,9 +40,11 @@ TEST(ComputeModel, FlopsUsesDevicePreset) {
   c.mfu = 0.5;
   const double flops = 3.2e12;
   ComputeModel m(c, flops, 2, 1);
-  EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0.0), flops / (312e12 * 0.5));
-  EXPECT_DOUBLE_EQ(m.step_seconds(1, 5, 9.0), flops / (312e12 * 0.5));
+  EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0.0), flops / (19.5e12 * 0.5));  // fp32 by default
+  EXPECT_DOUBLE_EQ(m.step_seconds(1, 5, 9.0), flops / (19.5e12 * 0.5));
   EXPECT_EQ(m.flops_per_step(), flops);
+  c.dtype = "bf16";
+  EXPECT_DOUBLE_EQ(ComputeModel(c, flops, 2, 1).step_seconds(0, 0, 0.0), flops / (312e12 * 0.5));
 }
 
 TEST(ComputeModel, FlopsExplicitPeakOverridesPreset) {
@@ -52,8 +55,11 @@ TEST(ComputeModel, FlopsExplicitPeakOverridesPreset) {
   c.mfu = 0.25;
   ComputeModel m(c, 5e12, 1, 1);
   EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0.0), 5e12 / (1e15 * 0.25));
-  // an explicit peak makes the device name irrelevant
+  // explicit figures for everything the roofline needs make the device name irrelevant
   c.device = "no-such-device";
+  EXPECT_THROW(ComputeModel(c, 5e12, 1, 1), std::invalid_argument);  // bandwidth, latency missing
+  c.memory_bandwidth = Bandwidth{8e12};
+  c.launch_latency = Duration{4e-6};
   EXPECT_NO_THROW(ComputeModel(c, 5e12, 1, 1));
 }
 

@@ -38,10 +38,16 @@ torch::Tensor DenseImpl::forward(const torch::Tensor& x) {
   return y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, lora_a), lora_b);
 }
 
-double DenseImpl::forward_flops() const {
-  double flops = 2.0 * in_ * out_;
-  if (has_adapter()) flops += 2.0 * adapter_.rank * (in_ + out_);
-  return flops;
+void DenseImpl::append_costs(std::vector<LayerCost>& costs, const std::string& name, double rows) const {
+  // Whether a factor trains is read from the parameter itself, so freezing done anywhere
+  // (the adapter, freeze_all_but_adapters) is what the compute model sees.
+  costs.push_back(linear_cost(name, in_, out_, rows, true, weight.requires_grad()));
+  if (!has_adapter()) return;
+  const double r = adapter_.rank;
+  costs.push_back(linear_cost(name + ".lora_a", in_, r, rows, false, lora_a.requires_grad()));
+  costs.push_back(linear_cost(name + ".lora_b", r, out_, rows, false, lora_b.requires_grad()));
+  // y + scale * z: a mul (reads z, writes) and an add (reads both, writes).
+  costs.push_back(elementwise_cost(name + ".lora_add", 3 * rows * out_, 2 * rows * out_, 2, false));
 }
 
 }  // namespace testbed

@@ -3,10 +3,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
+
+#include "training/layer_cost.h"
 
 namespace testbed {
 
@@ -29,8 +32,9 @@ class DenseImpl : public torch::nn::Cloneable<DenseImpl> {
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
   bool has_adapter() const { return adapter_.kind != "none"; }
-  // Multiply-adds x 2 per input row, adapter included.
-  double forward_flops() const;
+  // Appends this layer's costs for `rows` input rows per sample: the base product (frozen
+  // under an adapter), then the adapter's x A^T, its B^T product and the scaled add.
+  void append_costs(std::vector<LayerCost>& costs, const std::string& name, double rows = 1) const;
 
   torch::Tensor weight, bias, lora_a, lora_b;
 

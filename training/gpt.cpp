@@ -15,6 +15,20 @@ namespace {
 
 namespace F = torch::nn::functional;
 
+// LayerNorm over `width` for `rows` rows: memory bound; its gradient rereads the input.
+LayerCost layer_norm_cost(const std::string& name, const torch::nn::LayerNorm& ln, double rows, double width) {
+  LayerCost c = elementwise_cost(name, rows * width, rows * width);
+  c.weights = 2 * width;
+  c.tensors = 2;
+  c.trains = ln->weight.requires_grad();
+  return c;
+}
+
+// A dropout after an op writing `elements` per sample (only when dropout is on).
+void append_dropout(std::vector<LayerCost>& c, const std::string& name, double p, double elements) {
+  if (p > 0) c.push_back(elementwise_cost(name, elements, elements, 1, true));
+}
+
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   CausalSelfAttentionImpl(const GptConfig& c)
@@ -43,7 +57,27 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     return y;
   }
 
-  double dense_flops() const { return qkv_->forward_flops() + proj_->forward_flops(); }
+  // q k^T and att v are products of two activations (two gradient operands each); the
+  // scale, causal mask and softmax are memory-bound passes over the h x T x T scores.
+  void append_costs(std::vector<LayerCost>& c, const std::string& name, double T) const {
+    const double C = width_, scores = heads_ * T * T;
+    qkv_->append_costs(c, name + ".qkv", T);
+    LayerCost qk = elementwise_cost(name + ".qk", 2 * T * C, scores);
+    qk.flops = 2 * T * T * C;  // heads x T x T x (C / heads) multiply-adds
+    qk.grad_operands = 2;
+    c.push_back(qk);
+    c.push_back(elementwise_cost(name + ".scale", scores, scores, 1, false));
+    c.push_back(elementwise_cost(name + ".mask", scores, scores, 1, false));
+    c.push_back(elementwise_cost(name + ".softmax", scores, scores));
+    append_dropout(c, name + ".att_dropout", dropout_, scores);
+    LayerCost av = elementwise_cost(name + ".av", scores + T * C, T * C);
+    av.flops = 2 * T * T * C;
+    av.grad_operands = 2;
+    c.push_back(av);
+    c.push_back(elementwise_cost(name + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()
+    proj_->append_costs(c, name + ".proj", T);
+    append_dropout(c, name + ".proj_dropout", dropout_, T * C);
+  }
 
  private:
   int64_t heads_, width_;
@@ -70,7 +104,17 @@ class BlockImpl : public torch::nn::Module {
     return x + h;
   }
 
-  double dense_flops() const { return attn_->dense_flops() + fc_->forward_flops() + fc_proj_->forward_flops(); }
+  void append_costs(std::vector<LayerCost>& c, const std::string& name, double T, double C) const {
+    c.push_back(layer_norm_cost(name + ".ln1", ln1_, T, C));
+    attn_->append_costs(c, name + ".attn", T);
+    c.push_back(elementwise_cost(name + ".residual1", 2 * T * C, T * C, 1, false));
+    c.push_back(layer_norm_cost(name + ".ln2", ln2_, T, C));
+    fc_->append_costs(c, name + ".fc", T);
+    c.push_back(elementwise_cost(name + ".gelu", 4 * T * C, 4 * T * C));
+    fc_proj_->append_costs(c, name + ".fc_proj", T);
+    append_dropout(c, name + ".mlp_dropout", dropout_, T * C);
+    c.push_back(elementwise_cost(name + ".residual2", 2 * T * C, T * C, 1, false));
+  }
 
  private:
   double dropout_;
@@ -115,13 +159,32 @@ class Gpt : public Model {
     return head_(ln_f_(x));
   }
 
-  double forward_flops_per_sample() const override {
-    const double T = config_.context;
-    double per_token = head_->forward_flops();
-    for (const auto& block : block_list_) per_token += block->dense_flops();
-    // q k^T and att v: 2 * T * T * width multiply-adds per layer, x 2 FLOPs each.
-    double attention = 2.0 * 2.0 * T * T * config_.width * config_.layers;
-    return T * per_token + attention;
+  // One sample is a full window of `context` tokens.
+  std::vector<LayerCost> layer_costs() const override {
+    const double T = config_.context, C = config_.width, V = config_.vocab;
+    std::vector<LayerCost> c;
+    // Lookups have no input gradient (token ids); their weight gradient is a dense table.
+    LayerCost wte = elementwise_cost("wte", T + T * C, T * C, 1, false);  // ids + gathered rows
+    wte.weights = V * C;
+    wte.tensors = 1;
+    wte.trains = wte_->weight.requires_grad();
+    wte.grad_operands = 0;
+    c.push_back(wte);
+    LayerCost wpe = elementwise_cost("wpe", 0, 0, 2, false);  // arange + lookup, once per batch
+    wpe.weights = config_.context * C;
+    wpe.tensors = 1;
+    wpe.trains = wpe_->weight.requires_grad();
+    wpe.grad_operands = 0;
+    c.push_back(wpe);
+    c.push_back(elementwise_cost("embed_add", 2 * T * C, T * C, 1, false));
+    append_dropout(c, "embed_dropout", config_.dropout, T * C);
+    for (size_t l = 0; l < block_list_.size(); ++l) {
+      block_list_[l]->append_costs(c, "block" + std::to_string(l), T, C);
+    }
+    c.push_back(layer_norm_cost("ln_f", ln_f_, T, C));
+    head_->append_costs(c, "head", T);
+    c.push_back(loss_cost(T * V));
+    return c;
   }
 
  private:

@@ -8,6 +8,23 @@
 namespace testbed {
 namespace {
 
+// A square-kernel, stride-1, unpadded convolution with bias over a side x side input: each
+// output element is one dot product over in_channels x k x k inputs.
+LayerCost conv_cost(const std::string& name, const torch::nn::Conv2d& conv, int64_t side) {
+  const auto& o = conv->options;
+  const double in_c = o.in_channels(), out_c = o.out_channels(), k = (*o.kernel_size())[0];
+  const double out_side = side - k + 1;
+  LayerCost c;
+  c.name = name;
+  c.flops = 2.0 * out_c * out_side * out_side * in_c * k * k;
+  c.weights = out_c * in_c * k * k + out_c;
+  c.tensors = 2;
+  c.trains = conv->weight.requires_grad();
+  c.inputs = in_c * side * side;
+  c.outputs = out_c * out_side * out_side;
+  return c;
+}
+
 class Mlp : public Model {
  public:
   Mlp(int64_t inputs, int64_t hidden, int64_t outputs, const AdapterConfig& adapter)
@@ -19,8 +36,15 @@ class Mlp : public Model {
     auto h = torch::relu(fc1_(x.flatten(1)));
     return fc3_(torch::relu(fc2_(h)));
   }
-  double forward_flops_per_sample() const override {
-    return fc1_->forward_flops() + fc2_->forward_flops() + fc3_->forward_flops();
+  std::vector<LayerCost> layer_costs() const override {
+    std::vector<LayerCost> c;
+    fc1_->append_costs(c, "fc1");
+    c.push_back(elementwise_cost("relu1", fc1_->out_features(), fc1_->out_features()));
+    fc2_->append_costs(c, "fc2");
+    c.push_back(elementwise_cost("relu2", fc2_->out_features(), fc2_->out_features()));
+    fc3_->append_costs(c, "fc3");
+    c.push_back(loss_cost(fc3_->out_features()));
+    return c;
   }
 
  private:
@@ -41,10 +65,19 @@ class Cnn : public Model {
     h = torch::max_pool2d(torch::relu(conv2_(h)), 2);       // 32 x 4 x 4
     return fc2_(torch::relu(fc1_(h.flatten(1))));
   }
-  double forward_flops_per_sample() const override {
-    double conv1 = 16.0 * 24 * 24 * (1 * 5 * 5);
-    double conv2 = 32.0 * 8 * 8 * (16 * 5 * 5);
-    return 2.0 * (conv1 + conv2) + fc1_->forward_flops() + fc2_->forward_flops();
+  std::vector<LayerCost> layer_costs() const override {
+    std::vector<LayerCost> c;
+    c.push_back(conv_cost("conv1", conv1_, 28));
+    c.push_back(elementwise_cost("relu1", 16 * 24 * 24, 16 * 24 * 24));
+    c.push_back(elementwise_cost("pool1", 16 * 24 * 24, 16 * 12 * 12));
+    c.push_back(conv_cost("conv2", conv2_, 12));
+    c.push_back(elementwise_cost("relu2", 32 * 8 * 8, 32 * 8 * 8));
+    c.push_back(elementwise_cost("pool2", 32 * 8 * 8, 32 * 4 * 4));
+    fc1_->append_costs(c, "fc1");
+    c.push_back(elementwise_cost("relu3", fc1_->out_features(), fc1_->out_features()));
+    fc2_->append_costs(c, "fc2");
+    c.push_back(loss_cost(fc2_->out_features()));
+    return c;
   }
 
  private:
@@ -53,6 +86,14 @@ class Cnn : public Model {
 };
 
 }  // namespace
+
+double Model::forward_flops_per_sample() const {
+  double flops = 0;
+  for (const auto& layer : layer_costs()) flops += layer.flops;
+  return flops;
+}
+
+LayerCost loss_cost(double logits) { return elementwise_cost("loss", logits, logits, 2, true); }
 
 void freeze_all_but_adapters(Model& model) {
   for (auto& item : model.named_parameters()) {

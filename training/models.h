@@ -1,12 +1,14 @@
-// The networks a workload trains: each knows its forward FLOPs for the compute model.
+// The networks a workload trains: each describes its layers' costs for the compute model.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
 
 #include "training/dense.h"
+#include "training/layer_cost.h"
 
 namespace testbed {
 
@@ -14,8 +16,11 @@ class Model : public torch::nn::Module {
  public:
   // Logits [..., classes] for a batch of inputs.
   virtual torch::Tensor forward(const torch::Tensor& inputs) = 0;
-  // Multiply-adds x 2 for one sample's forward pass.
-  virtual double forward_flops_per_sample() const = 0;
+  // The training step's layers in forward order, per sample, ending with the loss over the
+  // logits; frozen parameters are marked so they cost no weight gradient.
+  virtual std::vector<LayerCost> layer_costs() const = 0;
+  // Multiply-adds x 2 for one sample's forward pass (the sum over layer_costs()).
+  double forward_flops_per_sample() const;
 };
 
 // The model names a scenario may use with 28x28 image data (mlp, cnn).
@@ -27,7 +32,8 @@ std::shared_ptr<Model> make_mlp(int64_t inputs, int64_t hidden, int64_t outputs,
 // With an adapter, everything but the adapters' trainable factors is frozen.
 void freeze_all_but_adapters(Model& model);
 
-// Training FLOPs per sample: forward plus a backward pass twice as costly.
-inline double training_flops_per_sample(const Model& model) { return 3.0 * model.forward_flops_per_sample(); }
+// The loss over `logits` elements per sample: log-softmax then NLL (two kernels); its
+// gradient rereads the saved log-probabilities.
+LayerCost loss_cost(double logits);
 
 }  // namespace testbed

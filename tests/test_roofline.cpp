@@ -1,0 +1,279 @@
+// The flops compute model as a roofline: the models' layer costs against hand-counted FLOPs
+// and bytes, and the roofline's rules (max per pass, launches, frozen layers, dtype).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/compute_model.h"
+#include "training/gpt.h"
+#include "training/models.h"
+
+namespace testbed {
+namespace {
+
+// Counting roof: 1 FLOP/s, 1 B/s, no launches; fp32 elements.
+const Roof kCount{1, 1, 0, 4};
+
+StepCost cost_of(const Model& model, int batch, const std::string& optimizer = "adamw") {
+  return roofline(TrainingWork{model.layer_costs(), batch, optimizer, false}, kCount);
+}
+
+double total_weights(const Model& model) {
+  double w = 0;
+  for (const auto& l : model.layer_costs()) w += l.weights;
+  return w;
+}
+
+// --- the models' costs, counted by hand -------------------------------------------------
+
+// make_mlp(784, 128, 10): 784 -> 256 -> 128 -> 10 with ReLUs, then the loss; fp32, AdamW.
+TEST(Roofline, MlpFlopsBytesAndKernelsMatchHandCount) {
+  auto model = make_mlp(784, 128, 10);
+  const double B = 64;
+  const double f1 = 2.0 * 784 * 256, f2 = 2.0 * 256 * 128, f3 = 2.0 * 128 * 10;
+  const double w1 = 784 * 256 + 256, w2 = 256 * 128 + 128, w3 = 128 * 10 + 10;
+  EXPECT_DOUBLE_EQ(model->forward_flops_per_sample(), f1 + f2 + f3);
+  EXPECT_DOUBLE_EQ(total_weights(*model), 235146);
+
+  auto c = cost_of(*model, 64);
+  // forward + weight gradients of all three + input gradients of fc2 and fc3 (fc1's input is data)
+  EXPECT_DOUBLE_EQ(c.flops, B * ((f1 + f2 + f3) + (f1 + f2 + f3) + (f2 + f3)));
+
+  // elements moved per pass (W read once per batch, activations per sample)
+  const double forward = (w1 + B * (784 + 256)) + B * (256 + 256) + (w2 + B * (256 + 128)) + B * (128 + 128) +
+                         (w3 + B * (128 + 10)) + B * (10 + 10);
+  const double input_grad = B * (256 * 3)            // relu1: dY, saved X, dX
+                            + (w2 + B * (128 + 256))  // fc2: W, dY, dX
+                            + B * (128 * 3)           // relu2
+                            + (w3 + B * (10 + 128))   // fc3
+                            + B * (10 * 3);           // loss
+  const double weight_grad = (w1 + B * (784 + 256)) + (w2 + B * (256 + 128)) + (w3 + B * (128 + 10));
+  const double adamw = 32 * (w1 + w2 + w3);  // reads p g m v, writes p m v, zeroes g
+  EXPECT_DOUBLE_EQ(c.bytes, 4 * (forward + input_grad + weight_grad) + adamw);
+
+  // forward 3 addmm + 2 relu + 2 loss; input grads 2 mm + 2 relu + 2 loss; weight grads
+  // 3 x (mm + bias sum); optimizer 6 tensors + zeroing
+  EXPECT_EQ(c.kernels, 7 + 6 + 6 + 7);
+}
+
+// Two 5x5 convolutions (1->16 on 28x28, 16->32 on 12x12), 2x2 pools, 512 -> 128 -> 10.
+TEST(Roofline, CnnFlopsBytesAndKernelsMatchHandCount) {
+  auto model = make_image_model("cnn", 10);
+  const double B = 64;
+  const double c1 = 2.0 * (16 * 24 * 24) * (1 * 5 * 5), c2 = 2.0 * (32 * 8 * 8) * (16 * 5 * 5);
+  const double d1 = 2.0 * 512 * 128, d2 = 2.0 * 128 * 10;
+  const double wc1 = 16 * 25 + 16, wc2 = 32 * 16 * 25 + 32, wd1 = 512 * 128 + 128, wd2 = 128 * 10 + 10;
+  EXPECT_DOUBLE_EQ(model->forward_flops_per_sample(), c1 + c2 + d1 + d2);
+  EXPECT_DOUBLE_EQ(total_weights(*model), 80202);  // the README's parameter count
+
+  auto c = cost_of(*model, 64);
+  const double fwd = c1 + c2 + d1 + d2;
+  EXPECT_DOUBLE_EQ(c.flops, B * (fwd + fwd + (c2 + d1 + d2)));  // no input gradient for conv1
+
+  const double a0 = 784, a1 = 16 * 24 * 24, p1 = 16 * 12 * 12, a2 = 32 * 8 * 8, p2 = 32 * 4 * 4;
+  const double forward = (wc1 + B * (a0 + a1)) + B * (a1 + a1) + B * (a1 + p1) + (wc2 + B * (p1 + a2)) +
+                         B * (a2 + a2) + B * (a2 + p2) + (wd1 + B * (p2 + 128)) + B * (128 + 128) +
+                         (wd2 + B * (128 + 10)) + B * (10 + 10);
+  const double input_grad = B * 3 * a1                  // relu1: dY, saved X, dX
+                            + B * (p1 + 2 * a1)         // pool1: dY, saved X, dX
+                            + (wc2 + B * (a2 + p1))     // conv2
+                            + B * 3 * a2 + B * (p2 + 2 * a2) + (wd1 + B * (128 + p2)) + B * 3 * 128 +
+                            (wd2 + B * (10 + 128)) + B * 3 * 10;
+  const double weight_grad = (wc1 + B * (a0 + a1)) + (wc2 + B * (p1 + a2)) + (wd1 + B * (p2 + 128)) +
+                             (wd2 + B * (128 + 10));
+  EXPECT_DOUBLE_EQ(c.bytes, 4 * (forward + input_grad + weight_grad) + 32 * 80202);
+  // forward 2 conv + 3 relu + 2 pool + 2 addmm + 2 loss = 11; input grads: all but conv1 = 10;
+  // weight grads 4 layers x 2 tensors = 8; optimizer 8 tensors + zeroing = 9
+  EXPECT_EQ(c.kernels, 11 + 10 + 8 + 9);
+}
+
+// Tiny GPT: 2 blocks, 4 heads, width 128, context 64, bytes vocabulary; 32 windows a step.
+TEST(Roofline, GptTinyFlopsBytesAndKernelsMatchHandCount) {
+  const GptConfig g = gpt_preset("tiny");
+  auto model = make_gpt(g);
+  const double B = 32, T = 64, C = 128, H = 4, V = 256, L = 2, S = H * T * T;  // S: attention scores
+  ASSERT_EQ(g.context, 64);
+  ASSERT_EQ(g.width, 128);
+  EXPECT_DOUBLE_EQ(total_weights(*model), 470784);  // the README's parameter count
+
+  // per block: qkv 3C^2, proj C^2, MLP 8C^2 multiply-adds per token; q k^T and att v 2 T^2 C each
+  const double block_dense = 2 * 12 * C * C * T, attention = 2 * 2 * T * T * C, head = 2 * C * V * T;
+  EXPECT_DOUBLE_EQ(model->forward_flops_per_sample(), L * (block_dense + attention) + head);
+  auto c = cost_of(*model, 32);
+  // weight grads: dense layers only; input grads: every layer after the embeddings, with
+  // two operands' gradients for each attention product
+  EXPECT_DOUBLE_EQ(c.flops, B * ((L * (block_dense + attention) + head) + (L * block_dense + head) +
+                                 (L * (block_dense + 2 * attention) + head)));
+
+  const double w_block = 12 * C * C + 13 * C, w_head = C * V + V, w_embed = V * C + T * C;
+  const double TC = T * C;
+  // forward, per block: ln1 2, qkv 4, qk 2, av 2, merge 2, proj 2, res 3, ln2 2, fc 5, gelu 8,
+  // fc_proj 5, res 3 = 40 TC; qk 1, scale 2, mask 2, softmax 2, av 1 = 8 S
+  const double forward = w_embed + B * (T + 2 * TC) + B * 3 * TC + L * (w_block + B * (40 * TC + 8 * S)) +
+                         (2 * C + B * 2 * TC) + (w_head + B * (TC + V * T)) + B * 2 * V * T;
+  // input grads, per block: ln1 3, qkv 4, qk 4, av 4, merge 2, proj 2, res 3, ln2 3, fc 5,
+  // gelu 12, fc_proj 5, res 3 = 50 TC; qk 2, scale 2, mask 2, softmax 3, av 2 = 11 S
+  const double input_grad = B * 3 * TC + L * (w_block + B * (50 * TC + 11 * S)) + (2 * C + B * 3 * TC) +
+                            (w_head + B * (V * T + TC)) + B * 3 * V * T;
+  // weight grads: wte, wpe, per block ln1 2 + qkv 4 + proj 2 + ln2 2 + fc 5 + fc_proj 5 = 20 TC
+  const double weight_grad = (V * C + B * (T + 2 * TC)) + T * C + L * (w_block + B * 20 * TC) +
+                             (2 * C + B * 2 * TC) + (w_head + B * (TC + V * T));
+  EXPECT_DOUBLE_EQ(c.bytes, 4 * (forward + input_grad + weight_grad) + 32 * 470784);
+  // forward: embeddings 4 + 15 per block + ln_f, head, 2 for the loss; input grads:
+  // embed add 1 + 17 per block (products twice) + 4; weight grads: 2 + 12 per block + 4;
+  // optimizer: 30 tensors + zeroing
+  EXPECT_EQ(c.kernels, (4 + 2 * 15 + 4) + (1 + 2 * 17 + 4) + (2 + 2 * 12 + 4) + 31);
+}
+
+// --- the roofline's rules ---------------------------------------------------------------
+
+LayerCost layer(double flops, double inputs, double outputs, int kernels = 1) {
+  LayerCost l;
+  l.name = "synthetic";
+  l.flops = flops;
+  l.inputs = inputs;
+  l.outputs = outputs;
+  l.kernels = kernels;
+  return l;
+}
+
+TEST(Roofline, PicksTheBindingLimitPerPass) {
+  const Roof roof{1e12, 1e11, 0, 4};  // 1 TFLOP/s, 100 GB/s
+  // compute bound: 1e9 FLOPs against 8 bytes per sample
+  TrainingWork compute{{layer(1e9, 1, 1)}, 2};
+  auto c = roofline(compute, roof);
+  EXPECT_DOUBLE_EQ(c.seconds(), 2e9 / 1e12);
+  EXPECT_DOUBLE_EQ(c.compute_bound, 2e-3);
+  EXPECT_EQ(c.memory_bound, 0);
+  // memory bound: 1e6 + 1e6 fp32 elements per sample against 10 FLOPs
+  TrainingWork memory{{layer(10, 1e6, 1e6)}, 2};
+  auto m = roofline(memory, roof);
+  EXPECT_DOUBLE_EQ(m.seconds(), 2 * 4 * 2e6 / 1e11);
+  EXPECT_EQ(m.compute_bound, 0);
+  // both in one model: the sum of each pass's max, more than the max of the sums
+  TrainingWork both{{layer(1e9, 1, 1), layer(10, 1e6, 1e6)}, 2};
+  auto b = roofline(both, roof);
+  EXPECT_DOUBLE_EQ(b.seconds(), 2e-3 + 2 * 4 * 2e6 / 1e11);
+  EXPECT_GT(b.seconds(), std::max(b.flops / roof.flops, b.bytes / roof.memory_bandwidth) + 1e-4);
+}
+
+TEST(Roofline, AddsLaunchLatencyPerKernel) {
+  TrainingWork work{{layer(1e6, 10, 10, 3), layer(0, 10, 10, 2)}, 4};
+  // the second layer's input gradient: nothing trains before it, so none; no optimizer
+  auto without = roofline(work, Roof{1e12, 1e11, 0, 4});
+  auto with = roofline(work, Roof{1e12, 1e11, 5e-6, 4});
+  EXPECT_EQ(with.kernels, 5);
+  EXPECT_DOUBLE_EQ(with.launch, 5 * 5e-6);
+  EXPECT_DOUBLE_EQ(with.seconds() - without.seconds(), 25e-6);
+  // a trainable first layer adds its weight gradient (1 tensor), the second layer's input
+  // gradient (2 kernels) and the optimizer (1 tensor + zeroing)
+  work.layers[0].weights = 100;
+  work.layers[0].tensors = 1;
+  work.layers[0].trains = true;
+  EXPECT_EQ(roofline(work, Roof{1e12, 1e11, 5e-6, 4}).kernels, 5 + 1 + 2 + 2);
+}
+
+TEST(Roofline, FrozenLayersCostNoWeightGradient) {
+  LayerCost l = layer(1e6, 100, 50);
+  l.weights = 5000;
+  l.tensors = 2;
+  l.trains = true;
+  TrainingWork trained{{l}, 8};
+  l.trains = false;
+  TrainingWork frozen{{l}, 8};
+  auto t = roofline(trained, kCount), f = roofline(frozen, kCount);
+  EXPECT_DOUBLE_EQ(f.flops, 8 * 1e6);  // forward only
+  EXPECT_DOUBLE_EQ(t.flops, 2 * 8 * 1e6);
+  EXPECT_DOUBLE_EQ(f.bytes, 4 * (5000 + 8 * 150));
+  EXPECT_DOUBLE_EQ(t.bytes - f.bytes, 4 * (5000 + 8 * 150) + 32 * 5000);  // dW pass + AdamW
+  EXPECT_EQ(t.kernels - f.kernels, 2 + 3);
+}
+
+// LoRA-FA on make_mlp: bases and A factors frozen, only the B factors get weight gradients.
+TEST(Roofline, LoraFaMlpChargesOnlyAdapterWeightGradients) {
+  AdapterConfig a;
+  a.kind = "lora_fa";
+  a.rank = 4;
+  auto model = make_mlp(784, 128, 10, a);
+  const double r = 4, B = 16;
+  auto dense = [&](double in, double out) { return 2 * in * out + 2 * r * in + 2 * r * out; };
+  const double forward = dense(784, 256) + dense(256, 128) + dense(128, 10);
+  const double weight_grad = 2 * r * 256 + 2 * r * 128 + 2 * r * 10;  // x A^T B^T: only B
+  // gradients flow once fc1's B has trained: every later product needs its input gradient
+  const double input_grad = dense(256, 128) + dense(128, 10);
+  EXPECT_DOUBLE_EQ(cost_of(*model, 16).flops, B * (forward + weight_grad + input_grad));
+  // the optimizer moves only B factors
+  const double b_factors = 256 * r + 128 * r + 10 * r;
+  EXPECT_DOUBLE_EQ(cost_of(*model, 16, "adamw").bytes - cost_of(*model, 16, "sgd").bytes, (32 - 16) * b_factors);
+}
+
+TEST(Roofline, OptimizerBytesPerParameter) {
+  EXPECT_EQ(optimizer_bytes_per_parameter("adamw", false), 32);  // 16 read, 12 written, 4 zeroed
+  EXPECT_EQ(optimizer_bytes_per_parameter("adam", false), 32);
+  EXPECT_EQ(optimizer_bytes_per_parameter("sgd", false), 16);
+  EXPECT_EQ(optimizer_bytes_per_parameter("sgd", true), 24);
+  EXPECT_THROW(optimizer_bytes_per_parameter("lion", false), std::invalid_argument);
+}
+
+// --- device presets, dtype and overrides ------------------------------------------------
+
+TEST(Roofline, Bf16UsesTheBf16PeakAndHalfTheBytes) {
+  ComputeSection s;
+  s.device = "a100";
+  s.mfu = 0.5;
+  Roof fp32 = compute_roof(s);
+  EXPECT_DOUBLE_EQ(fp32.flops, 19.5e12 * 0.5);
+  EXPECT_DOUBLE_EQ(fp32.memory_bandwidth, 2.039e12);
+  EXPECT_DOUBLE_EQ(fp32.launch_latency, 5e-6);
+  EXPECT_EQ(fp32.bytes_per_element, 4);
+  s.dtype = "bf16";
+  Roof bf16 = compute_roof(s);
+  EXPECT_DOUBLE_EQ(bf16.flops, 312e12 * 0.5);
+  EXPECT_EQ(bf16.bytes_per_element, 2);
+
+  // a compute-bound step runs at the dtype's peak
+  s.model = "flops";
+  TrainingWork work{{layer(1e10, 1, 1, 0)}, 1};
+  EXPECT_DOUBLE_EQ(ComputeModel(s, work, 1, 0).step_seconds(0, 0, 0), 1e10 / (312e12 * 0.5));
+  s.dtype = "fp32";
+  EXPECT_DOUBLE_EQ(ComputeModel(s, work, 1, 0).step_seconds(0, 0, 0), 1e10 / (19.5e12 * 0.5));
+}
+
+TEST(Roofline, OverridesReplacePresetFigures) {
+  ComputeSection s;
+  s.device = "h100";
+  s.mfu = 1;
+  s.peak_flops = 2e12;
+  s.memory_bandwidth = Bandwidth{8e9};  // 1 GB/s
+  s.launch_latency = Duration{1e-3};
+  Roof roof = compute_roof(s);
+  EXPECT_EQ(roof.flops, 2e12);
+  EXPECT_EQ(roof.memory_bandwidth, 1e9);
+  EXPECT_EQ(roof.launch_latency, 1e-3);
+  s.launch_latency = Duration{0};  // zero is a valid override, not "unset"
+  EXPECT_EQ(compute_roof(s).launch_latency, 0);
+}
+
+TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
+  for (const auto& p : device_presets()) {
+    EXPECT_GT(p.fp32_flops, 0) << p.name;
+    EXPECT_GE(p.bf16_flops, p.fp32_flops) << p.name;
+    EXPECT_GT(p.memory_bandwidth, 0) << p.name;
+    EXPECT_GT(p.launch_latency, 0) << p.name;
+  }
+  EXPECT_EQ(device_presets().size(), 7u);
+}
+
+// The default scenario (rtx4090, fp32, mfu 0.4) charges the CNN more than pure FLOPs would.
+TEST(Roofline, DefaultCnnStepIsNotPureArithmetic) {
+  auto model = make_image_model("cnn", 10);
+  ComputeSection s;  // flops model, rtx4090, fp32
+  ComputeModel m(s, TrainingWork{model->layer_costs(), 64}, 1, 0);
+  const double arithmetic = m.flops_per_step() / (82.6e12 * 0.4);
+  EXPECT_GT(m.step_seconds(0, 0, 0), arithmetic + 38 * 5e-6);  // and its 38 launches on top
+}
+
+}  // namespace
+}  // namespace testbed

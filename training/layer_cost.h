@@ -1,0 +1,34 @@
+// What one layer of a model costs per training sample, as the roofline compute model reads it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+// One layer's work, described by the model that owns it (element counts, not bytes, so the
+// compute model can apply the training dtype). Per-sample quantities scale with the batch;
+// weights are read once per batch. Plain data: no LibTorch, so sim/ can pass it on freely.
+struct LayerCost {
+  std::string name;
+  double flops = 0;          // forward FLOPs per sample (2 per multiply-add; elementwise ops count 0)
+  double weights = 0;        // parameter elements: read by forward and input-gradient, written by weight-gradient
+  int tensors = 0;           // parameter tensors (weight, bias, ...): one weight-gradient and one optimizer kernel each
+  bool trains = false;       // weights receive gradients (false when frozen, e.g. under an adapter)
+  double inputs = 0;         // activation elements read per sample (all operands)
+  double outputs = 0;        // activation elements written per sample
+  int kernels = 1;           // forward kernel launches (the input-gradient pass launches as many per operand)
+  int grad_operands = 1;     // activation operands needing a gradient, each costing the forward FLOPs
+                             // (2 for a product of two activations, such as q k^T)
+  bool grad_reads_input = false;  // the input-gradient pass rereads saved activations (ReLU, softmax,
+                                  // norms, pooling, activation x activation products)
+};
+
+// Builders for the common kinds, so every model describes them the same way.
+// y = x W^T + b over `rows` rows per sample (one addmm).
+LayerCost linear_cost(const std::string& name, double in, double out, double rows, bool bias, bool trains);
+// An elementwise (or pooling / normalising) op reading `in` and writing `out` elements per sample.
+LayerCost elementwise_cost(const std::string& name, double in, double out, int kernels = 1,
+                           bool grad_reads_input = true);
+
+}  // namespace testbed
