@@ -1,19 +1,20 @@
 // Expansion of collectives into point-to-point message DAGs.
 #include "netmodels/collectives.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace testbed {
 namespace {
 
-void check_sizes(const char* what, int ranks, int64_t elements, int element_bytes) {
+void check_sizes(const char* what, int ranks, int64_t elements, double element_bytes) {
   if (ranks < 1) throw std::invalid_argument(std::string(what) + ": ranks must be >= 1");
   if (elements < 0) throw std::invalid_argument(std::string(what) + ": elements must be >= 0");
-  if (element_bytes < 1) throw std::invalid_argument(std::string(what) + ": element_bytes must be >= 1");
+  if (!(element_bytes > 0)) throw std::invalid_argument(std::string(what) + ": element_bytes must be > 0");
 }
 
-CollectiveMessage chunk(int src, int dst, int64_t offset, int64_t dst_offset, int64_t count, int element_bytes,
+CollectiveMessage chunk(int src, int dst, int64_t offset, int64_t dst_offset, int64_t count, double element_bytes,
                         ChunkOp op) {
   CollectiveMessage m;
   m.src = src;
@@ -21,14 +22,14 @@ CollectiveMessage chunk(int src, int dst, int64_t offset, int64_t dst_offset, in
   m.offset = offset;
   m.dst_offset = dst_offset;
   m.count = count;
-  m.bytes = static_cast<uint64_t>(count) * static_cast<uint64_t>(element_bytes);
+  m.bytes = static_cast<uint64_t>(std::ceil(static_cast<double>(count) * element_bytes));
   m.op = op;
   return m;
 }
 
 }  // namespace
 
-CollectivePlan ring_all_reduce(int ranks, int64_t elements, int element_bytes) {
+CollectivePlan ring_all_reduce(int ranks, int64_t elements, double element_bytes) {
   check_sizes("ring_all_reduce", ranks, elements, element_bytes);
 
   const int p = ranks;
@@ -57,7 +58,7 @@ CollectivePlan ring_all_reduce(int ranks, int64_t elements, int element_bytes) {
   return plan;
 }
 
-CollectivePlan ring_all_gather(int ranks, int64_t elements, int element_bytes) {
+CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes) {
   check_sizes("ring_all_gather", ranks, elements, element_bytes);
   const int p = ranks;
   CollectivePlan plan;
@@ -78,7 +79,7 @@ CollectivePlan ring_all_gather(int ranks, int64_t elements, int element_bytes) {
 }
 
 CollectivePlan neighbour_exchange(const std::vector<std::vector<int>>& neighbours, int64_t elements,
-                                  int element_bytes) {
+                                  double element_bytes) {
   const int p = static_cast<int>(neighbours.size());
   check_sizes("neighbour_exchange", p, elements, element_bytes);
   auto slot = [&](int r, int q) -> int64_t {  // where q's block sits in r's buffer

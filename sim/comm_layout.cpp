@@ -5,11 +5,12 @@
 
 namespace testbed {
 
-CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, const std::vector<std::vector<int>>& neighbours) {
+CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
+                         const std::vector<std::vector<int>>& neighbours) {
   switch (kind) {
-    case CommKind::AllReduce: return ring_all_reduce(ranks, elements, sizeof(float));
-    case CommKind::AllGather: return ring_all_gather(ranks, elements, sizeof(float));
-    case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, sizeof(float));
+    case CommKind::AllReduce: return ring_all_reduce(ranks, elements, element_bytes);
+    case CommKind::AllGather: return ring_all_gather(ranks, elements, element_bytes);
+    case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
   }
   throw std::logic_error("comm_plan: unknown kind");
 }

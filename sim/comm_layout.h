@@ -11,7 +11,8 @@ namespace testbed {
 
 // The plan for `kind` over `ranks` participants of `elements` floats each.
 // `neighbours` (rank space) is used by NeighbourExchange only.
-CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, const std::vector<std::vector<int>>& neighbours);
+CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
+                         const std::vector<std::vector<int>>& neighbours);
 
 // The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce
 // (reduced in place), else the op's buffer in its block of a larger zeroed one.

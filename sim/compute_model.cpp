@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <random>
 
-#include "sim/seed_streams.h"
+#include "training/seed_streams.h"
 
 namespace testbed {
 

@@ -11,7 +11,7 @@
 #include "netmodels/ns3_network.h"
 #include "sim/comm_layout.h"
 #include "sim/scenario_loader.h"
-#include "sim/seed_streams.h"
+#include "training/seed_streams.h"
 #include "sim/workload.h"
 #include "training/checkpoint.h"
 #include "training/metrics.h"
@@ -65,14 +65,17 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   torch::Device device(scenario.device);
 
   auto samplers = make_samplers(scenario, data);
+  std::vector<int64_t> shard_sizes;
   for (int n = 0; n < nodes_; ++n) {
-    replicas_.push_back(std::make_unique<Replica>(make_model(scenario), optimizer_config(scenario),
+    shard_sizes.push_back(samplers[n].shard_size());
+    replicas_.push_back(std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
                                                   std::move(samplers[n]), device, data.task));
   }
   eval_model_ = make_model(scenario);
   eval_model_->to(device);
   parameters_ = count_parameters(*eval_model_);
-  algorithm_ = make_algorithm(scenario);
+  std::vector<int64_t> tensor_sizes;
+  for (const auto& p : trainable_parameters(*eval_model_)) tensor_sizes.push_back(p.numel());
   compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), nodes_,
                                             scenario.seed);
 
@@ -97,6 +100,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   options.seed = stream_seed(scenario.seed, "network");
   network_ = std::make_unique<TimedNetwork>(make_ns3_network(*clock_, topology_, options), times_);
   host_neighbours_ = host_neighbours(topology_);
+  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);
   summary_.model_parameters = parameters_;
 }
@@ -272,7 +276,7 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
   auto& slot = collectives_[key];
   if (slot.run) return slot;
   const int64_t elements = op.buffer.numel();
-  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements}];
+  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element}];
   if (!plan) {
     // Neighbours among the participants, in rank space.
     std::vector<std::vector<int>> neighbours(participants.size());
@@ -285,7 +289,7 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
       }
     }
     plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, neighbours));
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours));
   }
   CollectiveHooks hooks;
   hooks.rank_done = [this, key, participants](int rank) {

@@ -117,7 +117,7 @@ class Engine {
   std::unique_ptr<Network> network_;
   std::vector<std::vector<int>> host_neighbours_;
   std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
-  std::map<std::tuple<int, std::vector<int>, int64_t>, std::shared_ptr<const CollectivePlan>> plans_;
+  std::map<std::tuple<int, std::vector<int>, int64_t, double>, std::shared_ptr<const CollectivePlan>> plans_;
 
   std::vector<NodeState> state_;
   std::map<int, PendingRow> rows_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "topologies/builders.h"
+#include "training/algorithms/registry.h"
 
 namespace testbed {
 
@@ -146,6 +147,7 @@ struct WorkloadSection {
   SyntheticSection synthetic;
   AdapterSection adapter;
   std::vector<int> classes;  // keep only these labels (train and test); empty: all
+  std::string init = "shared";  // shared | independent: every replica its own seed-derived initialisation
   std::string init_from;  // checkpoint every replica starts from
   int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
   template <class V> void fields(V& v) {
@@ -162,6 +164,7 @@ struct WorkloadSection {
     v.field("synthetic", synthetic);
     v.field("adapter", adapter);
     v.field("classes", classes);
+    v.field("init", init, Choices{{"shared", "independent"}});
     v.field("init_from", init_from);
     v.field("correlation_pairs", correlation_pairs, Range{0, 1e9});
   }
@@ -183,9 +186,36 @@ struct OptimizerSection {
   }
 };
 
+// `name` picks an algorithm from training/algorithms/registry.cpp; the other keys belong to
+// some algorithms each (the registry lists which), and unset ones take the algorithm's default.
 struct AlgorithmSection {
   std::string name = "ddp";
-  template <class V> void fields(V& v) { v.field("name", name, Choices{{"ddp"}}); }
+  AlgorithmKeys keys;
+  template <class V> void fields(V& v) {
+    v.field("name", name, Choices{names()});
+    v.field("H", keys.H, Range{1, 1e9});
+    v.field("fraction", keys.fraction, Range{0, 1, true});
+    v.field("outer_lr", keys.outer_lr, Range{0, 1e3, true});
+    v.field("outer_momentum", keys.outer_momentum, Range{0, 1, false, true});
+    v.field("outer_dtype", keys.outer_dtype, Choices{{"fp32", "bf16", "fp16", "fp4"}});
+    v.field("fragments", keys.fragments, Range{1, 1e6});
+    v.field("tau", keys.tau, Range{0, 1e9});
+    v.field("alpha", keys.alpha, Range{0, 1});
+    v.field("p", keys.p, Range{0, 1, true});
+    v.field("selection", keys.selection, Choices{{"random", "shuffled_sequential", "partitioned", "layerwise"}});
+    v.field("exchange", keys.exchange, Choices{{"allreduce", "ring", "gossip"}});
+    v.field("interval", keys.interval, Range{1, 1e9});
+    v.field("delay", keys.delay, Range{0, 1e9});
+    v.field("beta", keys.beta, Range{0, 1, false, true});
+    v.field("chunk", keys.chunk, Range{1, 1 << 16});
+    v.field("k", keys.k, Range{1, 1 << 16});
+    v.field("sign", keys.sign);
+  }
+  static std::vector<std::string> names() {
+    std::vector<std::string> out;
+    for (const auto& e : algorithm_registry()) out.push_back(e.name);
+    return out;
+  }
 };
 
 struct ComputeSection {

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "sim/units.h"
+#include "topologies/routing.h"
 #include "sim/workload.h"
 #include "training/shifts.h"
 
@@ -287,6 +288,9 @@ class Reader {
     else return numeric_value(value);
   }
 
+  static void check(const Location& loc, const std::optional<std::string>& value, const Choices& c) {
+    if (value) check(loc, *value, c);
+  }
   static void check(const Location& loc, const std::string& value, const Choices& c) {
     if (std::find(c.allowed.begin(), c.allowed.end(), value) != c.allowed.end()) return;
     fail(loc, "'" + value + "' is not one of: " + join(c.allowed) + nearest_hint(value, c.allowed));
@@ -389,6 +393,7 @@ std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::s
 
 void check_workload(Scenario& s, const Origins& origins);
 void check_compute(const Scenario& s, const Origins& origins);
+void check_algorithm(const Scenario& s, const Origins& origins);
 
 void check_cross_fields(Scenario& s, const Origins& origins) {
   if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
@@ -426,6 +431,46 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   }
   check_workload(s, origins);
   check_compute(s, origins);
+  check_algorithm(s, origins);
+}
+
+// Collects the keys a section's fields() declares.
+struct KeyNames {
+  std::vector<std::string> names;
+  template <class T, class... Check>
+  void field(const char* key, T&, const Check&...) {
+    names.emplace_back(key);
+  }
+};
+
+void check_algorithm(const Scenario& s, const Origins& origins) {
+  const auto& a = s.algorithm;
+  const AlgorithmEntry* entry = find_algorithm(a.name);
+  if (!entry) fail(origins.where("algorithm.name"), "unknown algorithm '" + a.name + "'");
+  KeyNames keys;
+  AlgorithmSection().fields(keys);
+  for (const auto& key : keys.names) {
+    if (key == "name" || !origins.seen("algorithm." + key)) continue;
+    if (std::find(entry->keys.begin(), entry->keys.end(), key) != entry->keys.end()) continue;
+    fail(origins.where("algorithm." + key),
+         "'" + key + "' is not a key of algorithm '" + a.name + "'" +
+             (entry->keys.empty() ? " (it takes none)" : " (its keys: " + join(entry->keys) + ")"));
+  }
+  if (a.keys.outer_dtype == "fp4" && a.name != "streaming_diloco") {
+    fail(origins.where("algorithm.outer_dtype"), "fp4 outer gradients are streaming_diloco's; use fp32, bf16 or fp16");
+  }
+  if (a.keys.k && *a.keys.k > a.keys.chunk.value_or(64)) {
+    fail(origins.where("algorithm.k"), "k must not exceed chunk (" + std::to_string(a.keys.chunk.value_or(64)) + ")");
+  }
+  const bool neighbourly = a.name == "gossip" || (a.keys.exchange && *a.keys.exchange != "allreduce");
+  if (neighbourly) {
+    const auto neighbours = host_neighbours(build_topology(topology_spec(s)));
+    for (size_t n = 0; n < neighbours.size(); ++n) {
+      if (!neighbours[n].empty()) continue;
+      fail(origins.where(a.name == "gossip" ? "algorithm.name" : "algorithm.exchange"),
+           "node " + std::to_string(n) + " has no topology neighbour to exchange with");
+    }
+  }
 }
 
 void check_workload(Scenario& s, const Origins& origins) {

@@ -11,10 +11,10 @@
 #include <torch/torch.h>
 
 #include "sim/scenario_loader.h"
-#include "sim/seed_streams.h"
+#include "training/seed_streams.h"
 #include "training/checkpoint.h"
 #include "training/brown.h"
-#include "training/algorithms/ddp.h"
+#include "training/algorithms/registry.h"
 #include "training/fashion_mnist.h"
 #include "training/gpt.h"
 #include "training/shifts.h"
@@ -104,9 +104,10 @@ Dataset load_dataset(const Scenario& s) {
   return data;
 }
 
-std::shared_ptr<Model> make_model(const Scenario& s) {
+std::shared_ptr<Model> make_model(const Scenario& s, int node) {
   const auto& w = s.workload;
-  torch::manual_seed(stream_seed(s.seed, "init"));
+  const bool own = node >= 0 && w.init == "independent";
+  torch::manual_seed(own ? stream_seed(s.seed, "init", static_cast<uint64_t>(node) + 1) : stream_seed(s.seed, "init"));
   std::shared_ptr<Model> model;
   if (w.model == "gpt") {
     model = make_gpt(gpt_config(s));
@@ -159,9 +160,22 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
   return samplers;
 }
 
-std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario) {
-  if (scenario.algorithm.name == "ddp") return std::make_unique<Ddp>(scenario.nodes, scenario.workload.batch_size);
-  throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
+                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int>> neighbours) {
+  const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
+  if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
+  AlgorithmSettings settings;
+  settings.keys = scenario.algorithm.keys;
+  settings.nodes = scenario.nodes;
+  settings.batch_size = scenario.workload.batch_size;
+  settings.steps = scenario.workload.steps;
+  settings.seed = scenario.seed;
+  settings.neighbours = std::move(neighbours);
+  settings.shard_sizes = std::move(shard_sizes);
+  settings.tensor_sizes = std::move(tensor_sizes);
+  settings.optimizer = optimizer_config(scenario);
+  return entry->make(settings);
 }
 
 }  // namespace testbed

@@ -24,9 +24,11 @@ std::string default_data_dir(const std::string& dataset);
 // install script when files are missing.
 Dataset load_dataset(const Scenario& scenario);
 
-// A freshly initialised model (from workload.init_from when set); the same weights for
-// every call with the same scenario. Throws std::invalid_argument for an impossible shape.
-std::shared_ptr<Model> make_model(const Scenario& scenario);
+// A freshly initialised model (from workload.init_from when set): node n's replica, or
+// with node -1 the shared initialisation. The same weights for every call with the same
+// scenario and node; every node shares them unless workload.init is independent. Throws
+// std::invalid_argument for an impossible shape.
+std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
@@ -38,6 +40,10 @@ TrainingWork training_work(const Scenario& scenario, const Model& model);
 // leaves a node without data throws ScenarioError at workload.partition (or nodes).
 std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
 
-std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario);
+// The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
+// shard size, the trainable parameter tensors' sizes and each host's topology neighbours.
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
+                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int>> neighbours);
 
 }  // namespace testbed

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/compute_model.h"
-#include "sim/seed_streams.h"
+#include "training/seed_streams.h"
 
 namespace testbed {
 namespace {

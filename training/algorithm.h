@@ -29,7 +29,8 @@ constexpr int kDueAtEnd = std::numeric_limits<int>::max();  // `delay` for lo-fi
 struct CommOp {
   CommKind kind = CommKind::AllReduce;
   std::string tag;      // names the op within its step; recorded as the messages' kind
-  torch::Tensor buffer; // 1-D float32
+  torch::Tensor buffer; // 1-D float32 (values already rounded to the wire format)
+  double bytes_per_element = 4;  // on the wire: 2 for bf16/fp16, 0.5 for fp4
   // 0: the result is applied before the next step starts (blocking, as DDP); k: the node
   // trains k more steps while it is in flight; kDueAtEnd: applied once training ends.
   int delay = 0;

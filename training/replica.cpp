@@ -68,9 +68,11 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
   auto trainable = trainable_parameters(*model_);
   if (trainable.empty()) throw std::invalid_argument("the model has no trainable parameters");
   gradients_ = torch::zeros({count_parameters(*model_, true)}, torch::TensorOptions().device(device_));
+  parameters_ = flatten_parameters(*model_, true).clone();
   int64_t offset = 0;
   for (auto& p : trainable) {
     p.mutable_grad() = gradients_.slice(0, offset, offset + p.numel()).view_as(p);
+    p.set_data(parameters_.slice(0, offset, offset + p.numel()).view_as(p));
     offset += p.numel();
   }
   optimizer_ = make_optimizer(trainable, optimizer);

@@ -51,6 +51,9 @@ class Replica {
   // it (as DDP's gradient buckets are), so reducing it in place reduces the gradients
   // the optimizer will use, without a copy.
   torch::Tensor& gradients() { return gradients_; }
+  // All trainable parameters as one 1-D tensor, each parameter a view into it, so that
+  // algorithms that average or exchange parameters read and write them without copies.
+  torch::Tensor& parameters() { return parameters_; }
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
@@ -64,6 +67,7 @@ class Replica {
   torch::Device device_;
   Task task_;
   torch::Tensor gradients_;
+  torch::Tensor parameters_;
 };
 
 }  // namespace testbed

@@ -1,0 +1,73 @@
+// Shared algorithm pieces: local SGD, wire formats, seeded index draws.
+#include "training/algorithms/common.h"
+
+#include <random>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <torch/torch.h>
+
+#include "training/partition.h"
+
+namespace testbed {
+
+double local_sgd_step(Replica& replica, const Dataset& data, int batch_size) {
+  const double loss = replica.forward_backward(replica.next_batch(data, batch_size));
+  replica.optimizer_step();
+  return loss;
+}
+
+double wire_bytes(const std::string& format) {
+  if (format == "fp32") return 4;
+  if (format == "bf16" || format == "fp16") return 2;
+  if (format == "fp4") return 0.5;
+  throw std::invalid_argument("unknown wire format '" + format + "' (fp32 bf16 fp16 fp4)");
+}
+
+torch::Tensor to_wire(const torch::Tensor& x, const std::string& format) {
+  if (format == "fp32") return x;
+  if (format == "bf16") return x.to(torch::kBFloat16).to(torch::kFloat32);
+  if (format == "fp16") return x.to(torch::kFloat16).to(torch::kFloat32);
+  if (format == "fp4") {
+    const double max = x.abs().max().item<double>();
+    if (max == 0) return torch::zeros_like(x);
+    const double scale = max / 6.0;
+    // Nearest e2m1 magnitude: the grid's midpoints split the line.
+    auto m = (x.abs() / scale);
+    auto grid = torch::tensor({0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0}, x.options());
+    auto mid = (grid.slice(0, 1) + grid.slice(0, 0, -1)) / 2;
+    auto index = torch::bucketize(m, mid);
+    return grid.index_select(0, index.reshape(-1)).view_as(x) * x.sign() * scale;
+  }
+  throw std::invalid_argument("unknown wire format '" + format + "' (fp32 bf16 fp16 fp4)");
+}
+
+torch::Tensor seeded_indices(int64_t n, int64_t count, uint64_t seed) {
+  if (count >= n) return torch::arange(n, torch::kInt64);
+  std::vector<int64_t> chosen;
+  if (count * 4 > n) {
+    chosen = seeded_permutation(n, seed);
+    chosen.resize(static_cast<size_t>(count));
+  } else {
+    // Rejection draws: O(count) rather than a permutation of all n.
+    std::mt19937_64 rng(seed);
+    std::unordered_set<int64_t> seen;
+    while (static_cast<int64_t>(chosen.size()) < count) {
+      const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+      if (seen.insert(i).second) chosen.push_back(i);
+    }
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return torch::tensor(chosen, torch::kInt64);
+}
+
+CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay) {
+  CommOp op;
+  op.kind = kind;
+  op.tag = std::move(tag);
+  op.buffer = std::move(buffer);
+  op.delay = delay;
+  return op;
+}
+
+}  // namespace testbed

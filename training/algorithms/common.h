@@ -1,0 +1,31 @@
+// Pieces the algorithms share: the local optimizer step, wire formats, seeded choices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "training/algorithm.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+// One step of local training: a batch, its gradients, the inner optimizer. Returns the loss.
+double local_sgd_step(Replica& replica, const Dataset& data, int batch_size);
+
+// Bytes per element of a wire format: fp32 4, bf16 and fp16 2, fp4 0.5 (e2m1).
+double wire_bytes(const std::string& format);
+// `x` rounded to the wire format and back to float32: what the receiver decodes. fp4 is
+// e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6) with one per-tensor scale, max|x| / 6.
+torch::Tensor to_wire(const torch::Tensor& x, const std::string& format);
+
+// `count` distinct indices of 0..n-1, sorted, drawn from `seed` alone, so every node that
+// asks with the same seed gets the same indices and none need to travel.
+torch::Tensor seeded_indices(int64_t n, int64_t count, uint64_t seed);
+
+// An op over the given tensor with a tag; the rest defaulted.
+CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay = 0);
+
+}  // namespace testbed

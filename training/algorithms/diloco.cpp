@@ -1,0 +1,63 @@
+// DiLoCo (arXiv 2311.08105) and Streaming DiLoCo (arXiv 2501.18512): H steps of the inner
+// optimizer (never synced), then the outer step of outer_sync.h. Streaming DiLoCo syncs
+// fragments on a staggered schedule, quantises the outer gradients and overlaps them.
+#include "training/algorithms/common.h"
+#include "training/algorithms/outer_sync.h"
+#include "training/algorithms/registry.h"
+
+namespace testbed {
+namespace {
+
+class Diloco : public Algorithm {
+ public:
+  Diloco(std::string name, const AlgorithmSettings& s, const OuterSyncOptions& options)
+      : name_(std::move(name)), batch_(s.batch_size), outer_(s.nodes, options) {}
+  std::string name() const override { return name_; }
+
+  StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
+    outer_.start(node, replica);
+    StepPlan plan;
+    plan.loss = local_sgd_step(replica, data, batch_);
+    outer_.issue(node, step, replica, plan.comm);
+    return plan;
+  }
+  void apply(int node, int, Replica& replica, CommOp& op) override { outer_.apply(node, replica, op); }
+  AlgorithmState state(int node) const override {
+    AlgorithmState s;
+    outer_.save(node, s);
+    return s;
+  }
+  void load_state(int node, const AlgorithmState& s) override { outer_.load(node, s); }
+
+ private:
+  std::string name_;
+  int batch_;
+  OuterSync outer_;
+};
+
+OuterSyncOptions outer_options(const AlgorithmKeys& k, int H, const std::string& dtype) {
+  OuterSyncOptions o;
+  o.H = k.H.value_or(H);
+  o.lr = k.outer_lr.value_or(0.7);
+  o.momentum = k.outer_momentum.value_or(0.9);
+  o.dtype = k.outer_dtype.value_or(dtype);
+  return o;
+}
+
+}  // namespace
+
+OuterSyncOptions diloco_options(const AlgorithmKeys& keys) { return outer_options(keys, 500, "fp32"); }
+
+std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings& s) {
+  return std::make_unique<Diloco>("diloco", s, diloco_options(s.keys));
+}
+
+std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings& s) {
+  OuterSyncOptions o = outer_options(s.keys, 100, "fp4");
+  o.fragments = s.keys.fragments.value_or(4);
+  o.tau = s.keys.tau.value_or(1);
+  o.alpha = s.keys.alpha.value_or(0.5);
+  return std::make_unique<Diloco>("streaming_diloco", s, o);
+}
+
+}  // namespace testbed

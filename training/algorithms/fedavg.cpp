@@ -1,0 +1,74 @@
+// FedAvg / local SGD: every node trains locally; every H steps the parameters of the
+// round's participants are averaged, weighted by shard size. With `fraction` < 1 a seeded
+// choice of nodes takes part in each round (the same scenario always picks the same
+// nodes); the others keep training on their own parameters until they are picked.
+#include <algorithm>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "training/algorithms/common.h"
+#include "training/algorithms/registry.h"
+#include "training/partition.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+
+namespace {
+
+class FedAvg : public Algorithm {
+ public:
+  explicit FedAvg(const AlgorithmSettings& s)
+      : nodes_(s.nodes),
+        batch_(s.batch_size),
+        H_(s.keys.H.value_or(1)),
+        fraction_(s.keys.fraction.value_or(1.0)),
+        seed_(s.seed),
+        shard_sizes_(s.shard_sizes) {}
+  std::string name() const override { return "fedavg"; }
+
+  StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
+    StepPlan plan;
+    plan.loss = local_sgd_step(replica, data, batch_);
+    if ((step + 1) % H_ != 0) return plan;
+    const auto nodes = participants((step + 1) / H_);
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) return plan;
+    double total = 0;
+    for (int n : nodes) total += static_cast<double>(shard_sizes_[n]);
+    // Each node sends its weighted share, so the all-reduce's sum is the weighted mean.
+    auto op = make_op(CommKind::AllReduce, "parameters",
+                      replica.parameters() * static_cast<float>(shard_sizes_[node] / total));
+    if (nodes.size() < static_cast<size_t>(nodes_)) op.nodes = nodes;
+    plan.comm.push_back(std::move(op));
+    return plan;
+  }
+
+  void apply(int, int, Replica& replica, CommOp& op) override {
+    torch::NoGradGuard no_grad;
+    replica.parameters().copy_(op.buffer);
+  }
+
+ private:
+  // The round's nodes, ascending: all, or a seeded choice of round(fraction x N) (at least 1).
+  std::vector<int> participants(int round) const {
+    std::vector<int> all(nodes_);
+    for (int n = 0; n < nodes_; ++n) all[n] = n;
+    if (fraction_ >= 1.0) return all;
+    const int m = std::max(1, static_cast<int>(std::lround(fraction_ * nodes_)));
+    auto order = seeded_permutation(nodes_, stream_seed(seed_, "fedavg_round", static_cast<uint64_t>(round)));
+    std::vector<int> chosen(order.begin(), order.begin() + m);
+    std::sort(chosen.begin(), chosen.end());
+    return chosen;
+  }
+
+  int nodes_, batch_, H_;
+  double fraction_;
+  uint64_t seed_;
+  std::vector<int64_t> shard_sizes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings& s) { return std::make_unique<FedAvg>(s); }
+
+}  // namespace testbed

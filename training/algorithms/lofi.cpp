@@ -1,0 +1,38 @@
+// lo-fi (arXiv 2210.11948): every node fine-tunes on its own data with no communication;
+// the weights are averaged once, at the end (one all-reduce of the trainable parameters).
+#include <torch/torch.h>
+
+#include "training/algorithms/common.h"
+#include "training/algorithms/registry.h"
+
+namespace testbed {
+namespace {
+
+class Lofi : public Algorithm {
+ public:
+  explicit Lofi(const AlgorithmSettings& s) : nodes_(s.nodes), batch_(s.batch_size), steps_(s.steps) {}
+  std::string name() const override { return "lofi"; }
+
+  StepPlan local_step(int, int step, Replica& replica, const Dataset& data) override {
+    StepPlan plan;
+    plan.loss = local_sgd_step(replica, data, batch_);
+    if (step == steps_ - 1) {
+      plan.comm.push_back(make_op(CommKind::AllReduce, "average", replica.parameters().clone(), kDueAtEnd));
+    }
+    return plan;
+  }
+
+  void apply(int, int, Replica& replica, CommOp& op) override {
+    torch::NoGradGuard no_grad;
+    replica.parameters().copy_(op.buffer.div_(nodes_));
+  }
+
+ private:
+  int nodes_, batch_, steps_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings& s) { return std::make_unique<Lofi>(s); }
+
+}  // namespace testbed

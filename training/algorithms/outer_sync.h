@@ -1,0 +1,46 @@
+// DiLoCo's outer step, shared by diloco, streaming_diloco and sparta_diloco: every H steps a
+// node's pseudo-gradient (global minus local parameters) is all-reduced, and an outer
+// Nesterov SGD moves the global parameters, which the node then adopts. Streaming DiLoCo
+// splits the parameters into fragments synced on a staggered schedule, may overlap a
+// fragment's sync with `tau` steps of training, then mixes local and global with `alpha`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "training/algorithm.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+struct OuterSyncOptions {
+  int H = 500;                   // inner steps between a fragment's syncs
+  double lr = 0.7, momentum = 0.9;
+  std::string dtype = "fp32";    // pseudo-gradient wire format
+  int fragments = 1;             // contiguous, near-equal ranges of the flat parameters
+  int tau = 0;                   // steps the node trains while a fragment is in flight
+  double alpha = 0.5;            // tau > 0: local share when the fragment lands
+};
+
+class OuterSync {
+ public:
+  OuterSync(int nodes, const OuterSyncOptions& options);
+  // Before a node's first step: its starting parameters are the global ones.
+  void start(int node, const Replica& replica);
+  // The ops due after `step` (the fragments whose turn it is), appended to `comm`.
+  void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) const;
+  // True for the ops issue() makes.
+  static bool owns(const CommOp& op);
+  void apply(int node, Replica& replica, CommOp& op);
+  void save(int node, AlgorithmState& state) const;
+  void load(int node, const AlgorithmState& state);
+
+ private:
+  std::pair<int64_t, int64_t> fragment(int f, int64_t d) const;  // [begin, end)
+
+  int nodes_;
+  OuterSyncOptions options_;
+  std::vector<torch::Tensor> global_, momentum_;  // per node: flat, like Replica::parameters()
+};
+
+}  // namespace testbed

@@ -1,0 +1,111 @@
+// Sparse averaging: seeded index choice, one op per exchange, average applied in place.
+#include "training/algorithms/sparse_exchange.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "training/algorithms/common.h"
+#include "training/partition.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+namespace {
+const std::string kTag = "sparse";
+}
+
+torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op) {
+  double own = 1.0;
+  auto mixed = torch::zeros_like(op.buffer);
+  for (size_t j = 0; j < op.received.size(); ++j) {
+    const int peer = op.peers[j];
+    const double w = 1.0 / (1.0 + static_cast<double>(std::max(neighbours[node].size(), neighbours[peer].size())));
+    mixed.add_(op.received[j], w);
+    own -= w;
+  }
+  return mixed.add_(op.buffer, own);
+}
+
+SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours,
+                               std::vector<int64_t> tensor_sizes, const SparseExchangeOptions& options)
+    : nodes_(nodes),
+      seed_(seed),
+      neighbours_(std::move(neighbours)),
+      tensor_sizes_(std::move(tensor_sizes)),
+      options_(options) {
+  if (!(options.p > 0 && options.p <= 1)) throw std::invalid_argument("p must be in (0, 1]");
+  if (options.interval < 1) throw std::invalid_argument("interval must be >= 1");
+  if (options.delay < 0) throw std::invalid_argument("delay must be >= 0");
+  d_ = std::accumulate(tensor_sizes_.begin(), tensor_sizes_.end(), int64_t{0});
+  if (options.selection == "shuffled_sequential") order_ = seeded_permutation(d_, stream_seed(seed, "sparta_order"));
+}
+
+torch::Tensor SparseExchange::indices(int step) const {
+  const int64_t round = step / options_.interval;
+  const int64_t k = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_);
+  const auto& sel = options_.selection;
+  if (sel == "random") return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
+  if (sel == "shuffled_sequential" || sel == "partitioned") {
+    // Consecutive windows of k, wrapping: of a fixed shuffle, or of the parameters in order.
+    std::vector<int64_t> out(static_cast<size_t>(k));
+    const int64_t start = (round * k) % d_;
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t at = (start + i) % d_;
+      out[i] = sel == "partitioned" ? at : order_[at];
+    }
+    std::sort(out.begin(), out.end());
+    return torch::tensor(out, torch::kInt64);
+  }
+  if (sel == "layerwise") {
+    // One parameter tensor per round, in turn; a fraction p of it.
+    const int t = static_cast<int>(round % static_cast<int64_t>(tensor_sizes_.size()));
+    const int64_t begin = std::accumulate(tensor_sizes_.begin(), tensor_sizes_.begin() + t, int64_t{0});
+    const int64_t size = tensor_sizes_[t];
+    const int64_t kt = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(size)), 1, size);
+    return seeded_indices(size, kt, stream_seed(seed_, "sparta", static_cast<uint64_t>(round))) + begin;
+  }
+  throw std::invalid_argument("unknown sparta selection '" + sel + "'");
+}
+
+void SparseExchange::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) {
+  if ((step + 1) % options_.interval != 0) return;
+  auto values = replica.parameters().index_select(0, indices(step));
+  if (options_.delay > 0) sent_[{node, step}] = values.clone();
+  if (options_.exchange == "allreduce") {
+    comm.push_back(make_op(CommKind::AllReduce, kTag, values, options_.delay));
+  } else {
+    auto op = make_op(CommKind::NeighbourExchange, kTag, values, options_.delay);
+    comm.push_back(std::move(op));
+  }
+}
+
+bool SparseExchange::owns(const CommOp& op) { return op.tag == kTag; }
+
+void SparseExchange::apply(int node, int issued_step, Replica& replica, CommOp& op) {
+  torch::NoGradGuard no_grad;
+  auto index = indices(issued_step);
+  torch::Tensor average;
+  if (op.kind == CommKind::AllReduce) {
+    average = op.buffer.div_(nodes_);
+  } else if (options_.exchange == "ring") {
+    average = op.buffer.clone();
+    for (const auto& r : op.received) average.add_(r);
+    average.div_(1.0 + static_cast<double>(op.received.size()));
+  } else {  // gossip
+    average = metropolis_mix(neighbours_, node, op);
+  }
+  auto& params = replica.parameters();
+  if (options_.delay == 0) {
+    params.index_copy_(0, index, average);
+  } else {
+    // Local steps taken meanwhile stay: move by how far the average is from what was sent.
+    auto key = std::make_pair(node, issued_step);
+    params.index_add_(0, index, average - sent_.at(key));
+    sent_.erase(key);
+  }
+}
+
+}  // namespace testbed

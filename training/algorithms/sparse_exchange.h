@@ -1,0 +1,50 @@
+// SPARTA's sparse parameter averaging, shared by sparta and sparta_diloco: after a local
+// step, a fraction p of the parameters, chosen by a generator every node seeds alike (so
+// no indices travel), is averaged across all nodes or with topology neighbours.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "training/algorithm.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+struct SparseExchangeOptions {
+  double p = 0.005;
+  std::string selection = "random";  // random | shuffled_sequential | partitioned | layerwise
+  std::string exchange = "allreduce";  // allreduce | ring (uniform with neighbours) | gossip (Metropolis-Hastings)
+  int interval = 1;                  // exchange after every `interval` steps
+  int delay = 0;                     // apply the average this many steps late (asynchronous SPARTA)
+};
+
+class SparseExchange {
+ public:
+  SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours,
+                 std::vector<int64_t> tensor_sizes, const SparseExchangeOptions& options);
+  void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm);
+  static bool owns(const CommOp& op);
+  void apply(int node, int issued_step, Replica& replica, CommOp& op);
+  // The indices exchanged after `step` (sorted); the same on every node.
+  torch::Tensor indices(int step) const;
+
+ private:
+  int nodes_;
+  uint64_t seed_;
+  std::vector<std::vector<int>> neighbours_;
+  std::vector<int64_t> tensor_sizes_;
+  int64_t d_ = 0;
+  SparseExchangeOptions options_;
+  std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1
+  std::map<std::pair<int, int>, torch::Tensor> sent_;  // (node, step) -> values sent, while delayed
+};
+
+// Metropolis-Hastings mixing of a completed neighbour exchange: node i keeps
+// 1 - sum of its neighbours' weights of its own buffer and takes 1 / (1 + max(deg i, deg j))
+// of neighbour j's. The weights are symmetric and doubly stochastic.
+torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op);
+
+}  // namespace testbed

@@ -1,0 +1,74 @@
+// SPARTA: local steps, each followed by averaging a fraction p of the parameters
+// (sparse_exchange.h); sparta_diloco adds DiLoCo's outer step every H steps.
+#include <optional>
+
+#include "training/algorithms/common.h"
+#include "training/algorithms/outer_sync.h"
+#include "training/algorithms/registry.h"
+#include "training/algorithms/sparse_exchange.h"
+
+namespace testbed {
+
+OuterSyncOptions diloco_options(const AlgorithmKeys& keys);
+
+namespace {
+
+SparseExchangeOptions sparse_options(const AlgorithmKeys& k) {
+  SparseExchangeOptions o;
+  o.p = k.p.value_or(o.p);
+  o.selection = k.selection.value_or(o.selection);
+  o.exchange = k.exchange.value_or(o.exchange);
+  o.interval = k.interval.value_or(o.interval);
+  o.delay = k.delay.value_or(o.delay);
+  return o;
+}
+
+class Sparta : public Algorithm {
+ public:
+  Sparta(std::string name, const AlgorithmSettings& s, std::optional<OuterSyncOptions> outer)
+      : name_(std::move(name)),
+        batch_(s.batch_size),
+        sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse_options(s.keys)) {
+    if (outer) outer_.emplace(s.nodes, *outer);
+  }
+  std::string name() const override { return name_; }
+
+  StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
+    if (outer_) outer_->start(node, replica);
+    StepPlan plan;
+    plan.loss = local_sgd_step(replica, data, batch_);
+    sparse_.issue(node, step, replica, plan.comm);
+    if (outer_) outer_->issue(node, step, replica, plan.comm);
+    return plan;
+  }
+  void apply(int node, int issued_step, Replica& replica, CommOp& op) override {
+    if (SparseExchange::owns(op)) return sparse_.apply(node, issued_step, replica, op);
+    outer_->apply(node, replica, op);
+  }
+  AlgorithmState state(int node) const override {
+    AlgorithmState s;
+    if (outer_) outer_->save(node, s);
+    return s;
+  }
+  void load_state(int node, const AlgorithmState& s) override {
+    if (outer_) outer_->load(node, s);
+  }
+
+ private:
+  std::string name_;
+  int batch_;
+  SparseExchange sparse_;
+  std::optional<OuterSync> outer_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings& s) {
+  return std::make_unique<Sparta>("sparta", s, std::nullopt);
+}
+
+std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings& s) {
+  return std::make_unique<Sparta>("sparta_diloco", s, diloco_options(s.keys));
+}
+
+}  // namespace testbed
