@@ -1,13 +1,20 @@
 // Replica agreement and evaluation metrics on known inputs, and the agreement's memory bound.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
+#include <H5Cpp.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
+#include "sim/engine.h"
+#include "sim/hdf5_recorder.h"
+#include "sim/scenario_loader.h"
+#include "sim/workload.h"
 #include "training/metrics.h"
 
 namespace testbed {
@@ -232,6 +239,58 @@ TEST(ReplicaAgreement, MemoryStaysLinearInReplicasTimesParameters) {
     EXPECT_NEAR(a.matrix[i * n + j], pearson(replicas[i], replicas[j]), 1e-12);
   }
   EXPECT_NEAR(a.mean_correlation, 0.8, 0.01);
+}
+
+// DDP keeps every replica equal, so the averaged model is replica 0 itself: every
+// reported loss must be that model's loss on the first eval_samples test images,
+// computed here in one plain forward pass.
+TEST(Evaluation, DdpReportsTheSharedModelOnTheConfiguredSamples) {
+  Scenario s = parse_scenario(R"(
+name: eval_test
+seed: 5
+nodes: 3
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
+workload: {model: mlp, batch_size: 16, steps: 4, eval_every: 2, eval_samples: 300}
+compute: {model: fixed, step_time: 10ms}
+)",
+                              "eval_test");
+  Dataset data = load_dataset(s);
+  auto path = std::filesystem::temp_directory_path() / ("eval_test_" + std::to_string(::getpid()) + ".h5");
+  Engine engine(s, data);
+  RunSummary summary;
+  {
+    Hdf5Recorder recorder(path.string(), engine.run_info());
+    summary = engine.run(recorder);
+  }
+  ASSERT_EQ(summary.status, "completed");
+  EXPECT_EQ(summary.eval_samples, 300);
+
+  auto& model = engine.replicas()[0]->model();
+  model.eval();
+  torch::NoGradGuard no_grad;
+  auto logits = model.forward(data.test_inputs.slice(0, 0, 300));
+  auto targets = data.test_targets.slice(0, 0, 300);
+  double loss = torch::nn::functional::cross_entropy(logits, targets).item<double>();
+  double accuracy = logits.argmax(1).eq(targets).sum().item<double>() / 300;
+  EXPECT_NEAR(summary.final_eval_loss, loss, 1e-6);
+  EXPECT_DOUBLE_EQ(summary.final_accuracy, accuracy);
+
+  H5::H5File file(path.string(), H5F_ACC_RDONLY);
+  int64_t samples = 0;
+  file.openGroup("/summary").openAttribute("eval_samples").read(H5::PredType::NATIVE_INT64, &samples);
+  EXPECT_EQ(samples, 300);
+  // Every replica's loss is the shared model's, at both evals.
+  auto replica_loss = file.openDataSet("/eval/replica_loss");
+  auto eval_loss = file.openDataSet("/eval/loss");
+  std::vector<double> per_replica(2 * 3), averaged(2);
+  replica_loss.read(per_replica.data(), H5::PredType::NATIVE_DOUBLE);
+  eval_loss.read(averaged.data(), H5::PredType::NATIVE_DOUBLE);
+  for (int e = 0; e < 2; ++e) {
+    for (int n = 0; n < 3; ++n) EXPECT_EQ(per_replica[e * 3 + n], averaged[e]);
+  }
+  EXPECT_NE(averaged[0], averaged[1]);
+  std::filesystem::remove(path);
 }
 
 }  // namespace
