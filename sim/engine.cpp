@@ -347,7 +347,7 @@ void Engine::record_step(int node) {
 void Engine::snapshot_for_eval(int node, int steps_done) {
   auto& snaps = snapshots_[steps_done];
   if (snaps.empty()) snaps.resize(nodes_);
-  snaps[node] = flatten_parameters(replicas_[node]->model()).clone();
+  snaps[node] = flatten_parameters(replicas_[node]->model());  // torch::cat: already a copy
   for (const auto& t : snaps) {
     if (!t.defined()) return;
   }
@@ -361,25 +361,57 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   torch::Device device(scenario_.device);
   EvalRow row;
   row.step = steps_done;
-  std::vector<torch::Tensor> trainable;  // what the replicas train, for their agreement
-  for (size_t i = 0; i < snapshots.size(); ++i) {
-    load_flat_parameters(*eval_model_, snapshots[i]);
-    trainable.push_back(flatten_parameters(*eval_model_, true));
-    // Identical replicas (DDP) are evaluated once.
-    if (i > 0 && torch::equal(snapshots[i], snapshots[i - 1])) {
-      row.replica_loss.push_back(row.replica_loss.back());
-      continue;
-    }
-    row.replica_loss.push_back(evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device).loss);
+  const size_t n = snapshots.size();
+  // A replica equal to its predecessor shares its evaluation. When all are equal (DDP),
+  // the averaged model is that replica, and it is evaluated once for everything.
+  std::vector<bool> same_as_previous(n, false);
+  bool all_same = true;
+  for (size_t i = 1; i < n; ++i) {
+    same_as_previous[i] = torch::equal(snapshots[i], snapshots[i - 1]);
+    all_same = all_same && same_as_previous[i];
   }
-  load_flat_parameters(*eval_model_, torch::stack(snapshots).mean(0));
+  if (!all_same) {
+    for (size_t i = 0; i < n; ++i) {
+      if (same_as_previous[i]) {
+        row.replica_loss.push_back(row.replica_loss.back());
+        continue;
+      }
+      load_flat_parameters(*eval_model_, snapshots[i]);
+      row.replica_loss.push_back(evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device).loss);
+    }
+  }
+  torch::Tensor average = snapshots[0];
+  if (!all_same) {
+    // Summed into one double vector: O(d) beside the snapshots, no N x d stack.
+    auto sum = snapshots[0].to(torch::kFloat64);
+    for (size_t i = 1; i < n; ++i) sum.add_(snapshots[i]);
+    average = sum.div_(static_cast<double>(n)).to(snapshots[0].scalar_type());
+  }
+  load_flat_parameters(*eval_model_, average);  // left there for the final checkpoint
   auto averaged = evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device);
+  if (all_same) row.replica_loss.assign(n, averaged.loss);
   row.loss = averaged.loss;
   row.accuracy = averaged.accuracy;
   row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
   for (size_t v = 0; v < data_.test_variants.size(); ++v) {
     auto result = evaluate(*eval_model_, data_.task, eval_variants_[v], eval_targets_, device);
     row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
+  }
+  // The agreement is over what the replicas train: the whole snapshot unless adapters
+  // freeze part of the model, then the trainable parameters' ranges within it.
+  std::vector<torch::Tensor> trainable = snapshots;  // shares storage, copies nothing
+  if (count_parameters(*eval_model_, true) != parameters_) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // offset, count
+    int64_t offset = 0;
+    for (const auto& p : eval_model_->parameters()) {
+      if (p.requires_grad()) ranges.emplace_back(offset, p.numel());
+      offset += p.numel();
+    }
+    for (auto& t : trainable) {
+      std::vector<torch::Tensor> parts;
+      for (auto [begin, count] : ranges) parts.push_back(t.narrow(0, begin, count));
+      t = torch::cat(parts);
+    }
   }
   auto agreement = replica_agreement(trainable, scenario_.workload.correlation_pairs,
                                      stream_seed(scenario_.seed, "correlation_pairs", steps_done));
@@ -391,6 +423,7 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   summary_.final_eval_loss = row.loss;
   summary_.final_accuracy = row.accuracy;
   summary_.final_perplexity = row.perplexity;
+  summary_.eval_samples = eval_inputs_.size(0);
 }
 
 }  // namespace testbed

@@ -58,6 +58,7 @@ class Appendable {
 };
 
 constexpr size_t kKindChars = 16;
+constexpr size_t kMessageBatch = 1 << 16;  // rows (3.5 MB) kept before they are written
 
 struct MessageRow {
   int32_t src, dst;
@@ -234,6 +235,11 @@ void Hdf5Recorder::message(const MessageRecord& r) {
   MessageRow row{r.src, r.dst, r.bytes, r.t_send, r.t_recv, r.lost_bytes, {}};
   std::strncpy(row.kind, r.kind.c_str(), kKindChars - 1);
   impl_->pending_messages.push_back(row);
+  // Written in bounded batches: a ring all-reduce sends 2N(N-1) messages a step, so
+  // holding them until the next eval would grow with N^2 x eval_every (GBs at N=256).
+  if (impl_->pending_messages.size() >= kMessageBatch) {
+    guarded(impl_->path, "write messages", [&] { impl_->write_messages(); });
+  }
 }
 
 void Hdf5Recorder::finish(const RunSummary& s) {
@@ -250,6 +256,7 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   set_attribute(g, "host_time_s", s.host_time_s, f64());
   set_attribute(g, "model_parameters", s.model_parameters, i64());
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
+  set_attribute(g, "eval_samples", s.eval_samples, i64());
   set_attribute(file, "status", s.status);
   if (!s.error.empty()) set_attribute(file, "error", s.error);
   flush();

@@ -57,6 +57,7 @@ struct RunSummary {
   double host_time_s = 0;
   int64_t model_parameters = 0;
   int steps_completed = 0;
+  int64_t eval_samples = 0;  // test samples (windows for language models) each evaluation used
 };
 
 class Recorder {

@@ -1,9 +1,11 @@
 // Evaluation and replica statistics, computed in double precision where it matters.
 #include "training/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include <torch/torch.h>
 
@@ -30,49 +32,93 @@ EvalResult evaluate(Model& model, Task task, const torch::Tensor& inputs, const 
   return {loss_sum / predictions, accuracy};
 }
 
+namespace {
+
+// Columns per block in the Gram pass: a block of all N replicas stays near 8 MB of
+// doubles, so the working set is O(N + d) beyond the inputs however large N x d is.
+constexpr int64_t kBlockElements = int64_t{1} << 20;
+
+// The upper-triangle pairs whose correlation is reported: all, or `max_pairs` distinct
+// ones drawn with `seed` (the same draw as before the Gram formulation, so sampled runs
+// keep their pairs).
+std::vector<std::pair<int64_t, int64_t>> chosen_pairs(int64_t n, int64_t max_pairs, uint64_t seed) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  const int64_t all_pairs = n * (n - 1) / 2;
+  if (max_pairs <= 0 || max_pairs >= all_pairs) {
+    pairs.reserve(all_pairs);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = i + 1; j < n; ++j) pairs.emplace_back(i, j);
+    }
+    return pairs;
+  }
+  // Distinct pairs by index into the upper triangle, drawn without replacement.
+  std::mt19937_64 rng(seed);
+  std::set<int64_t> chosen;
+  while (static_cast<int64_t>(chosen.size()) < max_pairs) chosen.insert(static_cast<int64_t>(rng() % all_pairs));
+  for (int64_t k : chosen) {
+    int64_t i = 0, row_length = n - 1;
+    while (k >= row_length) k -= row_length--, ++i;
+    pairs.emplace_back(i, i + 1 + k);
+  }
+  return pairs;
+}
+
+}  // namespace
+
 ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs,
                                    uint64_t seed) {
   ReplicaAgreement out;
   if (flat_parameters.empty()) return out;
-  auto stacked = torch::stack(flat_parameters).to(torch::kFloat64);  // N x d
-  auto mean = stacked.mean(0);
-  out.mean_distance = (stacked - mean).norm(2, {1}).mean().item<double>();
-  const int64_t n = stacked.size(0);
+  torch::NoGradGuard no_grad;
+  const int64_t n = static_cast<int64_t>(flat_parameters.size());
+  const int64_t d = flat_parameters.front().numel();
+  std::vector<torch::Tensor> rows;  // 1-D views of the inputs, never copied whole
+  rows.reserve(n);
+  for (const auto& t : flat_parameters) {
+    if (t.numel() != d) throw std::invalid_argument("replica_agreement: replicas differ in size");
+    rows.push_back(t.reshape(-1));
+  }
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+
+  // Pass 1: each replica's mean over its elements, which Pearson's correlation removes.
+  std::vector<double> means(n);
+  for (int64_t i = 0; i < n; ++i) means[i] = rows[i].sum(torch::kFloat64).item<double>() / d;
+  auto row_mean = torch::tensor(means, f64).reshape({n, 1});
+
+  // Pass 2, over column blocks of the N x d matrix X, accumulates
+  //   gram = (X - row means)(X - row means)^T   (N x N: every pair's centred dot product)
+  //   squared distance of each replica to the replicas' mean, per block of elements.
+  // Only a N x B block exists at a time, never the N x d matrix in double, nor per pair.
+  const int64_t block = std::max<int64_t>(1, kBlockElements / n);
+  auto gram = torch::zeros({n, n}, f64);
+  auto squared_distance = torch::zeros({n}, f64);
+  auto x = torch::empty({n, std::min(block, std::max<int64_t>(d, 1))}, f64);
+  for (int64_t begin = 0; begin < d; begin += block) {
+    const int64_t width = std::min(block, d - begin);
+    auto xb = x.narrow(1, 0, width);
+    for (int64_t i = 0; i < n; ++i) xb[i].copy_(rows[i].narrow(0, begin, width));
+    squared_distance += (xb - xb.mean(0, true)).square().sum(1);
+    xb.sub_(row_mean);
+    gram.addmm_(xb, xb.t());
+  }
+  out.mean_distance = squared_distance.sqrt().mean().item<double>();
+
   out.matrix.assign(n * n, std::nan(""));
   for (int64_t i = 0; i < n; ++i) out.matrix[i * n + i] = 1.0;
   if (n < 2) return out;
-  auto centered = stacked - stacked.mean(1, true);
-  auto unit = centered / centered.norm(2, {1}, true).clamp_min(1e-300);
+  gram = gram.contiguous();
+  const double* g = gram.data_ptr<double>();
+  std::vector<double> norm(n);
+  // A constant replica has no direction; its norm is floored as the old normalisation did.
+  for (int64_t i = 0; i < n; ++i) norm[i] = std::max(std::sqrt(std::max(g[i * n + i], 0.0)), 1e-300);
 
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  const int64_t all_pairs = n * (n - 1) / 2;
-  if (max_pairs <= 0 || max_pairs >= all_pairs) {
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = i + 1; j < n; ++j) pairs.emplace_back(i, j);
-    }
-  } else {
-    // Distinct pairs by index into the upper triangle, drawn without replacement.
-    std::mt19937_64 rng(seed);
-    std::set<int64_t> chosen;
-    while (static_cast<int64_t>(chosen.size()) < max_pairs) chosen.insert(static_cast<int64_t>(rng() % all_pairs));
-    for (int64_t k : chosen) {
-      int64_t i = 0, row_length = n - 1;
-      while (k >= row_length) k -= row_length--, ++i;
-      pairs.emplace_back(i, i + 1 + k);
-    }
-  }
-  std::vector<int64_t> left_index, right_index;
-  for (auto [i, j] : pairs) left_index.push_back(i), right_index.push_back(j);
-  auto left = torch::tensor(left_index, torch::kInt64);
-  auto right = torch::tensor(right_index, torch::kInt64);
-  auto correlations = (unit.index_select(0, left) * unit.index_select(0, right)).sum(1).contiguous();
-  const double* values = correlations.data_ptr<double>();
+  auto pairs = chosen_pairs(n, max_pairs, seed);
   double sum = 0, minimum = 1e300;
-  for (size_t p = 0; p < pairs.size(); ++p) {
-    auto [i, j] = pairs[p];
-    out.matrix[i * n + j] = out.matrix[j * n + i] = values[p];
-    sum += values[p];
-    minimum = std::min(minimum, values[p]);
+  for (auto [i, j] : pairs) {
+    const double r = g[i * n + j] / norm[i] / norm[j];
+    out.matrix[i * n + j] = out.matrix[j * n + i] = r;
+    sum += r;
+    minimum = std::min(minimum, r);
   }
   out.mean_correlation = sum / pairs.size();
   out.min_correlation = minimum;

@@ -26,8 +26,10 @@ struct ReplicaAgreement {
   std::vector<double> matrix;   // N x N, row-major; NaN for pairs that were not sampled
 };
 
-// Over all pairs, or over `max_pairs` distinct pairs drawn with `seed` when that is fewer
-// (the cost is O(N d) to normalise plus O(pairs d), instead of O(N^2 d)).
+// Over all pairs, or over `max_pairs` distinct pairs drawn with `seed` when that is fewer.
+// Every correlation is read from the N x N Gram matrix of the mean-centred replicas, built
+// one block of columns at a time: memory is O(N + d) beyond the inputs (plus N^2 for the
+// matrix), time one N x N x d matrix product. Double precision throughout.
 ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs = 0,
                                    uint64_t seed = 0);
 
