@@ -374,12 +374,20 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
     for (size_t i = 0; i < n; ++i) {
       if (same_as_previous[i]) {
         row.replica_loss.push_back(row.replica_loss.back());
+        row.replica_accuracy.push_back(row.replica_accuracy.back());
         continue;
       }
       load_flat_parameters(*eval_model_, snapshots[i]);
-      row.replica_loss.push_back(evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device).loss);
+      auto result = evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device);
+      row.replica_loss.push_back(result.loss);
+      row.replica_accuracy.push_back(result.accuracy);
     }
   }
+  // The last eval sees the whole test split (the averaged model only: replicas stay on the
+  // sample), so the final figures are not subject to the sample's error.
+  const bool last = steps_done == scenario_.workload.steps;
+  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
+  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
   torch::Tensor average = snapshots[0];
   if (!all_same) {
     // Summed into one double vector: O(d) beside the snapshots, no N x d stack.
@@ -388,13 +396,17 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
     average = sum.div_(static_cast<double>(n)).to(snapshots[0].scalar_type());
   }
   load_flat_parameters(*eval_model_, average);  // left there for the final checkpoint
-  auto averaged = evaluate(*eval_model_, data_.task, eval_inputs_, eval_targets_, device);
-  if (all_same) row.replica_loss.assign(n, averaged.loss);
+  auto averaged = evaluate(*eval_model_, data_.task, inputs, targets, device);
+  if (all_same) {
+    row.replica_loss.assign(n, averaged.loss);
+    row.replica_accuracy.assign(n, averaged.accuracy);
+  }
   row.loss = averaged.loss;
   row.accuracy = averaged.accuracy;
   row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
   for (size_t v = 0; v < data_.test_variants.size(); ++v) {
-    auto result = evaluate(*eval_model_, data_.task, eval_variants_[v], eval_targets_, device);
+    const auto& variant = last ? data_.test_variants[v].inputs : eval_variants_[v];
+    auto result = evaluate(*eval_model_, data_.task, variant, targets, device);
     row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
   }
   // The agreement is over what the replicas train: the whole snapshot unless adapters
@@ -424,6 +436,7 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   summary_.final_accuracy = row.accuracy;
   summary_.final_perplexity = row.perplexity;
   summary_.eval_samples = eval_inputs_.size(0);
+  summary_.final_eval_samples = inputs.size(0);
 }
 
 }  // namespace testbed

@@ -116,7 +116,7 @@ struct Hdf5Recorder::Impl {
   H5::Group train, comm, eval, replicas, summary, nodes_group;
   hsize_t nodes;
   Appendable train_step, train_loss, train_time, train_compute, comm_bytes;
-  Appendable eval_step, eval_loss, eval_accuracy, eval_perplexity, eval_replica_loss;
+  Appendable eval_step, eval_loss, eval_accuracy, eval_perplexity, eval_replica_loss, eval_replica_accuracy;
   std::map<std::string, std::pair<Appendable, Appendable>> variants;  // loss, accuracy
   Appendable correlation, min_correlation, distance, correlation_matrix;
   Appendable messages;
@@ -142,6 +142,7 @@ struct Hdf5Recorder::Impl {
         eval_accuracy(eval, "accuracy", f64(), {}),
         eval_perplexity(eval, "perplexity", f64(), {}),
         eval_replica_loss(eval, "replica_loss", f64(), {nodes}),
+        eval_replica_accuracy(eval, "replica_accuracy", f64(), {nodes}),
         correlation(replicas, "correlation", f64(), {}),
         min_correlation(replicas, "min_correlation", f64(), {}),
         distance(replicas, "distance", f64(), {}),
@@ -219,6 +220,7 @@ void Hdf5Recorder::Impl::append_eval(const EvalRow& row) {
   eval_accuracy.append(&row.accuracy);
   eval_perplexity.append(&row.perplexity);
   eval_replica_loss.append(row.replica_loss.data());
+  eval_replica_accuracy.append(row.replica_accuracy.data());
   for (const auto& v : row.variants) {
     auto& [loss, accuracy] = variants.at(v.name);
     loss.append(&v.loss);
@@ -257,6 +259,7 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   set_attribute(g, "model_parameters", s.model_parameters, i64());
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
   set_attribute(g, "eval_samples", s.eval_samples, i64());
+  set_attribute(g, "final_eval_samples", s.final_eval_samples, i64());
   set_attribute(file, "status", s.status);
   if (!s.error.empty()) set_attribute(file, "error", s.error);
   flush();

@@ -63,7 +63,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("steps completed   %d\n", summary.steps_completed);
   std::printf("final accuracy    %.4f\n", summary.final_accuracy);
   std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
-  std::printf("eval samples      %lld\n", static_cast<long long>(summary.eval_samples));
+  std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
+              static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
   if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
   std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),

@@ -36,6 +36,7 @@ struct EvalRow {
   double perplexity = 0;            // exp(loss) for language models, NaN otherwise
   std::vector<VariantResult> variants;  // the averaged model on each test variant
   std::vector<double> replica_loss;  // one per node
+  std::vector<double> replica_accuracy;  // one per node; NaN for regression
   double correlation = 1, min_correlation = 1, distance = 0;
   std::vector<double> correlation_matrix;  // N x N row-major; NaN where a pair was not sampled
 };
@@ -58,6 +59,7 @@ struct RunSummary {
   int64_t model_parameters = 0;
   int steps_completed = 0;
   int64_t eval_samples = 0;  // test samples (windows for language models) each evaluation used
+  int64_t final_eval_samples = 0;  // the last evaluation's: the whole test split
 };
 
 class Recorder {

@@ -184,6 +184,7 @@ TEST_F(Hdf5Contents, MessagesAndBytes) {
 TEST_F(Hdf5Contents, EvalAndReplicas) {
   const Array step = read("/eval/step"), loss = read("/eval/loss"), accuracy = read("/eval/accuracy"),
               perplexity = read("/eval/perplexity"), replica = read("/eval/replica_loss"),
+              replica_accuracy = read("/eval/replica_accuracy"),
               noise_loss = read("/eval/variants/noise/loss"), noise_acc = read("/eval/variants/noise/accuracy"),
               correlation = read("/replicas/correlation"), min_correlation = read("/replicas/min_correlation"),
               matrix = read("/replicas/correlation_matrix"), distance = read("/replicas/distance");
@@ -193,6 +194,7 @@ TEST_F(Hdf5Contents, EvalAndReplicas) {
                          &distance})
     ASSERT_EQ(a->values.size(), evals);
   ASSERT_EQ(replica.dims, (std::vector<hsize_t>{evals, kNodes}));
+  ASSERT_EQ(replica_accuracy.dims, replica.dims);
   ASSERT_EQ(matrix.dims, (std::vector<hsize_t>{evals, kNodes, kNodes}));
   for (size_t e = 0; e < evals; ++e) {
     EXPECT_GT(loss.values[e], 0);
@@ -200,7 +202,10 @@ TEST_F(Hdf5Contents, EvalAndReplicas) {
     EXPECT_LE(accuracy.values[e], 1.0);
     EXPECT_TRUE(std::isnan(perplexity.values[e]));  // a classifier
     // DDP replicas are identical, so each replica's loss is the averaged model's.
-    for (int n = 0; n < kNodes; ++n) EXPECT_NEAR(replica.at(e, n), loss.values[e], 1e-6);
+    for (int n = 0; n < kNodes; ++n) {
+      EXPECT_NEAR(replica.at(e, n), loss.values[e], 1e-6);
+      EXPECT_NEAR(replica_accuracy.at(e, n), accuracy.values[e], 1e-9);
+    }
     EXPECT_NE(noise_loss.values[e], loss.values[e]);  // a different test set
     EXPECT_NEAR(correlation.values[e], 1.0, 1e-9);
     EXPECT_NEAR(min_correlation.values[e], 1.0, 1e-9);
@@ -229,6 +234,8 @@ TEST_F(Hdf5Contents, SummaryFollowsFromTheDatasets) {
   EXPECT_EQ(summary("model_parameters"), kParameters);
   EXPECT_EQ(summary("trainable_parameters"), kParameters);
   EXPECT_EQ(summary("steps_completed"), kSteps);
+  EXPECT_EQ(summary("eval_samples"), 500);
+  EXPECT_EQ(summary("final_eval_samples"), 10000);  // Fashion-MNIST's whole test split
 }
 
 }  // namespace
