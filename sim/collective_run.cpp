@@ -50,7 +50,6 @@ void CollectiveRun::send(int message) {
   const auto& msg = plan_->messages[message];
   sent_[message] = true;
   payloads_[message] = buffers_[msg.src].slice(0, msg.offset, msg.offset + msg.count).clone();
-  hooks_.sent(hosts_[msg.src], msg.bytes);
   Message wire{next_message_id_++, hosts_[msg.src], hosts_[msg.dst], msg.bytes};
   network_.send(wire, [this, message](const Delivery& d) { arrive(message, d); });
 }

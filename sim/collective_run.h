@@ -17,7 +17,6 @@ namespace testbed {
 
 struct CollectiveHooks {
   std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
-  std::function<void(int host, uint64_t bytes)> sent;     // payload bytes leaving a host
   std::function<void(const Delivery&)> delivered;         // every message, for the log
 };
 

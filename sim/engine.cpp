@@ -225,6 +225,10 @@ void Engine::issue(int node, CommOp op) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
   f.work = comm_work_buffer(op, rank, f.blocks);
+  // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
+  // the op, even when the op outlives the step (overlap) and its messages leave later.
+  pending_row(s.step).row.bytes[node] += c.bytes_per_rank[rank];
+  total_bytes_ += c.bytes_per_rank[rank];
   f.op = std::move(op);
   const std::string tag = f.op.tag;
   torch::Tensor work = f.work;
@@ -299,14 +303,11 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
       clock_->schedule(0, [this, key] { collectives_.erase(key); });
     }
   };
-  hooks.sent = [this, step](int host, uint64_t bytes) {
-    pending_row(step).row.bytes[host] += bytes;
-    total_bytes_ += bytes;
-  };
   hooks.delivered = [this, tag = op.tag](const Delivery& d) {
     recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
   slot.plan = plan;
+  slot.bytes_per_rank = bytes_sent_per_rank(*plan);
   slot.run = std::make_unique<CollectiveRun>(plan, participants, *network_, next_message_id_, std::move(hooks));
   return slot;
 }

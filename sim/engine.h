@@ -80,6 +80,7 @@ class Engine {
   };
   struct Collective {
     std::shared_ptr<const CollectivePlan> plan;
+    std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
     std::unique_ptr<CollectiveRun> run;
   };
   struct PendingRow {

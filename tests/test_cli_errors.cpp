@@ -168,6 +168,19 @@ TEST_F(Cli, PartitionThatStarvesANodeExits2) {
   EXPECT_TRUE(r.out.empty());
 }
 
+TEST_F(Cli, AlgorithmKeysAreChecked) {
+  expect_rejected("algorithm:\n  name: sparta\n  H: 5\n", "3:6", "'H' is not a key of algorithm 'sparta'");
+  expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:27", "it takes none");
+  expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");
+  expect_rejected("algorithm: {name: sparta, p: 1.5}\n", "1:30", "out of range (0, 1]");
+  expect_rejected("algorithm: {name: diloco, H: 0}\n", "1:30", "out of range");
+  expect_rejected("nodes: 1\nalgorithm: {name: sparta, exchange: ring}\n", "2:37", "no topology neighbour");
+  expect_rejected("nodes: 1\nalgorithm: {name: gossip}\n", "2:19", "no topology neighbour");
+  expect_rejected("algorithm: {name: diloco, outer_dtype: fp4}\n", "1:40", "streaming_diloco");
+  expect_rejected("algorithm: {name: demo, chunk: 16, k: 32}\n", "1:39", "k must not exceed chunk");
+  expect_rejected("algorithm: {name: lofi}\nworkload: {init: random}\n", "2:18", "not one of: shared, independent");
+}
+
 TEST_F(Cli, HelpMentionsSubcommands) {
   Result r = run("--help");
   EXPECT_EQ(r.code, 0);

@@ -1,0 +1,327 @@
+// The low-communication algorithms through the engine: equivalences with plain averaging
+// worked out here on hand-run replicas, exact bytes per step from their formulas, overlap
+// that hides communication, evaluation of the averaged model, and replica agreement.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include <torch/torch.h>
+
+#include "netmodels/alpha_beta.h"
+#include "sim/engine.h"
+#include "sim/scenario_loader.h"
+#include "sim/workload.h"
+#include "training/metrics.h"
+
+namespace testbed {
+namespace {
+
+// make_mlp(784, 128, 10): 784 -> 256 -> 128 -> 10 with biases.
+constexpr int64_t kD = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+
+Scenario scenario(int nodes, int steps, const std::string& algorithm, const std::string& extra = "") {
+  return parse_scenario(R"(
+name: algorithms
+seed: 11
+nodes: )" + std::to_string(nodes) + R"(
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
+workload: {model: mlp, batch_size: 16, steps: )" + std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200}
+optimizer: {name: sgd, lr: 0.05, weight_decay: 0}
+compute: {model: fixed, step_time: 10ms}
+algorithm: )" + algorithm + "\n" + extra,
+                        "algorithms");
+}
+
+class Algorithms : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(scenario(2, 1, "{name: ddp}"))); }
+  static void TearDownTestSuite() { delete data_; }
+  static Dataset* data_;
+
+  struct Run {
+    std::vector<torch::Tensor> parameters;  // each replica's, at the end
+    MemoryRecorder record;
+    RunSummary summary;
+  };
+  static Run run(const Scenario& s) {
+    Run r;
+    Engine engine(s, *data_);
+    r.summary = engine.run(r.record);
+    EXPECT_EQ(r.summary.status, "completed") << r.summary.error;
+    for (const auto& replica : engine.replicas()) r.parameters.push_back(replica->parameters().clone());
+    return r;
+  }
+
+  // Replicas built as the engine builds them (same initialisation, shards and batches),
+  // for training by hand.
+  static std::vector<std::unique_ptr<Replica>> replicas(const Scenario& s) {
+    std::vector<std::unique_ptr<Replica>> out;
+    auto samplers = make_samplers(s, *data_);
+    for (int n = 0; n < s.nodes; ++n)
+      out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU,
+                                              data_->task));
+    return out;
+  }
+  static void local_step(Replica& r, int batch) {
+    r.forward_backward(r.next_batch(*data_, batch));
+    r.optimizer_step();
+  }
+  static torch::Tensor mean(const std::vector<std::unique_ptr<Replica>>& rs) {
+    auto sum = torch::zeros_like(rs[0]->parameters());
+    for (const auto& r : rs) sum += r->parameters();
+    return sum / static_cast<double>(rs.size());
+  }
+  static void average(std::vector<std::unique_ptr<Replica>>& rs) {
+    torch::NoGradGuard no_grad;
+    auto m = mean(rs);
+    for (auto& r : rs) r->parameters().copy_(m);
+  }
+  static double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).abs().max().item<double>();
+  }
+  // Per-step bytes of node n, from /comm/bytes.
+  static std::vector<uint64_t> bytes_of(const Run& r, int node) {
+    std::vector<uint64_t> out;
+    for (const auto& row : r.record.train_rows) out.push_back(row.bytes[node]);
+    return out;
+  }
+};
+Dataset* Algorithms::data_ = nullptr;
+
+// Local SGD steps with every parameter averaged after each: what three algorithms reduce to.
+TEST_F(Algorithms, SpartaWithPOneAndFedAvgWithHOneAreFullAveraging) {
+  const int nodes = 3, steps = 4;
+  Scenario sparta = scenario(nodes, steps, "{name: sparta, p: 1}");
+  auto expected = replicas(sparta);
+  for (int step = 0; step < steps; ++step) {
+    for (auto& r : expected) local_step(*r, 16);
+    average(expected);
+  }
+  const auto want = expected[0]->parameters();
+  const Run a = run(sparta);
+  const Run b = run(scenario(nodes, steps, "{name: fedavg, H: 1}"));
+  for (int n = 0; n < nodes; ++n) {
+    EXPECT_LT(max_diff(a.parameters[n], want), 1e-6) << "sparta node " << n;
+    EXPECT_LT(max_diff(b.parameters[n], want), 1e-6) << "fedavg node " << n;
+  }
+  EXPECT_GT(max_diff(want, replicas(sparta)[0]->parameters()), 1e-3);  // training moved them
+}
+
+TEST_F(Algorithms, GossipOnACompleteGraphIsFullAveraging) {
+  const int nodes = 4, steps = 3;
+  Scenario s = scenario(nodes, steps, "{name: gossip}");
+  s.topology.kind = "mesh";  // Metropolis-Hastings weights on K4: 1/4 each, self included
+  auto expected = replicas(s);
+  for (int step = 0; step < steps; ++step) {
+    for (auto& r : expected) local_step(*r, 16);
+    average(expected);
+  }
+  const Run g = run(s);
+  for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(g.parameters[n], expected[0]->parameters()), 1e-6);
+  // degree x 4d bytes per node per step.
+  for (uint64_t b : bytes_of(g, 1)) EXPECT_EQ(b, 3u * 4 * kD);
+}
+
+TEST_F(Algorithms, DilocoWithOuterLrOneAndNoMomentumIsFedAvg) {
+  const int nodes = 3, steps = 7;
+  const Run d = run(scenario(nodes, steps, "{name: diloco, H: 3, outer_lr: 1, outer_momentum: 0}"));
+  const Run f = run(scenario(nodes, steps, "{name: fedavg, H: 3}"));
+  for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(d.parameters[n], f.parameters[n]), 1e-5) << n;
+  // The all-reduce bytes once every H steps, nothing otherwise: 2(p-1) chunks of d/p floats.
+  ASSERT_EQ(kD % nodes, 0);
+  const uint64_t all_reduce = 2 * (nodes - 1) * (kD / nodes) * 4;
+  const std::vector<uint64_t> expected = {0, 0, all_reduce, 0, 0, all_reduce, 0};
+  for (int n = 0; n < nodes; ++n) {
+    EXPECT_EQ(bytes_of(d, n), expected);
+    EXPECT_EQ(bytes_of(f, n), expected);
+  }
+}
+
+TEST_F(Algorithms, DilocoMomentumAndLowPrecisionChangeTheResult) {
+  const int nodes = 2, steps = 4;
+  const Run plain = run(scenario(nodes, steps, "{name: diloco, H: 2, outer_lr: 1, outer_momentum: 0}"));
+  const Run nesterov = run(scenario(nodes, steps, "{name: diloco, H: 2}"));
+  const Run bf16 = run(scenario(nodes, steps, "{name: diloco, H: 2, outer_dtype: bf16}"));
+  EXPECT_GT(max_diff(plain.parameters[0], nesterov.parameters[0]), 1e-4);
+  EXPECT_GT(max_diff(nesterov.parameters[0], bf16.parameters[0]), 1e-7);
+  // bf16 halves the bytes: 2 chunks of d/2 values of 2 bytes.
+  EXPECT_EQ(bf16.record.train_rows[1].bytes[0], 2u * (kD / 2) * 2);
+}
+
+TEST_F(Algorithms, StreamingDilocoWithOneFragmentNoOverlapIsDiloco) {
+  const int nodes = 2, steps = 6;
+  const Run s = run(scenario(nodes, steps,
+                             "{name: streaming_diloco, H: 3, fragments: 1, tau: 0, outer_dtype: fp32}"));
+  const Run d = run(scenario(nodes, steps, "{name: diloco, H: 3}"));
+  for (int n = 0; n < nodes; ++n) EXPECT_TRUE(torch::equal(s.parameters[n], d.parameters[n]));
+}
+
+TEST_F(Algorithms, StreamingDilocoStaggersFragmentsInFp4) {
+  const int nodes = 2, steps = 8, fragments = 4, H = 4;
+  const Run s = run(scenario(nodes, steps, "{name: streaming_diloco, H: 4, fragments: 4, tau: 1}"));
+  // Fragment f (elements [f d/4, (f+1) d/4)) syncs after steps with (step + 1 + f H/4) % H == 0,
+  // its d/4 values at half a byte each, split in two ring chunks.
+  for (int step = 0; step < steps; ++step) {
+    uint64_t expected = 0;
+    for (int f = 0; f < fragments; ++f) {
+      if ((step + 1 + f * H / fragments) % H != 0) continue;
+      const int64_t count = (f + 1) * kD / fragments - f * kD / fragments;
+      const int64_t first = count / 2, second = count - first;
+      // Rank 0 sends chunk 0 then chunk 1 in a two-rank ring: both chunks once.
+      expected += static_cast<uint64_t>(std::ceil(first * 0.5) + std::ceil(second * 0.5));
+    }
+    EXPECT_EQ(s.record.train_rows[step].bytes[0], expected) << "step " << step;
+  }
+}
+
+TEST_F(Algorithms, SpartaSendsTheAllReduceOfPdValues) {
+  const int nodes = 4, steps = 3;
+  const Run r = run(scenario(nodes, steps, "{name: sparta, p: 0.005}"));
+  const int64_t k = std::llround(0.005 * kD);  // 1176 values, 294 per ring chunk
+  ASSERT_EQ(k % nodes, 0);
+  for (int n = 0; n < nodes; ++n) {
+    for (uint64_t b : bytes_of(r, n)) EXPECT_EQ(b, static_cast<uint64_t>(2 * (nodes - 1) * (k / nodes) * 4));
+  }
+  // Every step averages the chosen values, so the replicas drift apart only a little.
+  EXPECT_GT(max_diff(r.parameters[0], r.parameters[1]), 0);
+}
+
+TEST_F(Algorithms, SpartaRingExchangeSendsToNeighbours) {
+  const int nodes = 4, steps = 2;
+  const Run r = run(scenario(nodes, steps, "{name: sparta, p: 0.005, exchange: ring, selection: partitioned}"));
+  const int64_t k = std::llround(0.005 * kD);
+  for (uint64_t b : bytes_of(r, 0)) EXPECT_EQ(b, static_cast<uint64_t>(2 * k * 4));  // two ring neighbours
+  for (const auto& m : r.record.messages) EXPECT_EQ(std::abs(m.src - m.dst) % 2, 1);  // neighbours on a ring of 4
+}
+
+// With k = chunk every DCT coefficient travels and error feedback empties the momentum at
+// every step, so without the sign DeMo's update is the mean gradient: gradient descent on
+// the large batch, here by hand.
+TEST_F(Algorithms, DemoWithEveryCoefficientAndNoSignIsMeanGradientDescent) {
+  const int nodes = 3, steps = 3;
+  Scenario s = scenario(nodes, steps, "{name: demo, chunk: 64, k: 64, sign: false, beta: 0.9}");
+  auto expected = replicas(s);
+  for (int step = 0; step < steps; ++step) {
+    auto grad = torch::zeros_like(expected[0]->gradients());
+    for (auto& r : expected) {
+      r->forward_backward(r->next_batch(*data_, 16));
+      grad += r->gradients();
+    }
+    grad /= nodes;
+    torch::NoGradGuard no_grad;
+    for (auto& r : expected) r->parameters().sub_(grad * 0.05);
+  }
+  const Run d = run(s);
+  for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(d.parameters[n], expected[0]->parameters()), 1e-5);
+  // An all-gather of (index, value) pairs: (N-1) peers' ceil(d/64) x 64 of each, 4 bytes each.
+  const uint64_t chunks = (kD + 63) / 64;
+  for (uint64_t b : bytes_of(d, 0)) EXPECT_EQ(b, (nodes - 1) * 2 * chunks * 64 * 4);
+}
+
+TEST_F(Algorithms, DemoWithSignMovesEveryParameterByTheLearningRate) {
+  const Run d = run(scenario(2, 1, "{name: demo}"));
+  const auto initial = replicas(scenario(2, 1, "{name: demo}"))[0]->parameters();
+  auto moved = (d.parameters[0] - initial).abs();
+  // sign() is +-1 (0 only where the decoded mean is exactly 0): steps of lr.
+  EXPECT_GT((moved - 0.05).abs().lt(1e-6).sum().item<int64_t>(), kD * 9 / 10);
+}
+
+// lo-fi: no communication until one average at the end; the average is of what the
+// replicas trained alone.
+TEST_F(Algorithms, LofiAveragesIndependentTrainingOnceAtTheEnd) {
+  const int nodes = 3, steps = 4;
+  Scenario s = scenario(nodes, steps, "{name: lofi}");
+  s.workload.eval_every = 2;
+  s.workload.eval_samples = 0;  // the whole test split, so the check below needs no sample
+  const Run r = run(s);
+  auto expected = replicas(s);
+  for (int step = 0; step < steps; ++step) {
+    for (auto& e : expected) local_step(*e, 16);
+    if (step != 1) continue;
+    // The eval after step 2 is of the averaged model, and of each replica on its own.
+    const auto& row = r.record.eval_rows.at(0);
+    ASSERT_EQ(row.step, 2);
+    auto model = make_model(s);
+    load_flat_parameters(*model, mean(expected), true);
+    auto averaged = evaluate(*model, data_->task, data_->test_inputs, data_->test_targets, torch::kCPU);
+    EXPECT_NEAR(row.loss, averaged.loss, 1e-6);
+    EXPECT_NEAR(row.accuracy, averaged.accuracy, 1e-12);
+    for (int n = 0; n < nodes; ++n) {
+      auto own = evaluate(expected[n]->model(), data_->task, data_->test_inputs, data_->test_targets, torch::kCPU);
+      EXPECT_NEAR(row.replica_loss[n], own.loss, 1e-6);
+      EXPECT_NEAR(row.replica_accuracy[n], own.accuracy, 1e-12);
+      EXPECT_GT(std::abs(row.replica_loss[n] - row.loss), 1e-4);  // not any single replica
+    }
+  }
+  average(expected);
+  for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(r.parameters[n], expected[0]->parameters()), 1e-6);
+  // Bytes: nothing until the last step, then one all-reduce of d.
+  ASSERT_EQ(kD % nodes, 0);
+  EXPECT_EQ(bytes_of(r, 0), (std::vector<uint64_t>{0, 0, 0, 2 * (nodes - 1) * (kD / nodes) * 4}));
+}
+
+// Overlap is real: communication shorter than compute, applied a step late, hides behind
+// the next step's compute; applied at once, every step pays compute plus communication.
+TEST_F(Algorithms, DelayedSpartaHidesItsCommunication) {
+  const int nodes = 4, steps = 10;
+  const double compute = 0.010, alpha = 0.001, beta = 8.0 / 1e9;
+  const Run blocking = run(scenario(nodes, steps, "{name: sparta, p: 0.005}"));
+  const Run overlapped = run(scenario(nodes, steps, "{name: sparta, p: 0.005, delay: 1}"));
+  const double bytes = 4.0 * std::llround(0.005 * kD);
+  const double comm = alpha_beta::ring_all_reduce(alpha, beta, bytes, nodes);
+  ASSERT_LT(comm, compute);
+  const double blocking_step = blocking.summary.projected_time_s / steps;
+  const double overlapped_step = overlapped.summary.projected_time_s / steps;
+  std::printf("sparta step: blocking %.2f ms, delay 1 %.2f ms (compute %.1f ms, alpha-beta %.2f ms)\n",
+              1e3 * blocking_step, 1e3 * overlapped_step, 1e3 * compute, 1e3 * comm);
+  EXPECT_GE(blocking_step, compute + comm);
+  // Only the last step's exchange stays exposed.
+  EXPECT_LE(overlapped.summary.projected_time_s, steps * compute + 2 * comm + 0.005);
+  EXPECT_GE(overlapped.summary.projected_time_s, steps * compute);
+}
+
+// With heterogeneous speeds chunks reach nodes before those enter the collective; DDP's
+// values must not notice (only the times change).
+TEST_F(Algorithms, DdpParametersDoNotDependOnNodeSpeeds) {
+  Scenario even = scenario(3, 4, "{name: ddp}");
+  Scenario uneven = even;
+  uneven.compute.speeds = {1.0, 0.3, 2.5};
+  uneven.compute.straggler_sigma = 0.5;
+  const Run a = run(even), b = run(uneven);
+  for (int n = 0; n < 3; ++n) EXPECT_TRUE(torch::equal(a.parameters[n], b.parameters[n]));
+  EXPECT_NE(a.summary.projected_time_s, b.summary.projected_time_s);
+}
+
+TEST_F(Algorithms, ReplicaCorrelationFollowsHowMuchIsShared) {
+  const int nodes = 4, steps = 60;
+  auto with = [&](const std::string& algorithm, const std::string& init) {
+    Scenario s = scenario(nodes, steps, algorithm);
+    s.workload.eval_every = 20;
+    s.workload.init = init;
+    s.optimizer.name = "adamw";
+    s.optimizer.lr = 1e-3;
+    return run(s);
+  };
+  // Evals after steps 20, 40 and 60; lo-fi's last one follows its final average.
+  auto at = [](const Run& r, int e) { return r.record.eval_rows.at(e).correlation; };
+  const Run ddp = with("{name: ddp}", "shared");
+  const Run lofi = with("{name: lofi}", "shared");
+  const Run sparta = with("{name: sparta, p: 0.05}", "shared");
+  EXPECT_NEAR(at(ddp, 1), 1.0, 1e-9);
+  EXPECT_LT(at(lofi, 1), at(lofi, 0));  // falls as the replicas train apart
+  EXPECT_LT(at(lofi, 1), 1.0 - 1e-4);
+  EXPECT_GT(at(sparta, 1), at(lofi, 1));
+  EXPECT_NEAR(at(lofi, 2), 1.0, 1e-9);  // one model after the average
+  const Run lofi_ind = with("{name: lofi}", "independent");
+  const Run sparta_ind = with("{name: sparta, p: 0.05}", "independent");
+  std::printf("independent init, correlation after 20/40 steps: lofi %.4f %.4f, sparta %.4f %.4f\n",
+              at(lofi_ind, 0), at(lofi_ind, 1), at(sparta_ind, 0), at(sparta_ind, 1));
+  EXPECT_LT(std::abs(at(lofi_ind, 1)), 0.1);
+  EXPECT_GT(at(sparta_ind, 1), at(sparta_ind, 0));
+  EXPECT_GT(at(sparta_ind, 1), 0.3);
+}
+
+}  // namespace
+}  // namespace testbed
