@@ -56,6 +56,7 @@ class Engine {
   RunSummary run(Recorder& recorder);
 
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+  const Algorithm& algorithm() const { return *algorithm_; }
   const HostTimes& host_times() const { return times_; }
   int64_t model_parameters() const { return parameters_; }
   double flops_per_step() const { return compute_->flops_per_step(); }

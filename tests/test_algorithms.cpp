@@ -282,6 +282,29 @@ TEST_F(Algorithms, DelayedSpartaHidesItsCommunication) {
   EXPECT_GE(overlapped.summary.projected_time_s, steps * compute);
 }
 
+// Per-node state is named tensors that a checkpoint can carry: DiLoCo's global parameters
+// (which the node adopted at its last sync) and outer momentum, DeMo's momentum.
+TEST_F(Algorithms, AlgorithmStateIsNamedTensors) {
+  MemoryRecorder rec;
+  {
+    // One engine at a time: ns-3 keeps one simulation per process.
+    const Scenario s = scenario(2, 4, "{name: diloco, H: 2}");  // the engine keeps a reference
+    Engine engine(s, *data_);
+    ASSERT_EQ(engine.run(rec).status, "completed");
+    for (int n = 0; n < 2; ++n) {
+      AlgorithmState state = engine.algorithm().state(n);
+      ASSERT_EQ(state.tensors.count("outer/global"), 1u);
+      ASSERT_EQ(state.tensors.count("outer/momentum"), 1u);
+      EXPECT_TRUE(torch::equal(state.tensors.at("outer/global"), engine.replicas()[n]->parameters()));
+      EXPECT_GT(state.tensors.at("outer/momentum").abs().max().item<double>(), 0);
+    }
+  }
+  const Scenario d = scenario(2, 2, "{name: demo}");
+  Engine demo(d, *data_);
+  ASSERT_EQ(demo.run(rec).status, "completed");
+  EXPECT_EQ(demo.algorithm().state(1).tensors.count("momentum"), 1u);
+}
+
 // With heterogeneous speeds chunks reach nodes before those enter the collective; DDP's
 // values must not notice (only the times change).
 TEST_F(Algorithms, DdpParametersDoNotDependOnNodeSpeeds) {
