@@ -241,8 +241,12 @@ void Engine::op_complete(int node, int issued_step, const std::string& tag) {
   for (auto& f : s.in_flight) {
     if (f.issued_step == issued_step && f.op.tag == tag) f.complete = true;
   }
-  // A fresh event, so the step ends outside the network's delivery callback.
-  if (s.waiting) clock_->schedule(0, [this, node] { advance(node); });
+  // A fresh event, so the step ends outside the network's delivery callback. Once: other
+  // ops may complete before that event runs, and advance() waits again if it must.
+  if (s.waiting) {
+    s.waiting = false;
+    clock_->schedule(0, [this, node] { advance(node); });
+  }
 }
 
 void Engine::advance(int node) {

@@ -282,6 +282,25 @@ TEST_F(Algorithms, DelayedSpartaHidesItsCommunication) {
   EXPECT_GE(overlapped.summary.projected_time_s, steps * compute);
 }
 
+// Communication much longer than compute, applied a step late: a waiting node sees two ops
+// complete before it resumes, and must still run every step (compute and exchange) once.
+TEST_F(Algorithms, OverlappedStepsAreEachComputedAndSent) {
+  const int nodes = 4, steps = 8;
+  const double compute = 0.010;
+  Scenario s = scenario(nodes, steps, "{name: sparta, p: 0.005, delay: 1}");
+  s.topology.link.latency.s = 0.020;
+  const Run overlapped = run(s);
+  const uint64_t per_step = 2 * (nodes - 1) * (std::llround(0.005 * kD) / nodes) * 4;
+  for (int n = 0; n < nodes; ++n) {
+    double previous = 0;
+    for (const auto& row : overlapped.record.train_rows) {
+      EXPECT_EQ(row.bytes[n], per_step) << "step " << row.step;
+      EXPECT_GE(row.time[n] - previous, compute - 1e-9) << "step " << row.step << " node " << n;
+      previous = row.time[n];
+    }
+  }
+}
+
 // Per-node state is named tensors that a checkpoint can carry: DiLoCo's global parameters
 // (which the node adopted at its last sync) and outer momentum, DeMo's momentum.
 TEST_F(Algorithms, AlgorithmStateIsNamedTensors) {
