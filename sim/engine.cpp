@@ -245,12 +245,14 @@ void Engine::op_complete(int node, int issued_step, const std::string& tag) {
   // ops may complete before that event runs, and advance() waits again if it must.
   if (s.waiting) {
     s.waiting = false;
-    clock_->schedule(0, [this, node] { advance(node); });
+    clock_->schedule(0, [this, node] {
+      HostTimer timer(times_.engine);
+      advance(node);
+    });
   }
 }
 
 void Engine::advance(int node) {
-  HostTimer timer(times_.engine);
   auto& s = state_[node];
   const int next = s.step + 1;
   for (const auto& f : s.in_flight) {
