@@ -1,0 +1,271 @@
+"""Paper figures from testbed runs: `python3 -m analysis.figures RUN_OR_SWEEP_DIR --out DIR`."""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+from matplotlib.colors import LogNorm, Normalize
+
+from analysis import metrics, style, tables
+from analysis.load import LoadError, load
+
+
+class NotApplicable(Exception):
+    """The inputs are fine but this figure does not apply to them (e.g. no bandwidth x latency grid)."""
+
+
+def _log_if_wide(ax, axis, values):
+    # Runs of different algorithms span orders of magnitude in time and bytes: log scale
+    # when the positive values cover more than two decades, linear otherwise.
+    v = np.asarray([x for x in values if np.isfinite(x) and x > 0])
+    if len(v) and v.max() / v.min() > 100:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def _legend(ax, n):
+    if n:
+        ax.legend(frameon=False, ncol=1 if n <= 5 else 2, handlelength=1.5)
+
+
+def _eval_lines(sweep, ax, x_of):
+    xs_all = []
+    for run in sweep.runs:
+        x = x_of(run)
+        y = metrics.eval_loss(run)
+        ax.plot(x, y, marker="o", label=run.label)
+        xs_all.extend(x)
+    return xs_all
+
+
+def fig_loss_vs_time(sweep):
+    """1. Eval loss of the averaged model against the projected wall-clock time of each eval."""
+    fig, ax = style.new_figure()
+    xs = _eval_lines(sweep, ax, metrics.eval_times)
+    _log_if_wide(ax, "x", xs)
+    ax.set_xlabel("projected wall-clock time (s)")
+    ax.set_ylabel("eval loss (nats)")
+    _legend(ax, len(sweep.runs))
+    style.caption(fig, sweep, "Eval loss vs projected time (eval at the slowest node's finish).")
+    return fig
+
+
+def fig_loss_vs_bytes(sweep):
+    """2. Eval loss against cumulative payload bytes sent by all nodes up to that eval."""
+    fig, ax = style.new_figure()
+    xs = _eval_lines(sweep, ax, lambda r: metrics.eval_bytes(r) / 1e6)
+    _log_if_wide(ax, "x", xs)
+    ax.set_xlabel("cumulative bytes sent, all nodes (MB)")
+    ax.set_ylabel("eval loss (nats)")
+    _legend(ax, len(sweep.runs))
+    style.caption(fig, sweep, "Eval loss vs bytes sent.")
+    return fig
+
+
+def fig_correlation(sweep):
+    """3. Mean pairwise Pearson correlation of the replicas' parameters at each eval."""
+    fig, ax = style.new_figure()
+    for run in sweep.runs:
+        ax.plot(run.read("/eval/step"), run.read("/replicas/correlation"), marker="o", label=run.label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("replica correlation (Pearson r)")
+    _legend(ax, len(sweep.runs))
+    style.caption(fig, sweep, "Mean pairwise correlation of replica parameters.")
+    return fig
+
+
+def _link(run, what):
+    key = f"topology.link.{what}"
+    value = run.flat.get(key, run.params.get(key))
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def default_target(sweep):
+    """The highest of the runs' best eval losses: every run with a finite loss reaches it."""
+    best = [np.nanmin(l) for l in (metrics.eval_loss(r) for r in sweep.runs) if np.isfinite(l).any()]
+    if not best:
+        raise NotApplicable("no run has a finite eval loss")
+    return float(max(best))
+
+
+def time_to_target_grid(sweep, target):
+    """{algorithm: (bandwidths, latencies, grid[lat, bw] seconds)}; a cell averages its runs
+    (e.g. seeds) and is NaN if any of them never reaches the target or none ran there."""
+    cells, bws, lats = {}, set(), set()
+    for run in sweep.runs:
+        bw, lat = _link(run, "bandwidth"), _link(run, "latency")
+        if bw is None or lat is None:
+            continue
+        bws.add(bw)
+        lats.add(lat)
+        cells.setdefault(run.algorithm, {}).setdefault((lat, bw), []).append(metrics.time_to_target(run, target))
+    if len(bws) < 2 or len(lats) < 2:
+        raise NotApplicable("needs runs that differ in both topology.link.bandwidth and topology.link.latency")
+    bws, lats = sorted(bws), sorted(lats)
+    out = {}
+    for algo, by_cell in cells.items():
+        grid = np.full((len(lats), len(bws)), np.nan)
+        for (lat, bw), times in by_cell.items():
+            grid[lats.index(lat), bws.index(bw)] = np.mean(times)  # NaN propagates: never reached
+        out[algo] = (bws, lats, grid)
+    return out
+
+
+def fig_time_to_target(sweep, target=None):
+    """4. Heatmap of the projected time to reach a target eval loss over bandwidth x latency,
+    one panel per algorithm."""
+    chosen = target if target is not None else default_target(sweep)
+    grids = time_to_target_grid(sweep, chosen)
+    algos = sorted(grids)
+    ncols = min(2, len(algos))
+    nrows = math.ceil(len(algos) / ncols)
+    fig, axes = style.new_figure(height_in=1.2 + 1.9 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+    finite = np.concatenate([g[2][np.isfinite(g[2])] for g in grids.values()])
+    positive = finite[finite > 0]
+    if len(positive) and positive.max() / positive.min() > 10:
+        norm = LogNorm(positive.min(), positive.max())
+    else:
+        norm = Normalize(finite.min() if len(finite) else 0, finite.max() if len(finite) else 1)
+    image = None
+    for ax in axes.flat[len(algos):]:
+        ax.set_visible(False)
+    for ax, algo in zip(axes.flat, algos):
+        bws, lats, grid = grids[algo]
+        cmap = style.matplotlib.colormaps["viridis"].copy()
+        cmap.set_bad("0.85")  # grey: never reached
+        image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, f"{v:.3g}" if np.isfinite(v) else "never", ha="center", va="center", fontsize=style.FONT_PT,
+                    color="black" if not np.isfinite(v) or norm(v) > 0.5 else "white")
+        ax.set_xticks(range(len(bws)), [style.format_value("bandwidth", b) for b in bws])
+        ax.set_yticks(range(len(lats)), [style.format_value("latency", l) for l in lats])
+        ax.set_xlabel("link bandwidth (bit/s)")
+        ax.set_ylabel("link latency (s)")
+        ax.set_title(algo)
+    fig.colorbar(image, ax=axes.ravel().tolist(), label="time to target (s)")
+    how = "given" if target is not None else "default: the highest of the runs' best eval losses, so every run reaches it"
+    style.caption(fig, sweep, f"Projected time to eval loss <= {chosen:.4g} ({how}); grey: never reached.")
+    fig.target_loss = chosen  # for the caller and tests: the target actually used
+    return fig
+
+
+def fig_compute_vs_comm(sweep):
+    """5. Per run, projected time split into compute (mean node, summed over steps) and exposed
+    communication (the rest)."""
+    labels, compute, exposed = [], [], []
+    for run in sweep.runs:
+        c, e = metrics.compute_and_exposed(run)
+        labels.append(run.label)
+        compute.append(c)
+        exposed.append(e)
+    fig, ax = style.new_figure(height_in=1.4 + 0.22 * len(labels))
+    y = np.arange(len(labels))
+    ax.barh(y, compute, label="compute")
+    ax.barh(y, exposed, left=compute, label="exposed communication")
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()  # first run on top, as listed
+    ax.set_xlabel("projected time (s)")
+    ax.set_ylabel("run")
+    ax.legend(frameon=False, loc="best")
+    style.caption(fig, sweep, "Compute vs exposed communication.")
+    return fig
+
+
+MAX_PAIRS = 48  # beyond this a bar chart of host pairs is unreadable at column width
+
+
+def fig_bytes_hotspots(sweep, run):
+    """7. Bytes each node sent, and bytes per (src -> dst) host pair from /comm/messages."""
+    per_node = metrics.bytes_per_node(run)
+    pairs, per_pair = metrics.bytes_per_pair(run)
+    note = ""
+    if len(pairs) > MAX_PAIRS:
+        top = np.sort(np.argsort(per_pair, kind="stable")[::-1][:MAX_PAIRS])
+        pairs, per_pair = pairs[top], per_pair[top]
+        note = f" Largest {MAX_PAIRS} pairs shown."
+    fig, (a_node, a_pair) = style.new_figure(height_in=3.6, nrows=2)
+    a_node.bar(np.arange(len(per_node)), per_node.astype(float) / 1e6, label="sent by node")
+    a_node.set_xlabel("node")
+    a_node.set_ylabel("bytes sent (MB)")
+    a_node.set_xticks(np.arange(len(per_node)))
+    a_node.legend(frameon=False)
+    a_pair.bar(np.arange(len(per_pair)), per_pair.astype(float) / 1e6, label="src→dst host pair", color="C1")
+    a_pair.set_xticks(np.arange(len(per_pair)), [f"{s}→{d}" for s, d in pairs], rotation=90)
+    a_pair.set_xlabel("host pair (src→dst)")
+    a_pair.set_ylabel("bytes (MB)")
+    a_pair.legend(frameon=False)
+    style.caption(fig, _one(sweep, run), f"Bytes per node and per host pair, run {run.label}.{note}")
+    return fig
+
+
+class _one:
+    # Caption context for a single run inside a sweep: its own name, the sweep's source.
+    def __init__(self, sweep, run):
+        self.source, self._name = sweep.source, run.name
+
+    def names(self):
+        return [self._name]
+
+
+def _safe_stem(text):
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
+    """Write every figure the inputs support. Returns (written paths, errors); a figure whose
+    inputs do not apply is skipped with a note, one whose files lack a dataset is an error."""
+    jobs = [
+        ("fig1_loss_vs_time", lambda: fig_loss_vs_time(sweep)),
+        ("fig2_loss_vs_bytes", lambda: fig_loss_vs_bytes(sweep)),
+        ("fig3_correlation", lambda: fig_correlation(sweep)),
+        ("fig4_time_to_target", lambda: fig_time_to_target(sweep, target_loss)),
+        ("fig5_compute_vs_comm", lambda: fig_compute_vs_comm(sweep)),
+        ("table6_accuracy", None),
+    ]
+    for run in sweep.runs:
+        jobs.append((f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))
+    written, errors = [], []
+    for stem, make in jobs:
+        number = stem[3:4] if stem.startswith("fig") else stem[5:6]
+        if only and number not in only:
+            continue
+        try:
+            if make is None:
+                paths = tables.write_accuracy_table(sweep, out_dir, stem)
+            else:
+                paths = style.save(make(), out_dir, stem)
+            written.extend(paths)
+            log(f"wrote {', '.join(paths)}")
+        except NotApplicable as e:
+            log(f"skip {stem}: {e}")
+        except LoadError as e:
+            errors.append(str(e))
+    return written, errors
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m analysis.figures", description=__doc__)
+    parser.add_argument("input", help="a run's .h5 file, or a sweep directory of .h5 files (optionally with sweep.csv)")
+    parser.add_argument("--out", default="figures", help="output directory (default: figures)")
+    parser.add_argument("--target-loss", type=float, default=None,
+                        help="figure 4's target eval loss (default: the highest of the runs' best eval losses)")
+    parser.add_argument("--only", default="", help="comma-separated figure numbers to make, e.g. 1,4,6")
+    args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    try:
+        sweep = load(args.input)
+    except LoadError as e:
+        print(e, file=sys.stderr)
+        return 2
+    _, errors = make_all(sweep, args.out, args.target_loss, only)
+    for e in errors:
+        print(e, file=sys.stderr)
+    return 2 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

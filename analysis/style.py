@@ -1,0 +1,93 @@
+"""Paper style for every figure: Agg backend, single-column size, >= 8 pt fonts, captions, saving."""
+
+import os
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless and deterministic; set before anything imports pyplot
+
+from matplotlib.figure import Figure  # noqa: E402  (after the backend choice)
+
+COLUMN_WIDTH_IN = 3.5  # one column of a two-column paper
+FONT_PT = 8
+
+RC = {
+    "font.size": FONT_PT,
+    "axes.titlesize": FONT_PT,
+    "axes.labelsize": FONT_PT,
+    "xtick.labelsize": FONT_PT,
+    "ytick.labelsize": FONT_PT,
+    "legend.fontsize": FONT_PT,
+    "figure.titlesize": FONT_PT,
+    "lines.linewidth": 1.2,
+    "lines.markersize": 3,
+    "axes.linewidth": 0.6,
+    "pdf.fonttype": 42,  # embed TrueType, so the PDF's text stays text (editable, searchable)
+    "ps.fonttype": 42,
+    "savefig.dpi": 300,
+}
+matplotlib.rcParams.update(RC)
+
+
+def new_figure(height_in=2.6, width_in=COLUMN_WIDTH_IN, **subplots):
+    """A Figure not registered with pyplot (no global state, freed when dropped)."""
+    fig = Figure(figsize=(width_in, height_in), layout="constrained")
+    axes = fig.subplots(**subplots) if subplots else fig.subplots()
+    return fig, axes
+
+
+def caption(fig, sweep, text=""):
+    """Caption line: what the figure shows, the scenario name(s), and where the runs came from."""
+    names = sweep.names()
+    scen = names[0] if len(names) == 1 else f"{len(names)} scenarios ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+    line = f"{text} Scenario: {scen}; source: {sweep.source}" if text else f"Scenario: {scen}; source: {sweep.source}"
+    fig.suptitle(textwrap.fill(line, 62), fontsize=FONT_PT)
+
+
+def save(fig, out_dir, stem):
+    """Write stem.png and stem.pdf (vector) into out_dir; return both paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        p = os.path.join(out_dir, f"{stem}.{ext}")
+        fig.savefig(p)
+        paths.append(p)
+    return paths
+
+
+def short_key(dotted):
+    """`topology.link.bandwidth` -> `bandwidth`: legends stay narrow at column width."""
+    return dotted.rsplit(".", 1)[-1]
+
+
+def _si(value, unit, steps=((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))):
+    for scale, prefix in steps:
+        if abs(value) >= scale:
+            return f"{value / scale:g} {prefix}{unit}"
+    return f"{value:g} {unit}"
+
+
+def format_value(key, value):
+    """A swept value as a reader expects it: 1e+08 bandwidth -> '100 Mbps', 0.01 latency -> '10 ms'."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if key.endswith("bandwidth"):
+        return _si(x, "bps")
+    if key.endswith("latency") or key.endswith("rto") or key.endswith("timeout"):
+        if x == 0:
+            return "0 s"
+        if x < 1e-3:
+            return f"{x * 1e6:g} us"
+        if x < 1:
+            return f"{x * 1e3:g} ms"
+        return f"{x:g} s"
+    if isinstance(value, str):
+        return value
+    return f"{x:g}"
+
+
+def format_bytes(n):
+    return _si(float(n), "B")
