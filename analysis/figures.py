@@ -192,12 +192,14 @@ def fig_bytes_hotspots(sweep, run):
     a_node.set_xlabel("node")
     a_node.set_ylabel("bytes sent (MB)")
     a_node.set_xticks(np.arange(len(per_node)))
-    a_node.legend(frameon=False)
+    a_node.margins(y=0.3)  # headroom so the legend never sits on a bar
+    a_node.legend(frameon=False, loc="upper right")
     a_pair.bar(np.arange(len(per_pair)), per_pair.astype(float) / 1e6, label="src→dst host pair", color="C1")
     a_pair.set_xticks(np.arange(len(per_pair)), [f"{s}→{d}" for s, d in pairs], rotation=90)
     a_pair.set_xlabel("host pair (src→dst)")
     a_pair.set_ylabel("bytes (MB)")
-    a_pair.legend(frameon=False)
+    a_pair.margins(y=0.3)
+    a_pair.legend(frameon=False, loc="upper right")
     style.caption(fig, _one(sweep, run), f"Bytes per node and per host pair, run {run.label}.{note}")
     return fig
 
