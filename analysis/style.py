@@ -42,7 +42,8 @@ def caption(fig, sweep, text=""):
     names = sweep.names()
     scen = names[0] if len(names) == 1 else f"{len(names)} scenarios ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
     line = f"{text} Scenario: {scen}; source: {sweep.source}" if text else f"Scenario: {scen}; source: {sweep.source}"
-    fig.suptitle(textwrap.fill(line, 62), fontsize=FONT_PT)
+    # Paths are not broken at hyphens or mid-word: the caption must name them whole.
+    fig.suptitle(textwrap.fill(line, 62, break_on_hyphens=False, break_long_words=False), fontsize=FONT_PT)
 
 
 def save(fig, out_dir, stem):

@@ -1,0 +1,157 @@
+"""Figures: each writes PNG and PDF and plots exactly the series computed here by hand."""
+
+import numpy as np
+import pytest
+
+from analysis import figures, style
+from analysis.figures import NotApplicable
+from analysis.load import MissingData, load
+from analysis.tests.synth import write_run
+
+
+def _two_runs(tmp_path):
+    write_run(tmp_path / "a.h5", name="cmp", algorithm="ddp")
+    # lofi: twice as slow, its own losses and correlations.
+    write_run(tmp_path / "b.h5", name="cmp", algorithm="lofi", time_scale=2.0,
+              eval_loss=[1.8, 1.1], replicas_correlation=[0.99, 0.4])
+    return load(str(tmp_path))
+
+
+def _lines(fig):
+    ax = fig.axes[0]
+    return {line.get_label(): (np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float))
+            for line in ax.get_lines()}
+
+
+def _written(paths):
+    png, pdf = paths
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(pdf, "rb") as f:
+        assert f.read(5) == b"%PDF-"
+    import os
+    assert os.path.getsize(png) > 1000 and os.path.getsize(pdf) > 1000
+
+
+def test_loss_vs_time_lines(tmp_path):
+    sweep = _two_runs(tmp_path)
+    fig = figures.fig_loss_vs_time(sweep)
+    lines = _lines(fig)
+    assert set(lines) == {"ddp", "lofi"}
+    # evals after steps 3 and 6; slowest node (2x) finishes step k-1 at k * 0.1 * 2 * scale.
+    np.testing.assert_allclose(lines["ddp"][0], [0.6, 1.2])
+    np.testing.assert_allclose(lines["ddp"][1], [1.5, 0.9])
+    np.testing.assert_allclose(lines["lofi"][0], [1.2, 2.4])
+    np.testing.assert_allclose(lines["lofi"][1], [1.8, 1.1])
+    ax = fig.axes[0]
+    assert "(s)" in ax.get_xlabel() and ax.get_ylabel()
+    assert ax.get_legend() is not None
+    caption = fig._suptitle.get_text().replace("\n", " ")
+    assert "Scenario: cmp" in caption and f"source: {tmp_path}" in caption
+    _written(style.save(fig, str(tmp_path / "out"), "f1"))
+
+
+def test_loss_vs_bytes_lines(tmp_path):
+    fig = figures.fig_loss_vs_bytes(_two_runs(tmp_path))
+    lines = _lines(fig)
+    # 600 bytes a step from the three nodes: 1800 after 3 steps, 3600 after 6, in MB.
+    np.testing.assert_allclose(lines["ddp"][0], [0.0018, 0.0036])
+    np.testing.assert_allclose(lines["lofi"][1], [1.8, 1.1])
+    assert "MB" in fig.axes[0].get_xlabel()
+    _written(style.save(fig, str(tmp_path / "out"), "f2"))
+
+
+def test_correlation_lines(tmp_path):
+    fig = figures.fig_correlation(_two_runs(tmp_path))
+    lines = _lines(fig)
+    np.testing.assert_allclose(lines["ddp"][0], [3, 6])
+    np.testing.assert_allclose(lines["ddp"][1], [0.95, 0.8])
+    np.testing.assert_allclose(lines["lofi"][1], [0.99, 0.4])
+    _written(style.save(fig, str(tmp_path / "out"), "f3"))
+
+
+def test_correlation_missing_names_file(tmp_path):
+    p = write_run(tmp_path / "x.h5", omit=["replicas/correlation"])
+    with pytest.raises(MissingData, match=r"x\.h5: missing /replicas/correlation$"):
+        figures.fig_correlation(load(p))
+
+
+# Bandwidth x latency grid: (bandwidth, latency) -> time scale of the run's clock.
+SCALE = {("1e+08", 0.001): 2.0, ("1e+09", 0.001): 1.0, ("1e+08", 0.01): 4.0, ("1e+09", 0.01): 3.0}
+
+
+def _grid_sweep(tmp_path):
+    rows = ["run,algorithm.name,topology.link.bandwidth,topology.link.latency,status"]
+    for algo in ("ddp", "lofi"):
+        for (bw, lat), scale in SCALE.items():
+            loss = [1.0, 0.5] if algo == "ddp" else [1.2, 0.8]
+            if algo == "lofi" and (bw, lat) == ("1e+08", 0.01):
+                loss = [1.3, 1.25]  # the worst run: its best loss is the default target
+            run = f"{algo}_{bw}_{lat}"
+            write_run(tmp_path / f"{run}.h5", name="grid", algorithm=algo, bandwidth=bw, latency=lat,
+                      time_scale=scale, eval_loss=loss)
+            rows.append(f"{run},{algo},{'100Mbps' if bw == '1e+08' else '1Gbps'},{lat * 1000:g}ms,completed")
+    (tmp_path / "sweep.csv").write_text("\n".join(rows) + "\n")
+    return load(str(tmp_path))
+
+
+def _image(fig, title):
+    ax = next(a for a in fig.axes if a.get_title() == title)
+    return np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan), ax
+
+
+def test_time_to_target_heatmap_default_target(tmp_path):
+    fig = figures.fig_time_to_target(_grid_sweep(tmp_path))
+    assert fig.target_loss == pytest.approx(1.25)
+    # rows: latency 1 ms, 10 ms; columns: 100 Mbps, 1 Gbps. Eval times are 0.6 and 1.2 x scale.
+    ddp, ax = _image(fig, "ddp")
+    np.testing.assert_allclose(ddp, [[0.6 * 2, 0.6 * 1], [0.6 * 4, 0.6 * 3]])
+    lofi, _ = _image(fig, "lofi")
+    np.testing.assert_allclose(lofi, [[0.6 * 2, 0.6 * 1], [1.2 * 4, 0.6 * 3]])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["100 Mbps", "1 Gbps"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1 ms", "10 ms"]
+    assert "1.25" in fig._suptitle.get_text()
+    _written(style.save(fig, str(tmp_path / "out"), "f4"))
+
+
+def test_time_to_target_heatmap_never_reached_is_nan(tmp_path):
+    fig = figures.fig_time_to_target(_grid_sweep(tmp_path), target=0.9)
+    ddp, _ = _image(fig, "ddp")
+    np.testing.assert_allclose(ddp, [[1.2 * 2, 1.2 * 1], [1.2 * 4, 1.2 * 3]])
+    lofi, _ = _image(fig, "lofi")
+    np.testing.assert_allclose(lofi, [[1.2 * 2, 1.2 * 1], [np.nan, 1.2 * 3]])
+
+
+def test_heatmap_not_applicable_without_grid(tmp_path):
+    with pytest.raises(NotApplicable, match="bandwidth and topology.link.latency"):
+        figures.fig_time_to_target(_two_runs(tmp_path))
+
+
+def test_compute_vs_exposed_bars(tmp_path):
+    fig = figures.fig_compute_vs_comm(_two_runs(tmp_path))
+    ax = fig.axes[0]
+    compute, exposed = ax.containers
+    # 6 steps x 0.05 s compute; projected 1.2 s (ddp) and 2.4 s (lofi, clock x2).
+    np.testing.assert_allclose([b.get_width() for b in compute], [0.3, 0.3])
+    np.testing.assert_allclose([b.get_width() for b in exposed], [0.9, 2.1])
+    np.testing.assert_allclose([b.get_x() for b in exposed], [0.3, 0.3])  # stacked on compute
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ddp", "lofi"]
+    _written(style.save(fig, str(tmp_path / "out"), "f5"))
+
+
+def test_bytes_hotspot_bars(tmp_path):
+    sweep = _two_runs(tmp_path)
+    fig = figures.fig_bytes_hotspots(sweep, sweep.runs[0])
+    node_ax, pair_ax = fig.axes
+    np.testing.assert_allclose([b.get_height() for b in node_ax.patches], [600e-6, 1200e-6, 1800e-6])
+    np.testing.assert_allclose([b.get_height() for b in pair_ax.patches], [600e-6, 700e-6, 50e-6])
+    assert [t.get_text() for t in pair_ax.get_xticklabels()] == ["0→1", "1→2", "2→0"]
+    _written(style.save(fig, str(tmp_path / "out"), "f7"))
+
+
+def test_fonts_at_least_8pt_and_column_width(tmp_path):
+    fig = figures.fig_loss_vs_time(_two_runs(tmp_path))
+    assert fig.get_figwidth() == pytest.approx(3.5)
+    ax = fig.axes[0]
+    texts = [ax.xaxis.label, ax.yaxis.label, fig._suptitle] + ax.get_xticklabels() + ax.get_legend().get_texts()
+    assert min(t.get_fontsize() for t in texts) >= 8
