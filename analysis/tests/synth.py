@@ -59,13 +59,18 @@ def default_datasets(steps=6, nodes=3, time_scale=1.0):
 
 
 def write_run(path, name="run", algorithm="ddp", bandwidth="1e+08", latency=0.01, steps=6, nodes=3,
-              time_scale=1.0, status="completed", omit=(), summary=None, **overrides):
+              time_scale=1.0, status="completed", omit=(), summary=None, datasets=None, **overrides):
     """Write one run file. `overrides` replace datasets (`eval_loss=` for eval/loss: '_' -> '/'
-    on the first underscore), `omit` drops datasets, `summary` replaces /summary attributes."""
+    on the first underscore), `datasets` replaces or adds any path, `omit` drops datasets,
+    `summary` replaces /summary attributes."""
     data = default_datasets(steps, nodes, time_scale)
     for key, value in overrides.items():
         group, rest = key.split("_", 1)
+        if f"{group}/{rest}" not in data:  # a typo would otherwise add a dataset nobody reads
+            raise KeyError(f"no default dataset {group}/{rest}; use datasets={{path: value}}")
         data[f"{group}/{rest}"] = np.asarray(value)
+    for key, value in (datasets or {}).items():
+        data[key.lstrip("/")] = np.asarray(value)
     for key in omit:
         data.pop(key.lstrip("/"))
     if summary is None:
