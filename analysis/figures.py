@@ -24,11 +24,6 @@ def _log_if_wide(ax, axis, values):
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
 
 
-def _legend(ax, n):
-    if n:
-        ax.legend(frameon=False, ncol=1 if n <= 5 else 2, handlelength=1.5)
-
-
 def _eval_lines(sweep, ax, x_of):
     xs_all = []
     for run in sweep.runs:
@@ -41,36 +36,36 @@ def _eval_lines(sweep, ax, x_of):
 
 def fig_loss_vs_time(sweep):
     """1. Eval loss of the averaged model against the projected wall-clock time of each eval."""
-    fig, ax = style.new_figure()
+    fig, ax, leg = style.legend_figure(len(sweep.runs))
     xs = _eval_lines(sweep, ax, metrics.eval_times)
     _log_if_wide(ax, "x", xs)
     ax.set_xlabel("projected wall-clock time (s)")
     ax.set_ylabel("eval loss (nats)")
-    _legend(ax, len(sweep.runs))
+    style.add_legend(ax, leg)
     style.caption(fig, sweep, "Eval loss vs projected time (eval at the slowest node's finish).")
     return fig
 
 
 def fig_loss_vs_bytes(sweep):
     """2. Eval loss against cumulative payload bytes sent by all nodes up to that eval."""
-    fig, ax = style.new_figure()
+    fig, ax, leg = style.legend_figure(len(sweep.runs))
     xs = _eval_lines(sweep, ax, lambda r: metrics.eval_bytes(r) / 1e6)
     _log_if_wide(ax, "x", xs)
     ax.set_xlabel("cumulative bytes sent, all nodes (MB)")
     ax.set_ylabel("eval loss (nats)")
-    _legend(ax, len(sweep.runs))
+    style.add_legend(ax, leg)
     style.caption(fig, sweep, "Eval loss vs bytes sent.")
     return fig
 
 
 def fig_correlation(sweep):
     """3. Mean pairwise Pearson correlation of the replicas' parameters at each eval."""
-    fig, ax = style.new_figure()
+    fig, ax, leg = style.legend_figure(len(sweep.runs))
     for run in sweep.runs:
         ax.plot(run.read("/eval/step"), run.read("/replicas/correlation"), marker="o", label=run.label)
     ax.set_xlabel("step")
     ax.set_ylabel("replica correlation (Pearson r)")
-    _legend(ax, len(sweep.runs))
+    style.add_legend(ax, leg)
     style.caption(fig, sweep, "Mean pairwise correlation of replica parameters.")
     return fig
 
@@ -139,15 +134,17 @@ def fig_time_to_target(sweep, target=None):
         cmap.set_bad("0.85")  # grey: never reached
         image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, f"{v:.3g}" if np.isfinite(v) else "never", ha="center", va="center", fontsize=style.FONT_PT,
+            ax.text(j, i, f"{v:.2g}" if np.isfinite(v) else "never", ha="center", va="center", fontsize=style.FONT_PT,
                     color="black" if not np.isfinite(v) or norm(v) > 0.5 else "white")
-        ax.set_xticks(range(len(bws)), [style.format_value("bandwidth", b) for b in bws])
-        ax.set_yticks(range(len(lats)), [style.format_value("latency", l) for l in lats])
-        ax.set_xlabel("link bandwidth (bit/s)")
-        ax.set_ylabel("link latency (s)")
+        # Plain numbers in Mbit/s and ms keep the ticks short at column width; the labels say the unit.
+        ax.set_xticks(range(len(bws)), [f"{b / 1e6:g}" for b in bws])
+        ax.set_yticks(range(len(lats)), [f"{l * 1e3:g}" for l in lats])
+        ax.set_xlabel("link bandwidth (Mbit/s)")
+        if ax in axes[:, 0]:  # one latency label per row of panels
+            ax.set_ylabel("link latency (ms)")
         ax.set_title(algo)
     fig.colorbar(image, ax=axes.ravel().tolist(), label="time to target (s)")
-    how = "given" if target is not None else "default: the highest of the runs' best eval losses, so every run reaches it"
+    how = "given" if target is not None else "default: the worst run's best loss, which every run reaches"
     style.caption(fig, sweep, f"Projected time to eval loss <= {chosen:.4g} ({how}); grey: never reached.")
     fig.target_loss = chosen  # for the caller and tests: the target actually used
     return fig
@@ -162,15 +159,22 @@ def fig_compute_vs_comm(sweep):
         labels.append(run.label)
         compute.append(c)
         exposed.append(e)
-    fig, ax = style.new_figure(height_in=1.4 + 0.22 * len(labels))
-    y = np.arange(len(labels))
-    ax.barh(y, compute, label="compute")
-    ax.barh(y, exposed, left=compute, label="exposed communication")
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()  # first run on top, as listed
+    # Run labels are long ("ddp, bandwidth=100 Mbps, latency=10 ms"): each is written above its
+    # bar so the bars keep the full column width; the legend gets its own strip below.
+    n = len(labels)
+    fig, (ax, leg) = style.new_figure(height_in=1.3 + 0.36 * n, nrows=2,
+                                      gridspec_kw={"height_ratios": [0.9 + 0.36 * n, 0.25]})
+    leg.axis("off")
+    y = np.arange(n)
+    ax.barh(y, compute, height=0.45, label="compute")
+    ax.barh(y, exposed, height=0.45, left=compute, label="exposed communication")
+    for i, text in enumerate(labels):
+        ax.text(0, i - 0.3, text, va="bottom", ha="left", fontsize=style.FONT_PT)
+    ax.set_yticks([])
+    ax.set_ylim(n - 0.5, -0.9)  # first run on top, as listed; room for the first label
     ax.set_xlabel("projected time (s)")
-    ax.set_ylabel("run")
-    ax.legend(frameon=False, loc="best")
+    ax.set_ylabel("runs")
+    style.add_legend(ax, leg, ncol=2)
     style.caption(fig, sweep, "Compute vs exposed communication.")
     return fig
 

@@ -37,13 +37,42 @@ def new_figure(height_in=2.6, width_in=COLUMN_WIDTH_IN, **subplots):
     return fig, axes
 
 
+def scenario_text(sweep):
+    """The scenario name, or for a sweep of differently named runs, the count and the first name."""
+    names = sweep.names()
+    return names[0] if len(names) == 1 else f"{len(names)} scenarios ({names[0]}, ...)"
+
+
 def caption(fig, sweep, text=""):
     """Caption line: what the figure shows, the scenario name(s), and where the runs came from."""
-    names = sweep.names()
-    scen = names[0] if len(names) == 1 else f"{len(names)} scenarios ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
-    line = f"{text} Scenario: {scen}; source: {sweep.source}" if text else f"Scenario: {scen}; source: {sweep.source}"
+    line = f"{text} Scenario: {scenario_text(sweep)}; source: {sweep.source}".strip()
     # Paths are not broken at hyphens or mid-word: the caption must name them whole.
     fig.suptitle(textwrap.fill(line, 62, break_on_hyphens=False, break_long_words=False), fontsize=FONT_PT)
+
+
+def legend_figure(n_entries, height_in=2.4):
+    """A figure with one plot and, for more than three runs, a legend panel below it sized to
+    the entries (a legend inside the axes would hide the lines or squeeze the plot)."""
+    if n_entries <= 3:
+        fig, ax = new_figure(height_in)
+        return fig, ax, ax
+    rows = n_entries  # one entry per line: labels like "ddp, bandwidth=100 Mbps, latency=10 ms" are long
+    leg_h = 0.16 * rows + 0.1
+    fig, (ax, leg) = new_figure(height_in + leg_h, nrows=2, gridspec_kw={"height_ratios": [height_in, leg_h]})
+    leg.axis("off")
+    return fig, ax, leg
+
+
+def add_legend(ax, where, ncol=1):
+    """Legend of ax's artists, inside ax or filling the panel `where` below it."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if where is ax:
+        ax.legend(frameon=False, handlelength=1.5)
+    else:
+        where.legend(handles, labels, frameon=False, loc="upper center", handlelength=1.5, borderaxespad=0,
+                     ncol=ncol)
 
 
 def save(fig, out_dir, stem):

@@ -39,9 +39,8 @@ def _fmt(v, missing):
 
 
 def _caption(sweep):
-    names = ", ".join(sweep.names())
     return (f"Final accuracy of the averaged model, in distribution and under each shift "
-            f"(last eval). Scenario: {names}; source: {sweep.source}")
+            f"(last eval). Scenario: {style.scenario_text(sweep)}; source: {sweep.source}")
 
 
 def to_markdown(sweep, header, rows):
