@@ -9,7 +9,7 @@ packages=(
   libtorch-dev libns3-dev libgsl-dev libboost-graph-dev libhdf5-dev hdf5-tools
   libcli11-dev libgtest-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread
   dataset-fashion-mnist
-  python3-h5py python3-matplotlib python3-pytest python3-numpy
+  python3-h5py python3-matplotlib python3-pytest python3-numpy python3-yaml
   zlib1g-dev
 )
 
