@@ -115,6 +115,8 @@ def fig_time_to_target(sweep, target=None):
     one panel per algorithm."""
     chosen = target if target is not None else default_target(sweep)
     grids = time_to_target_grid(sweep, chosen)
+    cells_run = {a: {(_link(r, "latency"), _link(r, "bandwidth")) for r in sweep.runs if r.algorithm == a}
+                 for a in grids}
     algos = sorted(grids)
     ncols = min(2, len(algos))
     nrows = math.ceil(len(algos) / ncols)
@@ -134,7 +136,8 @@ def fig_time_to_target(sweep, target=None):
         cmap.set_bad("0.85")  # grey: never reached
         image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, f"{v:.2g}" if np.isfinite(v) else "never", ha="center", va="center", fontsize=style.FONT_PT,
+            ran = (lats[i], bws[j]) in cells_run[algo]
+            ax.text(j, i, f"{v:.2g}" if np.isfinite(v) else ("never" if ran else "no run"), ha="center", va="center", fontsize=style.FONT_PT,
                     color="black" if not np.isfinite(v) or norm(v) > 0.5 else "white")
         # Plain numbers in Mbit/s and ms keep the ticks short at column width; the labels say the unit.
         ax.set_xticks(range(len(bws)), [f"{b / 1e6:g}" for b in bws])
@@ -204,17 +207,8 @@ def fig_bytes_hotspots(sweep, run):
     a_pair.set_ylabel("bytes (MB)")
     a_pair.margins(y=0.3)
     a_pair.legend(frameon=False, loc="upper right")
-    style.caption(fig, _one(sweep, run), f"Bytes per node and per host pair, run {run.label}.{note}")
+    style.caption(fig, sweep, f"Bytes per node and per host pair, run {run.label}.{note}", names=[run.name])
     return fig
-
-
-class _one:
-    # Caption context for a single run inside a sweep: its own name, the sweep's source.
-    def __init__(self, sweep, run):
-        self.source, self._name = sweep.source, run.name
-
-    def names(self):
-        return [self._name]
 
 
 def _safe_stem(text):
@@ -224,19 +218,19 @@ def _safe_stem(text):
 def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
     """Write every figure the inputs support. Returns (written paths, errors); a figure whose
     inputs do not apply is skipped with a note, one whose files lack a dataset is an error."""
+    # (figure number for --only, file stem, maker; None makes the table)
     jobs = [
-        ("fig1_loss_vs_time", lambda: fig_loss_vs_time(sweep)),
-        ("fig2_loss_vs_bytes", lambda: fig_loss_vs_bytes(sweep)),
-        ("fig3_correlation", lambda: fig_correlation(sweep)),
-        ("fig4_time_to_target", lambda: fig_time_to_target(sweep, target_loss)),
-        ("fig5_compute_vs_comm", lambda: fig_compute_vs_comm(sweep)),
-        ("table6_accuracy", None),
+        ("1", "fig1_loss_vs_time", lambda: fig_loss_vs_time(sweep)),
+        ("2", "fig2_loss_vs_bytes", lambda: fig_loss_vs_bytes(sweep)),
+        ("3", "fig3_correlation", lambda: fig_correlation(sweep)),
+        ("4", "fig4_time_to_target", lambda: fig_time_to_target(sweep, target_loss)),
+        ("5", "fig5_compute_vs_comm", lambda: fig_compute_vs_comm(sweep)),
+        ("6", "table6_accuracy", None),
     ]
     for run in sweep.runs:
-        jobs.append((f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))
+        jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))
     written, errors = [], []
-    for stem, make in jobs:
-        number = stem[3:4] if stem.startswith("fig") else stem[5:6]
+    for number, stem, make in jobs:
         if only and number not in only:
             continue
         try:

@@ -98,10 +98,6 @@ class Run:
         self.label = self.algorithm
         self._cache = {}
 
-    def has(self, dataset):
-        with h5py.File(self.path, "r") as f:
-            return dataset.lstrip("/") in f
-
     def read(self, dataset):
         """The whole dataset as a numpy array, or MissingData naming this file and the dataset."""
         key = "/" + dataset.lstrip("/")

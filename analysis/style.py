@@ -37,15 +37,16 @@ def new_figure(height_in=2.6, width_in=COLUMN_WIDTH_IN, **subplots):
     return fig, axes
 
 
-def scenario_text(sweep):
+def scenario_text(sweep, names=None):
     """The scenario name, or for a sweep of differently named runs, the count and the first name."""
-    names = sweep.names()
+    names = names if names is not None else sweep.names()
     return names[0] if len(names) == 1 else f"{len(names)} scenarios ({names[0]}, ...)"
 
 
-def caption(fig, sweep, text=""):
-    """Caption line: what the figure shows, the scenario name(s), and where the runs came from."""
-    line = f"{text} Scenario: {scenario_text(sweep)}; source: {sweep.source}".strip()
+def caption(fig, sweep, text="", names=None):
+    """Caption line: what the figure shows, the scenario name(s) (`names` narrows them, e.g. to
+    one run of the sweep), and where the runs came from."""
+    line = f"{text} Scenario: {scenario_text(sweep, names)}; source: {sweep.source}".strip()
     # Paths are not broken at hyphens or mid-word: the caption must name them whole.
     fig.suptitle(textwrap.fill(line, 62, break_on_hyphens=False, break_long_words=False), fontsize=FONT_PT)
 

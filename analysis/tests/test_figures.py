@@ -158,3 +158,22 @@ def test_fonts_at_least_8pt_and_column_width(tmp_path):
     ax = fig.axes[0]
     texts = [ax.xaxis.label, ax.yaxis.label, fig._suptitle] + ax.get_xticklabels() + ax.get_legend().get_texts()
     assert min(t.get_fontsize() for t in texts) >= 8
+
+
+def test_heatmap_cell_averages_seeds_and_marks_cells_without_runs(tmp_path):
+    # Two seeds in one cell (times 0.6 x 1 and 0.6 x 3 to reach loss 1.5), one cell with no run.
+    for seed, scale in ((0, 1.0), (1, 3.0)):
+        write_run(tmp_path / f"a{seed}.h5", name=f"s{seed}", bandwidth="1e+08", latency=0.001, time_scale=scale)
+    write_run(tmp_path / "b.h5", name="b", bandwidth="1e+09", latency=0.001)
+    write_run(tmp_path / "c.h5", name="c", bandwidth="1e+08", latency=0.01, time_scale=2.0)
+    fig = figures.fig_time_to_target(load(str(tmp_path)), target=1.5)
+    grid, ax = _image(fig, "ddp")
+    np.testing.assert_allclose(grid, [[(0.6 + 1.8) / 2, 0.6], [1.2, np.nan]])
+    assert "no run" in [t.get_text() for t in ax.texts]
+
+
+def test_default_target_ignores_runs_without_finite_loss(tmp_path):
+    write_run(tmp_path / "a.h5", eval_loss=[1.5, 0.9])
+    write_run(tmp_path / "b.h5", eval_loss=[np.nan, np.nan], status="diverged")
+    write_run(tmp_path / "c.h5", eval_loss=[1.4, 1.1])
+    assert figures.default_target(load(str(tmp_path))) == pytest.approx(1.1)

@@ -111,7 +111,7 @@ def test_compute_exposed_and_byte_totals(tmp_path):
     assert list(totals) == [600, 700, 50]
 
 
-def test_real_layout_h5_from_a_killed_run_without_summary(tmp_path):
+def test_killed_run_without_summary_uses_last_finish(tmp_path):
     run = load_run(write_run(tmp_path / "k.h5", summary={}))
     # No /summary attrs: the projected time falls back to the last node's finish.
     assert metrics.projected_time(run) == pytest.approx(1.2)
