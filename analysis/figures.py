@@ -24,12 +24,20 @@ def _log_if_wide(ax, axis, values):
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
 
 
+# The colour cycle has 10 entries; runs 11-20 get dashed lines, 21-30 dotted, so none share a look.
+_DASHES = ["-", "--", ":", "-."]
+
+
+def _style_of(i):
+    return {"color": f"C{i % 10}", "linestyle": _DASHES[(i // 10) % len(_DASHES)], "marker": "o"}
+
+
 def _eval_lines(sweep, ax, x_of):
     xs_all = []
-    for run in sweep.runs:
+    for i, run in enumerate(sweep.runs):
         x = x_of(run)
         y = metrics.eval_loss(run)
-        ax.plot(x, y, marker="o", label=run.label)
+        ax.plot(x, y, label=run.label, **_style_of(i))
         xs_all.extend(x)
     return xs_all
 
@@ -61,8 +69,8 @@ def fig_loss_vs_bytes(sweep):
 def fig_correlation(sweep):
     """3. Mean pairwise Pearson correlation of the replicas' parameters at each eval."""
     fig, ax, leg = style.legend_figure(len(sweep.runs))
-    for run in sweep.runs:
-        ax.plot(run.read("/eval/step"), run.read("/replicas/correlation"), marker="o", label=run.label)
+    for i, run in enumerate(sweep.runs):
+        ax.plot(run.read("/eval/step"), run.read("/replicas/correlation"), label=run.label, **_style_of(i))
     ax.set_xlabel("step")
     ax.set_ylabel("replica correlation (Pearson r)")
     style.add_legend(ax, leg)

@@ -48,7 +48,7 @@ def caption(fig, sweep, text="", names=None):
     one run of the sweep), and where the runs came from."""
     line = f"{text} Scenario: {scenario_text(sweep, names)}; source: {sweep.source}".strip()
     # Paths are not broken at hyphens or mid-word: the caption must name them whole.
-    fig.suptitle(textwrap.fill(line, 62, break_on_hyphens=False, break_long_words=False), fontsize=FONT_PT)
+    fig.suptitle(textwrap.fill(line, 54, break_on_hyphens=False, break_long_words=False), fontsize=FONT_PT)
 
 
 def legend_figure(n_entries, height_in=2.4):
