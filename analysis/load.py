@@ -162,8 +162,8 @@ def _read_manifest(path):
             header = next(reader)
         except StopIteration:
             raise LoadError(f"{path}: empty manifest") from None
-        rows = [dict(zip(header, row)) for row in reader if row]
-    header = [h.strip() for h in header]
+        header = [h.strip() for h in header]
+        rows = [{k: v.strip() for k, v in zip(header, row)} for row in reader if row]
     if not header or header[0] != "run":
         raise LoadError(f"{path}: first column must be 'run', found {header[:1]}")
     if "status" not in header:

@@ -83,8 +83,10 @@ def bytes_per_pair(run):
             raise MissingData(run.path, f"/comm/messages field '{field}'")
     if len(m) == 0:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.uint64)
-    pairs = np.stack([m["src"].astype(np.int64), m["dst"].astype(np.int64)], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    # One int64 key per pair (src in the high half) sorts by src then dst and is much faster
+    # than np.unique over rows for the millions of messages a large ring run records.
+    key = (m["src"].astype(np.int64) << 32) | m["dst"].astype(np.int64)
+    uniq, inverse = np.unique(key, return_inverse=True)
     totals = np.zeros(len(uniq), np.uint64)
     np.add.at(totals, inverse.reshape(-1), m["bytes"].astype(np.uint64))
-    return uniq, totals
+    return np.stack([uniq >> 32, uniq & 0xFFFFFFFF], axis=1), totals

@@ -116,3 +116,16 @@ def test_killed_run_without_summary_uses_last_finish(tmp_path):
     # No /summary attrs: the projected time falls back to the last node's finish.
     assert metrics.projected_time(run) == pytest.approx(1.2)
     assert os.path.basename(run.path) == "k.h5"
+
+
+def test_empty_directory_is_an_error(tmp_path):
+    with pytest.raises(LoadError, match="no .h5 result files"):
+        load_sweep(str(tmp_path))
+
+
+def test_manifest_cells_with_spaces(tmp_path):
+    write_run(tmp_path / "r0.h5", name="a", latency=0.001)
+    write_run(tmp_path / "r1.h5", name="b", latency=0.01)
+    (tmp_path / "sweep.csv").write_text("run, topology.link.latency, status\nr0, 1ms, completed\nr1, 10ms, completed\n")
+    sweep = load_sweep(str(tmp_path))
+    assert [r.label for r in sweep.runs] == ["latency=1 ms", "latency=10 ms"]
