@@ -5,6 +5,7 @@ import math
 import os
 import sys
 
+import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm, Normalize
 
@@ -96,8 +97,9 @@ def default_target(sweep):
 
 
 def time_to_target_grid(sweep, target):
-    """{algorithm: (bandwidths, latencies, grid[lat, bw] seconds)}; a cell averages its runs
-    (e.g. seeds) and is NaN if any of them never reaches the target or none ran there."""
+    """{algorithm: (bandwidths, latencies, grid[lat, bw] seconds, ran[lat, bw])}; a cell averages
+    its runs (e.g. seeds) and is NaN if any of them never reaches the target or none ran there
+    (`ran` tells the two apart)."""
     cells, bws, lats = {}, set(), set()
     for run in sweep.runs:
         bw, lat = _link(run, "bandwidth"), _link(run, "latency")
@@ -112,9 +114,11 @@ def time_to_target_grid(sweep, target):
     out = {}
     for algo, by_cell in cells.items():
         grid = np.full((len(lats), len(bws)), np.nan)
+        ran = np.zeros(grid.shape, bool)
         for (lat, bw), times in by_cell.items():
             grid[lats.index(lat), bws.index(bw)] = np.mean(times)  # NaN propagates: never reached
-        out[algo] = (bws, lats, grid)
+            ran[lats.index(lat), bws.index(bw)] = True
+        out[algo] = (bws, lats, grid, ran)
     return out
 
 
@@ -123,8 +127,6 @@ def fig_time_to_target(sweep, target=None):
     one panel per algorithm."""
     chosen = target if target is not None else default_target(sweep)
     grids = time_to_target_grid(sweep, chosen)
-    cells_run = {a: {(_link(r, "latency"), _link(r, "bandwidth")) for r in sweep.runs if r.algorithm == a}
-                 for a in grids}
     algos = sorted(grids)
     ncols = min(2, len(algos))
     nrows = math.ceil(len(algos) / ncols)
@@ -139,13 +141,13 @@ def fig_time_to_target(sweep, target=None):
     for ax in axes.flat[len(algos):]:
         ax.set_visible(False)
     for ax, algo in zip(axes.flat, algos):
-        bws, lats, grid = grids[algo]
-        cmap = style.matplotlib.colormaps["viridis"].copy()
-        cmap.set_bad("0.85")  # grey: never reached
+        bws, lats, grid, ran = grids[algo]
+        cmap = matplotlib.colormaps["viridis"].copy()
+        cmap.set_bad("0.85")  # grey: never reached, or no run there
         image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
-            ran = (lats[i], bws[j]) in cells_run[algo]
-            ax.text(j, i, f"{v:.2g}" if np.isfinite(v) else ("never" if ran else "no run"), ha="center", va="center", fontsize=style.FONT_PT,
+            text = f"{v:.2g}" if np.isfinite(v) else ("never" if ran[i, j] else "no run")
+            ax.text(j, i, text, ha="center", va="center", fontsize=style.FONT_PT,
                     color="black" if not np.isfinite(v) or norm(v) > 0.5 else "white")
         # Plain numbers in Mbit/s and ms keep the ticks short at column width; the labels say the unit.
         ax.set_xticks(range(len(bws)), [f"{b / 1e6:g}" for b in bws])
