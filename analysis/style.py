@@ -118,7 +118,3 @@ def format_value(key, value):
     if isinstance(value, str):
         return value
     return f"{x:g}"
-
-
-def format_bytes(n):
-    return _si(float(n), "B")
