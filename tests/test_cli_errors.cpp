@@ -181,6 +181,11 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("algorithm: {name: lofi}\nworkload: {init: random}\n", "2:18", "not one of: shared, independent");
 }
 
+TEST_F(Cli, AnalyticalBackendRefusesLoss) {
+  expect_rejected("network: {backend: analytical}\ntopology: {link: {loss: 1%}}\n", "1:20",
+                  "the analytical backend models no loss");
+}
+
 TEST_F(Cli, HelpMentionsSubcommands) {
   Result r = run("--help");
   EXPECT_EQ(r.code, 0);
