@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "netmodels/analytical_network.h"
+#include "netmodels/flow_network.h"
 #include "netmodels/ns3_network.h"
 #include "sim/comm_layout.h"
 #include "sim/scenario_loader.h"
@@ -99,9 +100,14 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   options.delayed_ack = scenario.network.delayed_ack;
   options.syn_timeout_s = scenario.network.syn_timeout.s;
   options.seed = stream_seed(scenario.seed, "network");
-  std::unique_ptr<Network> backend = scenario.network.backend == "analytical"
-                                         ? make_analytical_network(*clock_, topology_)
-                                         : make_ns3_network(*clock_, topology_, options);
+  std::unique_ptr<Network> backend;
+  if (scenario.network.backend == "analytical") {
+    backend = make_analytical_network(*clock_, topology_);
+  } else if (scenario.network.backend == "flow") {
+    backend = make_flow_network(*clock_, topology_, scenario.network.mtu);
+  } else {
+    backend = make_ns3_network(*clock_, topology_, options);
+  }
   network_ = std::make_unique<TimedNetwork>(std::move(backend), times_);
   host_neighbours_ = host_neighbours(topology_);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);

@@ -74,7 +74,7 @@ struct NetworkSection {
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
   template <class V> void fields(V& v) {
-    v.field("backend", backend, Choices{{"ns3", "analytical"}});
+    v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp"}});
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue_packets", queue_packets, Range{1, 1e7});

@@ -426,11 +426,14 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
       fail(origins.where("topology.links." + std::to_string(i)), e.what());
     }
   }
-  if (s.network.backend == "analytical") {
-    // The bound has no packets to drop; a lossy scenario there would silently be lossless.
+  if (s.network.backend != "ns3") {
+    // Only packets can be dropped; a lossy scenario there would silently be lossless.
     bool lossy = s.topology.link.loss.value > 0;
     for (const auto& l : s.topology.links) lossy = lossy || (l.loss && l.loss->value > 0);
-    if (lossy) fail(origins.where("network.backend"), "the analytical backend models no loss; use ns3 for lossy links");
+    if (lossy) {
+      fail(origins.where("network.backend"),
+           "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
+    }
   }
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");

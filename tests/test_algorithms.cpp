@@ -337,14 +337,20 @@ TEST_F(Algorithms, DdpParametersDoNotDependOnNodeSpeeds) {
 }
 
 // The network backend changes when things arrive, not what DDP computes; the alpha-beta
-// backend is a lower bound on the packet-level projection.
+// backend is a lower bound on the others, and the flow backend is near the packet level.
 TEST_F(Algorithms, AnalyticalBackendKeepsDdpValuesAndBoundsTheTime) {
   Scenario packets = scenario(3, 4, "{name: ddp}");
-  Scenario bound = packets;
+  Scenario bound = packets, flows = packets;
   bound.network.backend = "analytical";
-  const Run a = run(packets), b = run(bound);
-  for (int n = 0; n < 3; ++n) EXPECT_TRUE(torch::equal(a.parameters[n], b.parameters[n]));
+  flows.network.backend = "flow";
+  const Run a = run(packets), b = run(bound), f = run(flows);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_TRUE(torch::equal(a.parameters[n], b.parameters[n]));
+    EXPECT_TRUE(torch::equal(a.parameters[n], f.parameters[n]));
+  }
   EXPECT_LE(b.summary.projected_time_s, a.summary.projected_time_s);
+  EXPECT_LE(b.summary.projected_time_s, f.summary.projected_time_s);
+  EXPECT_NEAR(f.summary.projected_time_s / a.summary.projected_time_s, 1.0, 0.15);
   // Each step: compute, then 2(p-1) ring hops of a d/p chunk at 1 Gbps / 1 ms.
   const double step = 0.010 + 2 * 2 * (0.001 + (kD / 3) * 4 * 8 / 1e9);
   EXPECT_NEAR(b.summary.projected_time_s, 4 * step, 1e-6);

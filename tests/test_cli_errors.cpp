@@ -184,6 +184,8 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
 TEST_F(Cli, AnalyticalBackendRefusesLoss) {
   expect_rejected("network: {backend: analytical}\ntopology: {link: {loss: 1%}}\n", "1:20",
                   "the analytical backend models no loss");
+  expect_rejected("network: {backend: flow}\ntopology: {links: [{between: [0, 1], loss: 1%}]}\n", "1:20",
+                  "the flow backend models no loss");
 }
 
 TEST_F(Cli, HelpMentionsSubcommands) {
