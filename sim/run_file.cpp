@@ -51,7 +51,11 @@ std::optional<RunFile> read_run_file(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   H5::Exception::dontPrint();  // a torn file is an expected case here, not a report to print
   try {
-    H5::H5File file(path, H5F_ACC_RDONLY);
+    // No lock: a reader's lock would make a run starting at that moment fail to create its
+    // file (a sweep reads its runs' files while other runs, or other shards, write theirs).
+    H5::FileAccPropList access;
+    H5Pset_file_locking(access.getId(), false, true);
+    H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, access);
     RunFile r;
     r.status = string_attr(file, "status");
     r.error = string_attr(file, "error");

@@ -140,11 +140,13 @@ std::string manifest_csv(const Sweep& sweep, const std::map<int, RunOutcome>& ou
       }
       text += "," + csv_field(value);
     }
-    auto file = read_run_file(run_path(sweep, run));
     auto it = outcomes.find(run.index);
-    std::string status = it != outcomes.end() ? it->second.status : (file ? file->status : "pending");
+    bool known = it != outcomes.end();
+    // A running child's file is half-written: its numbers are not worth a read.
+    auto file = known && it->second.status == "running" ? std::nullopt : read_run_file(run_path(sweep, run));
+    std::string status = known ? it->second.status : (file ? file->status : "pending");
     if (status.empty()) status = "unreadable";
-    text += "," + status + "," + (it != outcomes.end() ? std::to_string(it->second.exit_code) : "");
+    text += "," + status + "," + (known && it->second.exit_code >= 0 ? std::to_string(it->second.exit_code) : "");
     RunFile r = file.value_or(RunFile{});
     text += "," + number(r.projected_time_s) + "," + number(r.total_bytes, "%.0f") + "," + number(r.final_eval_loss) +
             "," + number(r.final_accuracy) + "," + number(r.host_time_s) + "," + number(r.steps_completed, "%.0f") +
@@ -189,6 +191,7 @@ int run_sweep(const Sweep& sweep, const SweepOptions& options, std::ostream& log
       const SweepRun* run = queue.front();
       queue.pop_front();
       running[spawn_run(sweep, *run, options, threads)] = run;
+      outcomes[run->index] = {"running", -1};
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, 0);

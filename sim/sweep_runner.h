@@ -19,8 +19,8 @@ struct SweepOptions {
 
 // What this invocation saw of a run it started.
 struct RunOutcome {
-  std::string status;  // completed | diverged | failed | interrupted
-  int exit_code = 0;   // 128 + signal when the child was killed
+  std::string status;  // running | completed | diverged | failed | interrupted
+  int exit_code = -1;  // -1 while running; 128 + signal when the child was killed
 };
 
 // K for `--set threads=K`: max(1, cores / jobs), or 0 when the sweep varies threads itself.
