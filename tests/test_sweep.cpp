@@ -1,5 +1,6 @@
 // Tests sweeps: grid/zip/repeats expansion, run names, strict errors, and real tiny sweeps
 // through the testbed binary (manifest, resume, a diverged run, shards, bad values).
+#include <H5Cpp.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -335,6 +336,36 @@ TEST_F(Sweeps, ADivergedRunIsRecordedAndTheOthersComplete) {
   EXPECT_EQ(table["lr=1000,steps=5,seed=0"]["exit_code"], "3");
   EXPECT_EQ(table["lr=0.01,steps=5,seed=0"]["status"], "completed");
   EXPECT_EQ(table["lr=0.02,steps=5,seed=0"]["status"], "completed");
+}
+
+// Overwrites a run file's root status, as a run killed mid-way ("running") or failed leaves it.
+void set_status(const fs::path& h5, const std::string& status) {
+  H5::H5File file(h5.string(), H5F_ACC_RDWR);
+  file.removeAttr("status");
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  file.createAttribute("status", type, H5::DataSpace(H5S_SCALAR)).write(type, status);
+}
+
+size_t count(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(Sweeps, ACutOrFailedRunIsRedoneOnRerun) {
+  write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2]}\n");
+  ASSERT_EQ(cli("sweep s.yaml -j 2").code, 0);
+  set_status(dir_ / "out" / "seed=0.h5", "running");
+  set_status(dir_ / "out" / "seed=2.h5", "failed");
+  fs::remove(dir_ / "out" / "seed=1.log");
+  EXPECT_EQ(manifest(dir_ / "out").size(), 3u);
+  Result r = cli("sweep s.yaml");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(count(r.err, "skipped: completed earlier"), 1u) << r.err;
+  EXPECT_NE(r.err.find("seed=1 skipped"), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.err, " completed (exit 0)"), 2u) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "seed=1.log"));  // the skipped run did not start
+  for (const auto& [name, row] : manifest(dir_ / "out")) EXPECT_EQ(row.at("status"), "completed") << name;
 }
 
 TEST_F(Sweeps, AShardRunsOnlyItsRuns) {
