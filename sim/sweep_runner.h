@@ -12,7 +12,7 @@ namespace testbed {
 
 struct SweepOptions {
   int jobs = 1;                           // children at once
-  int shard_index = 0, shard_count = 1;   // run only runs with index % count == index
+  int shard_index = 0, shard_count = 1;   // run only runs whose index % shard_count == shard_index
   int cores = 0;                          // 0: the machine's
   std::string binary = "/proc/self/exe";  // what runs each child: `binary run base --set ... -o ... -q`
 };
