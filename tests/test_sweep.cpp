@@ -368,6 +368,24 @@ TEST_F(Sweeps, ACutOrFailedRunIsRedoneOnRerun) {
   for (const auto& [name, row] : manifest(dir_ / "out")) EXPECT_EQ(row.at("status"), "completed") << name;
 }
 
+TEST_F(Sweeps, ATerminatedSweepStopsItsChildAndLeavesTheRestPending) {
+  // Long enough that the TERM arrives mid-run; --foreground sends it to the sweep alone, which
+  // must pass it on to its child.
+  write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2]}\nzip: {workload.steps: [100000]}\n");
+  std::string command = "cd '" + dir_.string() + "' && { '" + TESTBED_BINARY +
+                        "' sweep s.yaml 2>stderr.txt & sleep 4; kill -TERM $!; wait $!; }";
+  int status = std::system(command.c_str());
+  std::string err = slurp(dir_ / "stderr.txt");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << err;
+  EXPECT_NE(err.find("stopped; 2 runs not started"), std::string::npos) << err;
+  auto table = manifest(dir_ / "out");
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table["seed=0,steps=100000"]["status"], "interrupted");
+  EXPECT_EQ(table["seed=0,steps=100000"]["exit_code"], "1");
+  EXPECT_EQ(table["seed=1,steps=100000"]["status"], "pending");
+  EXPECT_EQ(table["seed=2,steps=100000"]["status"], "pending");
+}
+
 TEST_F(Sweeps, AShardRunsOnlyItsRuns) {
   write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2]}\n");
   Result r = cli("sweep s.yaml --shard 1/2");
