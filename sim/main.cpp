@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   bool dry_run = false;
   auto* sweep = app.add_subcommand("sweep", "Run a grid of scenarios, each as a child process, into a folder");
   sweep->add_option("sweep", sweep_path, "Sweep YAML file")->required();
-  sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::PositiveNumber);
+  sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::Range(1, 4096));
   sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
   sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
 

@@ -242,6 +242,8 @@ TEST_F(Sweeps, ShardsAreDisjointAndCover) {
   EXPECT_EQ(covered, every);
   EXPECT_EQ(cli("sweep s.yaml --dry-run --shard 3/3").code, 2);
   EXPECT_EQ(cli("sweep s.yaml --dry-run --shard 1").code, 2);
+  EXPECT_EQ(cli("sweep s.yaml --dry-run -j 0").code, 2);
+  EXPECT_EQ(cli("sweep").code, 2);
   EXPECT_FALSE(fs::exists(dir_ / "out"));  // a dry run writes nothing
 }
 
