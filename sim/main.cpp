@@ -12,7 +12,9 @@
 
 #include "sim/engine.h"
 #include "sim/hdf5_recorder.h"
+#include "sim/report.h"
 #include "sim/scenario_loader.h"
+#include "sim/sweep_runner.h"
 #include "sim/workload.h"
 
 namespace {
@@ -76,6 +78,34 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   return summary.status == "diverged" ? 3 : 1;
 }
 
+int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
+  using namespace testbed;
+  SweepOptions options;
+  options.jobs = jobs;
+  try {
+    if (!shard.empty()) parse_shard(shard, options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "testbed: " << e.what() << "\n";
+    return 2;
+  }
+  Sweep sweep = load_sweep(path);
+  const int threads = child_threads(sweep, options);
+  // Every run, not only this shard's: a bad value is a bad sweep wherever it falls.
+  validate_sweep(sweep, threads);
+  auto runs = shard_runs(sweep, options);
+  if (dry_run) {
+    std::printf("%zu of %zu runs (shard %d/%d) -> %s\n", runs.size(), sweep.runs.size(), options.shard_index,
+                options.shard_count, sweep.out.c_str());
+    for (const auto* run : runs) {
+      std::printf("%s", run->name.c_str());
+      for (const auto& set : run_overrides(sweep, *run, threads)) std::printf("  --set %s", set.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
+  return run_sweep(sweep, options, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +126,18 @@ int main(int argc, char** argv) {
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
   validate->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
 
+  std::string sweep_path, shard, report_path;
+  int jobs = 1;
+  bool dry_run = false;
+  auto* sweep = app.add_subcommand("sweep", "Run a grid of scenarios, each as a child process, into a folder");
+  sweep->add_option("sweep", sweep_path, "Sweep YAML file")->required();
+  sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::Range(1, 4096));
+  sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
+  sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
+
+  auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
+  report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help
@@ -111,6 +153,11 @@ int main(int argc, char** argv) {
       testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
       testbed::make_samplers(scenario, testbed::load_dataset(scenario));
       std::cout << testbed::to_yaml(scenario);
+      return 0;
+    }
+    if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
+    if (*report) {
+      testbed::report(report_path, std::cout);
       return 0;
     }
     return run_command(scenario_path, sets, out, quiet);

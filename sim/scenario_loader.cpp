@@ -585,6 +585,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return parse_scenario(text.str(), path, overrides);
 }
 
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  return nearest_hint(word, candidates);
+}
+
 std::string to_yaml(const Scenario& scenario) {
   YAML::Emitter out;
   Writer writer(out);

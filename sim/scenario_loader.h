@@ -28,6 +28,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
                         const std::vector<std::string>& overrides = {});
 
+// " (did you mean 'x'?)" for the candidate nearest to `word`, or "" when none is close.
+// Shared with the sweep file reader so both suggest keys the same way.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
 // Every key with its resolved value, defaults included; parse_scenario(to_yaml(s)) == s.
 std::string to_yaml(const Scenario& scenario);
 

@@ -1,0 +1,22 @@
+// Reads back what a run wrote to HDF5: its status and /summary numbers, for sweeps and reports.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace testbed {
+
+struct RunFile {
+  std::string status;  // running | completed | diverged | failed (a killed run stays "running")
+  std::string error;
+  double projected_time_s = NAN, final_eval_loss = NAN, final_accuracy = NAN, final_perplexity = NAN;
+  double host_time_s = NAN, total_bytes = NAN, steps_completed = NAN;
+  // Sum over steps of the mean over nodes of /train/compute_time; NaN without that dataset.
+  double compute_time_s = NAN;
+};
+
+// nullopt when there is no file or HDF5 cannot read it (such as one cut mid-write).
+std::optional<RunFile> read_run_file(const std::string& path);
+
+}  // namespace testbed
