@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench figures clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -22,6 +22,13 @@ test: build
 
 bench: build
 	$(BUILD)/testbed_bench scenarios/100mbps_ring.yaml
+
+# Reduced paper reproductions end to end (sweeps, then figures and tables into figures/).
+# Finished runs are skipped, so a second `make figures` only redraws.
+FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp
+figures: build
+	@for s in $(FIGURE_SWEEPS); do $(BUILD)/testbed sweep scenarios/paper/$$s.yaml -j 2 || exit 1; done
+	@for s in $(FIGURE_SWEEPS); do $(PYTHON) -m analysis.figures results/paper/$$s --out figures/$$s || exit 1; done
 
 clean:
 	rm -rf $(BUILD)

@@ -145,7 +145,8 @@ def fig_time_to_target(sweep, target=None):
         cmap.set_bad("0.85")  # grey: never reached, or no run there
         image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
-            text = f"{v:.2g}" if np.isfinite(v) else ("never" if ran[i, j] else "no run")
+            # Two significant digits without exponents, so a cell's label fits inside it.
+            text = (f"{v:.0f}" if v >= 10 else f"{v:.2g}") if np.isfinite(v) else ("never" if ran[i, j] else "no run")
             ax.text(j, i, text, ha="center", va="center", fontsize=style.FONT_PT,
                     color="black" if not np.isfinite(v) or norm(v) > 0.5 else "white")
         # Plain numbers in Mbit/s and ms keep the ticks short at column width; the labels say the unit.
