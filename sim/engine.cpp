@@ -8,10 +8,8 @@
 
 #include <torch/torch.h>
 
-#include "netmodels/analytical_network.h"
-#include "netmodels/flow_network.h"
-#include "netmodels/ns3_network.h"
 #include "sim/comm_layout.h"
+#include "sim/network_factory.h"
 #include "sim/scenario_loader.h"
 #include "training/seed_streams.h"
 #include "sim/workload.h"
@@ -92,23 +90,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
-  Ns3Options options;
-  options.transport = scenario.network.transport;
-  options.mtu = scenario.network.mtu;
-  options.queue_packets = scenario.network.queue_packets;
-  options.min_rto_s = scenario.network.min_rto.s;
-  options.delayed_ack = scenario.network.delayed_ack;
-  options.syn_timeout_s = scenario.network.syn_timeout.s;
-  options.seed = stream_seed(scenario.seed, "network");
-  std::unique_ptr<Network> backend;
-  if (scenario.network.backend == "analytical") {
-    backend = make_analytical_network(*clock_, topology_);
-  } else if (scenario.network.backend == "flow") {
-    backend = make_flow_network(*clock_, topology_, scenario.network.mtu);
-  } else {
-    backend = make_ns3_network(*clock_, topology_, options);
-  }
-  network_ = std::make_unique<TimedNetwork>(std::move(backend), times_);
+  network_ = std::make_unique<TimedNetwork>(make_network(scenario, *clock_, topology_), times_);
   host_neighbours_ = host_neighbours(topology_);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);

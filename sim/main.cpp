@@ -12,7 +12,9 @@
 
 #include "sim/engine.h"
 #include "sim/hdf5_recorder.h"
+#include "sim/netbench.h"
 #include "sim/report.h"
+#include "sim/units.h"
 #include "sim/scenario_loader.h"
 #include "sim/sweep_runner.h"
 #include "sim/workload.h"
@@ -78,6 +80,25 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   return summary.status == "diverged" ? 3 : 1;
 }
 
+int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::string& collective,
+                     const std::string& size) {
+  using namespace testbed;
+  const auto bytes = parse_bytes(size);
+  if (!bytes || !(*bytes >= 4)) throw ScenarioError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  const Scenario scenario = load_scenario(path, sets);
+  const NetbenchResult r = netbench(scenario, collective, *bytes);
+  std::printf("backend           %s\n", scenario.network.backend.c_str());
+  std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
+  std::printf("collective        %s of %s\n", collective.c_str(), human_bytes(*bytes).c_str());
+  std::printf("simulated         %.6f s\n", r.simulated_s);
+  std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
+  std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);
+  std::printf("host              %.3f s\n", r.host_s);
+  std::printf("payload per host second  %s/s\n",
+              human_bytes(r.host_s > 0 ? static_cast<double>(r.payload_bytes) / r.host_s : 0).c_str());
+  return 0;
+}
+
 int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
   using namespace testbed;
   SweepOptions options;
@@ -135,6 +156,14 @@ int main(int argc, char** argv) {
   sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
   sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
 
+  std::string collective = "allreduce", size = "10MB";
+  auto* netbench = app.add_subcommand("netbench", "Time one collective on a scenario's network against alpha-beta");
+  netbench->add_option("scenario", scenario_path, "Scenario YAML file (its topology, nodes and network)")->required();
+  netbench->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  netbench->add_option("--collective", collective, "allreduce | allgather | p2p")
+      ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
+  netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
+
   auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
   report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
 
@@ -156,6 +185,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
+    if (*netbench) return netbench_command(scenario_path, sets, collective, size);
     if (*report) {
       testbed::report(report_path, std::cout);
       return 0;

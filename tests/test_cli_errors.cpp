@@ -196,3 +196,27 @@ TEST_F(Cli, HelpMentionsSubcommands) {
 }
 
 }  // namespace
+
+namespace {
+
+// netbench: the analytical backend is the bound itself; the packet level never beats it.
+TEST_F(Cli, NetbenchComparesWithAlphaBeta) {
+  fs::path s = write("net.yaml", "nodes: 4\ntopology: {kind: ring, link: {bandwidth: 100Mbps, latency: 10ms}}\n");
+  auto ratio_of = [](const std::string& out) {
+    const auto at = out.find("ratio");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(out.find_first_of("0123456789", at)));
+  };
+  Result bound = run("netbench '" + s.string() + "' --size 4MB --set network.backend=analytical");
+  ASSERT_EQ(bound.code, 0) << bound.err;
+  // 2(p-1) alpha + 2(p-1)/p n beta = 6 x 10 ms + 1.5 x 4e6 x 8 / 1e8 s.
+  EXPECT_NE(bound.out.find("alpha-beta bound  0.540000 s"), std::string::npos) << bound.out;
+  EXPECT_DOUBLE_EQ(ratio_of(bound.out), 1.0);
+  Result packets = run("netbench '" + s.string() + "' --size 4MB");
+  ASSERT_EQ(packets.code, 0) << packets.err;
+  EXPECT_GE(ratio_of(packets.out), 1.0);
+  EXPECT_LE(ratio_of(packets.out), 1.15);
+  EXPECT_EQ(run("netbench '" + s.string() + "' --size lots").code, 2);
+  EXPECT_EQ(run("netbench '" + s.string() + "' --collective broadcast").code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,23 @@
+// `testbed netbench`: one collective on a scenario's network, against the alpha-beta bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/scenario.h"
+
+namespace testbed {
+
+struct NetbenchResult {
+  double simulated_s = 0;  // projected time of the collective
+  double bound_s = 0;      // DESIGN.md's alpha-beta formula for it
+  double host_s = 0;       // host seconds the simulation took
+  uint64_t payload_bytes = 0;  // bytes all ranks sent
+};
+
+// `collective`: allreduce (ring), allgather (ring) or p2p (rank 0 to rank N-1), of `bytes`
+// (per rank for allgather). alpha is the largest path latency and beta the slowest
+// bottleneck between the pairs the collective uses. Throws std::invalid_argument.
+NetbenchResult netbench(const Scenario& scenario, const std::string& collective, double bytes);
+
+}  // namespace testbed
