@@ -232,7 +232,7 @@ Topology load_graphml(const TopologySpec& spec) {
     boost::connected_components(t.graph, component.data());
     for (int i = 1; i < n; ++i)
       if (component[i] != component[0])
-        throw std::invalid_argument(path + ": hosts on disconnected parts of the graph: node '" +
+        throw std::invalid_argument(path + ": topology.placement puts hosts on disconnected parts of the graph: node '" +
                                     nodes[placed[0]].id + "' cannot reach node '" + nodes[placed[i]].id + "'");
     throw std::invalid_argument(path + ": the graph is disconnected; every node must reach the hosts");
   }
