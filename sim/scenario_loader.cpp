@@ -408,7 +408,15 @@ std::string topology_error_key(const Scenario& s, const Origins& origins, const 
   if (kind == "erdos_renyi") candidates = {"topology.p"};
   if (kind == "watts_strogatz")
     candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
-  if (kind == "graphml") candidates = {mentions("placement") ? "topology.placement" : "topology.file"};
+  if (kind == "graphml") {
+    // A placement entry that names no node: point at that entry.
+    for (size_t i = 0; i < s.topology.placement.size(); ++i)
+      if (mentions("placement names") && mentions(("node '" + s.topology.placement[i] + "'").c_str()))
+        candidates.push_back("topology.placement." + std::to_string(i));
+    if (mentions("placement")) candidates.push_back("topology.placement");
+    if (mentions("but the graph has only")) candidates.push_back("nodes");
+    candidates.push_back("topology.file");
+  }
   for (const auto& key : candidates)
     if (origins.seen(key)) return key;
   return "topology.kind";

@@ -218,7 +218,9 @@ TEST_F(Cli, BadGraphmlFilesExit2) {
   expect_rejected("nodes: 2\ntopology: {kind: graphml, file: nothere.graphml}\n", "2:33", "cannot open");
   write("ok.graphml", graphml("11", "1"));
   expect_rejected("nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [Here, Nowhere]}\n",
-                  "2:56", "placement names unknown node 'Nowhere'");
+                  "2:63", "placement names unknown node 'Nowhere'");
+  expect_rejected("nodes: 3\ntopology: {kind: graphml, file: ok.graphml}\n", "1:8",
+                  "nodes is 3 but the graph has only 2 nodes");
   write("split.graphml", graphml("11", "0"));  // a self-loop only: the two nodes are apart
   expect_rejected("nodes: 2\ntopology: {kind: graphml, file: split.graphml, placement: [Here, There]}\n",
                   "2:59", "puts hosts on disconnected parts");
