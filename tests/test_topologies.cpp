@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -352,7 +353,7 @@ TEST(RandomGraphs, WattsStrogatzRewired) {
 
 // Great-circle distance (haversine, Earth radius 6371 km) over light speed in fibre (2/3 c).
 double haversine_latency(double lat1, double lon1, double lat2, double lon2) {
-  const double r = M_PI / 180;
+  const double r = std::numbers::pi / 180;
   double a = std::pow(std::sin((lat2 - lat1) * r / 2), 2) +
              std::cos(lat1 * r) * std::cos(lat2 * r) * std::pow(std::sin((lon2 - lon1) * r / 2), 2);
   double km = 2 * 6371 * std::atan2(std::sqrt(a), std::sqrt(1 - a));
@@ -457,7 +458,7 @@ TEST_F(GraphmlFiles, SpeedsAndLatency) {
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(1, 2, t.graph).first].bandwidth_bps, 40e6);
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(2, 0, t.graph).first].bandwidth_bps, 10e9);
   // One degree of a great circle: 6371 km x pi/180 = 111.19 km, at 2/3 c.
-  EXPECT_NEAR(t.graph[boost::edge(0, 1, t.graph).first].latency_s, 6371e3 * M_PI / 180 / (299792458.0 * 2 / 3), 1e-12);
+  EXPECT_NEAR(t.graph[boost::edge(0, 1, t.graph).first].latency_s, 6371e3 * std::numbers::pi / 180 / (299792458.0 * 2 / 3), 1e-12);
 
   // No speed at all: the scenario's bandwidth, with a warning naming the link.
   s.file = write("nospeed.graphml", nodes,
