@@ -57,11 +57,29 @@ struct TopologySection {
   LinkSection link;
   std::vector<LinkOverrideSection> links;
   int rows = 0;  // torus2d: grid rows (0: most square)
+  int k = 4;     // fat_tree: switch radix (even)
+  int clusters = 2;     // hierarchical: number of clusters
+  int per_cluster = 0;  // hierarchical: hosts per cluster (0: nodes / clusters)
+  LinkSection wan{Bandwidth{1e9}, Duration{0.050}, Fraction{0}};  // hierarchical: the WAN ring
+  double p = 0.5;       // erdos_renyi: link probability
+  int degree = 4;       // watts_strogatz: lattice degree (even)
+  double beta = 0.1;    // watts_strogatz: rewiring probability
+  std::string file;     // graphml: Topology Zoo file (relative: to the scenario file)
+  std::vector<std::string> placement;  // graphml: node ids or labels of the hosts
   template <class V> void fields(V& v) {
     v.field("kind", kind, Choices{topology_kinds()});
     v.field("link", link);
     v.field("links", links);
     v.field("rows", rows, Range{0, 1e6});
+    v.field("k", k, Range{2, 1e4});
+    v.field("clusters", clusters, Range{1, 1e5});
+    v.field("per_cluster", per_cluster, Range{0, 1e5});
+    v.field("wan", wan);
+    v.field("p", p, Range{0, 1, true});
+    v.field("degree", degree, Range{2, 1e5});
+    v.field("beta", beta, Range{0, 1});
+    v.field("file", file);
+    v.field("placement", placement);
   }
 };
 

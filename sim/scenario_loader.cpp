@@ -395,6 +395,33 @@ void check_workload(Scenario& s, const Origins& origins);
 void check_compute(const Scenario& s, const Origins& origins);
 void check_algorithm(const Scenario& s, const Origins& origins);
 
+// The key a topology builder's error is best reported at: the key of the kind's own
+// size or file when the scenario gives it, else topology.kind.
+std::string topology_error_key(const Scenario& s, const Origins& origins, const std::string& message) {
+  const std::string& kind = s.topology.kind;
+  auto mentions = [&](const char* word) { return message.find(word) != std::string::npos; };
+  std::vector<std::string> candidates;
+  if (kind == "torus2d") candidates = {"topology.rows"};
+  if (kind == "fat_tree") candidates = {mentions("nodes") ? "nodes" : "topology.k"};
+  if (kind == "hierarchical")
+    candidates = {mentions("topology.wan") ? "topology.wan" : "topology.per_cluster", "topology.clusters", "nodes"};
+  if (kind == "erdos_renyi") candidates = {"topology.p"};
+  if (kind == "watts_strogatz")
+    candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
+  if (kind == "graphml") {
+    // A placement entry that names no node: point at that entry.
+    for (size_t i = 0; i < s.topology.placement.size(); ++i)
+      if (mentions("placement names") && mentions(("node '" + s.topology.placement[i] + "'").c_str()))
+        candidates.push_back("topology.placement." + std::to_string(i));
+    if (mentions("placement")) candidates.push_back("topology.placement");
+    if (mentions("but the graph has only")) candidates.push_back("nodes");
+    candidates.push_back("topology.file");
+  }
+  for (const auto& key : candidates)
+    if (origins.seen(key)) return key;
+  return "topology.kind";
+}
+
 void check_cross_fields(Scenario& s, const Origins& origins) {
   if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
   if (!std::regex_match(s.device, std::regex("cpu|cuda(:[0-9]+)?|mps"))) {
@@ -408,6 +435,16 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
            "'between' takes two vertex indices, such as [0, 1]");
     }
   }
+  if (!s.topology.file.empty() && origins.seen("topology.file")) {
+    // A path in a scenario file is relative to that file, so that scenarios in the repository
+    // can name ../shared data wherever they are run from; a --set path is relative to the
+    // working directory. Absolute afterwards, so that re-reading the written scenario agrees.
+    std::filesystem::path file = s.topology.file;
+    const Location loc = origins.where("topology.file");
+    if (file.is_relative() && loc.origin.rfind("--set ", 0) != 0)
+      file = std::filesystem::path(loc.origin).parent_path() / file;
+    s.topology.file = std::filesystem::absolute(file).lexically_normal().string();
+  }
   // The topology without overrides first, so its errors are not blamed on a link entry.
   TopologySpec spec = topology_spec(s);
   std::vector<LinkOverride> overrides = std::move(spec.overrides);
@@ -415,8 +452,7 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   try {
     build_topology(spec);
   } catch (const std::invalid_argument& e) {
-    bool rows = s.topology.kind == "torus2d" && origins.seen("topology.rows");
-    fail(origins.where(rows ? "topology.rows" : "topology.kind"), e.what());
+    fail(origins.where(topology_error_key(s, origins, e.what())), e.what());
   }
   for (size_t i = 0; i < overrides.size(); ++i) {
     spec.overrides = {overrides[i]};

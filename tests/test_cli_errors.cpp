@@ -188,6 +188,51 @@ TEST_F(Cli, AnalyticalBackendRefusesLoss) {
                   "the flow backend models no loss");
 }
 
+TEST_F(Cli, TopologySizesAreChecked) {
+  expect_rejected("nodes: 20\ntopology: {kind: fat_tree, k: 4}\n", "1:8", "16 host slots");
+  expect_rejected("topology: {kind: fat_tree, k: 3}\n", "1:31", "k must be even");
+  expect_rejected("nodes: 6\ntopology: {kind: hierarchical, clusters: 4}\n", "2:42", "not a multiple of clusters");
+  expect_rejected("nodes: 6\ntopology: {kind: watts_strogatz, degree: 3}\n", "2:42", "degree must be even");
+}
+
+// A two-node GraphML file with one link; `bad` replaces the second node's latitude or the edge.
+std::string graphml(const std::string& latitude, const std::string& target) {
+  return "<graphml>\n"
+         "<key attr.name=\"Latitude\" attr.type=\"double\" for=\"node\" id=\"d1\"/>\n"
+         "<key attr.name=\"label\" attr.type=\"string\" for=\"node\" id=\"d2\"/>\n"
+         "<graph edgedefault=\"undirected\">\n"
+         "<node id=\"0\"><data key=\"d1\">10</data><data key=\"d2\">Here</data></node>\n"
+         "<node id=\"1\"><data key=\"d1\">" + latitude + "</data><data key=\"d2\">There</data></node>\n"
+         "<edge source=\"0\" target=\"" + target + "\"/>\n"
+         "</graph>\n</graphml>\n";
+}
+
+TEST_F(Cli, BadGraphmlFilesExit2) {
+  // The file's path is relative to the scenario; the message names the file and its line.
+  write("number.graphml", graphml("1O.5", "1"));
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: number.graphml}\n", "2:33",
+                  "number.graphml:6: malformed number '1O.5' for Latitude of node 1");
+  write("edge.graphml", graphml("11", "7"));
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: edge.graphml}\n", "2:33",
+                  "edge.graphml:7: edge target names unknown node '7'");
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: nothere.graphml}\n", "2:33", "cannot open");
+  write("ok.graphml", graphml("11", "1"));
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [Here, Nowhere]}\n",
+                  "2:63", "placement names unknown node 'Nowhere'");
+  expect_rejected("nodes: 3\ntopology: {kind: graphml, file: ok.graphml}\n", "1:8",
+                  "nodes is 3 but the graph has only 2 nodes");
+  write("split.graphml", graphml("11", "0"));  // a self-loop only: the two nodes are apart
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: split.graphml, placement: [Here, There]}\n",
+                  "2:59", "puts hosts on disconnected parts");
+}
+
+TEST_F(Cli, GraphmlScenarioValidates) {
+  write("ok.graphml", graphml("11", "1"));
+  fs::path scenario = write("ok.yaml", "nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [There, Here]}\n");
+  Result r = run("validate '" + scenario.string() + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST_F(Cli, HelpMentionsSubcommands) {
   Result r = run("--help");
   EXPECT_EQ(r.code, 0);

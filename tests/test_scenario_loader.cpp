@@ -74,6 +74,35 @@ TEST(ScenarioExample, RepositoryRingScenario) {
   EXPECT_EQ(s.output.path, "results/100mbps_ring.h5");
 }
 
+TEST(ScenarioExample, RepositoryAbileneScenario) {
+  // The Zoo file sits in ../shared next to the repository; a bare clone has no copy.
+  const std::string zoo = std::string(TESTBED_SOURCE_DIR) + "/../shared/data/topology-zoo/Abilene.graphml";
+  if (!std::filesystem::exists(zoo)) GTEST_SKIP() << "no " << zoo;
+  Scenario s = load_scenario(std::string(TESTBED_SOURCE_DIR) + "/scenarios/abilene.yaml");
+  // The relative path was taken from the scenario's directory, whatever the working directory.
+  EXPECT_TRUE(std::filesystem::equivalent(s.topology.file, zoo)) << s.topology.file;
+  Topology t = build_topology(topology_spec(s));
+  EXPECT_EQ(t.num_vertices(), 11);
+  EXPECT_EQ(t.num_links(), 14);
+  EXPECT_EQ(t.num_hosts(), 4);
+}
+
+TEST(ScenarioExample, NewTopologyKeysAreRead) {
+  Scenario s = parse_scenario(
+      "nodes: 6\ntopology: {kind: hierarchical, clusters: 3, wan: {bandwidth: 10Mbps, latency: 80ms}}\n", "s.yaml");
+  TopologySpec spec = topology_spec(s);
+  EXPECT_EQ(spec.clusters, 3);
+  EXPECT_EQ(spec.per_cluster, 2);  // 0 in the file: nodes / clusters
+  EXPECT_DOUBLE_EQ(spec.wan.bandwidth_bps, 10e6);
+  EXPECT_DOUBLE_EQ(spec.wan.latency_s, 0.08);
+  // The random kinds draw from the scenario seed's "topology" stream.
+  Scenario a = parse_scenario("seed: 1\ntopology: {kind: erdos_renyi, p: 0.6}\n", "s.yaml");
+  Scenario b = parse_scenario("seed: 2\ntopology: {kind: erdos_renyi, p: 0.6}\n", "s.yaml");
+  EXPECT_NE(topology_spec(a).seed, topology_spec(b).seed);
+  EXPECT_DOUBLE_EQ(topology_spec(a).edge_probability, 0.6);
+  EXPECT_EQ(parse_scenario(to_yaml(a), "again.yaml").topology.kind, "erdos_renyi");
+}
+
 TEST(ScenarioExample, AllSectionsAreRead) {
   Scenario s = parse_scenario(R"(
 name: full
@@ -166,7 +195,7 @@ TEST(ScenarioErrors, UnitsThatDoNotParse) {
 }
 
 TEST(ScenarioErrors, UnknownEnumValues) {
-  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree (did you mean 'ring'?)");
+  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
   std::string error = error_of("algorithm: {name: foo}\n");
   EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip");  // nothing close: no suggestion
 }

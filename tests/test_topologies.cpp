@@ -1,9 +1,16 @@
-// Tests for topology builders, validation and minimum-hop routing.
+// Tests for topology builders (also fat-tree, hierarchical, random, GraphML), validation and routing.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
+#include <numbers>
+#include <fstream>
+#include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "topologies/builders.h"
+#include "topologies/graphml.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -89,7 +96,13 @@ TEST(Builders, Tree) {
 }
 
 TEST(Builders, KindsListed) {
-  for (const auto& kind : topology_kinds()) EXPECT_NO_THROW(build_topology(spec(kind, 6))) << kind;
+  for (const auto& kind : topology_kinds()) {
+    auto s = spec(kind, 6);
+    s.per_cluster = 3;  // hierarchical: 2 clusters x 3
+    // graphml needs a file; its own tests cover it.
+    if (kind == "graphml") continue;
+    EXPECT_NO_THROW(build_topology(s)) << kind;
+  }
 }
 
 TEST(Builders, OverrideChangesOnlyThatLink) {
@@ -196,6 +209,301 @@ TEST(Routing, HostNeighbours) {
   EXPECT_EQ(build("mesh", 3), (N{{1, 2}, {0, 2}, {0, 1}}));
   EXPECT_EQ(build("tree", 4), (N{{1, 2}, {0, 3}, {0}, {1}}));
   EXPECT_EQ(build("ring", 1), (N{{}}));
+}
+
+
+// ---- fat-tree ----
+
+TEST(FatTree, FullK4) {
+  auto s = spec("fat_tree", 16);
+  s.fat_tree_k = 4;
+  auto t = build_topology(s);
+  const int k = 4;
+  // k^3/4 hosts, 5k^2/4 switches (k^2/2 edge, k^2/2 aggregation, k^2/4 core), 3k^3/4 links.
+  EXPECT_EQ(t.num_hosts(), 16);
+  EXPECT_EQ(t.num_vertices(), k * k * k / 4 + 5 * k * k / 4);
+  EXPECT_EQ(t.num_vertices() - t.num_hosts(), 20);
+  EXPECT_EQ(t.num_links(), 48);
+  expect_all_host_degrees(t, 1);
+  for (int v = t.num_hosts(); v < t.num_vertices(); ++v) EXPECT_EQ(t.degree(v), k) << "switch " << v;
+  // Same edge switch: 2 hops; same pod: 4; other pod: 6 (through a core switch).
+  EXPECT_EQ(path_properties(t, 0, 1).hops, 2);
+  EXPECT_EQ(path_properties(t, 0, 2).hops, 4);
+  EXPECT_EQ(path_properties(t, 0, 4).hops, 6);
+  EXPECT_EQ(path_properties(t, 0, 15).hops, 6);
+}
+
+TEST(FatTree, PartlyPopulated) {
+  auto s = spec("fat_tree", 8);
+  s.fat_tree_k = 4;
+  auto t = build_topology(s);
+  // All 20 switches stay; 8 host links, 4 pods x 2 x 2 edge-aggregation links, 4 pods x 2 x 2
+  // aggregation-core links.
+  EXPECT_EQ(t.num_hosts(), 8);
+  EXPECT_EQ(t.num_vertices(), 8 + 20);
+  EXPECT_EQ(t.num_links(), 8 + 16 + 16);
+  // A pod holds (k/2)^2 = 4 slots: hosts 0..3 in pod 0, 4..7 in pod 1.
+  EXPECT_EQ(path_properties(t, 3, 2).hops, 2);
+  EXPECT_EQ(path_properties(t, 3, 4).hops, 6);
+}
+
+TEST(FatTree, K6AndErrors) {
+  auto s = spec("fat_tree", 54);
+  s.fat_tree_k = 6;
+  auto t = build_topology(s);
+  EXPECT_EQ(t.num_vertices(), 54 + 45);
+  EXPECT_EQ(t.num_links(), 3 * 216 / 4);
+  s.hosts = 55;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+  s.hosts = 4;
+  s.fat_tree_k = 3;
+  try {
+    build_topology(s);
+    FAIL() << "odd k accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("even"), std::string::npos) << e.what();
+  }
+}
+
+// ---- hierarchical ----
+
+TEST(Hierarchical, CountsAndWanPath) {
+  auto s = spec("hierarchical", 12);
+  s.clusters = 3;
+  s.per_cluster = 4;
+  s.wan = {1e9, 0.05, 0.0};
+  auto t = build_topology(s);
+  EXPECT_EQ(t.num_vertices(), 12 + 3);
+  EXPECT_EQ(t.num_links(), 12 + 3);  // a host link each, a ring of three WAN links
+  expect_all_host_degrees(t, 1);
+  // Same cluster: host, switch, host; no WAN.
+  auto local = path_properties(t, 0, 3);
+  EXPECT_EQ(local.hops, 2);
+  EXPECT_NEAR(local.latency_s, 2 * 0.01, 1e-12);
+  // Other cluster: two access links and one WAN link.
+  auto remote = path_properties(t, 0, 4);
+  EXPECT_EQ(remote.hops, 3);
+  EXPECT_NEAR(remote.latency_s, 2 * 0.01 + 0.05, 1e-12);
+  EXPECT_DOUBLE_EQ(remote.bottleneck_bps, 100e6);
+
+  s.clusters = 4, s.per_cluster = 2, s.hosts = 8;
+  EXPECT_EQ(build_topology(s).num_links(), 8 + 4);
+  s.hosts = 9;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+}
+
+// ---- random graphs ----
+
+std::set<std::pair<int, int>> links_of(const Topology& t) {
+  std::set<std::pair<int, int>> out;
+  for (auto e : boost::make_iterator_range(boost::edges(t.graph))) {
+    int a = static_cast<int>(boost::source(e, t.graph)), b = static_cast<int>(boost::target(e, t.graph));
+    out.insert({std::min(a, b), std::max(a, b)});
+  }
+  return out;
+}
+
+TEST(RandomGraphs, ErdosRenyi) {
+  auto s = spec("erdos_renyi", 12);
+  s.edge_probability = 0.3;
+  s.seed = 7;
+  auto a = build_topology(s), b = build_topology(s);
+  EXPECT_TRUE(a.is_connected());
+  EXPECT_EQ(a.num_vertices(), 12);
+  EXPECT_EQ(links_of(a), links_of(b));
+  s.seed = 8;
+  EXPECT_NE(links_of(a), links_of(build_topology(s)));
+  s.edge_probability = 1;
+  EXPECT_EQ(build_topology(s).num_links(), 12 * 11 / 2);
+  // Far below the connectivity threshold ln(n)/n: every draw fails, and it says so.
+  s.hosts = 40;
+  s.edge_probability = 0.001;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+}
+
+TEST(RandomGraphs, WattsStrogatzLatticeAtBetaZero) {
+  auto s = spec("watts_strogatz", 10);
+  s.degree = 4;
+  s.beta = 0;
+  auto t = build_topology(s);
+  EXPECT_EQ(t.num_links(), 10 * 4 / 2);
+  expect_all_host_degrees(t, 4);
+  for (int i = 0; i < 10; ++i)
+    for (int j : {1, 2}) EXPECT_TRUE(boost::edge(i, (i + j) % 10, t.graph).second) << i << "+" << j;
+}
+
+TEST(RandomGraphs, WattsStrogatzRewired) {
+  auto s = spec("watts_strogatz", 20);
+  s.degree = 4;
+  s.beta = 0.3;
+  s.seed = 1;
+  auto a = build_topology(s);
+  EXPECT_TRUE(a.is_connected());
+  EXPECT_EQ(a.num_links(), 20 * 4 / 2);  // rewiring moves links, never adds or drops one
+  EXPECT_EQ(links_of(a), links_of(build_topology(s)));
+  s.seed = 2;
+  EXPECT_NE(links_of(a), links_of(build_topology(s)));
+  s.degree = 3;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+  s.degree = 20;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+}
+
+// ---- GraphML (Topology Zoo) ----
+
+// Great-circle distance (haversine, Earth radius 6371 km) over light speed in fibre (2/3 c).
+double haversine_latency(double lat1, double lon1, double lat2, double lon2) {
+  const double r = std::numbers::pi / 180;
+  double a = std::pow(std::sin((lat2 - lat1) * r / 2), 2) +
+             std::cos(lat1 * r) * std::cos(lat2 * r) * std::pow(std::sin((lon2 - lon1) * r / 2), 2);
+  double km = 2 * 6371 * std::atan2(std::sqrt(a), std::sqrt(1 - a));
+  return km * 1e3 / (299792458.0 * 2 / 3);
+}
+
+const std::string kAbilene = TESTBED_SOURCE_DIR "/../shared/data/topology-zoo/Abilene.graphml";
+
+TEST(Graphml, Abilene) {
+  if (!std::filesystem::exists(kAbilene)) GTEST_SKIP() << "no " << kAbilene << " (shared data not next to the repo)";
+  auto s = spec("graphml", 2);
+  s.file = kAbilene;
+  s.placement = {"New York", "Los Angeles"};
+  auto t = build_topology(s);
+  EXPECT_EQ(t.num_vertices(), 11);
+  EXPECT_EQ(t.num_links(), 14);
+  EXPECT_EQ(t.num_hosts(), 2);
+  // Every link is OC-192.
+  for (auto e : boost::make_iterator_range(boost::edges(t.graph)))
+    EXPECT_DOUBLE_EQ(t.graph[e].bandwidth_bps, 9953.28e6);
+  // Coordinates from the file: New York, Los Angeles, Chicago.
+  const double ny_lat = 40.71427, ny_lon = -74.00597, la_lat = 34.05223, la_lon = -118.24368;
+  const double direct = haversine_latency(ny_lat, ny_lon, la_lat, la_lon);
+  EXPECT_NEAR(direct, 0.020, 0.001);
+  EXPECT_NEAR(great_circle_latency_s(ny_lat, ny_lon, la_lat, la_lon), direct, 1e-9);
+  // The New York - Chicago link (New York is host 0; Chicago the first switch, vertex 2).
+  auto [ny_chi, found] = boost::edge(0, 2, t.graph);
+  ASSERT_TRUE(found);
+  EXPECT_NEAR(t.graph[ny_chi].latency_s, haversine_latency(ny_lat, ny_lon, 41.85003, -87.65005), 1e-9);
+  // The routed path is longer than the great circle but not absurdly so.
+  auto path = path_properties(t, 0, 1);
+  EXPECT_GT(path.latency_s, direct);
+  EXPECT_LT(path.latency_s, 1.5 * direct);
+  std::cout << "Abilene New York - Los Angeles: great circle " << direct * 1e3 << " ms, routed path "
+            << path.latency_s * 1e3 << " ms over " << path.hops << " links\n";
+
+  // Placement by id gives the same graph; the default places the first nodes.
+  s.placement = {"0", "5"};
+  EXPECT_EQ(links_of(build_topology(s)), links_of(t));
+  s.placement.clear();
+  s.hosts = 11;
+  EXPECT_EQ(build_topology(s).num_hosts(), 11);
+  s.hosts = 12;
+  EXPECT_THROW(build_topology(s), std::invalid_argument);
+}
+
+class GraphmlFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("graphml_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A three-node Zoo-style file; `nodes` and `edges` are the element text.
+  std::string write(const std::string& name, const std::string& nodes, const std::string& edges) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+                           "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n"
+                           "<key attr.name=\"Latitude\" attr.type=\"double\" for=\"node\" id=\"d1\"/>\n"
+                           "<key attr.name=\"Longitude\" attr.type=\"double\" for=\"node\" id=\"d2\"/>\n"
+                           "<key attr.name=\"label\" attr.type=\"string\" for=\"node\" id=\"d3\"/>\n"
+                           "<key attr.name=\"LinkSpeedRaw\" attr.type=\"double\" for=\"edge\" id=\"d4\"/>\n"
+                           "<key attr.name=\"LinkSpeed\" attr.type=\"string\" for=\"edge\" id=\"d5\"/>\n"
+                           "<key attr.name=\"LinkSpeedUnits\" attr.type=\"string\" for=\"edge\" id=\"d6\"/>\n"
+                           "<key attr.name=\"LinkLabel\" attr.type=\"string\" for=\"edge\" id=\"d7\"/>\n"
+                           "<graph edgedefault=\"undirected\">\n"  // line 10
+                        << nodes << edges << "</graph>\n</graphml>\n";
+    return path;
+  }
+  static std::string node(const std::string& id, const std::string& lat, const std::string& label) {
+    return "<node id=\"" + id + "\">\n<data key=\"d1\">" + lat + "</data>\n<data key=\"d2\">0</data>\n"
+           "<data key=\"d3\">" + label + "</data>\n</node>\n";
+  }
+  std::string message(const std::string& path, const std::vector<std::string>& placement, int hosts = 2) {
+    auto s = spec("graphml", hosts);
+    s.file = path;
+    s.placement = placement;
+    try {
+      build_topology(s);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(GraphmlFiles, SpeedsAndLatency) {
+  // Three nodes on the equator's meridian 0, one degree of latitude apart.
+  std::string nodes = node("a", "0", "A") + node("b", "1", "B") + node("c", "2", "C");
+  std::string edges =
+      "<edge source=\"a\" target=\"b\"><data key=\"d4\">2500000000</data></edge>\n"
+      "<edge source=\"b\" target=\"c\"><data key=\"d5\">40</data><data key=\"d6\">M</data></edge>\n"
+      "<edge source=\"c\" target=\"a\"><data key=\"d7\">10GE</data></edge>\n";
+  auto s = spec("graphml", 3);
+  s.file = write("ok.graphml", nodes, edges);
+  auto t = build_topology(s);
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(0, 1, t.graph).first].bandwidth_bps, 2.5e9);
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(1, 2, t.graph).first].bandwidth_bps, 40e6);
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(2, 0, t.graph).first].bandwidth_bps, 10e9);
+  // One degree of a great circle: 6371 km x pi/180 = 111.19 km, at 2/3 c.
+  EXPECT_NEAR(t.graph[boost::edge(0, 1, t.graph).first].latency_s, 6371e3 * std::numbers::pi / 180 / (299792458.0 * 2 / 3), 1e-12);
+
+  // No speed at all: the scenario's bandwidth, with a warning naming the link.
+  s.file = write("nospeed.graphml", nodes,
+                 "<edge source=\"a\" target=\"b\"/>\n<edge source=\"b\" target=\"c\"/>\n");
+  testing::internal::CaptureStderr();
+  t = build_topology(s);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(0, 1, t.graph).first].bandwidth_bps, 100e6);
+  EXPECT_NE(err.find("link a-b (A - B) has no speed"), std::string::npos) << err;
+}
+
+TEST_F(GraphmlFiles, BadFilesNameFileAndLine) {
+  std::string good = node("a", "0", "A") + node("b", "1", "B");
+  // The first node starts on line 11.
+  auto path = write("number.graphml", node("a", "4o.7", "A") + node("b", "1", "B"),
+                    "<edge source=\"a\" target=\"b\"/>\n");
+  std::string m = message(path, {});
+  EXPECT_EQ(m.rfind(path + ":11: ", 0), 0u) << m;
+  EXPECT_NE(m.find("malformed number '4o.7'"), std::string::npos) << m;
+
+  // Two nodes of five lines each: the edge is on line 21.
+  path = write("edge.graphml", good, "<edge source=\"a\" target=\"z\"/>\n");
+  m = message(path, {});
+  EXPECT_EQ(m.rfind(path + ":21: ", 0), 0u) << m;
+  EXPECT_NE(m.find("unknown node 'z'"), std::string::npos) << m;
+
+  path = write("xml.graphml", good, "<edge source=\"a\" target=\"b\">\n</graph>\n");
+  m = message(path, {});
+  EXPECT_EQ(m.rfind(path + ":22: ", 0), 0u) << m;
+  EXPECT_NE(m.find("does not match"), std::string::npos) << m;
+
+  path = write("ok.graphml", good, "<edge source=\"a\" target=\"b\"/>\n");
+  m = message(path, {"A", "nowhere"});
+  EXPECT_NE(m.find("unknown node 'nowhere'"), std::string::npos) << m;
+  EXPECT_NE(m.find(path), std::string::npos) << m;
+  EXPECT_NE(message(path, {"A"}).find("lists 1 nodes but nodes is 2"), std::string::npos);
+  EXPECT_NE(message(path, {"A", "a"}).find("twice"), std::string::npos);
+
+  path = write("split.graphml", good + node("c", "2", "C") + node("d", "3", "D"),
+               "<edge source=\"a\" target=\"b\"/>\n<edge source=\"c\" target=\"d\"/>\n");
+  m = message(path, {"A", "C"});
+  EXPECT_NE(m.find("disconnected"), std::string::npos) << m;
+  EXPECT_NE(m.find("cannot reach node 'c'"), std::string::npos) << m;
+
+  EXPECT_NE(message((dir_ / "missing.graphml").string(), {}).find("cannot open"), std::string::npos);
 }
 
 }  // namespace

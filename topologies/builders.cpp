@@ -1,8 +1,11 @@
-// Builders for ring, line, star, mesh, torus2d and tree topologies, with validation.
+// Builders for the standard topologies (dispatch to the larger kinds' files), with validation.
 #include "topologies/builders.h"
 
 #include <cmath>
 #include <stdexcept>
+
+#include "topologies/graphml.h"
+#include "topologies/kinds.h"
 
 namespace testbed {
 
@@ -21,12 +24,7 @@ void validate_link(const LinkSpec& link, const std::string& what) {
                                 std::to_string(link.loss));
 }
 
-// Adds a link unless it would be a self-loop or a duplicate: small torus
-// dimensions wrap onto existing neighbours and the graph must stay simple.
-void link(Topology::Graph& g, int a, int b, const LinkSpec& spec) {
-  if (a == b || boost::edge(a, b, g).second) return;
-  boost::add_edge(a, b, spec, g);
-}
+void link(Topology::Graph& g, int a, int b, const LinkSpec& spec) { detail::add_link(g, a, b, spec); }
 
 std::string kinds_list() {
   std::string out;
@@ -36,9 +34,17 @@ std::string kinds_list() {
 
 }  // namespace
 
+// Skips self-loops and duplicates: small torus dimensions wrap onto existing
+// neighbours, random graphs may draw a link twice, and the graph must stay simple.
+void detail::add_link(Topology::Graph& g, int a, int b, const LinkSpec& spec) {
+  if (a == b || boost::edge(a, b, g).second) return;
+  boost::add_edge(a, b, spec, g);
+}
+
 const std::vector<std::string>& topology_kinds() {
-  static const std::vector<std::string> kinds = {"ring", "line",    "star",
-                                                 "mesh", "torus2d", "tree"};
+  static const std::vector<std::string> kinds = {
+      "ring", "line",         "star",        "mesh",           "torus2d", "tree",
+      "fat_tree", "hierarchical", "erdos_renyi", "watts_strogatz", "graphml"};
   return kinds;
 }
 
@@ -48,12 +54,28 @@ Topology build_topology(const TopologySpec& spec) {
   validate_link(spec.link, "topology.link");
 
   Topology t;
+  if (spec.kind == "graphml") {
+    // The file brings its own vertices; overrides and validation apply as for the others.
+    t = load_graphml(spec);
+  }
   t.kind = spec.kind;
   Topology::Graph& g = t.graph;
-  for (int i = 0; i < n; ++i) boost::add_vertex(VertexInfo{VertexKind::Host}, g);
+  if (spec.kind != "graphml")
+    for (int i = 0; i < n; ++i) boost::add_vertex(VertexInfo{VertexKind::Host}, g);
   const LinkSpec& l = spec.link;
 
-  if (spec.kind == "ring") {
+  if (spec.kind == "graphml") {
+    // Built above.
+  } else if (spec.kind == "fat_tree") {
+    detail::build_fat_tree(spec, t);
+  } else if (spec.kind == "hierarchical") {
+    validate_link(spec.wan, "topology.wan");
+    detail::build_hierarchical(spec, t);
+  } else if (spec.kind == "erdos_renyi") {
+    detail::build_erdos_renyi(spec, t);
+  } else if (spec.kind == "watts_strogatz") {
+    detail::build_watts_strogatz(spec, t);
+  } else if (spec.kind == "ring") {
     for (int i = 0; i < n; ++i) link(g, i, (i + 1) % n, l);
   } else if (spec.kind == "line") {
     for (int i = 0; i + 1 < n; ++i) link(g, i, i + 1, l);

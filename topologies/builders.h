@@ -1,6 +1,7 @@
 // Builders for the standard topologies, from a small description.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,21 @@ struct LinkOverride {
 };
 
 struct TopologySpec {
-  std::string kind = "ring";  // ring line star mesh torus2d tree
+  // ring line star mesh torus2d tree fat_tree hierarchical erdos_renyi watts_strogatz graphml
+  std::string kind = "ring";
   int hosts = 4;
   LinkSpec link;                         // default for every link
   std::vector<LinkOverride> overrides;   // applied after building
   int torus_rows = 0;                    // torus2d: rows (0: the most square factorisation)
+  int fat_tree_k = 4;                    // fat_tree: switch radix (even, >= 2)
+  int clusters = 2, per_cluster = 2;     // hierarchical: clusters x hosts per cluster
+  LinkSpec wan{1e9, 0.050, 0.0};         // hierarchical: links between cluster switches
+  double edge_probability = 0.5;         // erdos_renyi: p
+  int degree = 2;                        // watts_strogatz: lattice degree (even)
+  double beta = 0.1;                     // watts_strogatz: rewiring probability
+  uint64_t seed = 0;                     // random kinds: first draw (later draws: seed + 1, ...)
+  std::string file;                      // graphml: path of the Topology Zoo file
+  std::vector<std::string> placement;    // graphml: node ids or labels of the hosts, in order
 };
 
 // The topology kinds build_topology accepts, for error messages and suggestions.
