@@ -20,9 +20,9 @@ OuterSync::OuterSync(int nodes, const OuterSyncOptions& options)
   wire_bytes(options.dtype);  // throws for an unknown format
 }
 
-void OuterSync::start(int node, const Replica& replica) {
+void OuterSync::start(int node, Replica& replica) {
   if (global_[node].defined()) return;
-  global_[node] = const_cast<Replica&>(replica).parameters().clone();
+  global_[node] = replica.parameters().clone();
   momentum_[node] = torch::zeros_like(global_[node]);
 }
 

@@ -26,7 +26,7 @@ class OuterSync {
  public:
   OuterSync(int nodes, const OuterSyncOptions& options);
   // Before a node's first step: its starting parameters are the global ones.
-  void start(int node, const Replica& replica);
+  void start(int node, Replica& replica);
   // The ops due after `step` (the fragments whose turn it is), appended to `comm`.
   void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) const;
   // True for the ops issue() makes.
