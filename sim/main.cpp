@@ -13,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/hdf5_recorder.h"
 #include "sim/netbench.h"
+#include "topologies/describe.h"
 #include "sim/report.h"
 #include "sim/units.h"
 #include "sim/scenario_loader.h"
@@ -164,6 +165,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
   netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
 
+  bool dot = false;
+  auto* topology = app.add_subcommand("topology", "Print a scenario's topology and every host pair's path");
+  topology->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  topology->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  topology->add_flag("--dot", dot, "Graphviz DOT instead of the summary");
+
   auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
   report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
 
@@ -186,6 +193,15 @@ int main(int argc, char** argv) {
     }
     if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
     if (*netbench) return netbench_command(scenario_path, sets, collective, size);
+    if (*topology) {
+      const auto built = testbed::build_topology(testbed::topology_spec(testbed::load_scenario(scenario_path, sets)));
+      if (dot) {
+        testbed::write_dot(built, std::cout);
+      } else {
+        testbed::describe_topology(built, std::cout);
+      }
+      return 0;
+    }
     if (*report) {
       testbed::report(report_path, std::cout);
       return 0;

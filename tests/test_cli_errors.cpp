@@ -265,3 +265,24 @@ TEST_F(Cli, NetbenchComparesWithAlphaBeta) {
 }
 
 }  // namespace
+
+namespace {
+
+// `testbed topology`: each host pair's path, with latency summed and the slowest link's rate.
+TEST_F(Cli, TopologyPrintsPathsAndDot) {
+  fs::path s = write("line.yaml",
+                     "nodes: 3\ntopology:\n  kind: line\n  link: {bandwidth: 1Gbps, latency: 2ms}\n"
+                     "  links: [{between: [1, 2], bandwidth: 10Mbps, latency: 5ms}]\n");
+  Result r = run("topology '" + s.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 hosts, 0 switches, 2 links"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h0 - h2  2 hops, 7 ms, 10 Mbps"), std::string::npos) << r.out;  // 2 + 5 ms, min rate
+  EXPECT_NE(r.out.find("h0 - h1  1 hops, 2 ms, 1000 Mbps"), std::string::npos) << r.out;
+  Result dot = run("topology '" + s.string() + "' --dot");
+  ASSERT_EQ(dot.code, 0) << dot.err;
+  EXPECT_EQ(dot.out.rfind("graph \"line\" {", 0), 0u) << dot.out;
+  EXPECT_NE(dot.out.find("h1 -- h2 [label=\"10 Mbps, 5 ms\"]"), std::string::npos) << dot.out;
+  EXPECT_EQ(run("topology '" + s.string() + "' --set topology.kind=rign").code, 2);
+}
+
+}  // namespace

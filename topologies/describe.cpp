@@ -1,0 +1,67 @@
+// Topology summaries for `testbed topology`.
+#include "topologies/describe.h"
+
+#include <cstdio>
+#include <string>
+
+#include "topologies/routing.h"
+
+namespace testbed {
+namespace {
+
+std::string name_of(const Topology& t, int v) {
+  return (t.graph[v].kind == VertexKind::Host ? "h" : "s") + std::to_string(v);
+}
+
+std::string format(const char* pattern, double a, double b) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, a, b);
+  return text;
+}
+
+// bandwidth and latency as a researcher reads them: Mbps, ms.
+std::string link_text(const LinkSpec& l) {
+  std::string s = format("%g Mbps, %g ms", l.bandwidth_bps / 1e6, l.latency_s * 1e3);
+  if (l.loss > 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, ", loss %g %%", l.loss * 100);
+    s += text;
+  }
+  return s;
+}
+
+}  // namespace
+
+void describe_topology(const Topology& t, std::ostream& out) {
+  const auto& g = t.graph;
+  out << "topology " << t.kind << ": " << t.num_hosts() << " hosts, " << t.num_vertices() - t.num_hosts()
+      << " switches, " << t.num_links() << " links\n";
+  out << "links:\n";
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
+    out << "  " << name_of(t, a) << " - " << name_of(t, b) << "  " << link_text(g[e]) << "\n";
+  }
+  out << "host pairs (minimum-hop path): hops, latency, bottleneck\n";
+  for (int a = 0; a < t.num_hosts(); ++a) {
+    for (int b = a + 1; b < t.num_hosts(); ++b) {
+      const PathProperties p = path_properties(t, a, b);
+      out << "  h" << a << " - h" << b << "  " << p.hops << " hops, "
+          << format("%g ms, %g Mbps", p.latency_s * 1e3, p.bottleneck_bps / 1e6) << "\n";
+    }
+  }
+}
+
+void write_dot(const Topology& t, std::ostream& out) {
+  const auto& g = t.graph;
+  out << "graph \"" << t.kind << "\" {\n";
+  for (int v = 0; v < t.num_vertices(); ++v) {
+    out << "  " << name_of(t, v) << " [shape=" << (g[v].kind == VertexKind::Host ? "box" : "circle") << "];\n";
+  }
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
+    out << "  " << name_of(t, a) << " -- " << name_of(t, b) << " [label=\"" << link_text(g[e]) << "\"];\n";
+  }
+  out << "}\n";
+}
+
+}  // namespace testbed
