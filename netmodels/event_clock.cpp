@@ -24,6 +24,15 @@ void EventClock::schedule(double delay_s, std::function<void()> event) {
   ns3::Simulator::Schedule(ns3::Seconds(delay_s), [event = std::move(event)]() { event(); });
 }
 
+int64_t EventClock::now_ticks() const { return ns3::Simulator::Now().GetTimeStep(); }
+
+int64_t EventClock::ticks(double seconds) { return ns3::Seconds(seconds).GetTimeStep(); }
+
+void EventClock::schedule_ticks(int64_t delay_ticks, std::function<void()> event) {
+  if (delay_ticks < 0) throw std::invalid_argument("EventClock::schedule_ticks: negative delay");
+  ns3::Simulator::Schedule(ns3::TimeStep(delay_ticks), [event = std::move(event)]() { event(); });
+}
+
 void EventClock::run() { ns3::Simulator::Run(); }
 
 void EventClock::stop() { ns3::Simulator::Stop(); }

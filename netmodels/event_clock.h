@@ -1,6 +1,7 @@
 // The run's single clock: ns-3's discrete-event Simulator behind a narrow interface.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 namespace testbed {
@@ -15,6 +16,10 @@ class EventClock {
   EventClock& operator=(const EventClock&) = delete;
 
   double now() const;  // simulated seconds
+  // ns-3's integer time (nanosecond ticks): exact, so memoization compares times with it.
+  int64_t now_ticks() const;
+  static int64_t ticks(double seconds);  // what schedule(seconds) adds to now_ticks()
+  void schedule_ticks(int64_t delay_ticks, std::function<void()> event);
   void schedule(double delay_s, std::function<void()> event);
   void run();                    // until no events remain or stop() is called
   void stop();                   // from inside an event: return from run() after it

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace testbed {
 
@@ -22,6 +25,18 @@ struct Delivery {
   uint64_t lost_bytes = 0;  // payload bytes that never arrived (datagram transports)
 };
 
+using HostPair = std::pair<int, int>;  // (src, dst) hosts of a connection
+
+// What memoization asks of a backend (netmodels/phase_memo.h), in clock ticks (EventClock).
+struct QuiescentState {
+  // Everything that decides how the pairs' next messages travel, other than the idle times.
+  std::string state;
+  // Per pair: ticks since its connection last sent data, when that matters (slow start after
+  // idle), else empty; and when that was (absolute ticks, -1 if never).
+  std::vector<int64_t> idle_ticks;
+  std::vector<int64_t> last_sent_ticks;
+};
+
 // Backends run on the EventClock: send() is called from inside an event and
 // the callback fires inside a later event, at t_recv.
 class Network {
@@ -30,6 +45,20 @@ class Network {
   virtual ~Network() = default;
   virtual void send(const Message& message, OnDelivered on_delivered) = 0;
   virtual std::string name() const = 0;
+
+  // Memoization support. A backend whose behaviour from now on is a pure function of a
+  // state it can describe returns that state for the given pairs when nothing is in flight
+  // anywhere; nullopt when it is busy or cannot promise that (loss, time-varying links).
+  virtual std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const {
+    (void)pairs;
+    return std::nullopt;
+  }
+  // A replayed phase moved traffic the backend never saw: its pairs last sent data at these
+  // absolute ticks (-1: unchanged), which the next real message's idle restart must know.
+  virtual void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
+    (void)pairs;
+    (void)last_sent_ticks;
+  }
 };
 
 }  // namespace testbed

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "netmodels/ns3_tcp.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -64,6 +65,8 @@ class Ns3Network final : public Network {
 
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return "ns3"; }
+  std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override;
+  void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) override;
 
  private:
   struct Pending {
@@ -81,6 +84,7 @@ class Ns3Network final : public Network {
     uint64_t written = 0;   // bytes handed to the socket
     uint64_t received = 0;  // bytes read at the receiver
     std::deque<Pending> pending;
+    ns3::Ptr<LinuxTcpBehaviour> tcp;  // its congestion control, and the state memoization reads
   };
 
   Connection& connection(int src, int dst);
@@ -98,12 +102,20 @@ class Ns3Network final : public Network {
   std::vector<ns3::Ptr<ns3::Socket>> listeners_;
   std::vector<ns3::Ptr<ns3::Socket>> accepted_;
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
+  Ns3Options options_;
+  ns3::ObjectFactory congestion_control_;
+  uint32_t initial_cwnd_segments_ = 10;
+  // Whether the network's future is a function of quiescent_state(): no random loss, a
+  // variant whose state is all in cwnd/ssthresh (CUBIC keys on wall time, BBR and DCTCP
+  // on estimators), immediate ACKs (a delayed ACK timer may be pending at any moment).
+  bool memoizable_ = false;
+  uint64_t undelivered_ = 0;  // messages accepted by send() and not yet handed back
   // Events scheduled by this object check it so that they do nothing once it is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
-    : hosts_(topology.num_hosts()), topology_(topology) {
+    : hosts_(topology.num_hosts()), topology_(topology), options_(options) {
   using namespace ns3;
   if (options.transport != "tcp") {
     if (options.transport == "udp")
@@ -128,7 +140,12 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
       static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
 
   // TCP defaults are read when a socket is created, so they must be set first.
-  Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
+  const TypeId variant = tcp_variant(options.tcp);
+  congestion_control_.SetTypeId(variant);
+  Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(variant));
+  // BBR paces by design; DCTCP negotiates ECN (it only departs from Reno where a queue marks).
+  Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(options.tcp == "bbr"));
+  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(options.tcp == "dctcp" ? "On" : "Off"));
   Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment_));
   Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer32));
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer32));
@@ -145,6 +162,10 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
   // ns-3 waits 3 s before resending a lost SYN; RFC 6298 (2.1) says 1 s.
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(options.syn_timeout_s)));
+
+  bool lossy = false;
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) lossy = lossy || topology.graph[e].loss > 0;
+  memoizable_ = !lossy && !options.delayed_ack && options.tcp == "newreno";
 
   nodes_.Create(topology.num_vertices());
   InternetStackHelper stack;
@@ -224,6 +245,21 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
   c.src = src;
   c.dst = dst;
   c.tx = Socket::CreateSocket(nodes_.Get(src), TcpSocketFactory::GetTypeId());
+  auto tcp_socket = DynamicCast<TcpSocketBase>(c.tx);
+  UintegerValue initial_cwnd;
+  tcp_socket->GetAttribute("InitialCwnd", initial_cwnd);
+  c.tcp = CreateObject<LinuxTcpBehaviour>(congestion_control_.Create<TcpCongestionOps>(),
+                                          options_.slow_start_after_idle,
+                                          static_cast<uint32_t>(initial_cwnd.Get()));
+  tcp_socket->SetCongestionControlAlgorithm(c.tcp);
+  // The last data sent and the current RTO decide a restart after idle (ns3_tcp.h).
+  tcp_socket->TraceConnectWithoutContext(
+      "Tx", Callback<void, Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>>(
+                [tcp = c.tcp](Ptr<const Packet> p, const TcpHeader&, Ptr<const TcpSocketBase>) {
+                  if (p->GetSize() > 0) tcp->on_data_sent(Simulator::Now());
+                }));
+  tcp_socket->TraceConnectWithoutContext(
+      "RTO", Callback<void, Time, Time>([tcp = c.tcp](Time, Time rto) { tcp->on_rto(rto); }));
   c.tx->Bind();
   auto refill = [this, &c](Ptr<Socket>) { fill(c); };
   c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill),
@@ -276,8 +312,9 @@ void Ns3Network::on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket) {
 void Ns3Network::deliver_later(Pending p, double delay_s) {
   // Deliver in an event of its own so callbacks that send() never re-enter
   // the TCP socket that is calling us.
-  ns3::Simulator::Schedule(ns3::Seconds(delay_s), [alive = alive_, p = std::move(p)]() {
+  ns3::Simulator::Schedule(ns3::Seconds(delay_s), [this, alive = alive_, p = std::move(p)]() {
     if (!*alive) return;
+    --undelivered_;
     Delivery d{p.message, p.t_send, ns3::Simulator::Now().GetSeconds(), 0};
     p.on_delivered(d);
   });
@@ -288,6 +325,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
     throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) +
                                 " names a host outside 0.." + std::to_string(hosts_ - 1));
   Pending p{message, 0, ns3::Simulator::Now().GetSeconds(), std::move(on_delivered)};
+  ++undelivered_;
   if (message.src == message.dst) {
     deliver_later(std::move(p), 0);  // a host talking to itself crosses no network
     return;
@@ -303,6 +341,44 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   p.end = c.enqueued;
   c.pending.push_back(std::move(p));
   fill(c);
+}
+
+std::optional<QuiescentState> Ns3Network::quiescent_state(const std::vector<HostPair>& pairs) const {
+  if (!memoizable_ || undelivered_ > 0) return std::nullopt;
+  for (const auto& [key, c] : connections_) {
+    // Every byte handed over and acknowledged: no data, no ACK anywhere on the links.
+    if (c->written < c->enqueued || c->tcp->bytes_in_flight() > 0) return std::nullopt;
+  }
+  QuiescentState q;
+  const int64_t now = ns3::Simulator::Now().GetTimeStep();
+  for (const auto& pair : pairs) {
+    auto it = connections_.find(pair);
+    q.state += std::to_string(pair.first) + '>' + std::to_string(pair.second) + ':';
+    if (it == connections_.end()) {  // opened at first use: a fresh, deterministic handshake
+      q.state += "new;";
+      q.last_sent_ticks.push_back(-1);
+      if (options_.slow_start_after_idle) q.idle_ticks.push_back(-1);
+      continue;
+    }
+    const LinuxTcpBehaviour& tcp = *it->second->tcp;
+    // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
+    // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
+    // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
+    if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
+    q.state += tcp.state() + ';';
+    const int64_t last = tcp.last_data_sent().IsNegative() ? -1 : tcp.last_data_sent().GetTimeStep();
+    q.last_sent_ticks.push_back(last);
+    if (options_.slow_start_after_idle) q.idle_ticks.push_back(last < 0 ? -1 : now - last);
+  }
+  return q;
+}
+
+void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto it = connections_.find(pairs[i]);
+    if (it == connections_.end() || last_sent_ticks.at(i) < 0) continue;
+    it->second->tcp->set_last_data_sent(ns3::TimeStep(last_sent_ticks[i]));
+  }
 }
 
 }  // namespace

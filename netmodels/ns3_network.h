@@ -18,6 +18,8 @@ struct Ns3Options {
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
   bool delayed_ack = false;
   double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
+  std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3_tcp.h)
+  bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
 };
 

@@ -47,6 +47,9 @@ class TimedNetwork : public Network {
     });
   }
   std::string name() const override { return inner_->name(); }
+  std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override {
+    return inner_->quiescent_state(pairs);
+  }
 
  private:
   std::unique_ptr<Network> inner_;
@@ -90,7 +93,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
-  network_ = std::make_unique<TimedNetwork>(make_network(scenario, *clock_, topology_), times_);
+  network_ = make_network(scenario, *clock_, topology_);
+  memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);
@@ -99,6 +103,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 
 Engine::~Engine() {
   collectives_.clear();
+  memo_.reset();
   network_.reset();
   clock_.reset();
 }
@@ -146,6 +151,9 @@ RunSummary Engine::run(Recorder& recorder) {
   summary_.projected_time_s = last_step_end_;
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
+  times_.phases = memo_->stats();
+  summary_.phases_replayed = times_.phases.replayed;
+  summary_.phases_simulated = times_.phases.recorded + times_.phases.simulated;
   int done = scenario_.workload.steps;
   for (const auto& s : state_) done = std::min(done, s.step);
   summary_.steps_completed = done;
@@ -177,6 +185,9 @@ void Engine::start_step(int node) {
   s.loss = plan.loss;
   s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
   s.to_issue = std::move(plan.comm);
+  s.computing = true;
+  s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
+  s.compute_order = ++scheduled_computes_;
   if (!std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
@@ -188,6 +199,7 @@ void Engine::start_step(int node) {
 void Engine::compute_done(int node) {
   HostTimer timer(times_.engine);
   auto& s = state_[node];
+  s.computing = false;
   for (auto& op : s.to_issue) issue(node, std::move(op));
   s.to_issue.clear();
   advance(node);
@@ -210,7 +222,7 @@ void Engine::issue(int node, CommOp op) {
     throw std::logic_error(algorithm_->name() + ": node " + std::to_string(node) + " issued '" + op.tag +
                            "' without being one of its nodes");
   const int rank = static_cast<int>(rank_it - participants.begin());
-  Collective& c = collective(s.step, op, participants);
+  Collective& c = collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather ? static_cast<int>(participants.size())
                                             : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
@@ -273,7 +285,7 @@ void Engine::advance(int node) {
   clock_->schedule(0, [this, node] { start_step(node); });
 }
 
-Engine::Collective& Engine::collective(int step, const CommOp& op, const std::vector<int>& participants) {
+Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
   const std::pair<int, std::string> key{step, op.tag};
   auto& slot = collectives_[key];
   if (slot.run) return slot;
@@ -306,8 +318,62 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
   };
   slot.plan = plan;
   slot.bytes_per_rank = bytes_sent_per_rank(*plan);
-  slot.run = std::make_unique<CollectiveRun>(plan, participants, *network_, next_message_id_, std::move(hooks));
+  slot.channel = std::make_unique<TimedNetwork>(phase_channel(node, step, op, participants, *plan), times_);
+  slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks));
   return slot;
+}
+
+// A collective is a memoizable phase (netmodels/phase_memo.h) when the whole fleet enters it
+// and nothing else can reach the network until it is over: every node issues this one
+// blocking op in this step, and each one's entry time is already known (it is computing).
+std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
+                                               const std::vector<int>& participants, const CollectivePlan& plan) {
+  std::vector<HostPair> pairs;
+  for (const auto& m : plan.messages) pairs.emplace_back(participants[m.src], participants[m.dst]);
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+
+  std::string signature;
+  std::vector<int64_t> entry(nodes_, 0);
+  const int64_t now = clock_->now_ticks();
+  bool eligible = scenario_.network.memoize && compute_->deterministic() &&
+                  static_cast<int>(participants.size()) == nodes_ && op.delay == 0;
+  for (int n = 0; eligible && n < nodes_; ++n) {
+    const auto& s = state_[n];
+    eligible = s.step == step && s.to_issue.size() == 1 && (n == node || s.computing);
+    if (!eligible) break;
+    const CommOp& theirs = n == node ? op : s.to_issue[0];
+    eligible = theirs.tag == op.tag && theirs.delay == 0 && theirs.kind == op.kind &&
+               theirs.buffer.numel() == op.buffer.numel();
+    if (n != node) entry[n] = s.compute_end_ticks - now;
+  }
+  if (eligible) {
+    // Entries in the order they happen: at one tick, the order their events were scheduled.
+    std::vector<int> order(nodes_);
+    for (int n = 0; n < nodes_; ++n) order[n] = n;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::pair{entry[a], a == node ? 0 : state_[a].compute_order} <
+             std::pair{entry[b], b == node ? 0 : state_[b].compute_order};
+    });
+    signature = std::to_string(reinterpret_cast<uintptr_t>(&plan)) + ':';
+    for (int n : order) signature += std::to_string(participants[n]) + '@' + std::to_string(entry[n]) + ',';
+  }
+  // A replay leaves no packets behind, so nothing may reach the network before the recorded
+  // phase went quiet: each node's next send is at the earliest when its next step's compute
+  // ends after it got its last message.
+  auto may_replay = [this, step, participants, entry](const PhaseRecord& record) {
+    if (step + 1 >= scenario_.workload.steps) return true;
+    for (int r = 0; r < nodes_; ++r) {
+      int64_t done = entry[r];
+      for (const auto& send : record.sends) {
+        if (send.message.dst == participants[r]) done = std::max(done, send.delivered);
+      }
+      const int64_t next = done + EventClock::ticks(compute_->step_seconds(participants[r], step + 1, 0));
+      if (next < record.quiet) return false;
+    }
+    return true;
+  };
+  return memo_->begin(signature, pairs, may_replay);
 }
 
 Engine::PendingRow& Engine::pending_row(int step) {

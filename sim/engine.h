@@ -12,6 +12,7 @@
 #include "netmodels/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
+#include "netmodels/phase_memo.h"
 #include "sim/collective_run.h"
 #include "sim/compute_model.h"
 #include "sim/recorder.h"
@@ -30,6 +31,7 @@ struct HostTimes {
   double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
   double eval = 0;
   double network_send = 0;   // inside Network::send, called from engine events
+  PhaseMemo::Stats phases;   // collectives replayed from memory, recorded, simulated
   double ns3() const { return run - engine + network_send; }
   double testbed() const { return engine - eval - network_send; }
 };
@@ -74,6 +76,9 @@ class Engine {
   struct NodeState {
     int step = 0;
     double compute_time = 0, loss = 0;
+    bool computing = false;        // between start_step and compute_done
+    int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks)
+    uint64_t compute_order = 0;     // ns-3 runs events of one tick in the order they were scheduled
     std::vector<CommOp> to_issue;      // the step's ops, until its compute ends
     std::vector<InFlight> in_flight;   // in issue order
     bool waiting = false;              // idle until the ops due at the next step complete
@@ -82,6 +87,7 @@ class Engine {
   struct Collective {
     std::shared_ptr<const CollectivePlan> plan;
     std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
+    std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
   };
   struct PendingRow {
@@ -99,7 +105,9 @@ class Engine {
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
   void stop(const std::string& status, const std::string& error);
   PendingRow& pending_row(int step);
-  Collective& collective(int step, const CommOp& op, const std::vector<int>& participants);
+  Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
+  std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,
+                                         const CollectivePlan& plan);
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -117,6 +125,7 @@ class Engine {
   std::unique_ptr<EventClock> clock_;
   Topology topology_;
   std::unique_ptr<Network> network_;
+  std::unique_ptr<PhaseMemo> memo_;
   std::vector<std::vector<int>> host_neighbours_;
   std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
   std::map<std::tuple<int, std::vector<int>, int64_t, double>, std::shared_ptr<const CollectivePlan>> plans_;
@@ -125,6 +134,7 @@ class Engine {
   std::map<int, PendingRow> rows_;
   std::map<int, std::vector<torch::Tensor>> snapshots_;
   uint64_t next_message_id_ = 0;
+  uint64_t scheduled_computes_ = 0;
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;

@@ -258,6 +258,8 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   set_attribute(g, "host_time_s", s.host_time_s, f64());
   set_attribute(g, "model_parameters", s.model_parameters, i64());
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
+  set_attribute(g, "phases_replayed", s.phases_replayed, i64());
+  set_attribute(g, "phases_simulated", s.phases_simulated, i64());
   set_attribute(g, "eval_samples", s.eval_samples, i64());
   set_attribute(g, "final_eval_samples", s.final_eval_samples, i64());
   set_attribute(file, "status", s.status);

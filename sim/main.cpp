@@ -75,6 +75,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
               human_bytes(static_cast<double>(summary.total_bytes)).c_str());
   std::printf("host time         %.2f s\n", summary.host_time_s);
+  if (summary.phases_replayed > 0)
+    std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
+                static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
   std::printf("parameters        %lld\n", static_cast<long long>(summary.model_parameters));
   std::printf("output            %s\n", scenario.output.path.c_str());
   if (summary.status == "completed") return 0;

@@ -19,6 +19,8 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.min_rto_s = n.min_rto.s;
   options.delayed_ack = n.delayed_ack;
   options.syn_timeout_s = n.syn_timeout.s;
+  options.tcp = n.tcp;
+  options.slow_start_after_idle = n.slow_start_after_idle;
   options.seed = stream_seed(scenario.seed, "network");
   return make_ns3_network(clock, topology, options);
 }

@@ -91,6 +91,9 @@ struct NetworkSection {
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
+  std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
+  bool slow_start_after_idle = true;  // Linux's default
+  bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp"}});
@@ -99,6 +102,9 @@ struct NetworkSection {
     v.field("min_rto", min_rto, Range{1e-6, 60});
     v.field("delayed_ack", delayed_ack);
     v.field("syn_timeout", syn_timeout, Range{1e-6, 600, true});
+    v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
+    v.field("slow_start_after_idle", slow_start_after_idle);
+    v.field("memoize", memoize);
   }
 };
 

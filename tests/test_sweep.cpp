@@ -371,11 +371,13 @@ TEST_F(Sweeps, ACutOrFailedRunIsRedoneOnRerun) {
 }
 
 TEST_F(Sweeps, ATerminatedSweepStopsItsChildAndLeavesTheRestPending) {
-  // Long enough that the TERM arrives mid-run; --foreground sends it to the sweep alone, which
-  // must pass it on to its child.
+  // Long enough that the TERM arrives mid-run: once the child's file exists (it handles
+  // signals from then on; a fixed sleep raced with a slow start on a loaded machine). The
+  // TERM goes to the sweep alone, which must pass it on to its child.
   write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2]}\nzip: {workload.steps: [100000]}\n");
   std::string command = "cd '" + dir_.string() + "' && { '" + TESTBED_BINARY +
-                        "' sweep s.yaml 2>stderr.txt & sleep 4; kill -TERM $!; wait $!; }";
+                        "' sweep s.yaml 2>stderr.txt & for i in $(seq 600); do [ -e 'out/seed=0,steps=100000.h5' ] && break;"
+                        " sleep 0.1; done; sleep 1; kill -TERM $!; wait $!; }";
   int status = std::system(command.c_str());
   std::string err = slurp(dir_ / "stderr.txt");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << err;
