@@ -187,13 +187,23 @@ void Engine::start_step(int node) {
   s.to_issue = std::move(plan.comm);
   s.computing = true;
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
-  s.compute_order = ++scheduled_computes_;
   if (!std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
                                 std::to_string(s.step));
   }
-  clock_->schedule(s.compute_time, [this, node] { compute_done(node); });
+  // Computes that end at one tick end in node order, whatever order the steps started in:
+  // the same fleet state then always enters its collectives the same way (memoization).
+  auto [batch, fresh] = compute_batches_.try_emplace(s.compute_end_ticks);
+  batch->second.push_back(node);
+  if (fresh) {
+    clock_->schedule_ticks(s.compute_end_ticks - clock_->now_ticks(), [this, end = s.compute_end_ticks] {
+      auto nodes = std::move(compute_batches_.at(end));
+      compute_batches_.erase(end);
+      std::sort(nodes.begin(), nodes.end());
+      for (int n : nodes) compute_done(n);
+    });
+  }
 }
 
 void Engine::compute_done(int node) {
@@ -348,13 +358,10 @@ std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp&
     if (n != node) entry[n] = s.compute_end_ticks - now;
   }
   if (eligible) {
-    // Entries in the order they happen: at one tick, the order their events were scheduled.
+    // Entries in the order they happen: at one tick, in node order (start_step).
     std::vector<int> order(nodes_);
     for (int n = 0; n < nodes_; ++n) order[n] = n;
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return std::pair{entry[a], a == node ? 0 : state_[a].compute_order} <
-             std::pair{entry[b], b == node ? 0 : state_[b].compute_order};
-    });
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return entry[a] < entry[b]; });
     signature = std::to_string(reinterpret_cast<uintptr_t>(&plan)) + ':';
     for (int n : order) signature += std::to_string(participants[n]) + '@' + std::to_string(entry[n]) + ',';
   }

@@ -78,7 +78,6 @@ class Engine {
     double compute_time = 0, loss = 0;
     bool computing = false;        // between start_step and compute_done
     int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks)
-    uint64_t compute_order = 0;     // ns-3 runs events of one tick in the order they were scheduled
     std::vector<CommOp> to_issue;      // the step's ops, until its compute ends
     std::vector<InFlight> in_flight;   // in issue order
     bool waiting = false;              // idle until the ops due at the next step complete
@@ -134,7 +133,7 @@ class Engine {
   std::map<int, PendingRow> rows_;
   std::map<int, std::vector<torch::Tensor>> snapshots_;
   uint64_t next_message_id_ = 0;
-  uint64_t scheduled_computes_ = 0;
+  std::map<int64_t, std::vector<int>> compute_batches_;  // nodes whose compute ends at a tick
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;
