@@ -2,12 +2,17 @@
 // here element by element), masked averages by hand, and collectives untouched (still TCP).
 #include <gtest/gtest.h>
 
+#include <H5Cpp.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <torch/torch.h>
 
 #include "sim/engine.h"
+#include "sim/hdf5_recorder.h"
 #include "sim/scenario_loader.h"
 #include "sim/workload.h"
 #include "training/algorithms/sparse_exchange.h"
@@ -140,6 +145,29 @@ TEST_F(UdpTraining, GossipMixesWhatArrivedAndKeepsItsOwnValueElsewhere) {
     kept += (is_own & ~is_mean).sum().item<int64_t>();
   }
   EXPECT_EQ(static_cast<uint64_t>(kept) * 4, lost);
+}
+
+// /summary lost_bytes is the sum of /comm/messages lost_bytes: the HDF5 file of a run against
+// the same run (same seed, same losses) collected in memory.
+TEST_F(UdpTraining, SummaryLostBytesTotalsTheMessages) {
+  const Scenario s = scenario("{name: gossip}", "{backend: ns3, transport: udp}", 0.1, 2);
+  const Run memory = run(s);
+  uint64_t lost = 0;
+  for (const auto& m : memory.record.messages) lost += m.lost_bytes;
+  ASSERT_GT(lost, 0u);
+  const auto path = std::filesystem::temp_directory_path() / ("udp_summary_" + std::to_string(::getpid()) + ".h5");
+  {
+    Engine engine(s, *data_);
+    Hdf5Recorder recorder(path.string(), engine.run_info());
+    EXPECT_EQ(engine.run(recorder).status, "completed");
+  }
+  uint64_t recorded = 0;
+  H5::H5File(path.string(), H5F_ACC_RDONLY)
+      .openGroup("/summary")
+      .openAttribute("lost_bytes")
+      .read(H5::PredType::NATIVE_UINT64, &recorded);
+  std::filesystem::remove(path);
+  EXPECT_EQ(recorded, lost);
 }
 
 // Masked averages by hand. Node 0 of a triangle (every degree 2) with peers 1 and 2:
