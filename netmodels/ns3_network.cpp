@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "netmodels/ns3_tcp.h"
+#include "netmodels/ns3_datagrams.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -110,6 +111,7 @@ class Ns3Network final : public Network {
   // on estimators), immediate ACKs (a delayed ACK timer may be pending at any moment).
   bool memoizable_ = false;
   uint64_t undelivered_ = 0;  // messages accepted by send() and not yet handed back
+  std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
   // Events scheduled by this object check it so that they do nothing once it is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -117,11 +119,8 @@ class Ns3Network final : public Network {
 Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     : hosts_(topology.num_hosts()), topology_(topology), options_(options) {
   using namespace ns3;
-  if (options.transport != "tcp") {
-    if (options.transport == "udp")
-      throw std::invalid_argument("udp transport is not implemented yet");
-    throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp)");
-  }
+  if (options.transport != "tcp" && options.transport != "udp")
+    throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp, udp)");
   if (options.mtu <= kTcpIpHeaderBytes + 100 || options.mtu > 65535)
     throw std::invalid_argument("mtu must be in (152, 65535], got " + std::to_string(options.mtu));
   if (options.queue_packets < 1) throw std::invalid_argument("queue_packets must be >= 1");
@@ -206,6 +205,8 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     }
   }
   Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  if (options.transport == "udp")
+    datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
 
   // Every host accepts connections from all others on one port; the peer
   // address tells which connection an accepted socket belongs to.
@@ -334,6 +335,13 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
     // An empty message carries no bytes on the connection: it costs the
     // path's one-way propagation delay and is not ordered with the stream.
     deliver_later(std::move(p), path_properties(topology_, message.src, message.dst).latency_s);
+    return;
+  }
+  if (message.datagrams && datagrams_) {
+    datagrams_->send(message, [this, alive = alive_, on_delivered = std::move(p.on_delivered)](const Delivery& d) {
+      if (*alive) --undelivered_;
+      on_delivered(d);
+    });
     return;
   }
   Connection& c = connection(message.src, message.dst);

@@ -1,4 +1,4 @@
-// Packet-level backend: every topology link is an ns-3 point-to-point link, messages ride TCP.
+// Packet-level backend: every topology link is an ns-3 point-to-point link, messages ride TCP (or UDP datagrams).
 #pragma once
 
 #include <memory>
@@ -10,7 +10,9 @@
 namespace testbed {
 
 struct Ns3Options {
-  std::string transport = "tcp";  // only tcp for now
+  // tcp: every message over TCP. udp: messages marked Message::datagrams go as paced UDP
+  // datagrams and may lose parts (ns3_datagrams.h); all others still go over TCP.
+  std::string transport = "tcp";
   int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
   int queue_packets = 1000;       // DropTail queue per device
   double min_rto_s = 0.2;         // TcpSocketBase::MinRto

@@ -15,6 +15,13 @@
 
 namespace testbed {
 
+// How a collective's messages travel. Only a neighbour exchange tolerates loss (its receivers
+// average what arrived); reductions and gathers need every byte and always go reliably.
+struct MessageTransport {
+  bool datagrams = false;     // Message::datagrams: the network may lose parts
+  double element_bytes = 4;   // wire bytes per element, so datagrams split on elements
+};
+
 struct CollectiveHooks {
   std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
   std::function<void(const Delivery&)> delivered;         // every message, for the log
@@ -24,10 +31,12 @@ class CollectiveRun {
  public:
   // `hosts[r]` is the network host of rank r; `next_message_id` numbers messages run-wide.
   CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts, Network& network,
-                uint64_t& next_message_id, CollectiveHooks hooks);
+                uint64_t& next_message_id, CollectiveHooks hooks, MessageTransport transport = {});
 
-  // The rank's local buffer (1-D, reduced in place) is ready at the current time.
-  void enter(int rank, torch::Tensor buffer);
+  // The rank's local buffer (1-D, reduced in place) is ready at the current time. `arrived`
+  // (bool, the buffer's size, all true; needed when messages may lose parts) is cleared
+  // where a message's elements were lost: those elements of the buffer keep their value.
+  void enter(int rank, torch::Tensor buffer, torch::Tensor arrived = {});
   bool finished() const { return delivered_ == plan_->messages.size() && ranks_done_ == plan_->ranks; }
 
  private:
@@ -42,8 +51,11 @@ class CollectiveRun {
   Network& network_;
   uint64_t& next_message_id_;
   CollectiveHooks hooks_;
+  MessageTransport transport_;
 
   std::vector<torch::Tensor> buffers_;                // per rank; undefined until it enters
+  std::vector<torch::Tensor> arrived_;                // per rank: see enter()
+  std::vector<std::vector<ElementRange>> lost_;       // per message: elements the network lost
   std::vector<torch::Tensor> payloads_;               // per message: the chunk as sent
   std::vector<int> unmet_;                            // per message: dependencies not yet delivered
   std::vector<bool> sent_;

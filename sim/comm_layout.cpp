@@ -24,12 +24,17 @@ torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
   return work;
 }
 
-void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks) {
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, const torch::Tensor& arrived) {
   if (op.kind == CommKind::AllReduce) return;
   const int64_t k = op.buffer.numel();
   const int first = op.kind == CommKind::AllGather ? 0 : 1;
   op.received.clear();
   for (int b = first; b < blocks; ++b) op.received.push_back(work.slice(0, b * k, (b + 1) * k));
+  op.received_mask.clear();
+  // Empty when everything arrived, so that lossless runs take the algorithms' unmasked path
+  // and stay bit-identical to TCP.
+  if (!arrived.defined() || arrived.all().item<bool>()) return;
+  for (int b = first; b < blocks; ++b) op.received_mask.push_back(arrived.slice(0, b * k, (b + 1) * k));
 }
 
 }  // namespace testbed

@@ -19,7 +19,9 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
 // `blocks`: participants for an all-gather, 1 + degree for a neighbour exchange.
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks);
 
-// After the collective: fills op.received from the work buffer (all-gather and exchange).
-void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks);
+// After the collective: fills op.received from the work buffer (all-gather and exchange),
+// and op.received_mask from `arrived` (the work buffer's per-element arrival, or undefined)
+// when some element of a received block did not arrive.
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, const torch::Tensor& arrived = {});
 
 }  // namespace testbed

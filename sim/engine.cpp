@@ -239,15 +239,16 @@ void Engine::issue(int node, CommOp op) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
   f.work = comm_work_buffer(op, rank, f.blocks);
+  if (c.transport.datagrams) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
   // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
   // the op, even when the op outlives the step (overlap) and its messages leave later.
   pending_row(s.step).row.bytes[node] += c.bytes_per_rank[rank];
   total_bytes_ += c.bytes_per_rank[rank];
   f.op = std::move(op);
   const std::string tag = f.op.tag;
-  torch::Tensor work = f.work;
+  torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
-  c.run->enter(rank, work);  // may complete at once (one participant): after the push
+  c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
 }
 
 void Engine::op_complete(int node, int issued_step, const std::string& tag) {
@@ -280,7 +281,7 @@ void Engine::advance(int node) {
     HostTimer compute_timer(times_.local_compute);
     for (auto& f : s.in_flight) {
       if (f.due_step > next) continue;
-      comm_unpack(f.op, f.work, f.blocks);
+      comm_unpack(f.op, f.work, f.blocks, f.arrived);
       algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
     }
   }
@@ -328,8 +329,13 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   };
   slot.plan = plan;
   slot.bytes_per_rank = bytes_sent_per_rank(*plan);
+  // Only a neighbour exchange may lose parts (its receivers average what arrived); a
+  // reduction or gather needs every byte and stays on TCP whatever network.transport says.
+  slot.transport.datagrams = op.kind == CommKind::NeighbourExchange && scenario_.network.transport == "udp";
+  slot.transport.element_bytes = op.bytes_per_element;
   slot.channel = std::make_unique<TimedNetwork>(phase_channel(node, step, op, participants, *plan), times_);
-  slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks));
+  slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
+                                             slot.transport);
   return slot;
 }
 

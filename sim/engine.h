@@ -71,6 +71,7 @@ class Engine {
     CommOp op;
     torch::Tensor work;     // this rank's buffer in the collective
     int blocks = 1;         // of op.buffer's size in `work`
+    torch::Tensor arrived;  // lossy exchanges: which elements of `work` arrived (CollectiveRun::enter)
     bool complete = false;
   };
   struct NodeState {
@@ -86,6 +87,7 @@ class Engine {
   struct Collective {
     std::shared_ptr<const CollectivePlan> plan;
     std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
+    MessageTransport transport;
     std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
   };

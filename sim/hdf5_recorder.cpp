@@ -121,6 +121,7 @@ struct Hdf5Recorder::Impl {
   Appendable correlation, min_correlation, distance, correlation_matrix;
   Appendable messages;
   std::vector<MessageRow> pending_messages;
+  uint64_t lost_bytes = 0;  // over every message, for /summary
 
   Impl(const std::string& p, const RunInfo& info)
       : path(p),
@@ -237,6 +238,7 @@ void Hdf5Recorder::message(const MessageRecord& r) {
   MessageRow row{r.src, r.dst, r.bytes, r.t_send, r.t_recv, r.lost_bytes, {}};
   std::strncpy(row.kind, r.kind.c_str(), kKindChars - 1);
   impl_->pending_messages.push_back(row);
+  impl_->lost_bytes += r.lost_bytes;
   // Written in bounded batches: a ring all-reduce sends 2N(N-1) messages a step, so
   // holding them until the next eval would grow with N^2 x eval_every (GBs at N=256).
   if (impl_->pending_messages.size() >= kMessageBatch) {
@@ -252,6 +254,7 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   auto& g = summary;
   set_attribute(g, "projected_time_s", s.projected_time_s, f64());
   set_attribute(g, "total_bytes", s.total_bytes, H5::PredType::NATIVE_UINT64);
+  set_attribute(g, "lost_bytes", lost_bytes, H5::PredType::NATIVE_UINT64);
   set_attribute(g, "final_eval_loss", s.final_eval_loss, f64());
   set_attribute(g, "final_accuracy", s.final_accuracy, f64());
   set_attribute(g, "final_perplexity", s.final_perplexity, f64());

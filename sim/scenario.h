@@ -96,7 +96,7 @@ struct NetworkSection {
   bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
-    v.field("transport", transport, Choices{{"tcp"}});
+    v.field("transport", transport, Choices{{"tcp", "udp"}});
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue_packets", queue_packets, Range{1, 1e7});
     v.field("min_rto", min_rto, Range{1e-6, 60});

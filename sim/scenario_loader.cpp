@@ -470,6 +470,12 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
       fail(origins.where("network.backend"),
            "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
     }
+    // Datagrams, their headers and their loss are packets' business; flow and analytical
+    // model reliable byte streams only, so udp there would silently mean tcp.
+    if (s.network.transport == "udp") {
+      fail(origins.where("network.transport"),
+           "transport udp needs the ns3 backend (the " + s.network.backend + " backend carries reliable streams only)");
+    }
   }
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");

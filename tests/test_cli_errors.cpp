@@ -188,6 +188,13 @@ TEST_F(Cli, AnalyticalBackendRefusesLoss) {
                   "the flow backend models no loss");
 }
 
+// Datagrams are packets: only ns3 has them; elsewhere udp would silently run as tcp.
+TEST_F(Cli, UdpTransportNeedsNs3) {
+  expect_rejected("network: {backend: flow, transport: udp}\n", "1:37", "transport udp needs the ns3 backend");
+  expect_rejected("network: {transport: udp, backend: analytical}\n", "1:22", "transport udp needs the ns3 backend");
+  expect_rejected("network: {transport: sctp}\n", "1:22", "not one of: tcp, udp");
+}
+
 TEST_F(Cli, TopologySizesAreChecked) {
   expect_rejected("nodes: 20\ntopology: {kind: fat_tree, k: 4}\n", "1:8", "16 host slots");
   expect_rejected("topology: {kind: fat_tree, k: 3}\n", "1:31", "k must be even");

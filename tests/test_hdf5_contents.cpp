@@ -224,9 +224,14 @@ TEST_F(Hdf5Contents, SummaryFollowsFromTheDatasets) {
   EXPECT_EQ(summary("projected_time_s"), last);
   double total = std::accumulate(bytes.values.begin(), bytes.values.end(), 0.0);
   uint64_t from_messages = 0;
-  for (const auto& m : messages()) from_messages += m.bytes;
+  uint64_t lost = 0;
+  for (const auto& m : messages()) {
+    from_messages += m.bytes;
+    lost += m.lost_bytes;
+  }
   EXPECT_EQ(summary("total_bytes"), total);
   EXPECT_EQ(summary("total_bytes"), static_cast<double>(from_messages));
+  EXPECT_EQ(summary("lost_bytes"), static_cast<double>(lost));
   EXPECT_EQ(summary("final_eval_loss"), loss.values.back());
   EXPECT_EQ(summary("final_accuracy"), accuracy.values.back());
   EXPECT_TRUE(std::isnan(summary("final_perplexity")));

@@ -106,6 +106,8 @@ TEST_F(Memoization, OtherAlgorithmsStayIdentical) {
   compare("--set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.delay=1");
   compare("--set algorithm.name=fedavg --set algorithm.H=3 --set algorithm.fraction=0.5");
   compare("--set algorithm.name=demo --set algorithm.chunk=8 --set algorithm.k=2");
+  // Neighbour exchanges as datagrams: lossless, so memoization may replay them too.
+  compare("--set network.transport=udp --set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.exchange=ring");
 }
 
 }  // namespace

@@ -48,10 +48,10 @@ TEST(Ns3Network, Name) {
   EXPECT_EQ(network->name(), "ns3");
 }
 
-TEST(Ns3Network, UdpNotImplemented) {
+TEST(Ns3Network, UnknownTransportIsRefused) {
   EventClock clock;
   Ns3Options options;
-  options.transport = "udp";
+  options.transport = "sctp";
   EXPECT_THROW(make_ns3_network(clock, make("line", 2), options), std::invalid_argument);
 }
 

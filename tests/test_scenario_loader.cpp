@@ -150,6 +150,17 @@ output: {path: out/full.h5}
   EXPECT_EQ(s.output.path, "out/full.h5");
 }
 
+// udp on ns3 is accepted whatever the algorithm: an all-reduce just stays on TCP.
+TEST(ScenarioExample, UdpTransportIsReadForNs3) {
+  for (const char* algorithm : {"{name: ddp}", "{name: sparta, exchange: ring}", "{name: gossip}"}) {
+    Scenario s = parse_scenario(std::string("network: {backend: ns3, transport: udp}\nalgorithm: ") + algorithm + "\n",
+                                "s.yaml");
+    EXPECT_EQ(s.network.transport, "udp") << algorithm;
+    EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.transport, "udp");
+  }
+  expect_error("network: {backend: flow, transport: udp}\n", "s.yaml:1:37", "transport udp needs the ns3 backend");
+}
+
 TEST(ScenarioExample, SeedTakesTheFullUint64Range) {
   EXPECT_EQ(parse_scenario("seed: 18446744073709551615\n", "s.yaml").seed, 18446744073709551615ull);
   expect_error("seed: -1\n", "s.yaml:1:7", "out of range");

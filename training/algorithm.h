@@ -38,6 +38,10 @@ struct CommOp {
   // Filled in by the engine when the op completes:
   std::vector<torch::Tensor> received;  // AllGather: one per participant; NeighbourExchange: one per peer
   std::vector<int> peers;               // NeighbourExchange: the neighbours `received` came from
+  // NeighbourExchange over a lossy transport (network.transport udp): one bool tensor per
+  // `received` block, true where the element arrived. Empty when every element arrived. A lost
+  // element reads 0 in `received`; algorithms average it over the values that did arrive.
+  std::vector<torch::Tensor> received_mask;
 };
 
 struct StepPlan {

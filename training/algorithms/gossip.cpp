@@ -1,6 +1,7 @@
 // Gossip / D-PSGD: after each local step a node sends its parameters to every topology
 // neighbour and mixes with theirs using Metropolis-Hastings weights (a doubly stochastic
-// matrix, so the nodes' mean is preserved). Bytes per node per step: degree x 4d.
+// matrix, so the nodes' mean is preserved). Bytes per node per step: degree x 4d. Over network.transport
+// udp, an element lost from a neighbour mixes only the values that arrived (metropolis_mix).
 #include <torch/torch.h>
 
 #include "training/algorithms/common.h"

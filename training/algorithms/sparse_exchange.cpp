@@ -18,15 +18,45 @@ const std::string kTag = "sparse";
 }
 
 torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op) {
+  auto weight = [&](size_t j) {
+    const int peer = op.peers[j];
+    return 1.0 / (1.0 + static_cast<double>(std::max(neighbours[node].size(), neighbours[peer].size())));
+  };
   double own = 1.0;
   auto mixed = torch::zeros_like(op.buffer);
-  for (size_t j = 0; j < op.received.size(); ++j) {
-    const int peer = op.peers[j];
-    const double w = 1.0 / (1.0 + static_cast<double>(std::max(neighbours[node].size(), neighbours[peer].size())));
-    mixed.add_(op.received[j], w);
-    own -= w;
+  if (op.received_mask.empty()) {
+    for (size_t j = 0; j < op.received.size(); ++j) {
+      mixed.add_(op.received[j], weight(j));
+      own -= weight(j);
+    }
+    return mixed.add_(op.buffer, own);
   }
-  return mixed.add_(op.buffer, own);
+  // Some elements were lost: each element mixes the values that arrived, with their weights
+  // (own included) renormalised to sum to one.
+  auto total = torch::zeros_like(op.buffer);
+  for (size_t j = 0; j < op.received.size(); ++j) {
+    const auto arrived = op.received_mask[j].to(op.buffer.scalar_type());
+    mixed.add_(op.received[j] * arrived, weight(j));
+    total.add_(arrived, weight(j));
+    own -= weight(j);
+  }
+  mixed.add_(op.buffer, own);
+  return mixed.div_(total.add_(own));
+}
+
+torch::Tensor masked_mean(const CommOp& op) {
+  auto sum = op.buffer.clone();
+  if (op.received_mask.empty()) {
+    for (const auto& r : op.received) sum.add_(r);
+    return sum.div_(1.0 + static_cast<double>(op.received.size()));
+  }
+  auto count = torch::ones_like(op.buffer);
+  for (size_t j = 0; j < op.received.size(); ++j) {
+    const auto arrived = op.received_mask[j].to(op.buffer.scalar_type());
+    sum.add_(op.received[j] * arrived);
+    count.add_(arrived);
+  }
+  return sum.div_(count);
 }
 
 SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours,
@@ -91,9 +121,7 @@ void SparseExchange::apply(int node, int issued_step, Replica& replica, CommOp& 
   if (op.kind == CommKind::AllReduce) {
     average = op.buffer.div_(nodes_);
   } else if (options_.exchange == "ring") {
-    average = op.buffer.clone();
-    for (const auto& r : op.received) average.add_(r);
-    average.div_(1.0 + static_cast<double>(op.received.size()));
+    average = masked_mean(op);
   } else {  // gossip
     average = metropolis_mix(neighbours_, node, op);
   }

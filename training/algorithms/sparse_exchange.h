@@ -44,7 +44,13 @@ class SparseExchange {
 
 // Metropolis-Hastings mixing of a completed neighbour exchange: node i keeps
 // 1 - sum of its neighbours' weights of its own buffer and takes 1 / (1 + max(deg i, deg j))
-// of neighbour j's. The weights are symmetric and doubly stochastic.
+// of neighbour j's. The weights are symmetric and doubly stochastic. Where an element from a
+// neighbour was lost (op.received_mask), that element mixes only the values that arrived,
+// own included, their weights scaled to sum to one (no longer doubly stochastic there).
 torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op);
+
+// The uniform average of a node's buffer and its neighbours' (SPARTA's ring exchange); an
+// element lost from a neighbour is averaged over the values that arrived, own included.
+torch::Tensor masked_mean(const CommOp& op);
 
 }  // namespace testbed
