@@ -16,15 +16,20 @@ CollectivePlan direct_all_reduce(int ranks, int64_t elements, double element_byt
   const int p = ranks;
   CollectivePlan plan = empty_plan(p);
   auto begin = [&](int c) { return part_begin(c, p, elements); };
+  // Rank r sends to r+1, r+2, ... in that order (the shifted schedule of MPI's pairwise
+  // exchange): were every rank to start with rank 0, the connections into the last rank
+  // would all open last, and TCP flows from one sender that share its queue without loss
+  // keep the share their head start gave them, so the last rank would be starved.
   std::vector<std::vector<int>> into(p);  // per owner: the chunks reduced into it
   for (int r = 0; r < p; ++r)
-    for (int c = 0; c < p; ++c)
-      if (c != r)
-        into[c].push_back(add(plan, chunk(r, c, begin(c), begin(c), begin(c + 1) - begin(c), element_bytes,
-                                          ChunkOp::Reduce)));
+    for (int k = 1; k < p; ++k) {
+      const int c = (r + k) % p;
+      into[c].push_back(
+          add(plan, chunk(r, c, begin(c), begin(c), begin(c + 1) - begin(c), element_bytes, ChunkOp::Reduce)));
+    }
   for (int c = 0; c < p; ++c)
-    for (int r = 0; r < p; ++r) {
-      if (r == c) continue;
+    for (int k = 1; k < p; ++k) {
+      const int r = (c + k) % p;
       CollectiveMessage m = chunk(c, r, begin(c), begin(c), begin(c + 1) - begin(c), element_bytes, ChunkOp::Copy);
       m.after = into[c];
       add(plan, std::move(m));
