@@ -92,6 +92,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   topology_ = build_topology(topology_spec(scenario));
   network_ = std::make_unique<TimedNetwork>(make_network(scenario, *clock_, topology_), times_);
   host_neighbours_ = host_neighbours(topology_);
+  node_clusters_ = node_clusters(scenario);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);
   summary_.model_parameters = parameters_;
@@ -278,7 +279,9 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
   auto& slot = collectives_[key];
   if (slot.run) return slot;
   const int64_t elements = op.buffer.numel();
-  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element}];
+  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element, options.algorithm,
+                       options.slices, options.server, options.cluster_of}];
   if (!plan) {
     // Neighbours among the participants, in rank space.
     std::vector<std::vector<int>> neighbours(participants.size());
@@ -291,7 +294,7 @@ Engine::Collective& Engine::collective(int step, const CommOp& op, const std::ve
       }
     }
     plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours));
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options));
   }
   CollectiveHooks hooks;
   hooks.rank_done = [this, key, participants](int rank) {
