@@ -1,6 +1,8 @@
 // CommOp <-> flat collective buffers: blocks of the op's size, views rather than copies.
 #include "sim/comm_layout.h"
 
+#include <stdexcept>
+
 #include <torch/torch.h>
 
 namespace testbed {

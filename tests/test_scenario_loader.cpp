@@ -235,10 +235,10 @@ TEST(ScenarioErrors, BadDevice) {
 }
 
 TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
-  Scenario s = parse_scenario("collective: {algorithm: hierarchical, slices: 4, clusters: [[0, 3], [1, 2]]}\n",
+  Scenario s = parse_scenario("collective: {algorithm: hierarchical, slices: 2, clusters: [[0, 3], [1, 2]]}\n",
                               "s.yaml");
   EXPECT_EQ(s.collective.algorithm, "hierarchical");
-  EXPECT_EQ(s.collective.slices, 4);
+  EXPECT_EQ(s.collective.slices, 2);
   EXPECT_EQ(node_clusters(s), (std::vector<int>{0, 1, 1, 0}));
   EXPECT_EQ(to_yaml(parse_scenario(to_yaml(s), "resolved.yaml")), to_yaml(s));
   // Without a list: a hierarchical topology's clusters, a fat-tree's pods (k=4: 4 hosts each).
@@ -248,7 +248,7 @@ TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
   EXPECT_EQ(node_clusters(f), (std::vector<int>{0, 0, 0, 0, 1, 1}));
   EXPECT_TRUE(node_clusters(parse_scenario("{}", "s.yaml")).empty());
   EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.algorithm, "ring");
-  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 1);
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 4);
 }
 
 TEST(ScenarioCollective, BadInputPointsAtTheKey) {
