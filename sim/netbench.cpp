@@ -96,8 +96,9 @@ double all_reduce_bound(const Topology& topology, const CollectivePlan& plan, co
   const double beta = alpha_beta_of(topology, pairs_of(plan, all)).second;
   switch (o.algorithm) {
     case CollectiveAlgorithm::Ring:
-      // 2(p-1) alpha + 2(p-1)/p n beta; each rank sends to its ring successor only.
-      return latency + alpha_beta::ring_all_reduce(0, beta, n, p);
+      // 2(p-1) alpha + 2(p-1)/p n beta with one slice; with more, the pipelined form
+      // (alpha_beta.h), alpha the mean latency along the 2(p-1) hops of the critical path.
+      return alpha_beta::ring_all_reduce_sliced(latency / (2 * (p - 1)), beta, n, p, o.slices);
     case CollectiveAlgorithm::HalvingDoubling:
       // 2 log2(p) alpha + 2(p-1)/p n beta: a rank's steps are sequential.
       return latency + alpha_beta::halving_doubling(0, beta, n, p);
@@ -120,22 +121,32 @@ double all_reduce_bound(const Topology& topology, const CollectivePlan& plan, co
     }
     case CollectiveAlgorithm::Hierarchical: {
       // A leader of a cluster of m takes in (m-1) n and sends (m-1) n back through its own
-      // links, and between the two the leaders run a ring all-reduce over their pairs:
-      // latency + 2 (m-1) n beta_leader + 2(L-1)/L n beta_leaders.
+      // links, one member-leader latency each way; between the two the leaders run a ring
+      // all-reduce (pipelined when sliced), alpha the mean latency of the leaders' ring links:
+      // 2 (alpha_in + (m-1) n beta_leader) + the leaders' ring.
       std::map<int, std::vector<int>> clusters;
       for (int r = 0; r < p; ++r) clusters[o.cluster_of.at(r)].push_back(r);
       std::vector<int> leaders;
       double intra = 0;
       for (auto& [id, ranks] : clusters) {
         leaders.push_back(ranks.front());
-        intra = std::max(intra, 2.0 * (static_cast<double>(ranks.size()) - 1) * n * access_beta(topology, ranks[0]));
+        if (ranks.size() < 2) continue;
+        std::set<std::pair<int, int>> member_pairs;
+        for (size_t i = 1; i < ranks.size(); ++i) member_pairs.emplace(ranks[i], ranks[0]);
+        const double in_alpha = alpha_beta_of(topology, member_pairs).first;
+        const double m = static_cast<double>(ranks.size());
+        intra = std::max(intra, 2.0 * (in_alpha + (m - 1) * n * access_beta(topology, ranks[0])));
       }
       std::sort(leaders.begin(), leaders.end());
       const int l = static_cast<int>(leaders.size());
-      std::set<std::pair<int, int>> leader_pairs;
-      for (int i = 0; i < l && l > 1; ++i) leader_pairs.emplace(leaders[i], leaders[(i + 1) % l]);
-      const double wan_beta = alpha_beta_of(topology, leader_pairs).second;
-      return latency + intra + (l > 1 ? alpha_beta::ring_all_reduce(0, wan_beta, n, l) : 0.0);
+      if (l < 2) return intra;
+      double wan_latency = 0, wan_beta = 0;
+      for (int i = 0; i < l; ++i) {
+        const PathProperties path = path_properties(topology, leaders[i], leaders[(i + 1) % l]);
+        wan_latency += path.latency_s / l;
+        wan_beta = std::max(wan_beta, 8.0 / path.bottleneck_bps);
+      }
+      return intra + alpha_beta::ring_all_reduce_sliced(wan_latency, wan_beta, n, l, o.slices);
     }
   }
   throw std::logic_error("netbench: unknown algorithm");
@@ -166,7 +177,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
       for (int h = 0; h < p; ++h) host_beta = std::max(host_beta, access_beta(topology, h));
       r.bound_s = p > 1 ? alpha + (p - 1) * n * host_beta : 0;
     } else {
-      r.bound_s = alpha_beta::ring_all_gather(alpha, beta, n * p, p);
+      r.bound_s = alpha_beta::ring_all_gather_sliced(alpha, beta, n * p, p, options.slices);
     }
   } else if (collective == "p2p") {
     if (p < 2) throw std::invalid_argument("netbench: p2p needs 2 nodes or more");
