@@ -107,7 +107,7 @@ struct NetworkSection {
 // (hierarchical: its clusters; fat_tree: its pods).
 struct CollectiveSection {
   std::string algorithm = "ring";
-  int slices = 4;    // ring pipelining: messages per chunk (README, Collectives: why 4)
+  int slices = 1;    // ring pipelining: messages per chunk (README, Collectives: why 1)
   int server = 0;    // parameter_server: the server's node index
   std::vector<std::vector<int>> clusters;
   template <class V> void fields(V& v) {

@@ -51,7 +51,6 @@ threads: 1
 topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 5ms}}
 workload: {model: mlp, batch_size: 32, steps: 6, eval_every: 3, eval_samples: 500, shifts: [noise]}
 compute: {model: fixed, step_time: 20ms, speeds: [1, 0.5, 0.25]}
-collective: {slices: 1}  # one message per ring chunk, which MessagesAndBytes counts
 )";
     std::string cmd = std::string(TESTBED_BINARY) + " run " + (*dir_ / "s.yaml").string() + " -q -o " +
                       (*dir_ / "r.h5").string() + " > " + (*dir_ / "log").string() + " 2>&1";

@@ -248,7 +248,7 @@ TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
   EXPECT_EQ(node_clusters(f), (std::vector<int>{0, 0, 0, 0, 1, 1}));
   EXPECT_TRUE(node_clusters(parse_scenario("{}", "s.yaml")).empty());
   EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.algorithm, "ring");
-  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 4);
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 1);
 }
 
 TEST(ScenarioCollective, BadInputPointsAtTheKey) {
