@@ -1,12 +1,16 @@
-// Expansion of collectives into point-to-point message DAGs.
+// Ring collectives, the neighbour exchange and the plan building blocks they share.
 #include "netmodels/collectives.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
+#include "netmodels/plan_builder.h"
+
 namespace testbed {
-namespace {
+namespace plan_builder {
 
 void check_sizes(const char* what, int ranks, int64_t elements, double element_bytes) {
   if (ranks < 1) throw std::invalid_argument(std::string(what) + ": ranks must be >= 1");
@@ -27,56 +31,115 @@ CollectiveMessage chunk(int src, int dst, int64_t offset, int64_t dst_offset, in
   return m;
 }
 
-}  // namespace
+int add(CollectivePlan& plan, CollectiveMessage m) {
+  const int index = static_cast<int>(plan.messages.size());
+  plan.inbox.at(m.dst).push_back(index);
+  plan.messages.push_back(std::move(m));
+  return index;
+}
 
-CollectivePlan ring_all_reduce(int ranks, int64_t elements, double element_bytes) {
-  check_sizes("ring_all_reduce", ranks, elements, element_bytes);
-
-  const int p = ranks;
+CollectivePlan empty_plan(int ranks) {
   CollectivePlan plan;
-  plan.ranks = p;
-  plan.inbox.assign(p, {});
-  if (p == 1) return plan;
+  plan.ranks = ranks;
+  plan.inbox.assign(ranks, {});
+  return plan;
+}
 
-  // Chunk c covers [c*n/p, (c+1)*n/p): sizes differ by at most one element.
-  auto chunk_begin = [&](int c) { return static_cast<int64_t>(c) * elements / p; };
-  const int steps = 2 * (p - 1);
-  plan.messages.reserve(static_cast<size_t>(steps) * p);
-  // Message (rank r, step k) is stored at index k*p + r.
+}  // namespace plan_builder
+
+namespace {
+
+using namespace plan_builder;
+
+void check_slices(const char* what, int slices) {
+  if (slices < 1) throw std::invalid_argument(std::string(what) + ": slices must be >= 1");
+}
+
+// The p(steps) ring messages: in step k rank r sends block block_of(r, k) = [begin, begin+len)
+// to r+1, as `slices` pieces (fewer for blocks shorter than that, never an empty piece
+// unless the block is empty); piece j waits for piece j of what r-1 sent r in step k-1, which
+// is the same block, and for wait_for[r] (if given). Slices 1 keeps one message per (k, r)
+// at index k*p + r.
+void ring_steps(CollectivePlan& plan, const std::vector<int>& ring, int steps, int slices,
+                const std::function<std::pair<int64_t, int64_t>(int, int)>& block_of, double element_bytes,
+                const std::function<ChunkOp(int)>& op_of, const std::vector<std::vector<int>>& wait_for) {
+  const int p = static_cast<int>(ring.size());
+  std::vector<int> previous(p, -1), current(p, -1);  // first piece's index per position, step k-1 / k
   for (int k = 0; k < steps; ++k) {
     for (int r = 0; r < p; ++r) {
-      const int c = ((r - k) % p + p) % p;
-      const int64_t begin = chunk_begin(c);
-      CollectiveMessage m = chunk(r, (r + 1) % p, begin, begin, chunk_begin(c + 1) - begin, element_bytes,
-                                  k < p - 1 ? ChunkOp::Reduce : ChunkOp::Copy);
-      // Rank r forwards what rank r-1 sent it in the previous step.
-      if (k > 0) m.after = {(k - 1) * p + (r - 1 + p) % p};
-      plan.inbox[m.dst].push_back(static_cast<int>(plan.messages.size()));
-      plan.messages.push_back(std::move(m));
+      const auto [begin, len] = block_of(r, k);
+      const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(slices, len));
+      current[r] = static_cast<int>(plan.messages.size());
+      for (int64_t j = 0; j < pieces; ++j) {
+        const int64_t b = begin + part_begin(j, pieces, len);
+        const int64_t e = begin + part_begin(j + 1, pieces, len);
+        CollectiveMessage m = chunk(ring[r], ring[(r + 1) % p], b, b, e - b, element_bytes, op_of(k));
+        if (k > 0) m.after = {previous[(r - 1 + p) % p] + static_cast<int>(j)};
+        // Every message, not only the first: each reduce-scatter step adds r's own part of
+        // a chunk, which must already hold what r waits for.
+        if (!wait_for.empty()) m.after.insert(m.after.end(), wait_for[r].begin(), wait_for[r].end());
+        add(plan, std::move(m));
+      }
     }
+    std::swap(previous, current);
   }
+}
+
+}  // namespace
+
+CollectivePlan ring_all_reduce(int ranks, int64_t elements, double element_bytes, int slices) {
+  check_sizes("ring_all_reduce", ranks, elements, element_bytes);
+  check_slices("ring_all_reduce", slices);
+  const int p = ranks;
+  CollectivePlan plan = empty_plan(p);
+  if (p == 1) return plan;
+  std::vector<int> ring(p);
+  for (int r = 0; r < p; ++r) ring[r] = r;
+  plan_builder::ring_all_reduce_among(plan, ring, elements, element_bytes, slices, {});
   return plan;
 }
 
-CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes) {
+CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes, int slices) {
   check_sizes("ring_all_gather", ranks, elements, element_bytes);
+  check_slices("ring_all_gather", slices);
   const int p = ranks;
-  CollectivePlan plan;
-  plan.ranks = p;
-  plan.inbox.assign(p, {});
-  // Message (rank r, step k) is stored at index k*p + r; in step k rank r forwards block
-  // r - k (its own at k = 0), which it received from r - 1 in step k - 1.
-  for (int k = 0; k < p - 1; ++k) {
-    for (int r = 0; r < p; ++r) {
-      const int64_t block = ((r - k) % p + p) % p * elements;
-      CollectiveMessage m = chunk(r, (r + 1) % p, block, block, elements, element_bytes, ChunkOp::Copy);
-      if (k > 0) m.after = {(k - 1) * p + (r - 1 + p) % p};
-      plan.inbox[m.dst].push_back(static_cast<int>(plan.messages.size()));
-      plan.messages.push_back(std::move(m));
-    }
-  }
+  CollectivePlan plan = empty_plan(p);
+  std::vector<int> ring(p);
+  for (int r = 0; r < p; ++r) ring[r] = r;
+  // In step k rank r forwards block r - k (its own at k = 0), received from r - 1 in step k - 1.
+  auto block_of = [&](int r, int k) {
+    return std::pair<int64_t, int64_t>{((r - k) % p + p) % p * elements, elements};
+  };
+  ring_steps(plan, ring, p - 1, slices, block_of, element_bytes, [](int) { return ChunkOp::Copy; }, {});
   return plan;
 }
+
+CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_bytes) {
+  check_sizes("direct_all_gather", ranks, elements, element_bytes);
+  CollectivePlan plan = empty_plan(ranks);
+  for (int r = 0; r < ranks; ++r)
+    for (int q = 0; q < ranks; ++q)
+      if (q != r) add(plan, chunk(r, q, r * elements, r * elements, elements, element_bytes, ChunkOp::Copy));
+  return plan;
+}
+
+namespace plan_builder {
+
+void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements,
+                           double element_bytes, int slices, const std::vector<std::vector<int>>& wait_for) {
+  const int p = static_cast<int>(ring.size());
+  if (p < 2) return;
+  // Chunk c covers [c*n/p, (c+1)*n/p); in step k position r sends chunk r - k.
+  auto block_of = [&](int r, int k) {
+    const int c = ((r - k) % p + p) % p;
+    const int64_t begin = part_begin(c, p, elements);
+    return std::pair<int64_t, int64_t>{begin, part_begin(c + 1, p, elements) - begin};
+  };
+  auto op_of = [&](int k) { return k < p - 1 ? ChunkOp::Reduce : ChunkOp::Copy; };
+  ring_steps(plan, ring, 2 * (p - 1), slices, block_of, element_bytes, op_of, wait_for);
+}
+
+}  // namespace plan_builder
 
 CollectivePlan neighbour_exchange(const std::vector<std::vector<int>>& neighbours, int64_t elements,
                                   double element_bytes) {
@@ -89,16 +152,13 @@ CollectivePlan neighbour_exchange(const std::vector<std::vector<int>>& neighbour
     throw std::invalid_argument("neighbour_exchange: " + std::to_string(q) + " lists " + std::to_string(r) +
                                 " as a neighbour but not the other way round");
   };
-  CollectivePlan plan;
-  plan.ranks = p;
-  plan.inbox.assign(p, {});
+  CollectivePlan plan = empty_plan(p);
   for (int r = 0; r < p; ++r) {
     for (int q : neighbours[r]) {
       if (q < 0 || q >= p || q == r)
         throw std::invalid_argument("neighbour_exchange: rank " + std::to_string(r) + " has invalid neighbour " +
                                     std::to_string(q));
-      plan.inbox[q].push_back(static_cast<int>(plan.messages.size()));
-      plan.messages.push_back(chunk(r, q, 0, slot(q, r), elements, element_bytes, ChunkOp::Copy));
+      add(plan, chunk(r, q, 0, slot(q, r), elements, element_bytes, ChunkOp::Copy));
     }
   }
   return plan;

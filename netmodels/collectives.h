@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace testbed {
@@ -30,12 +31,60 @@ struct CollectivePlan {
 
 // Ring all-reduce of `elements` values of `element_bytes` each over `ranks`:
 // a reduce-scatter then an all-gather, 2(p-1) dependent steps of ~n/p elements.
-CollectivePlan ring_all_reduce(int ranks, int64_t elements, double element_bytes);
+// `slices` > 1 pipelines each chunk as that many messages: slice j of step k waits only
+// for slice j of step k-1 (as NCCL and Gloo do), not for the whole chunk.
+CollectivePlan ring_all_reduce(int ranks, int64_t elements, double element_bytes, int slices = 1);
 
 // Ring all-gather of `elements` values per rank: each rank's buffer holds p blocks of
 // `elements`, its own at block r; p-1 dependent steps, each forwarding one block to r+1.
-// Afterwards every rank's buffer holds every rank's block in rank order.
-CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes);
+// Afterwards every rank's buffer holds every rank's block in rank order. `slices` as above.
+CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes, int slices = 1);
+
+// Direct all-gather: every rank sends its block straight to every other rank (one step).
+CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_bytes);
+
+// Double binary tree all-reduce (NCCL): the first half of the buffer is reduced up and
+// broadcast down tree A, the second half tree B, whose leaves are tree A's inner ranks.
+// Tree A: rank 0 is the root with one child, the largest power of two below p; a rank r
+// with lowest set bit b has children r - b/2 and the largest r + b/2^j below p.
+// Tree B is the same tree over positions p-1-r (p even) or (r+1) mod p (p odd).
+CollectivePlan tree_all_reduce(int ranks, int64_t elements, double element_bytes);
+// Tree A's children of each rank (tree B's follow by the relabelling above).
+std::vector<std::vector<int>> binary_tree_children(int ranks);
+
+// Recursive halving reduce-scatter then recursive doubling all-gather over the largest
+// power of two p' <= p; the p - p' extra ranks first fold their whole buffer into a
+// partner (rank 2i+1 into 2i for i < p - p') and get the result back from it at the end.
+CollectivePlan halving_doubling_all_reduce(int ranks, int64_t elements, double element_bytes);
+
+// Every rank sends chunk c (of p near-equal chunks) to rank c, which reduces it and sends
+// the reduced chunk to everyone: two steps, 2(p-1)/p n bytes per rank.
+CollectivePlan direct_all_reduce(int ranks, int64_t elements, double element_bytes);
+
+// Every rank sends its whole buffer to `server`, which reduces and sends the sum back.
+CollectivePlan parameter_server_all_reduce(int ranks, int64_t elements, double element_bytes, int server);
+
+// `cluster_of[r]`: rank r's cluster (any integers). Members reduce their whole buffer into
+// the cluster's leader (its lowest rank), leaders run a ring all-reduce (with `slices`),
+// and each leader sends the result back to its members.
+CollectivePlan hierarchical_all_reduce(const std::vector<int>& cluster_of, int64_t elements, double element_bytes,
+                                       int slices = 1);
+
+// Which plan an all-reduce or all-gather uses, and the algorithms' parameters.
+enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, ParameterServer, Hierarchical };
+struct CollectiveOptions {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  int slices = 1;               // ring pipelining (ring, and the leaders' ring in hierarchical)
+  int server = 0;               // parameter_server: the server's rank
+  std::vector<int> cluster_of;  // hierarchical: each rank's cluster
+};
+// Scenario spelling <-> algorithm; throws std::invalid_argument for an unknown name.
+CollectiveAlgorithm collective_algorithm(const std::string& name);
+const std::vector<std::string>& collective_algorithm_names();
+
+CollectivePlan all_reduce(const CollectiveOptions& options, int ranks, int64_t elements, double element_bytes);
+// Ring and direct are all-gathers of their own; the other algorithms all-gather on the ring.
+CollectivePlan all_gather(const CollectiveOptions& options, int ranks, int64_t elements, double element_bytes);
 
 // Each rank sends its `elements` values to each of its neighbours (`neighbours[r]`, a
 // symmetric relation: q is in neighbours[r] iff r is in neighbours[q]). Rank r's buffer is

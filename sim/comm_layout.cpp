@@ -1,15 +1,34 @@
 // CommOp <-> flat collective buffers: blocks of the op's size, views rather than copies.
 #include "sim/comm_layout.h"
 
+#include <stdexcept>
+
 #include <torch/torch.h>
 
 namespace testbed {
 
+CollectiveOptions collective_options(const Scenario& scenario, const std::vector<int>& node_cluster,
+                                     const std::vector<int>& participants) {
+  CollectiveOptions o;
+  o.algorithm = collective_algorithm(scenario.collective.algorithm);
+  o.slices = scenario.collective.slices;
+  o.server = 0;
+  for (size_t r = 0; r < participants.size(); ++r) {
+    if (participants[r] == scenario.collective.server) o.server = static_cast<int>(r);
+  }
+  if (o.algorithm == CollectiveAlgorithm::Hierarchical) {
+    if (node_cluster.empty())
+      throw std::invalid_argument("the hierarchical collective needs clusters (collective.clusters)");
+    for (int node : participants) o.cluster_of.push_back(node_cluster.at(node));
+  }
+  return o;
+}
+
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
-                         const std::vector<std::vector<int>>& neighbours) {
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options) {
   switch (kind) {
-    case CommKind::AllReduce: return ring_all_reduce(ranks, elements, element_bytes);
-    case CommKind::AllGather: return ring_all_gather(ranks, elements, element_bytes);
+    case CommKind::AllReduce: return all_reduce(options, ranks, elements, element_bytes);
+    case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
     case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
   }
   throw std::logic_error("comm_plan: unknown kind");

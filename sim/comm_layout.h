@@ -5,14 +5,22 @@
 #include <vector>
 
 #include "netmodels/collectives.h"
+#include "sim/scenario.h"
 #include "training/algorithm.h"
 
 namespace testbed {
 
-// The plan for `kind` over `ranks` participants of `elements` floats each.
-// `neighbours` (rank space) is used by NeighbourExchange only.
+// The scenario's collective options in the rank space of `participants` (node indices):
+// each rank's cluster from `node_cluster` (node_clusters(scenario), computed once), and
+// the server's rank, or rank 0 when the server node does not take part.
+CollectiveOptions collective_options(const Scenario& scenario, const std::vector<int>& node_cluster,
+                                     const std::vector<int>& participants);
+
+// The plan for `kind` over `ranks` participants of `elements` floats each, all-reduces and
+// all-gathers by `options` (rank space). `neighbours` (rank space) is used by
+// NeighbourExchange only.
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
-                         const std::vector<std::vector<int>>& neighbours);
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options = {});
 
 // The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce
 // (reduced in place), else the op's buffer in its block of a larger zeroed one.

@@ -96,6 +96,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   network_ = make_network(scenario, *clock_, topology_);
   memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
+  node_clusters_ = node_clusters(scenario);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);
   summary_.model_parameters = parameters_;
@@ -301,7 +302,9 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   auto& slot = collectives_[key];
   if (slot.run) return slot;
   const int64_t elements = op.buffer.numel();
-  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element}];
+  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element, options.algorithm,
+                       options.slices, options.server, options.cluster_of}];
   if (!plan) {
     // Neighbours among the participants, in rank space.
     std::vector<std::vector<int>> neighbours(participants.size());
@@ -314,7 +317,7 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
       }
     }
     plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours));
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options));
   }
   CollectiveHooks hooks;
   hooks.rank_done = [this, key, participants](int rank) {

@@ -129,7 +129,12 @@ class Engine {
   std::unique_ptr<PhaseMemo> memo_;
   std::vector<std::vector<int>> host_neighbours_;
   std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
-  std::map<std::tuple<int, std::vector<int>, int64_t, double>, std::shared_ptr<const CollectivePlan>> plans_;
+  std::vector<int> node_clusters_;  // for the hierarchical collective (empty: none)
+  // By kind, participants, elements, bytes per element, algorithm, slices, server rank and
+  // each rank's cluster: everything the plan depends on.
+  using PlanKey =
+      std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
+  std::map<PlanKey, std::shared_ptr<const CollectivePlan>> plans_;
 
   std::vector<NodeState> state_;
   std::map<int, PendingRow> rows_;

@@ -75,6 +75,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
               human_bytes(static_cast<double>(summary.total_bytes)).c_str());
   std::printf("host time         %.2f s\n", summary.host_time_s);
+  std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", engine.host_times().ns3(),
+              summary.steps_completed > 0 ? 1e3 * engine.host_times().ns3() / summary.steps_completed : 0.0);
   if (summary.phases_replayed > 0)
     std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
@@ -93,7 +95,8 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
   const NetbenchResult r = netbench(scenario, collective, *bytes);
   std::printf("backend           %s\n", scenario.network.backend.c_str());
   std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
-  std::printf("collective        %s of %s\n", collective.c_str(), human_bytes(*bytes).c_str());
+  std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
+              collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
   std::printf("simulated         %.6f s\n", r.simulated_s);
   std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
   std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);

@@ -15,9 +15,10 @@ struct NetbenchResult {
   uint64_t payload_bytes = 0;  // bytes all ranks sent
 };
 
-// `collective`: allreduce (ring), allgather (ring) or p2p (rank 0 to rank N-1), of `bytes`
-// (per rank for allgather). alpha is the largest path latency and beta the slowest
-// bottleneck between the pairs the collective uses. Throws std::invalid_argument.
+// `collective`: allreduce or allgather by the scenario's collective section, or p2p (rank 0
+// to rank N-1), of `bytes` (per rank for allgather). The bound is the algorithm's formula
+// (netbench.cpp): alpha is the largest path latency and beta the slowest bottleneck between
+// the pairs the collective uses. Throws std::invalid_argument.
 NetbenchResult netbench(const Scenario& scenario, const std::string& collective, double bytes);
 
 }  // namespace testbed

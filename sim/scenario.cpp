@@ -40,4 +40,29 @@ TopologySpec topology_spec(const Scenario& scenario) {
   return spec;
 }
 
+std::vector<int> node_clusters(const Scenario& scenario) {
+  const int nodes = scenario.nodes;
+  std::vector<int> cluster(nodes, -1);
+  if (!scenario.collective.clusters.empty()) {
+    // The loader checked that the lists partition the nodes.
+    for (size_t c = 0; c < scenario.collective.clusters.size(); ++c)
+      for (int node : scenario.collective.clusters[c])
+        if (node >= 0 && node < nodes) cluster[node] = static_cast<int>(c);
+    return cluster;
+  }
+  if (scenario.topology.kind == "hierarchical") {
+    const int per_cluster = topology_spec(scenario).per_cluster;
+    if (per_cluster < 1) return {};
+    for (int n = 0; n < nodes; ++n) cluster[n] = n / per_cluster;
+    return cluster;
+  }
+  if (scenario.topology.kind == "fat_tree") {
+    // Host slot h sits on edge switch h / (k/2), and a pod holds k/2 edge switches.
+    const int half = std::max(1, scenario.topology.k / 2);
+    for (int n = 0; n < nodes; ++n) cluster[n] = n / (half * half);
+    return cluster;
+  }
+  return {};
+}
+
 }  // namespace testbed

@@ -108,6 +108,23 @@ struct NetworkSection {
   }
 };
 
+// How collectives are expanded into messages (netmodels/collectives.h). `clusters` lists node
+// indices per cluster for the hierarchical algorithm; empty takes the topology's clusters
+// (hierarchical: its clusters; fat_tree: its pods).
+struct CollectiveSection {
+  std::string algorithm = "ring";
+  int slices = 1;    // ring pipelining: messages per chunk (README, Collectives: why 1)
+  int server = 0;    // parameter_server: the server's node index
+  std::vector<std::vector<int>> clusters;
+  template <class V> void fields(V& v) {
+    v.field("algorithm", algorithm,
+            Choices{{"ring", "tree", "halving_doubling", "direct", "parameter_server", "hierarchical"}});
+    v.field("slices", slices, Range{1, 1 << 20});
+    v.field("server", server, Range{0, 1e5});
+    v.field("clusters", clusters);
+  }
+};
+
 // How the training set is split among nodes: `iid`, `category` (whole label or genre
 // groups per node, round-robin) or `{dirichlet: alpha}` (label skew; smaller is more skewed).
 struct Partition {
@@ -292,6 +309,7 @@ struct Scenario {
   int threads = 0;             // LibTorch intra-op threads; 0: all cores
   TopologySection topology;
   NetworkSection network;
+  CollectiveSection collective;
   WorkloadSection workload;
   OptimizerSection optimizer;
   AlgorithmSection algorithm;
@@ -305,6 +323,7 @@ struct Scenario {
     v.field("threads", threads, Range{0, 1024});
     v.field("topology", topology);
     v.field("network", network);
+    v.field("collective", collective);
     v.field("workload", workload);
     v.field("optimizer", optimizer);
     v.field("algorithm", algorithm);
@@ -324,5 +343,9 @@ struct Scenario {
 
 // The topology a scenario describes, as the builders take it.
 TopologySpec topology_spec(const Scenario& scenario);
+
+// Each node's cluster for the hierarchical collective: collective.clusters when given, else
+// the hierarchical topology's clusters or the fat-tree's pods; empty when there are none.
+std::vector<int> node_clusters(const Scenario& scenario);
 
 }  // namespace testbed

@@ -394,6 +394,7 @@ std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::s
 void check_workload(Scenario& s, const Origins& origins);
 void check_compute(const Scenario& s, const Origins& origins);
 void check_algorithm(const Scenario& s, const Origins& origins);
+void check_collective(const Scenario& s, const Origins& origins);
 
 // The key a topology builder's error is best reported at: the key of the kind's own
 // size or file when the scenario gives it, else topology.kind.
@@ -483,6 +484,38 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   check_workload(s, origins);
   check_compute(s, origins);
   check_algorithm(s, origins);
+  check_collective(s, origins);
+}
+
+// The server is a node; explicit clusters partition the nodes; the hierarchical algorithm
+// needs clusters from somewhere.
+void check_collective(const Scenario& s, const Origins& origins) {
+  const auto& c = s.collective;
+  if (c.server >= s.nodes)
+    fail(origins.where("collective.server"), "server " + std::to_string(c.server) + " is not a node (0.." +
+                                                 std::to_string(s.nodes - 1) + ")");
+  std::vector<int> owner(s.nodes, -1);
+  for (size_t i = 0; i < c.clusters.size(); ++i) {
+    const std::string item = "collective.clusters." + std::to_string(i);
+    if (c.clusters[i].empty()) fail(origins.where(item), "a cluster needs at least one node");
+    for (size_t j = 0; j < c.clusters[i].size(); ++j) {
+      const int node = c.clusters[i][j];
+      const Location loc = origins.where(item + "." + std::to_string(j));
+      if (node < 0 || node >= s.nodes)
+        fail(loc, "node " + std::to_string(node) + " is not a node (0.." + std::to_string(s.nodes - 1) + ")");
+      if (owner[node] >= 0)
+        fail(loc, "node " + std::to_string(node) + " is already in cluster " + std::to_string(owner[node]));
+      owner[node] = static_cast<int>(i);
+    }
+  }
+  if (!c.clusters.empty()) {
+    for (int n = 0; n < s.nodes; ++n)
+      if (owner[n] < 0) fail(origins.where("collective.clusters"), "node " + std::to_string(n) + " is in no cluster");
+  }
+  if (c.algorithm == "hierarchical" && node_clusters(s).empty())
+    fail(origins.where("collective.algorithm"),
+         "the hierarchical collective needs clusters: use topology.kind hierarchical or fat_tree, or give "
+         "collective.clusters such as [[0, 1], [2, 3]]");
 }
 
 // Collects the keys a section's fields() declares.

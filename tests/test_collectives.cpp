@@ -1,8 +1,10 @@
-// Tests for collective plans: a ring all-reduce executed on plain vectors must sum correctly.
+// Tests for collective plans: every all-reduce algorithm executed on plain vectors must sum
+// correctly in any delivery order, and send exactly the bytes its formula says.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <deque>
+#include <random>
 
 #include "netmodels/collectives.h"
 
@@ -194,6 +196,209 @@ TEST(NeighbourExchange, RejectsAsymmetricOrBadNeighbours) {
   EXPECT_THROW(neighbour_exchange({{1}, {}}, 3, 4), std::invalid_argument);
   EXPECT_THROW(neighbour_exchange({{0}}, 3, 4), std::invalid_argument);
   EXPECT_THROW(neighbour_exchange({{2}, {0}}, 3, 4), std::invalid_argument);
+}
+
+// Like execute, but one message lands at a time, picked at random among those in flight:
+// a message is snapshot as soon as its dependencies have landed, so a plan whose `after`
+// misses a write its chunk needs reads a stale chunk in some order and gets a wrong sum.
+std::vector<std::vector<double>> execute_shuffled(const CollectivePlan& plan, const std::vector<int64_t>& sizes,
+                                                  unsigned seed) {
+  const int p = plan.ranks;
+  std::vector<std::vector<double>> data(p);
+  for (int r = 0; r < p; ++r) {
+    data[r].resize(sizes[r]);
+    for (int64_t i = 0; i < sizes[r]; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
+  }
+  const size_t m = plan.messages.size();
+  std::vector<bool> sent(m, false), done(m, false);
+  std::vector<std::pair<size_t, std::vector<double>>> in_flight;
+  std::mt19937 rng(seed);
+  size_t completed = 0;
+  while (completed < m) {
+    for (size_t i = 0; i < m; ++i) {
+      if (sent[i]) continue;
+      bool ready = true;
+      for (int dep : plan.messages[i].after) ready = ready && done.at(dep);
+      if (!ready) continue;
+      const auto& msg = plan.messages[i];
+      sent[i] = true;
+      in_flight.emplace_back(i, std::vector<double>(data[msg.src].begin() + msg.offset,
+                                                    data[msg.src].begin() + msg.offset + msg.count));
+    }
+    EXPECT_FALSE(in_flight.empty()) << "dependency cycle";
+    if (in_flight.empty()) break;
+    const size_t pick = std::uniform_int_distribution<size_t>(0, in_flight.size() - 1)(rng);
+    auto [i, payload] = std::move(in_flight[pick]);
+    in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(pick));
+    const auto& msg = plan.messages[i];
+    for (int64_t j = 0; j < msg.count; ++j) {
+      double& dst = data[msg.dst].at(msg.dst_offset + j);
+      dst = msg.op == ChunkOp::Reduce ? dst + payload[j] : payload[j];
+    }
+    done[i] = true;
+    ++completed;
+  }
+  return data;
+}
+
+std::vector<CollectiveOptions> every_algorithm(int p, int slices) {
+  std::vector<CollectiveOptions> out;
+  for (const auto& name : collective_algorithm_names()) {
+    CollectiveOptions o;
+    o.algorithm = collective_algorithm(name);
+    o.slices = slices;
+    o.server = p - 1;
+    // Clusters of two in rank order but with ids out of order, and a ragged last cluster.
+    for (int r = 0; r < p; ++r) o.cluster_of.push_back(100 - r / 2);
+    out.push_back(o);
+  }
+  return out;
+}
+
+TEST(AllReduceAlgorithms, EveryAlgorithmSumsEverywhereInAnyOrder) {
+  for (int p = 1; p <= 9; ++p)
+    for (int64_t n : {int64_t{0}, int64_t{3}, int64_t{64}, int64_t{101}})
+      for (int slices : {1, 3})
+        for (const auto& o : every_algorithm(p, slices)) {
+          SCOPED_TRACE(collective_algorithm_names()[static_cast<int>(o.algorithm)] + " p=" + std::to_string(p) +
+                       " n=" + std::to_string(n) + " slices=" + std::to_string(slices));
+          const auto plan = all_reduce(o, p, n, 4);
+          ASSERT_EQ(plan.ranks, p);
+          std::vector<int> seen(plan.messages.size(), 0);
+          for (int r = 0; r < p; ++r)
+            for (int i : plan.inbox[r]) {
+              EXPECT_EQ(plan.messages.at(i).dst, r);
+              ++seen[i];
+            }
+          for (int s : seen) EXPECT_EQ(s, 1);
+          for (unsigned seed = 0; seed < 4; ++seed) {
+            const auto data = seed == 0 ? execute(plan, std::vector<int64_t>(p, n))
+                                        : execute_shuffled(plan, std::vector<int64_t>(p, n), seed);
+            for (int r = 0; r < p; ++r)
+              for (int64_t i = 0; i < n; ++i) {
+                const double expected = 1000.0 * p * (p - 1) / 2 + static_cast<double>(p) * i;
+                ASSERT_NEAR(data[r][i], expected, 1e-5 * expected) << "rank " << r << " element " << i;
+              }
+          }
+        }
+}
+
+// Exact bytes per rank, n = 4 bytes x elements, worked out from each algorithm's description.
+std::vector<uint64_t> bytes_of(CollectiveAlgorithm a, int p, int64_t elements, std::vector<int> clusters = {},
+                               int server = 0, int slices = 1) {
+  CollectiveOptions o;
+  o.algorithm = a;
+  o.cluster_of = std::move(clusters);
+  o.server = server;
+  o.slices = slices;
+  return bytes_sent_per_rank(all_reduce(o, p, elements, 4));
+}
+
+TEST(AllReduceAlgorithms, RingAndDirectSendTwoPMinusOneOverPOfTheBuffer) {
+  const int64_t n = 1200 * 4;  // bytes; 1200 elements divide into 3, 4, 5, 6 and 8 chunks
+  for (int p : {3, 4, 5, 6, 8}) {
+    const auto expected = std::vector<uint64_t>(p, static_cast<uint64_t>(2 * (p - 1) * n / p));
+    EXPECT_EQ(bytes_of(CollectiveAlgorithm::Ring, p, 1200), expected) << p;
+    EXPECT_EQ(bytes_of(CollectiveAlgorithm::Ring, p, 1200, {}, 0, 4), expected) << p << " sliced";
+    EXPECT_EQ(bytes_of(CollectiveAlgorithm::Direct, p, 1200), expected) << p;
+  }
+}
+
+TEST(AllReduceAlgorithms, HalvingDoublingBytes) {
+  const uint64_t n = 1200 * 4;
+  for (int p : {2, 4, 8})
+    EXPECT_EQ(bytes_of(CollectiveAlgorithm::HalvingDoubling, p, 1200),
+              std::vector<uint64_t>(p, 2 * (p - 1) * n / p)) << p;
+  // p = 6: ranks 1 and 3 fold into 0 and 2 (n each way); 0, 2, 4, 5 run p' = 4.
+  const uint64_t inner = 2 * 3 * n / 4;
+  EXPECT_EQ(bytes_of(CollectiveAlgorithm::HalvingDoubling, 6, 1200),
+            (std::vector<uint64_t>{inner + n, n, inner + n, n, inner, inner}));
+}
+
+TEST(AllReduceAlgorithms, ParameterServerBytes) {
+  const uint64_t n = 1000 * 4;
+  // Workers send n; the server sends n to each of the other p - 1.
+  EXPECT_EQ(bytes_of(CollectiveAlgorithm::ParameterServer, 5, 1000, {}, 2),
+            (std::vector<uint64_t>{n, n, 4 * n, n, n}));
+  EXPECT_THROW(bytes_of(CollectiveAlgorithm::ParameterServer, 5, 1000, {}, 5), std::invalid_argument);
+}
+
+TEST(AllReduceAlgorithms, TreeBytes) {
+  // p = 4, halves h = n/2. Tree A: 0 -> 2 -> {1, 3}; tree B mirrors it: 3 -> 1 -> {2, 0}.
+  // Up every non-root sends h, down every parent sends h per child:
+  // tree A: r0 h, r1 h, r2 3h, r3 h; tree B: r0 h, r1 3h, r2 h, r3 h.
+  const uint64_t h = 500 * 4;
+  EXPECT_EQ(bytes_of(CollectiveAlgorithm::Tree, 4, 1000), (std::vector<uint64_t>{2 * h, 4 * h, 4 * h, 2 * h}));
+  // In total each half crosses p - 1 tree edges twice: 2 (p-1) n.
+  for (int p : {2, 3, 5, 6, 7, 8}) {
+    uint64_t total = 0;
+    for (uint64_t b : bytes_of(CollectiveAlgorithm::Tree, p, 1001)) total += b;
+    EXPECT_EQ(total, 2u * (p - 1) * 1001 * 4) << p;
+  }
+}
+
+TEST(AllReduceAlgorithms, HierarchicalBytes) {
+  // Clusters {0,1} {2,3} {4,5}: members send n to their leader, leaders run a 3-rank ring
+  // (2 x 2/3 n) and send n back to their one member.
+  const uint64_t n = 900 * 4;
+  const uint64_t leader = 2 * 2 * n / 3 + n;
+  EXPECT_EQ(bytes_of(CollectiveAlgorithm::Hierarchical, 6, 900, {0, 0, 1, 1, 2, 2}),
+            (std::vector<uint64_t>{leader, n, leader, n, leader, n}));
+  EXPECT_THROW(bytes_of(CollectiveAlgorithm::Hierarchical, 6, 900, {0, 0, 1}), std::invalid_argument);
+}
+
+TEST(BinaryTree, ChildrenAsNcclBuildsThem) {
+  EXPECT_EQ(binary_tree_children(4), (std::vector<std::vector<int>>{{2}, {}, {1, 3}, {}}));
+  // p = 6: 0 -> 4 -> {2, 5}, 2 -> {1, 3}.
+  EXPECT_EQ(binary_tree_children(6), (std::vector<std::vector<int>>{{4}, {}, {1, 3}, {}, {2, 5}, {}}));
+}
+
+TEST(RingSlices, SliceJWaitsForSliceJOfThePreviousStep) {
+  const int p = 4, slices = 3;
+  const auto plan = ring_all_reduce(p, 120, 4, slices);  // chunks of 30, slices of 10
+  ASSERT_EQ(plan.messages.size(), static_cast<size_t>(2 * (p - 1) * p * slices));
+  int unprompted = 0;
+  for (const auto& m : plan.messages) {
+    EXPECT_EQ(m.count, 10);
+    EXPECT_EQ(m.dst, (m.src + 1) % p);
+    if (m.after.empty()) {
+      ++unprompted;
+      continue;
+    }
+    ASSERT_EQ(m.after.size(), 1u);
+    const auto& prev = plan.messages.at(m.after[0]);
+    EXPECT_EQ(prev.dst, m.src);
+    EXPECT_EQ(prev.offset, m.offset);  // the same slice, one hop earlier
+    EXPECT_EQ(prev.count, m.count);
+  }
+  EXPECT_EQ(unprompted, p * slices);  // every slice of the first step starts at once
+  // One slice keeps today's plan: message (step k, rank r) at index k*p + r.
+  const auto one = ring_all_reduce(p, 120, 4, 1);
+  for (int k = 0; k < 2 * (p - 1); ++k)
+    for (int r = 0; r < p; ++r) {
+      EXPECT_EQ(one.messages[k * p + r].src, r);
+      EXPECT_EQ(one.messages[k * p + r].offset, ((r - k) % p + p) % p * 30);
+    }
+  EXPECT_THROW(ring_all_reduce(p, 120, 4, 0), std::invalid_argument);
+}
+
+TEST(AllGatherAlgorithms, DirectAndSlicedRingGatherEveryBlock) {
+  for (int p : {1, 2, 3, 5}) {
+    const int64_t k = 7;
+    for (const char* name : {"ring", "direct", "tree"}) {
+      CollectiveOptions o;
+      o.algorithm = collective_algorithm(name);
+      o.slices = 2;
+      SCOPED_TRACE(std::string(name) + " p=" + std::to_string(p));
+      const auto plan = all_gather(o, p, k, 4);
+      const auto data = execute_shuffled(plan, std::vector<int64_t>(p, p * k), 7);
+      for (int r = 0; r < p; ++r)
+        for (int q = 0; q < p; ++q)
+          for (int64_t i = 0; i < k; ++i)
+            ASSERT_EQ(data[r][q * k + i], q * 1000.0 + static_cast<double>(q * k + i)) << r << " " << q;
+      for (uint64_t b : bytes_sent_per_rank(plan)) EXPECT_EQ(b, static_cast<uint64_t>((p - 1) * k * 4));
+    }
+  }
 }
 
 }  // namespace

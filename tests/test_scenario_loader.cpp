@@ -245,6 +245,36 @@ TEST(ScenarioErrors, BadDevice) {
   expect_error("nodes: 2\ndevice: gpu\n", "s.yaml:2:9", "device 'gpu'");
 }
 
+TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
+  Scenario s = parse_scenario("collective: {algorithm: hierarchical, slices: 2, clusters: [[0, 3], [1, 2]]}\n",
+                              "s.yaml");
+  EXPECT_EQ(s.collective.algorithm, "hierarchical");
+  EXPECT_EQ(s.collective.slices, 2);
+  EXPECT_EQ(node_clusters(s), (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(to_yaml(parse_scenario(to_yaml(s), "resolved.yaml")), to_yaml(s));
+  // Without a list: a hierarchical topology's clusters, a fat-tree's pods (k=4: 4 hosts each).
+  Scenario h = parse_scenario("nodes: 6\ntopology: {kind: hierarchical, clusters: 3}\n", "s.yaml");
+  EXPECT_EQ(node_clusters(h), (std::vector<int>{0, 0, 1, 1, 2, 2}));
+  Scenario f = parse_scenario("nodes: 6\ntopology: {kind: fat_tree, k: 4}\n", "s.yaml");
+  EXPECT_EQ(node_clusters(f), (std::vector<int>{0, 0, 0, 0, 1, 1}));
+  EXPECT_TRUE(node_clusters(parse_scenario("{}", "s.yaml")).empty());
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.algorithm, "ring");
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 1);
+}
+
+TEST(ScenarioCollective, BadInputPointsAtTheKey) {
+  expect_error("nodes: 4\ncollective:\n  algorithm: parameter_server\n  server: 4\n", "s.yaml:4:11",
+               "server 4 is not a node (0..3)");
+  expect_error("collective: {algorithm: rign}\n", "s.yaml:1:25", "'rign' is not one of: ring, tree");
+  expect_error("collective: {slices: 0}\n", "s.yaml:1:22", "out of range");
+  expect_error("collective: {algorithm: hierarchical}\n", "s.yaml:1:25", "the hierarchical collective needs clusters");
+  expect_error("collective:\n  clusters: [[0, 1], [2, 7]]\n", "s.yaml:2:26", "node 7 is not a node (0..3)");
+  expect_error("collective:\n  clusters: [[0, 1], [1, 2, 3]]\n", "s.yaml:2:23", "node 1 is already in cluster 0");
+  expect_error("collective:\n  clusters: [[0, 1], [2]]\n", "s.yaml:2:13", "node 3 is in no cluster");
+  expect_error("collective:\n  clusters: [[0, 1, 2, 3], []]\n", "s.yaml:2:28", "a cluster needs at least one node");
+  expect_error("nodes: 4\n", "--set collective.server=9:1:19", "server 9 is not a node", {"collective.server=9"});
+}
+
 TEST(ScenarioFiles, MissingFile) {
   try {
     load_scenario("/nonexistent/bad.yaml");
