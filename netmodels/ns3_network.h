@@ -12,7 +12,13 @@ namespace testbed {
 struct Ns3Options {
   std::string transport = "tcp";  // only tcp for now
   int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
-  int queue_packets = 1000;       // DropTail queue per device
+  // DropTail queue of each device (one per link direction): queue_bdp x the direction's
+  // bandwidth x twice the link's latency, at least kMinQueuePackets MTU-sized packets
+  // (netmodels/ns3_links.cpp says why); queue_bytes instead when > 0; queue_packets packets
+  // instead when > 0 (the first of the three that is set wins, from the last).
+  double queue_bdp = 1.5;
+  uint64_t queue_bytes = 0;
+  int queue_packets = 0;
   double min_rto_s = 0.2;         // TcpSocketBase::MinRto
   // Receiver ACK policy: false acknowledges every segment; true is ns-3's (and RFC 1122's)
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
@@ -20,6 +26,11 @@ struct Ns3Options {
   double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
 };
+
+// True when nothing about the links changes with time or chance: no loss on any link (and,
+// as they are added, no faults, traces, jitter or background traffic). A transfer's time
+// then depends on the traffic only, so results may be memoized.
+bool static_links(const Topology& topology, const Ns3Options& options);
 
 // Builds the ns-3 nodes, links, stack and routes on construction. Connections
 // between a pair of hosts are opened at first use and kept for the run, and a

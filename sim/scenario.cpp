@@ -33,6 +33,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
     LinkOverride link;
     if (o.between.size() == 2) link.a = o.between[0], link.b = o.between[1];
     if (o.bandwidth) link.bandwidth_bps = o.bandwidth->bps;
+    if (o.bandwidth_reverse) link.reverse_bandwidth_bps = o.bandwidth_reverse->bps;
     if (o.latency) link.latency_s = o.latency->s;
     if (o.loss) link.loss = o.loss->value;
     spec.overrides.push_back(link);

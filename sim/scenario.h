@@ -41,12 +41,14 @@ struct LinkSection {
 
 struct LinkOverrideSection {
   std::vector<int> between;  // two vertex indices
-  std::optional<Bandwidth> bandwidth;
+  std::optional<Bandwidth> bandwidth;          // between[0] -> between[1], and back unless:
+  std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
   std::optional<Duration> latency;
   std::optional<Fraction> loss;
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
+    v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
   }
@@ -87,7 +89,8 @@ struct NetworkSection {
   std::string backend = "ns3";
   std::string transport = "tcp";
   int mtu = 9000;
-  int queue_packets = 1000;
+  std::string queue = "1.5bdp";        // device queue: `<x>bdp` of each link direction, or bytes (256KB)
+  std::optional<int> queue_packets;  // device queue in packets instead of `queue`
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
@@ -95,6 +98,7 @@ struct NetworkSection {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp"}});
     v.field("mtu", mtu, Range{576, 65535});
+    v.field("queue", queue);
     v.field("queue_packets", queue_packets, Range{1, 1e7});
     v.field("min_rto", min_rto, Range{1e-6, 60});
     v.field("delayed_ack", delayed_ack);

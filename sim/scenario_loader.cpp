@@ -394,6 +394,7 @@ std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::s
 void check_workload(Scenario& s, const Origins& origins);
 void check_compute(const Scenario& s, const Origins& origins);
 void check_algorithm(const Scenario& s, const Origins& origins);
+void check_network(const Scenario& s, const Origins& origins);
 
 // The key a topology builder's error is best reported at: the key of the kind's own
 // size or file when the scenario gives it, else topology.kind.
@@ -471,6 +472,7 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
            "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
     }
   }
+  check_network(s, origins);
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
@@ -569,6 +571,30 @@ void check_workload(Scenario& s, const Origins& origins) {
     fail(origins.where(where), e.what());
   } catch (const std::runtime_error& e) {
     fail(origins.where("workload.init_from"), e.what());
+  }
+}
+
+void check_network(const Scenario& s, const Origins& origins) {
+  const auto& n = s.network;
+  for (const char* key : {"network.queue", "network.queue_packets"}) {
+    if (n.backend != "ns3" && origins.seen(key)) {
+      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + key + "'");
+    }
+  }
+  if (n.queue_packets && origins.seen("network.queue")) {
+    fail(origins.where("network.queue_packets"), "give the device queue once: 'queue' or 'queue_packets'");
+  }
+  if (auto bdp = parse_bdp_multiple(n.queue)) {
+    if (!(*bdp > 0 && *bdp <= 1e6)) fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
+  } else if (auto bytes = parse_bytes(n.queue)) {
+    // Smaller than one packet, the queue would drop every packet it is offered.
+    if (!(*bytes >= n.mtu + 2 && *bytes < 4.0e9)) {
+      fail(origins.where("network.queue"), "a queue of " + n.queue + " does not hold one " + std::to_string(n.mtu) +
+                                               "-byte packet (or exceeds 4 GB)");
+    }
+  } else {
+    fail(origins.where("network.queue"),
+         "cannot read queue '" + n.queue + "'; give a multiple of each link's bandwidth-delay product (1bdp, 0.5bdp) or bytes (256KB)");
   }
 }
 

@@ -342,5 +342,35 @@ TEST(ScenarioToYaml, StringsThatLookLikeNullSurvive) {
   EXPECT_EQ(back.name, "null");
 }
 
+
+TEST(ScenarioNetwork, QueueTakesBdpMultiplesOrBytes) {
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").network.queue, "1.5bdp");
+  EXPECT_FALSE(parse_scenario("{}", "s.yaml").network.queue_packets);
+  EXPECT_EQ(parse_scenario("network: {queue: 0.5bdp}\n", "s.yaml").network.queue, "0.5bdp");
+  EXPECT_EQ(parse_scenario("network: {queue: 256KB}\n", "s.yaml").network.queue, "256KB");
+}
+
+TEST(ScenarioErrors, BadQueue) {
+  expect_error("network:\n  queue: lots\n", "s.yaml:2:10", "cannot read queue 'lots'");
+  expect_error("network:\n  queue: 2KB\n", "s.yaml:2:10", "does not hold one 9000-byte packet");
+  expect_error("network:\n  queue: 0bdp\n", "s.yaml:2:10", "must be in (0, 1e6] bdp");
+  expect_error("network:\n  queue: 1bdp\n  queue_packets: 100\n", "s.yaml:3:18", "give the device queue once");
+  expect_error("network:\n  backend: flow\n  queue: 1bdp\n", "s.yaml:3:10", "the flow backend models no queues");
+  expect_error("network:\n  backend: analytical\n  queue_packets: 10\n", "s.yaml:3:18",
+               "the analytical backend models no queues");
+}
+
+TEST(ScenarioTopology, ReverseBandwidthIsTheSecondToTheFirst) {
+  Scenario s = parse_scenario(
+      "nodes: 2\ntopology:\n  kind: line\n  links: [{between: [1, 0], bandwidth: 10Mbps, bandwidth_reverse: 1Mbps}]\n",
+      "s.yaml");
+  const Topology t = build_topology(topology_spec(s));
+  const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
+  EXPECT_DOUBLE_EQ(link.rate_bps(1, 0), 10e6);
+  EXPECT_DOUBLE_EQ(link.rate_bps(0, 1), 1e6);
+  expect_error("nodes: 2\ntopology:\n  kind: line\n  links: [{between: [0, 1], bandwidth_reverse: 0}]\n",
+               "s.yaml:4:48", "out of range");
+}
+
 }  // namespace
 }  // namespace testbed

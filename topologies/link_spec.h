@@ -4,9 +4,20 @@
 namespace testbed {
 
 struct LinkSpec {
-  double bandwidth_bps = 100e6;  // bits per second, each direction
+  double bandwidth_bps = 100e6;  // bits per second, from the lower-index end to the higher (and back, unless below)
   double latency_s = 0.0;        // one-way propagation delay
   double loss = 0.0;             // probability that a packet is dropped, in [0, 1)
+  double reverse_bandwidth_bps = 0;  // from the higher-index end to the lower; 0: bandwidth_bps (symmetric)
+
+  // The rate from vertex `from` to vertex `to`, the link's two ends.
+  double rate_bps(int from, int to) const {
+    return from > to && reverse_bandwidth_bps > 0 ? reverse_bandwidth_bps : bandwidth_bps;
+  }
+  // The slower direction's rate.
+  double min_rate_bps() const {
+    return reverse_bandwidth_bps > 0 && reverse_bandwidth_bps < bandwidth_bps ? reverse_bandwidth_bps
+                                                                              : bandwidth_bps;
+  }
 };
 
 }  // namespace testbed

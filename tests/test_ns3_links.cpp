@@ -1,0 +1,164 @@
+// Tests for the ns-3 backend's links: BDP-sized queues, asymmetric rates (all three backends).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "netmodels/alpha_beta.h"
+#include "netmodels/analytical_network.h"
+#include "netmodels/event_clock.h"
+#include "netmodels/flow_network.h"
+#include "netmodels/ns3_network.h"
+#include "topologies/builders.h"
+#include "topologies/routing.h"
+
+namespace testbed {
+namespace {
+
+constexpr double kLatency = 0.010;
+constexpr int kMtu = 9000;
+
+// A message and the time it is handed to the network.
+struct Timed {
+  double at = 0;
+  Message message;
+};
+
+// Runs the messages on `make(clock)` and returns the deliveries in the order they happened.
+template <class Make>
+std::vector<Delivery> simulate(Make make, const std::vector<Timed>& messages) {
+  std::vector<Delivery> out;
+  EventClock clock;
+  {
+    auto network = make(clock);
+    for (const auto& t : messages)
+      clock.schedule(t.at, [&, m = t.message] { network->send(m, [&](const Delivery& d) { out.push_back(d); }); });
+    clock.run();
+  }
+  return out;
+}
+
+const Delivery& find(const std::vector<Delivery>& deliveries, uint64_t id) {
+  auto it = std::find_if(deliveries.begin(), deliveries.end(), [&](const Delivery& d) { return d.message.id == id; });
+  if (it == deliveries.end()) throw std::runtime_error("message " + std::to_string(id) + " was not delivered");
+  return *it;
+}
+
+// Line 0 - 1 - 2 whose second link (1 -> 2) is the bottleneck, so a bulk flow 0 -> 2 keeps the
+// queue of host 1's device towards 2 full; a small message 1 -> 2 waits behind that queue.
+double probe_delay(const Ns3Options& options) {
+  TopologySpec spec;
+  spec.kind = "line";
+  spec.hosts = 3;
+  spec.link = {100e6, kLatency, 0};
+  LinkOverride slow;
+  slow.a = 1, slow.b = 2, slow.bandwidth_bps = 50e6;
+  spec.overrides = {slow};
+  const Topology topology = build_topology(spec);
+  // Message 2 opens the 1 -> 2 connection early, so the probe (3) pays no handshake.
+  const auto d = simulate([&](EventClock& c) { return make_ns3_network(c, topology, options); },
+                          {{0, {1, 0, 2, 20'000'000}}, {0, {2, 1, 2, 100}}, {0.5, {3, 1, 2, 1000}}});
+  const Delivery& probe = find(d, 3);
+  return probe.t_recv - probe.t_send;
+}
+
+TEST(Ns3Links, BdpQueueBoundsQueueingDelay) {
+  // The queue of a 50 Mbps, 10 ms link: 1.5 BDP = 1.5 x 50e6 / 8 x 0.020 = 187 500 bytes, above
+  // the floor of 16 packets of 9002 bytes (MTU + PPP header) = 144 032 bytes. The probe waits
+  // at most for a full queue, the packet on the wire and its own 1054 bytes, then the latency.
+  const double queue_bytes = std::max(1.5 * 50e6 / 8 * 2 * kLatency, 16.0 * (kMtu + 2));
+  const double worst = kLatency + (queue_bytes + kMtu + 2 + 1054) * 8 / 50e6;
+  const double bdp_delay = probe_delay({});
+  Ns3Options old;
+  old.queue_packets = 1000;  // the former default: 9 MB of queue, 1.4 s at 50 Mbps
+  const double old_delay = probe_delay(old);
+  std::printf("probe behind a bulk flow: %.1f ms with a 1.5 BDP queue (bound %.1f ms), %.1f ms with 1000 packets\n",
+              bdp_delay * 1e3, worst * 1e3, old_delay * 1e3);
+  EXPECT_GE(bdp_delay, kLatency);
+  EXPECT_LE(bdp_delay, worst * 1.02);
+  EXPECT_GT(old_delay, 3 * worst);  // the probe does see the queue: a big one delays it more
+}
+
+TEST(Ns3Links, QueueBytesAreHonoured) {
+  // 4 times the default queue: the probe may wait up to four times as long behind it.
+  Ns3Options big;
+  big.queue_bytes = 4 * 187'500;
+  const double delay = probe_delay(big);
+  const double worst = kLatency + (4 * 187'500 + kMtu + 2 + 1054) * 8 / 50e6;
+  const double default_worst = kLatency + (187'500 + kMtu + 2 + 1054) * 8 / 50e6;
+  EXPECT_LE(delay, worst * 1.02);
+  EXPECT_GT(delay, default_worst);
+}
+
+// Two hosts joined by a link of `forward` bps from 0 to 1 and `reverse` back.
+Topology asymmetric_pair(double forward, double reverse) {
+  TopologySpec spec;
+  spec.kind = "line";
+  spec.hosts = 2;
+  spec.link = {forward, kLatency, 0};
+  LinkOverride o;
+  o.a = 0, o.b = 1, o.bandwidth_bps = forward, o.reverse_bandwidth_bps = reverse;
+  spec.overrides = {o};
+  return build_topology(spec);
+}
+
+TEST(AsymmetricLinks, RoutingUsesTheDirectionsRate) {
+  const Topology t = asymmetric_pair(100e6, 10e6);
+  EXPECT_DOUBLE_EQ(path_properties(t, 0, 1).bottleneck_bps, 100e6);
+  EXPECT_DOUBLE_EQ(path_properties(t, 1, 0).bottleneck_bps, 10e6);
+}
+
+TEST(AsymmetricLinks, OverrideNamedBackwardsSwapsDirections) {
+  TopologySpec spec;
+  spec.kind = "line";
+  spec.hosts = 2;
+  LinkOverride o;
+  o.a = 1, o.b = 0, o.bandwidth_bps = 40e6, o.reverse_bandwidth_bps = 4e6;  // 1 -> 0 at 40 Mbps
+  spec.overrides = {o};
+  const Topology t = build_topology(spec);
+  EXPECT_DOUBLE_EQ(path_properties(t, 1, 0).bottleneck_bps, 40e6);
+  EXPECT_DOUBLE_EQ(path_properties(t, 0, 1).bottleneck_bps, 4e6);
+}
+
+// Each direction of a 100 / 10 Mbps link carries 10 MB in its own rate's alpha-beta time.
+template <class Make>
+void each_direction_at_its_rate(Make make, double tolerance) {
+  const double rate[2] = {100e6, 10e6};
+  const Topology t = asymmetric_pair(rate[0], rate[1]);
+  constexpr uint64_t kBytes = 10'000'000;
+  for (int from = 0; from < 2; ++from) {
+    const auto d = simulate([&](EventClock& c) { return make(c, t); }, {{0, {1, from, 1 - from, kBytes}}});
+    ASSERT_EQ(d.size(), 1u);
+    const double took = d[0].t_recv - d[0].t_send;
+    const double bound = alpha_beta::point_to_point(kLatency, 8 / rate[from], kBytes);
+    std::printf("10 MB %d -> %d at %g Mbps: %.4f s, bound %.4f s\n", from, 1 - from, rate[from] / 1e6, took, bound);
+    EXPECT_GE(took, bound * 0.999);
+    EXPECT_LE(took, bound * (1 + tolerance));
+  }
+}
+
+TEST(AsymmetricLinks, Ns3EachDirectionAtItsRate) {
+  // TCP's handshake (one round trip) and slow start on top of the bound: 15 %.
+  each_direction_at_its_rate([](EventClock& c, const Topology& t) { return make_ns3_network(c, t, {}); }, 0.15);
+}
+
+TEST(AsymmetricLinks, FlowEachDirectionAtItsRate) {
+  // Headers only: (9000 + 2) / 8948 of the payload.
+  each_direction_at_its_rate([](EventClock& c, const Topology& t) { return make_flow_network(c, t, kMtu); }, 0.01);
+}
+
+TEST(AsymmetricLinks, AnalyticalEachDirectionAtItsRate) {
+  each_direction_at_its_rate([](EventClock& c, const Topology& t) { return make_analytical_network(c, t); }, 1e-9);
+}
+
+TEST(StaticLinks, LossMakesLinksVary) {
+  TopologySpec spec;
+  spec.kind = "ring";
+  spec.hosts = 3;
+  EXPECT_TRUE(static_links(build_topology(spec), {}));
+  spec.link.loss = 0.01;
+  EXPECT_FALSE(static_links(build_topology(spec), {}));
+}
+
+}  // namespace
+}  // namespace testbed
