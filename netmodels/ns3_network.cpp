@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "netmodels/ns3_faults.h"
 #include "netmodels/ns3_links.h"
 #include "topologies/routing.h"
 
@@ -95,6 +96,7 @@ class Ns3Network final : public Network {
   Topology topology_;
   ns3::NodeContainer nodes_;
   std::vector<ns3::Ipv4Address> host_address_;           // where to connect to reach host i
+  bool bind_host_address_ = false;                       // connections also send from it
   std::unordered_map<uint32_t, int> vertex_of_address_;  // interface address -> vertex
   std::vector<ns3::Ptr<ns3::Socket>> listeners_;
   std::vector<ns3::Ptr<ns3::Socket>> accepted_;
@@ -176,7 +178,14 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
     }
   }
+  if (!options.faults.empty()) {
+    // A link's address dies with the link; hosts need one that survives (ns3_faults.cpp).
+    host_address_ = stable_host_addresses(nodes_, hosts_);
+    for (int h = 0; h < hosts_; ++h) vertex_of_address_[host_address_[h].Get()] = h;
+    bind_host_address_ = true;
+  }
   Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  install_faults(nodes_, topology, options.faults);
 
   // Every host accepts connections from all others on one port; the peer
   // address tells which connection an accepted socket belongs to.
@@ -216,7 +225,11 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
   c.src = src;
   c.dst = dst;
   c.tx = Socket::CreateSocket(nodes_.Get(src), TcpSocketFactory::GetTypeId());
-  c.tx->Bind();
+  if (bind_host_address_) {
+    c.tx->Bind(InetSocketAddress(host_address_[src], 0));
+  } else {
+    c.tx->Bind();
+  }
   auto refill = [this, &c](Ptr<Socket>) { fill(c); };
   c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill),
                            Callback<void, Ptr<Socket>>([src, dst](Ptr<Socket>) {
@@ -300,7 +313,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
 }  // namespace
 
 bool static_links(const Topology& topology, const Ns3Options& options) {
-  (void)options;  // holds nothing time-varying yet
+  if (!options.faults.empty()) return false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
     if (topology.graph[e].loss > 0) return false;
   return true;

@@ -2,12 +2,21 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
 #include "topologies/topology.h"
 
 namespace testbed {
+
+// An outage: the link between vertices a and b, or every link of vertex `node` when
+// node >= 0, is cut from down_s to up_s (simulated seconds).
+struct Fault {
+  int a = -1, b = -1;
+  int node = -1;
+  double down_s = 0, up_s = 0;
+};
 
 struct Ns3Options {
   std::string transport = "tcp";  // only tcp for now
@@ -25,10 +34,11 @@ struct Ns3Options {
   bool delayed_ack = false;
   double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
+  std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
 };
 
-// True when nothing about the links changes with time or chance: no loss on any link (and,
-// as they are added, no faults, traces, jitter or background traffic). A transfer's time
+// True when nothing about the links changes with time or chance: no loss on any link and no
+// fault (and, as they are added, no traces, jitter or background traffic). A transfer's time
 // then depends on the traffic only, so results may be memoized.
 bool static_links(const Topology& topology, const Ns3Options& options);
 

@@ -29,6 +29,13 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.delayed_ack = n.delayed_ack;
   options.syn_timeout_s = n.syn_timeout.s;
   options.seed = stream_seed(scenario.seed, "network");
+  for (const auto& f : n.faults) {
+    Fault fault;
+    if (f.link.size() == 2) fault.a = f.link[0], fault.b = f.link[1];
+    if (f.node) fault.node = *f.node;
+    if (f.down.size() == 2) fault.down_s = f.down[0].s, fault.up_s = f.down[1].s;
+    options.faults.push_back(fault);
+  }
   return make_ns3_network(clock, topology, options);
 }
 

@@ -85,6 +85,19 @@ struct TopologySection {
   }
 };
 
+// An outage over an interval: `link: [a, b]` (vertex indices) or `node: n` is cut from
+// down[0] to down[1] (ns3 only).
+struct FaultSection {
+  std::vector<int> link;
+  std::optional<int> node;
+  std::vector<Duration> down;
+  template <class V> void fields(V& v) {
+    v.field("link", link);
+    v.field("node", node);
+    v.field("down", down);
+  }
+};
+
 struct NetworkSection {
   std::string backend = "ns3";
   std::string transport = "tcp";
@@ -94,6 +107,7 @@ struct NetworkSection {
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
+  std::vector<FaultSection> faults;
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp"}});
@@ -103,6 +117,7 @@ struct NetworkSection {
     v.field("min_rto", min_rto, Range{1e-6, 60});
     v.field("delayed_ack", delayed_ack);
     v.field("syn_timeout", syn_timeout, Range{1e-6, 600, true});
+    v.field("faults", faults);
   }
 };
 

@@ -1,4 +1,4 @@
-// Tests for the ns-3 backend's links: BDP-sized queues, asymmetric rates (all three backends).
+// Tests for the ns-3 backend's links: BDP-sized queues, asymmetric rates (all three backends), faults.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,6 +158,74 @@ TEST(StaticLinks, LossMakesLinksVary) {
   EXPECT_TRUE(static_links(build_topology(spec), {}));
   spec.link.loss = 0.01;
   EXPECT_FALSE(static_links(build_topology(spec), {}));
+}
+
+// A ring of 4 hosts, 100 Mbps / 10 ms links, with `faults`.
+Topology ring4() {
+  TopologySpec spec;
+  spec.kind = "ring";
+  spec.hosts = 4;
+  spec.link = {100e6, kLatency, 0};
+  return build_topology(spec);
+}
+
+std::vector<Delivery> with_faults(const Topology& t, const std::vector<Fault>& faults, const std::vector<Timed>& messages) {
+  Ns3Options options;
+  options.faults = faults;
+  return simulate([&](EventClock& c) { return make_ns3_network(c, t, options); }, messages);
+}
+
+TEST(Faults, RingReroutesAroundACutLink) {
+  // Link 0-1 is down from the start, so 0 reaches 1 the other way round: 3 hops of 10 ms.
+  // A new connection costs SYN, SYN-ACK and the data: three one-way trips of 30 ms.
+  const auto d = with_faults(ring4(), {{0, 1, -1, 0.0, 100.0}}, {{1.0, {1, 0, 1, 1000}}});
+  const double took = find(d, 1).t_recv - 1.0;
+  const double expected = 3 * 3 * kLatency;
+  std::printf("0 -> 1 around the cut: %.2f ms (three trips over 3 hops: %.2f ms)\n", took * 1e3, expected * 1e3);
+  EXPECT_GE(took, expected);
+  EXPECT_LE(took, expected + 0.002);  // serialization of three small packets on three hops
+}
+
+TEST(Faults, TransferInFlightMovesToTheOtherPath) {
+  const auto clean = with_faults(ring4(), {}, {{0, {1, 0, 1, 10'000'000}}});
+  const auto cut = with_faults(ring4(), {{0, 1, -1, 0.2, 100.0}}, {{0, {1, 0, 1, 10'000'000}}});
+  const double t_clean = find(clean, 1).t_recv, t_cut = find(cut, 1).t_recv;
+  std::printf("10 MB 0 -> 1, link cut at 0.2 s: %.3f s (uncut %.3f s)\n", t_cut, t_clean);
+  EXPECT_GT(t_cut, t_clean);
+  // Long before the link returns: the remaining bytes take the 3-hop path after an RTO or a
+  // few; 5 s is several times the 0.8 s of serialization plus a backoff of seconds.
+  EXPECT_LT(t_cut, 5.0);
+}
+
+TEST(Faults, OnlyLinkDownWaitsForItsReturn) {
+  TopologySpec spec;
+  spec.kind = "line";
+  spec.hosts = 2;
+  spec.link = {100e6, kLatency, 0};
+  const Topology t = build_topology(spec);
+  // Message 1 opens the connection before the cut; message 2 is sent while it is down.
+  const auto d = with_faults(t, {{0, 1, -1, 0.5, 3.0}}, {{0, {1, 0, 1, 100}}, {1.0, {2, 0, 1, 1'000'000}}});
+  const double arrival = find(d, 2).t_recv;
+  std::printf("1 MB sent at 1 s over a link down from 0.5 s to 3 s: arrives at %.3f s\n", arrival);
+  EXPECT_LT(find(d, 1).t_recv, 0.5);
+  EXPECT_GT(arrival, 3.0);
+  // RTOs double from 200 ms: the first retransmission after 3 s comes at most one backoff
+  // (the outage's length, 2 s from the send) later.
+  EXPECT_LT(arrival, 3.0 + 2 * (3.0 - 1.0) + 1.0);
+}
+
+TEST(Faults, NodeDownCutsAllItsLinks) {
+  // Node 1 is down from 0.5 s to 2 s; a message to it sent at 1 s arrives after 2 s, while one
+  // from 0 to 2 (which may route through 1) arrives on time by the other side.
+  const auto d = with_faults(ring4(), {{-1, -1, 1, 0.5, 2.0}}, {{1.0, {1, 0, 1, 1000}}, {1.0, {2, 0, 2, 1000}}});
+  EXPECT_GT(find(d, 1).t_recv, 2.0);
+  EXPECT_LT(find(d, 2).t_recv, 1.0 + 3 * 2 * kLatency + 0.002);
+}
+
+TEST(StaticLinks, FaultMakesLinksVary) {
+  Ns3Options options;
+  options.faults = {{0, 1, -1, 1.0, 2.0}};
+  EXPECT_FALSE(static_links(ring4(), options));
 }
 
 }  // namespace

@@ -372,5 +372,25 @@ TEST(ScenarioTopology, ReverseBandwidthIsTheSecondToTheFirst) {
                "s.yaml:4:48", "out of range");
 }
 
+TEST(ScenarioNetwork, FaultsRead) {
+  Scenario s = parse_scenario("network:\n  faults: [{link: [1, 0], down: [30s, 45s]}, {node: 2, down: [1s, 2s]}]\n", "s.yaml");
+  ASSERT_EQ(s.network.faults.size(), 2u);
+  EXPECT_EQ(s.network.faults[0].link, (std::vector<int>{1, 0}));
+  EXPECT_DOUBLE_EQ(s.network.faults[0].down[1].s, 45.0);
+  EXPECT_EQ(s.network.faults[1].node, 2);
+}
+
+TEST(ScenarioErrors, BadFaults) {
+  // A ring of 4: links 0-1, 1-2, 2-3, 3-0.
+  expect_error("network:\n  faults: [{link: [0, 2], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 2] is not a link of the topology");
+  expect_error("network:\n  faults: [{link: [0, 9], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 9] is not a link");
+  expect_error("network:\n  faults: [{node: 4, down: [1s, 2s]}]\n", "s.yaml:2:19", "node 4 is not a vertex of the topology (0..3)");
+  expect_error("network:\n  faults: [{node: 1, down: [2s, 2s]}]\n", "s.yaml:2:33", "is not after its start");
+  expect_error("network:\n  faults: [{node: 1, down: [3s]}]\n", "s.yaml:2:28", "'down' takes an interval");
+  expect_error("network:\n  faults: [{node: 1, link: [0, 1], down: [1s, 2s]}]\n", "s.yaml:2:12", "either 'link: [a, b]' or 'node: n'");
+  expect_error("network:\n  backend: flow\n  faults: [{node: 1, down: [1s, 2s]}]\n", "s.yaml:3:11",
+               "the flow backend models no faults");
+}
+
 }  // namespace
 }  // namespace testbed

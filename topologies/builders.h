@@ -14,9 +14,9 @@ namespace testbed {
 struct LinkOverride {
   int a = -1, b = -1;
   double bandwidth_bps = -1;          // from a to b (and b to a unless reverse_bandwidth_bps is set)
-  double reverse_bandwidth_bps = -1;  // from b to a
   double latency_s = -1;
   double loss = -1;
+  double reverse_bandwidth_bps = -1;  // from b to a
 };
 
 struct TopologySpec {
