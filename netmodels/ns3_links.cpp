@@ -10,6 +10,52 @@
 
 namespace testbed {
 
+namespace {
+
+// A two-state Markov chain per packet (LinkSpec says how); each device direction has its own.
+class GilbertElliottErrorModel final : public ns3::ErrorModel {
+ public:
+  explicit GilbertElliottErrorModel(const LinkSpec& link)
+      : link_(link), uniform_(ns3::CreateObject<ns3::UniformRandomVariable>()) {}
+  int64_t AssignStreams(int64_t stream) {
+    uniform_->SetStream(stream);
+    return 1;
+  }
+
+ private:
+  bool DoCorrupt(ns3::Ptr<ns3::Packet>) override {
+    const double move = uniform_->GetValue();
+    bad_ = bad_ ? move >= link_.p_bad_good : move < link_.p_good_bad;
+    return uniform_->GetValue() < (bad_ ? link_.loss_bad : link_.loss);
+  }
+  void DoReset() override { bad_ = false; }
+
+  LinkSpec link_;
+  ns3::Ptr<ns3::UniformRandomVariable> uniform_;
+  bool bad_ = false;  // starts good
+};
+
+}  // namespace
+
+double ns3_drop_fraction(const LinkSpec& link, int packets, uint64_t seed) {
+  using namespace ns3;
+  Ptr<ErrorModel> model;
+  if (link.gilbert_elliott) {
+    auto ge = CreateObject<GilbertElliottErrorModel>(link);
+    ge->AssignStreams(static_cast<int64_t>(seed));
+    model = ge;
+  } else {
+    auto rate = CreateObject<RateErrorModel>();
+    rate->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+    rate->SetRate(link.loss);
+    rate->AssignStreams(static_cast<int64_t>(seed));
+    model = rate;
+  }
+  int dropped = 0;
+  for (int i = 0; i < packets; ++i) dropped += model->IsCorrupt(Create<Packet>(1000)) ? 1 : 0;
+  return packets > 0 ? static_cast<double>(dropped) / packets : 0;
+}
+
 uint64_t device_queue_bytes(double rate_bps, double latency_s, const Ns3Options& options) {
   if (options.queue_packets > 0) return 0;
   if (options.queue_bytes > 0) return options.queue_bytes;
@@ -43,7 +89,13 @@ void configure_link_devices(const ns3::NetDeviceContainer& devices, int a, int b
                                                    std::min<uint64_t>(bytes, UINT32_MAX)))
                                              : QueueSize(QueueSizeUnit::PACKETS, options.queue_packets));
   }
-  if (link.loss > 0) {
+  if (link.gilbert_elliott && link.p_good_bad > 0) {
+    for (uint32_t i = 0; i < devices.GetN(); ++i) {
+      auto model = CreateObject<GilbertElliottErrorModel>(link);
+      stream += model->AssignStreams(stream);
+      devices.Get(i)->SetAttribute("ReceiveErrorModel", PointerValue(model));
+    }
+  } else if (link.loss > 0) {
     for (uint32_t i = 0; i < devices.GetN(); ++i) {
       auto model = CreateObject<RateErrorModel>();
       model->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);

@@ -315,7 +315,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
 bool static_links(const Topology& topology, const Ns3Options& options) {
   if (!options.faults.empty()) return false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    if (topology.graph[e].loss > 0) return false;
+    if (topology.graph[e].mean_loss() > 0) return false;
   return true;
 }
 

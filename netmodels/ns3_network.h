@@ -42,6 +42,10 @@ struct Ns3Options {
 // then depends on the traffic only, so results may be memoized.
 bool static_links(const Topology& topology, const Ns3Options& options);
 
+// Feeds `packets` packets through the receive error model an ns-3 link device gets for
+// `link` (its random stream `seed`) and returns the fraction it dropped.
+double ns3_drop_fraction(const LinkSpec& link, int packets, uint64_t seed);
+
 // Builds the ns-3 nodes, links, stack and routes on construction. Connections
 // between a pair of hosts are opened at first use and kept for the run, and a
 // connection delivers its messages in order. Must be destroyed before `clock`;

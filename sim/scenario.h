@@ -32,10 +32,19 @@ struct LinkSection {
   Bandwidth bandwidth{100e6};
   Duration latency{0.0};
   Fraction loss{0.0};
+  // gilbert_elliott: burst loss, `loss` in the good state (see topologies/link_spec.h).
+  std::string loss_model = "bernoulli";
+  Fraction p_good_bad{0};
+  Fraction p_bad_good{0.5};
+  Fraction loss_bad{1};
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
   }
 };
 
@@ -45,12 +54,18 @@ struct LinkOverrideSection {
   std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
   std::optional<Duration> latency;
   std::optional<Fraction> loss;
+  std::optional<std::string> loss_model;
+  std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
   }
 };
 

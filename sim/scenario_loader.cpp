@@ -466,8 +466,9 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   }
   if (s.network.backend != "ns3") {
     // Only packets can be dropped; a lossy scenario there would silently be lossless.
-    bool lossy = s.topology.link.loss.value > 0;
-    for (const auto& l : s.topology.links) lossy = lossy || (l.loss && l.loss->value > 0);
+    bool lossy = false;
+    const Topology built = build_topology(topology_spec(s));
+    for (auto e : boost::make_iterator_range(boost::edges(built.graph))) lossy = lossy || built.graph[e].mean_loss() > 0;
     if (lossy) {
       fail(origins.where("network.backend"),
            "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");

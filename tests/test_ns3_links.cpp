@@ -1,7 +1,9 @@
-// Tests for the ns-3 backend's links: BDP-sized queues, asymmetric rates (all three backends), faults.
+// Tests for the ns-3 backend's links: BDP-sized queues, asymmetric rates (all three backends), faults, loss models.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 
 #include "netmodels/alpha_beta.h"
@@ -226,6 +228,51 @@ TEST(StaticLinks, FaultMakesLinksVary) {
   Ns3Options options;
   options.faults = {{0, 1, -1, 1.0, 2.0}};
   EXPECT_FALSE(static_links(ring4(), options));
+}
+
+// The stationary loss of a Gilbert-Elliott chain: the bad state holds p / (p + r) of the time.
+double stationary_loss(double p, double r, double loss_good, double loss_bad) {
+  const double bad = p / (p + r);
+  return (1 - bad) * loss_good + bad * loss_bad;
+}
+
+TEST(LossModels, GilbertElliottDropsItsStationaryLoss) {
+  constexpr int kPackets = 1'000'000;
+  for (const auto& [p, r, good, bad] : std::vector<std::array<double, 4>>{{0.01, 0.25, 0, 1}, {0.05, 0.5, 0.001, 0.5}}) {
+    LinkSpec link;
+    link.gilbert_elliott = true;
+    link.p_good_bad = p, link.p_bad_good = r, link.loss = good, link.loss_bad = bad;
+    const double expected = stationary_loss(p, r, good, bad);
+    const double measured = ns3_drop_fraction(link, kPackets, 7);
+    // Successive packets are correlated (the chain's second eigenvalue 1 - p - r), which
+    // widens the binomial standard error by sqrt((1 + l) / (1 - l)); allow 5 of those.
+    const double l = 1 - p - r;
+    const double sigma = std::sqrt(expected * (1 - expected) / kPackets * (1 + l) / (1 - l));
+    std::printf("Gilbert-Elliott p=%g r=%g: dropped %.5f, stationary %.5f (sigma %.5f)\n", p, r, measured, expected, sigma);
+    EXPECT_NEAR(measured, expected, 5 * sigma);
+    EXPECT_DOUBLE_EQ(link.mean_loss(), expected);
+  }
+}
+
+TEST(LossModels, GilbertElliottSlowsTcpLikeLoss) {
+  TopologySpec spec;
+  spec.kind = "line";
+  spec.hosts = 2;
+  spec.link = {100e6, kLatency, 0};
+  const Topology clean = build_topology(spec);
+  spec.link.gilbert_elliott = true;
+  // Bad spells of 1 / 0.5 = 2 packets losing half: 0.02 / 0.52 x 0.5 = 1.9 % of packets lost;
+  // NewReno's rate falls well below the link's (Mathis: 1.22 MSS / (RTT sqrt(p)) ~ 31 Mbps for
+  // independent loss at that rate, against 100).
+  spec.link.p_good_bad = 0.02, spec.link.p_bad_good = 0.5, spec.link.loss_bad = 0.5;
+  const Topology bursty = build_topology(spec);
+  auto run = [](const Topology& t) {
+    return simulate([&](EventClock& c) { return make_ns3_network(c, t, {}); }, {{0, {1, 0, 1, 10'000'000}}});
+  };
+  const double t_bursty = find(run(bursty), 1).t_recv, t_clean = find(run(clean), 1).t_recv;
+  std::printf("10 MB with 1.9 %% bursty loss: %.3f s (clean %.3f s)\n", t_bursty, t_clean);
+  EXPECT_GT(t_bursty, 1.5 * t_clean);
+  EXPECT_FALSE(static_links(bursty, {}));
 }
 
 }  // namespace

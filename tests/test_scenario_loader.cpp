@@ -392,5 +392,19 @@ TEST(ScenarioErrors, BadFaults) {
                "the flow backend models no faults");
 }
 
+TEST(ScenarioTopology, GilbertElliottLinks) {
+  Scenario s = parse_scenario(
+      "nodes: 2\ntopology:\n  kind: line\n  link: {loss_model: gilbert_elliott, p_good_bad: 1%, p_bad_good: 0.25, loss_bad: 0.5}\n",
+      "s.yaml");
+  const Topology t = build_topology(topology_spec(s));
+  const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
+  EXPECT_TRUE(link.gilbert_elliott);
+  EXPECT_DOUBLE_EQ(link.mean_loss(), 0.01 / 0.26 * 0.5);
+  expect_error("topology:\n  link: {loss_model: burst}\n", "s.yaml:2:22", "'burst' is not one of: bernoulli, gilbert_elliott");
+  expect_error("topology:\n  link: {loss_model: gilbert_elliott, p_bad_good: 0}\n", "s.yaml:2:51", "out of range");
+  expect_error("network: {backend: flow}\ntopology:\n  links: [{between: [0, 1], loss_model: gilbert_elliott, p_good_bad: 0.1}]\n",
+               "s.yaml:1:20", "the flow backend models no loss");
+}
+
 }  // namespace
 }  // namespace testbed

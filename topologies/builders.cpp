@@ -19,6 +19,9 @@ void validate_link(const LinkSpec& link, const std::string& what) {
   if (!(link.reverse_bandwidth_bps >= 0))
     throw std::invalid_argument(what + ": reverse bandwidth must be >= 0 (0: symmetric), got " +
                                 std::to_string(link.reverse_bandwidth_bps));
+  if (!(link.p_good_bad >= 0 && link.p_good_bad <= 1 && link.p_bad_good > 0 && link.p_bad_good <= 1 &&
+        link.loss_bad >= 0 && link.loss_bad <= 1))
+    throw std::invalid_argument(what + ": Gilbert-Elliott parameters must be probabilities (p_bad_good > 0)");
   if (!(link.latency_s >= 0))
     throw std::invalid_argument(what + ": latency must be >= 0, got " +
                                 std::to_string(link.latency_s));
@@ -134,6 +137,10 @@ Topology build_topology(const TopologySpec& spec) {
     s.reverse_bandwidth_bps = reverse == s.bandwidth_bps ? 0 : reverse;
     if (o.latency_s >= 0) s.latency_s = o.latency_s;
     if (o.loss >= 0) s.loss = o.loss;
+    if (o.gilbert_elliott >= 0) s.gilbert_elliott = o.gilbert_elliott == 1;
+    if (o.p_good_bad >= 0) s.p_good_bad = o.p_good_bad;
+    if (o.p_bad_good >= 0) s.p_bad_good = o.p_bad_good;
+    if (o.loss_bad >= 0) s.loss_bad = o.loss_bad;
     validate_link(s, "link override " + std::to_string(o.a) + "-" + std::to_string(o.b));
   }
 

@@ -17,6 +17,8 @@ struct LinkOverride {
   double latency_s = -1;
   double loss = -1;
   double reverse_bandwidth_bps = -1;  // from b to a
+  int gilbert_elliott = -1;           // 0: Bernoulli loss, 1: Gilbert-Elliott (LinkSpec)
+  double p_good_bad = -1, p_bad_good = -1, loss_bad = -1;
 };
 
 struct TopologySpec {
