@@ -40,7 +40,7 @@ class FlowNetwork final : public Network {
       for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
         if (link_id_.count({u, v})) continue;
         link_id_[{u, v}] = static_cast<int>(capacity_.size());
-        capacity_.push_back(topology.graph[e].bandwidth_bps);
+        capacity_.push_back(topology.graph[e].rate_bps(u, v));
       }
     }
   }

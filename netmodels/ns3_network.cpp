@@ -15,6 +15,8 @@
 
 #include "netmodels/ns3_tcp.h"
 #include "netmodels/ns3_datagrams.h"
+#include "netmodels/ns3_faults.h"
+#include "netmodels/ns3_links.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -99,6 +101,7 @@ class Ns3Network final : public Network {
   Topology topology_;
   ns3::NodeContainer nodes_;
   std::vector<ns3::Ipv4Address> host_address_;           // where to connect to reach host i
+  bool bind_host_address_ = false;                       // connections also send from it
   std::unordered_map<uint32_t, int> vertex_of_address_;  // interface address -> vertex
   std::vector<ns3::Ptr<ns3::Socket>> listeners_;
   std::vector<ns3::Ptr<ns3::Socket>> accepted_;
@@ -106,7 +109,8 @@ class Ns3Network final : public Network {
   Ns3Options options_;
   ns3::ObjectFactory congestion_control_;
   uint32_t initial_cwnd_segments_ = 10;
-  // Whether the network's future is a function of quiescent_state(): no random loss, a
+  // Whether the network's future is a function of quiescent_state(): links that stay as they
+  // are (no random loss, no faults: static_links), a
   // variant whose state is all in cwnd/ssthresh (CUBIC keys on wall time, BBR and DCTCP
   // on estimators), immediate ACKs (a delayed ACK timer may be pending at any moment).
   bool memoizable_ = false;
@@ -123,7 +127,8 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp, udp)");
   if (options.mtu <= kTcpIpHeaderBytes + 100 || options.mtu > 65535)
     throw std::invalid_argument("mtu must be in (152, 65535], got " + std::to_string(options.mtu));
-  if (options.queue_packets < 1) throw std::invalid_argument("queue_packets must be >= 1");
+  if (options.queue_packets < 0) throw std::invalid_argument("queue_packets must be >= 0");
+  if (!(options.queue_bdp > 0)) throw std::invalid_argument("queue_bdp must be > 0");
   if (!(options.min_rto_s > 0)) throw std::invalid_argument("min_rto_s must be > 0");
   if (!(options.syn_timeout_s > 0)) throw std::invalid_argument("syn_timeout_s must be > 0");
   segment_ = static_cast<uint32_t>(options.mtu - kTcpIpHeaderBytes);
@@ -132,7 +137,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   // window-unlimited; larger ones only slow ns-3 down.
   double max_bps = 0;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    max_bps = std::max(max_bps, topology.graph[e].bandwidth_bps);
+    max_bps = std::max({max_bps, topology.graph[e].bandwidth_bps, topology.graph[e].reverse_bandwidth_bps});
   const double bdp_bytes = max_bps / 8 * max_host_rtt(topology);
   const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
   const uint32_t buffer32 =
@@ -162,9 +167,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   // ns-3 waits 3 s before resending a lost SYN; RFC 6298 (2.1) says 1 s.
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(options.syn_timeout_s)));
 
-  bool lossy = false;
-  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) lossy = lossy || topology.graph[e].loss > 0;
-  memoizable_ = !lossy && !options.delayed_ack && options.tcp == "newreno";
+  memoizable_ = static_links(topology, options) && !options.delayed_ack && options.tcp == "newreno";
 
   nodes_.Create(topology.num_vertices());
   InternetStackHelper stack;
@@ -172,8 +175,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
 
   PointToPointHelper p2p;
   p2p.SetDeviceAttribute("Mtu", UintegerValue(options.mtu));
-  p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize",
-               QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, options.queue_packets)));
+  p2p.SetQueue("ns3::DropTailQueue<Packet>");  // sized per device by configure_link_devices
   Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");
   int64_t stream = static_cast<int64_t>(options.seed) * kStreamsPerSeed;
   stream += stack.AssignStreams(nodes_, stream);
@@ -183,18 +185,9 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     const LinkSpec& link = topology.graph[e];
     const int a = static_cast<int>(boost::source(e, topology.graph));
     const int b = static_cast<int>(boost::target(e, topology.graph));
-    p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<uint64_t>(link.bandwidth_bps))));
     p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
     NetDeviceContainer devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
-    if (link.loss > 0) {
-      for (uint32_t i = 0; i < devices.GetN(); ++i) {
-        auto model = CreateObject<RateErrorModel>();
-        model->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
-        model->SetRate(link.loss);
-        stream += model->AssignStreams(stream);
-        devices.Get(i)->SetAttribute("ReceiveErrorModel", PointerValue(model));
-      }
-    }
+    configure_link_devices(devices, a, b, link, options, stream);
     Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
     addresses.NewNetwork();
     const int ends[2] = {a, b};
@@ -204,9 +197,16 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
     }
   }
+  if (!options.faults.empty()) {
+    // A link's address dies with the link; hosts need one that survives (ns3_faults.cpp).
+    host_address_ = stable_host_addresses(nodes_, hosts_);
+    for (int h = 0; h < hosts_; ++h) vertex_of_address_[host_address_[h].Get()] = h;
+    bind_host_address_ = true;
+  }
   Ipv4GlobalRoutingHelper::PopulateRoutingTables();
   if (options.transport == "udp")
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
+  install_faults(nodes_, topology, options.faults);
 
   // Every host accepts connections from all others on one port; the peer
   // address tells which connection an accepted socket belongs to.
@@ -261,7 +261,11 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
                 }));
   tcp_socket->TraceConnectWithoutContext(
       "RTO", Callback<void, Time, Time>([tcp = c.tcp](Time, Time rto) { tcp->on_rto(rto); }));
-  c.tx->Bind();
+  if (bind_host_address_) {
+    c.tx->Bind(InetSocketAddress(host_address_[src], 0));
+  } else {
+    c.tx->Bind();
+  }
   auto refill = [this, &c](Ptr<Socket>) { fill(c); };
   c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill),
                            Callback<void, Ptr<Socket>>([src, dst](Ptr<Socket>) {
@@ -390,6 +394,13 @@ void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<
 }
 
 }  // namespace
+
+bool static_links(const Topology& topology, const Ns3Options& options) {
+  if (!options.faults.empty()) return false;
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
+    if (topology.graph[e].mean_loss() > 0) return false;
+  return true;
+}
 
 std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
                                           const Ns3Options& options) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
@@ -9,12 +10,26 @@
 
 namespace testbed {
 
+// An outage: the link between vertices a and b, or every link of vertex `node` when
+// node >= 0, is cut from down_s to up_s (simulated seconds).
+struct Fault {
+  int a = -1, b = -1;
+  int node = -1;
+  double down_s = 0, up_s = 0;
+};
+
 struct Ns3Options {
   // tcp: every message over TCP. udp: messages marked Message::datagrams go as paced UDP
   // datagrams and may lose parts (ns3_datagrams.h); all others still go over TCP.
   std::string transport = "tcp";
   int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
-  int queue_packets = 1000;       // DropTail queue per device
+  // DropTail queue of each device (one per link direction): queue_bdp x the direction's
+  // bandwidth x twice the link's latency, at least kMinQueuePackets MTU-sized packets
+  // (netmodels/ns3_links.cpp says why); queue_bytes instead when > 0; queue_packets packets
+  // instead when > 0 (the first of the three that is set wins, from the last).
+  double queue_bdp = 1.5;
+  uint64_t queue_bytes = 0;
+  int queue_packets = 0;
   double min_rto_s = 0.2;         // TcpSocketBase::MinRto
   // Receiver ACK policy: false acknowledges every segment; true is ns-3's (and RFC 1122's)
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
@@ -23,7 +38,17 @@ struct Ns3Options {
   std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
+  std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
 };
+
+// True when nothing about the links changes with time or chance: no loss on any link and no
+// fault (and, as they are added, no traces, jitter or background traffic). A transfer's time
+// then depends on the traffic only, so results may be memoized.
+bool static_links(const Topology& topology, const Ns3Options& options);
+
+// Feeds `packets` packets through the receive error model an ns-3 link device gets for
+// `link` (its random stream `seed`) and returns the fraction it dropped.
+double ns3_drop_fraction(const LinkSpec& link, int packets, uint64_t seed);
 
 // Builds the ns-3 nodes, links, stack and routes on construction. Connections
 // between a pair of hosts are opened at first use and kept for the run, and a

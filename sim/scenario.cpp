@@ -7,6 +7,22 @@
 
 namespace testbed {
 
+namespace {
+
+LinkSpec link_spec(const LinkSection& l) {
+  LinkSpec spec;
+  spec.bandwidth_bps = l.bandwidth.bps;
+  spec.latency_s = l.latency.s;
+  spec.loss = l.loss.value;
+  spec.gilbert_elliott = l.loss_model == "gilbert_elliott";
+  spec.p_good_bad = l.p_good_bad.value;
+  spec.p_bad_good = l.p_bad_good.value;
+  spec.loss_bad = l.loss_bad.value;
+  return spec;
+}
+
+}  // namespace
+
 TopologySpec topology_spec(const Scenario& scenario) {
   TopologySpec spec;
   spec.kind = scenario.topology.kind;
@@ -19,7 +35,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.per_cluster = t.per_cluster > 0                     ? t.per_cluster
                      : scenario.nodes % clusters == 0 ? scenario.nodes / clusters
                                                           : 0;
-  spec.wan = {t.wan.bandwidth.bps, t.wan.latency.s, t.wan.loss.value};
+  spec.wan = link_spec(t.wan);
   spec.edge_probability = t.p;
   spec.degree = t.degree;
   spec.beta = t.beta;
@@ -27,14 +43,18 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.seed = stream_seed(scenario.seed, "topology");
   spec.file = t.file;
   spec.placement = t.placement;
-  spec.link = {scenario.topology.link.bandwidth.bps, scenario.topology.link.latency.s,
-               scenario.topology.link.loss.value};
+  spec.link = link_spec(scenario.topology.link);
   for (const auto& o : scenario.topology.links) {
     LinkOverride link;
     if (o.between.size() == 2) link.a = o.between[0], link.b = o.between[1];
     if (o.bandwidth) link.bandwidth_bps = o.bandwidth->bps;
+    if (o.bandwidth_reverse) link.reverse_bandwidth_bps = o.bandwidth_reverse->bps;
     if (o.latency) link.latency_s = o.latency->s;
     if (o.loss) link.loss = o.loss->value;
+    if (o.loss_model) link.gilbert_elliott = *o.loss_model == "gilbert_elliott";
+    if (o.p_good_bad) link.p_good_bad = o.p_good_bad->value;
+    if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
+    if (o.loss_bad) link.loss_bad = o.loss_bad->value;
     spec.overrides.push_back(link);
   }
   return spec;

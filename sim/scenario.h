@@ -32,23 +32,40 @@ struct LinkSection {
   Bandwidth bandwidth{100e6};
   Duration latency{0.0};
   Fraction loss{0.0};
+  // gilbert_elliott: burst loss, `loss` in the good state (see topologies/link_spec.h).
+  std::string loss_model = "bernoulli";
+  Fraction p_good_bad{0};
+  Fraction p_bad_good{0.5};
+  Fraction loss_bad{1};
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
   }
 };
 
 struct LinkOverrideSection {
   std::vector<int> between;  // two vertex indices
-  std::optional<Bandwidth> bandwidth;
+  std::optional<Bandwidth> bandwidth;          // between[0] -> between[1], and back unless:
+  std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
   std::optional<Duration> latency;
   std::optional<Fraction> loss;
+  std::optional<std::string> loss_model;
+  std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
+    v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
   }
 };
 
@@ -83,21 +100,37 @@ struct TopologySection {
   }
 };
 
+// An outage over an interval: `link: [a, b]` (vertex indices) or `node: n` is cut from
+// down[0] to down[1] (ns3 only).
+struct FaultSection {
+  std::vector<int> link;
+  std::optional<int> node;
+  std::vector<Duration> down;
+  template <class V> void fields(V& v) {
+    v.field("link", link);
+    v.field("node", node);
+    v.field("down", down);
+  }
+};
+
 struct NetworkSection {
   std::string backend = "ns3";
   std::string transport = "tcp";
   int mtu = 9000;
-  int queue_packets = 1000;
+  std::string queue = "1.5bdp";        // device queue: `<x>bdp` of each link direction, or bytes (256KB)
+  std::optional<int> queue_packets;  // device queue in packets instead of `queue`
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
   std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default
   bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
+  std::vector<FaultSection> faults;
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp", "udp"}});
     v.field("mtu", mtu, Range{576, 65535});
+    v.field("queue", queue);
     v.field("queue_packets", queue_packets, Range{1, 1e7});
     v.field("min_rto", min_rto, Range{1e-6, 60});
     v.field("delayed_ack", delayed_ack);
@@ -105,6 +138,7 @@ struct NetworkSection {
     v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
     v.field("slow_start_after_idle", slow_start_after_idle);
     v.field("memoize", memoize);
+    v.field("faults", faults);
   }
 };
 

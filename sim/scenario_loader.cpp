@@ -395,6 +395,8 @@ void check_workload(Scenario& s, const Origins& origins);
 void check_compute(const Scenario& s, const Origins& origins);
 void check_algorithm(const Scenario& s, const Origins& origins);
 void check_collective(const Scenario& s, const Origins& origins);
+void check_network(const Scenario& s, const Origins& origins);
+void check_faults(const Scenario& s, const Origins& origins);
 
 // The key a topology builder's error is best reported at: the key of the kind's own
 // size or file when the scenario gives it, else topology.kind.
@@ -465,8 +467,9 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
   }
   if (s.network.backend != "ns3") {
     // Only packets can be dropped; a lossy scenario there would silently be lossless.
-    bool lossy = s.topology.link.loss.value > 0;
-    for (const auto& l : s.topology.links) lossy = lossy || (l.loss && l.loss->value > 0);
+    bool lossy = false;
+    const Topology built = build_topology(topology_spec(s));
+    for (auto e : boost::make_iterator_range(boost::edges(built.graph))) lossy = lossy || built.graph[e].mean_loss() > 0;
     if (lossy) {
       fail(origins.where("network.backend"),
            "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
@@ -478,6 +481,7 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
            "transport udp needs the ns3 backend (the " + s.network.backend + " backend carries reliable streams only)");
     }
   }
+  check_network(s, origins);
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
@@ -608,6 +612,65 @@ void check_workload(Scenario& s, const Origins& origins) {
     fail(origins.where(where), e.what());
   } catch (const std::runtime_error& e) {
     fail(origins.where("workload.init_from"), e.what());
+  }
+}
+
+void check_faults(const Scenario& s, const Origins& origins) {
+  if (s.network.backend != "ns3") {
+    fail(origins.where("network.faults"),
+         "the " + s.network.backend + " backend models no faults; use ns3 for 'network.faults'");
+  }
+  const Topology topology = build_topology(topology_spec(s));
+  const int nv = topology.num_vertices();
+  for (size_t i = 0; i < s.network.faults.size(); ++i) {
+    const auto& f = s.network.faults[i];
+    const std::string item = "network.faults." + std::to_string(i);
+    if (f.link.empty() == !f.node) fail(origins.where(item), "a fault names either 'link: [a, b]' or 'node: n'");
+    if (f.node && (*f.node < 0 || *f.node >= nv)) {
+      fail(origins.where(item + ".node"),
+           "node " + std::to_string(*f.node) + " is not a vertex of the topology (0.." + std::to_string(nv - 1) + ")");
+    }
+    if (!f.link.empty()) {
+      const bool pair = f.link.size() == 2;
+      const bool inside = pair && f.link[0] >= 0 && f.link[0] < nv && f.link[1] >= 0 && f.link[1] < nv;
+      if (!inside || !boost::edge(f.link[0], f.link[1], topology.graph).second) {
+        std::string named;
+        for (int v : f.link) named += (named.empty() ? "" : ", ") + std::to_string(v);
+        fail(origins.where(item + ".link"), "[" + named + "] is not a link of the topology");
+      }
+    }
+    if (f.down.size() != 2) fail(origins.where(origins.seen(item + ".down") ? item + ".down" : item),
+                                 "'down' takes an interval [start, end], such as [30s, 45s]");
+    if (!(f.down[0].s >= 0)) fail(origins.where(item + ".down.0"), "a fault cannot start before time 0");
+    if (!(f.down[1].s > f.down[0].s)) {
+      fail(origins.where(item + ".down.1"), "the fault's end " + format_number(f.down[1].s) +
+                                                " s is not after its start " + format_number(f.down[0].s) + " s");
+    }
+  }
+}
+
+void check_network(const Scenario& s, const Origins& origins) {
+  const auto& n = s.network;
+  for (const char* key : {"network.queue", "network.queue_packets"}) {
+    if (n.backend != "ns3" && origins.seen(key)) {
+      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + key + "'");
+    }
+  }
+  if (!n.faults.empty()) check_faults(s, origins);
+  if (n.queue_packets && origins.seen("network.queue")) {
+    fail(origins.where("network.queue_packets"), "give the device queue once: 'queue' or 'queue_packets'");
+  }
+  if (auto bdp = parse_bdp_multiple(n.queue)) {
+    if (!(*bdp > 0 && *bdp <= 1e6)) fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
+  } else if (auto bytes = parse_bytes(n.queue)) {
+    // Smaller than one packet, the queue would drop every packet it is offered.
+    if (!(*bytes >= n.mtu + 2 && *bytes < 4.0e9)) {
+      fail(origins.where("network.queue"), "a queue of " + n.queue + " does not hold one " + std::to_string(n.mtu) +
+                                               "-byte packet (or exceeds 4 GB)");
+    }
+  } else {
+    fail(origins.where("network.queue"),
+         "cannot read queue '" + n.queue + "'; give a multiple of each link's bandwidth-delay product (1bdp, 0.5bdp) or bytes (256KB)");
   }
 }
 

@@ -60,6 +60,13 @@ std::optional<double> parse_fraction(const std::string& text) {
   return parse_with_suffixes(text, suffixes);
 }
 
+std::optional<double> parse_bdp_multiple(const std::string& text) {
+  // The suffix is required: a plain number is a byte count (parse_bytes).
+  if (text.size() < 3 || text.compare(text.size() - 3, 3, "bdp") != 0) return std::nullopt;
+  static const Suffixes suffixes = {{"bdp", 1}};
+  return parse_with_suffixes(text, suffixes);
+}
+
 std::string format_number(double value) {
   char buffer[64];
   auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);

@@ -12,6 +12,7 @@ std::optional<double> parse_bandwidth_bps(const std::string& text);  // bps kbps
 std::optional<double> parse_duration_s(const std::string& text);     // ns us ms s min h
 std::optional<double> parse_bytes(const std::string& text);          // B kB MB GB TB KiB MiB GiB
 std::optional<double> parse_fraction(const std::string& text);       // 0.01 or 1%
+std::optional<double> parse_bdp_multiple(const std::string& text);   // 1bdp 0.5bdp: a multiple of a bandwidth-delay product
 
 // Shortest decimal text that reads back to the same double.
 std::string format_number(double value);

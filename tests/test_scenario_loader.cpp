@@ -383,5 +383,69 @@ TEST(ScenarioToYaml, StringsThatLookLikeNullSurvive) {
   EXPECT_EQ(back.name, "null");
 }
 
+
+TEST(ScenarioNetwork, QueueTakesBdpMultiplesOrBytes) {
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").network.queue, "1.5bdp");
+  EXPECT_FALSE(parse_scenario("{}", "s.yaml").network.queue_packets);
+  EXPECT_EQ(parse_scenario("network: {queue: 0.5bdp}\n", "s.yaml").network.queue, "0.5bdp");
+  EXPECT_EQ(parse_scenario("network: {queue: 256KB}\n", "s.yaml").network.queue, "256KB");
+}
+
+TEST(ScenarioErrors, BadQueue) {
+  expect_error("network:\n  queue: lots\n", "s.yaml:2:10", "cannot read queue 'lots'");
+  expect_error("network:\n  queue: 2KB\n", "s.yaml:2:10", "does not hold one 9000-byte packet");
+  expect_error("network:\n  queue: 0bdp\n", "s.yaml:2:10", "must be in (0, 1e6] bdp");
+  expect_error("network:\n  queue: 1bdp\n  queue_packets: 100\n", "s.yaml:3:18", "give the device queue once");
+  expect_error("network:\n  backend: flow\n  queue: 1bdp\n", "s.yaml:3:10", "the flow backend models no queues");
+  expect_error("network:\n  backend: analytical\n  queue_packets: 10\n", "s.yaml:3:18",
+               "the analytical backend models no queues");
+}
+
+TEST(ScenarioTopology, ReverseBandwidthIsTheSecondToTheFirst) {
+  Scenario s = parse_scenario(
+      "nodes: 2\ntopology:\n  kind: line\n  links: [{between: [1, 0], bandwidth: 10Mbps, bandwidth_reverse: 1Mbps}]\n",
+      "s.yaml");
+  const Topology t = build_topology(topology_spec(s));
+  const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
+  EXPECT_DOUBLE_EQ(link.rate_bps(1, 0), 10e6);
+  EXPECT_DOUBLE_EQ(link.rate_bps(0, 1), 1e6);
+  expect_error("nodes: 2\ntopology:\n  kind: line\n  links: [{between: [0, 1], bandwidth_reverse: 0}]\n",
+               "s.yaml:4:48", "out of range");
+}
+
+TEST(ScenarioNetwork, FaultsRead) {
+  Scenario s = parse_scenario("network:\n  faults: [{link: [1, 0], down: [30s, 45s]}, {node: 2, down: [1s, 2s]}]\n", "s.yaml");
+  ASSERT_EQ(s.network.faults.size(), 2u);
+  EXPECT_EQ(s.network.faults[0].link, (std::vector<int>{1, 0}));
+  EXPECT_DOUBLE_EQ(s.network.faults[0].down[1].s, 45.0);
+  EXPECT_EQ(s.network.faults[1].node, 2);
+}
+
+TEST(ScenarioErrors, BadFaults) {
+  // A ring of 4: links 0-1, 1-2, 2-3, 3-0.
+  expect_error("network:\n  faults: [{link: [0, 2], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 2] is not a link of the topology");
+  expect_error("network:\n  faults: [{link: [0, 9], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 9] is not a link");
+  expect_error("network:\n  faults: [{node: 4, down: [1s, 2s]}]\n", "s.yaml:2:19", "node 4 is not a vertex of the topology (0..3)");
+  expect_error("network:\n  faults: [{node: 1, down: [2s, 2s]}]\n", "s.yaml:2:33", "is not after its start");
+  expect_error("network:\n  faults: [{node: 1, down: [3s]}]\n", "s.yaml:2:28", "'down' takes an interval");
+  expect_error("network:\n  faults: [{node: 1, link: [0, 1], down: [1s, 2s]}]\n", "s.yaml:2:12", "either 'link: [a, b]' or 'node: n'");
+  expect_error("network:\n  backend: flow\n  faults: [{node: 1, down: [1s, 2s]}]\n", "s.yaml:3:11",
+               "the flow backend models no faults");
+}
+
+TEST(ScenarioTopology, GilbertElliottLinks) {
+  Scenario s = parse_scenario(
+      "nodes: 2\ntopology:\n  kind: line\n  link: {loss_model: gilbert_elliott, p_good_bad: 1%, p_bad_good: 0.25, loss_bad: 0.5}\n",
+      "s.yaml");
+  const Topology t = build_topology(topology_spec(s));
+  const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
+  EXPECT_TRUE(link.gilbert_elliott);
+  EXPECT_DOUBLE_EQ(link.mean_loss(), 0.01 / 0.26 * 0.5);
+  expect_error("topology:\n  link: {loss_model: burst}\n", "s.yaml:2:22", "'burst' is not one of: bernoulli, gilbert_elliott");
+  expect_error("topology:\n  link: {loss_model: gilbert_elliott, p_bad_good: 0}\n", "s.yaml:2:51", "out of range");
+  expect_error("network: {backend: flow}\ntopology:\n  links: [{between: [0, 1], loss_model: gilbert_elliott, p_good_bad: 0.1}]\n",
+               "s.yaml:1:20", "the flow backend models no loss");
+}
+
 }  // namespace
 }  // namespace testbed

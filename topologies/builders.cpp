@@ -16,6 +16,12 @@ void validate_link(const LinkSpec& link, const std::string& what) {
   if (!(link.bandwidth_bps > 0))
     throw std::invalid_argument(what + ": bandwidth must be > 0, got " +
                                 std::to_string(link.bandwidth_bps));
+  if (!(link.reverse_bandwidth_bps >= 0))
+    throw std::invalid_argument(what + ": reverse bandwidth must be >= 0 (0: symmetric), got " +
+                                std::to_string(link.reverse_bandwidth_bps));
+  if (!(link.p_good_bad >= 0 && link.p_good_bad <= 1 && link.p_bad_good > 0 && link.p_bad_good <= 1 &&
+        link.loss_bad >= 0 && link.loss_bad <= 1))
+    throw std::invalid_argument(what + ": Gilbert-Elliott parameters must be probabilities (p_bad_good > 0)");
   if (!(link.latency_s >= 0))
     throw std::invalid_argument(what + ": latency must be >= 0, got " +
                                 std::to_string(link.latency_s));
@@ -121,9 +127,20 @@ Topology build_topology(const TopologySpec& spec) {
       throw std::invalid_argument("no link between " + std::to_string(o.a) + " and " +
                                   std::to_string(o.b));
     LinkSpec& s = g[e];
-    if (o.bandwidth_bps >= 0) s.bandwidth_bps = o.bandwidth_bps;
+    // The override names its directions by its own vertex order; the link stores them
+    // by index order (bandwidth_bps from the lower end).
+    double a_to_b = s.rate_bps(o.a, o.b), b_to_a = s.rate_bps(o.b, o.a);
+    if (o.bandwidth_bps >= 0) a_to_b = b_to_a = o.bandwidth_bps;
+    if (o.reverse_bandwidth_bps >= 0) b_to_a = o.reverse_bandwidth_bps;
+    s.bandwidth_bps = o.a < o.b ? a_to_b : b_to_a;
+    const double reverse = o.a < o.b ? b_to_a : a_to_b;
+    s.reverse_bandwidth_bps = reverse == s.bandwidth_bps ? 0 : reverse;
     if (o.latency_s >= 0) s.latency_s = o.latency_s;
     if (o.loss >= 0) s.loss = o.loss;
+    if (o.gilbert_elliott >= 0) s.gilbert_elliott = o.gilbert_elliott == 1;
+    if (o.p_good_bad >= 0) s.p_good_bad = o.p_good_bad;
+    if (o.p_bad_good >= 0) s.p_bad_good = o.p_bad_good;
+    if (o.loss_bad >= 0) s.loss_bad = o.loss_bad;
     validate_link(s, "link override " + std::to_string(o.a) + "-" + std::to_string(o.b));
   }
 

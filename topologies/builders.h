@@ -13,9 +13,12 @@ namespace testbed {
 // A negative field keeps the default.
 struct LinkOverride {
   int a = -1, b = -1;
-  double bandwidth_bps = -1;
+  double bandwidth_bps = -1;          // from a to b (and b to a unless reverse_bandwidth_bps is set)
   double latency_s = -1;
   double loss = -1;
+  double reverse_bandwidth_bps = -1;  // from b to a
+  int gilbert_elliott = -1;           // 0: Bernoulli loss, 1: Gilbert-Elliott (LinkSpec)
+  double p_good_bad = -1, p_bad_good = -1, loss_bad = -1;
 };
 
 struct TopologySpec {

@@ -22,6 +22,8 @@ std::string format(const char* pattern, double a, double b) {
 // bandwidth and latency as a researcher reads them: Mbps, ms.
 std::string link_text(const LinkSpec& l) {
   std::string s = format("%g Mbps, %g ms", l.bandwidth_bps / 1e6, l.latency_s * 1e3);
+  if (l.reverse_bandwidth_bps > 0)  // lower-index end to higher, then back
+    s = format("%g / %g Mbps", l.bandwidth_bps / 1e6, l.reverse_bandwidth_bps / 1e6) + s.substr(s.find(','));
   if (l.loss > 0) {
     char text[32];
     std::snprintf(text, sizeof text, ", loss %g %%", l.loss * 100);

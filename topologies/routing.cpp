@@ -55,7 +55,7 @@ PathProperties path_properties(const Topology& topology, int src, int dst) {
   for (size_t i = 0; i + 1 < path.size(); ++i) {
     const auto& link = topology.graph[boost::edge(path[i], path[i + 1], topology.graph).first];
     p.latency_s += link.latency_s;
-    p.bottleneck_bps = std::min(p.bottleneck_bps, link.bandwidth_bps);
+    p.bottleneck_bps = std::min(p.bottleneck_bps, link.rate_bps(path[i], path[i + 1]));
   }
   return p;
 }

@@ -1,0 +1,157 @@
+// Outages as real cuts: interfaces down (packets dropped on arrival), routes recomputed.
+#include "netmodels/ns3_faults.h"
+
+#include <ns3/core-module.h>
+#include <ns3/internet-module.h>
+#include <ns3/point-to-point-module.h>
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace testbed {
+
+namespace {
+
+// One interface: a node and the index of its interface on the link.
+struct Interface {
+  ns3::Ptr<ns3::Ipv4> ipv4;
+  uint32_t index = 0;
+};
+
+// The interfaces of node `from`'s devices, keyed by the vertex at the other end of each.
+std::map<int, Interface> interfaces_of(const ns3::NodeContainer& nodes, int from) {
+  using namespace ns3;
+  std::map<ns3::Ptr<ns3::Node>, int> vertex_of;
+  for (uint32_t v = 0; v < nodes.GetN(); ++v) vertex_of[nodes.Get(v)] = static_cast<int>(v);
+  std::map<int, Interface> out;
+  Ptr<Node> node = nodes.Get(from);
+  auto ipv4 = node->GetObject<Ipv4>();
+  for (uint32_t d = 0; d < node->GetNDevices(); ++d) {
+    auto device = DynamicCast<PointToPointNetDevice>(node->GetDevice(d));
+    if (!device) continue;  // the loopback
+    auto channel = device->GetChannel();
+    for (std::size_t k = 0; k < channel->GetNDevices(); ++k) {
+      Ptr<NetDevice> end = channel->GetDevice(k);
+      if (end == device) continue;
+      out[vertex_of.at(end->GetNode())] = {ipv4, static_cast<uint32_t>(ipv4->GetInterfaceForDevice(device))};
+    }
+  }
+  return out;
+}
+
+// ns-3's TCP takes a connection's source address from the route's outgoing interface
+// (TcpSocketBase::SetupEndpoint overrides a bound address), so a connection would be tied to
+// the link it first left by: once that link is cut, nothing routes the ACKs back to it. Put
+// ahead of a host's other routing, this finds the route to another host's stable address as
+// global routing does but gives it the host's own stable address as its source.
+class StableSourceRouting final : public ns3::Ipv4RoutingProtocol {
+ public:
+  StableSourceRouting(ns3::Ptr<ns3::Ipv4GlobalRouting> global, ns3::Ipv4Address own, ns3::Ipv4Address first,
+                      ns3::Ipv4Mask mask)
+      : global_(global), own_(own), first_(first), mask_(mask) {}
+
+  ns3::Ptr<ns3::Ipv4Route> RouteOutput(ns3::Ptr<ns3::Packet> p, const ns3::Ipv4Header& header,
+                                       ns3::Ptr<ns3::NetDevice> oif, ns3::Socket::SocketErrno& error) override {
+    if (header.GetDestination().CombineMask(mask_) != first_.CombineMask(mask_)) return nullptr;
+    auto route = global_->RouteOutput(p, header, oif, error);
+    if (route) route->SetSource(own_);
+    return route;
+  }
+  bool RouteInput(ns3::Ptr<const ns3::Packet>, const ns3::Ipv4Header&, ns3::Ptr<const ns3::NetDevice>,
+                  UnicastForwardCallback, MulticastForwardCallback, LocalDeliverCallback, ErrorCallback) override {
+    return false;  // forwarding and local delivery stay with the list routing and global routing
+  }
+  void NotifyInterfaceUp(uint32_t) override {}
+  void NotifyInterfaceDown(uint32_t) override {}
+  void NotifyAddAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
+  void NotifyRemoveAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
+  void SetIpv4(ns3::Ptr<ns3::Ipv4>) override {}
+  void PrintRoutingTable(ns3::Ptr<ns3::OutputStreamWrapper>, ns3::Time::Unit) const override {}
+
+ private:
+  ns3::Ptr<ns3::Ipv4GlobalRouting> global_;
+  ns3::Ipv4Address own_, first_;
+  ns3::Ipv4Mask mask_;
+};
+
+}  // namespace
+
+std::vector<ns3::Ipv4Address> stable_host_addresses(const ns3::NodeContainer& nodes, int hosts) {
+  using namespace ns3;
+  // 172.16.0.0/12 lies outside the 10.0.0.0/8 the links are numbered from.
+  if (hosts >= (1 << 20) - 2) throw std::invalid_argument("too many hosts for stable addresses");
+  const Ipv4Address first("172.16.0.1");
+  const Ipv4Mask block("255.240.0.0");
+  std::vector<Ipv4Address> out;
+  for (int h = 0; h < hosts; ++h) {
+    const Ipv4Address address(first.Get() + static_cast<uint32_t>(h));
+    Ptr<Node> node = nodes.Get(h);
+    auto ipv4 = node->GetObject<Ipv4>();
+    ipv4->AddAddress(0, Ipv4InterfaceAddress(address, Ipv4Mask("255.255.255.255")));  // 0: loopback
+    auto router = node->GetObject<GlobalRouter>();
+    if (!router) throw std::logic_error("host " + std::to_string(h) + " has no global router");
+    router->InjectRoute(address, Ipv4Mask("255.255.255.255"));
+    auto list = DynamicCast<Ipv4ListRouting>(ipv4->GetRoutingProtocol());
+    if (!list) throw std::logic_error("host " + std::to_string(h) + " has no list routing");
+    list->AddRoutingProtocol(Create<StableSourceRouting>(router->GetRoutingProtocol(), address, first, block), 100);
+    out.push_back(address);
+  }
+  return out;
+}
+
+void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, const std::vector<Fault>& faults) {
+  using namespace ns3;
+  // ns-3's TCP gives up on a connection after 6 retransmissions of a segment (~25 s of
+  // doubling RTOs from 200 ms) or 6 of a SYN, and a dropped connection here would lose its
+  // messages. Real stacks keep trying for many minutes (Linux: tcp_retries2 = 15, ~15 min),
+  // so with faults configured TCP keeps trying like Linux does; its RTO doubling stops at
+  // 60 s, so a flow resumes at most about a minute after its path returns. Set every time
+  // (not only with faults) because Config defaults outlive this network in the process.
+  const uint32_t retries = faults.empty() ? 6 : 15;
+  Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(retries));
+  Config::SetDefault("ns3::TcpSocket::ConnCount", UintegerValue(retries));
+  if (faults.empty()) return;
+
+  // Overlapping faults may cover one interface: it is up only when none holds it down.
+  struct State {
+    Interface interface;
+    int held = 0;
+  };
+  auto states = std::make_shared<std::map<std::pair<int, int>, State>>();  // (vertex, peer)
+  auto hold = [states](const std::vector<std::pair<int, int>>& ends, int delta) {
+    for (const auto& end : ends) {
+      State& s = states->at(end);
+      const bool was_up = s.held == 0;
+      s.held += delta;
+      if (was_up && s.held > 0) s.interface.ipv4->SetDown(s.interface.index);
+      if (!was_up && s.held == 0) s.interface.ipv4->SetUp(s.interface.index);
+    }
+    Ipv4GlobalRoutingHelper::RecomputeRoutingTables();
+  };
+
+  for (const Fault& f : faults) {
+    std::vector<std::pair<int, int>> ends;  // (vertex, peer) of every interface the fault cuts
+    if (f.node >= 0) {
+      if (f.node >= topology.num_vertices())
+        throw std::invalid_argument("fault names node " + std::to_string(f.node) + " outside 0.." +
+                                    std::to_string(topology.num_vertices() - 1));
+      for (const auto& [peer, interface] : interfaces_of(nodes, f.node)) ends.emplace_back(f.node, peer);
+    } else {
+      if (f.a < 0 || f.b < 0 || f.a >= topology.num_vertices() || f.b >= topology.num_vertices() ||
+          !boost::edge(f.a, f.b, topology.graph).second)
+        throw std::invalid_argument("fault names no link between " + std::to_string(f.a) + " and " +
+                                    std::to_string(f.b));
+      ends = {{f.a, f.b}, {f.b, f.a}};
+    }
+    if (!(f.up_s > f.down_s) || f.down_s < 0)
+      throw std::invalid_argument("fault interval must have 0 <= start < end");
+    for (const auto& end : ends)
+      if (!states->count(end)) (*states)[end] = State{interfaces_of(nodes, end.first).at(end.second), 0};
+    Simulator::Schedule(Seconds(f.down_s) - Simulator::Now(), [hold, ends] { hold(ends, +1); });
+    Simulator::Schedule(Seconds(f.up_s) - Simulator::Now(), [hold, ends] { hold(ends, -1); });
+  }
+}
+
+}  // namespace testbed

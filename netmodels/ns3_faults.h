@@ -1,0 +1,27 @@
+// Link and node outages in the ns-3 backend: interfaces go down and up at scheduled times.
+#pragma once
+
+#include <ns3/internet-module.h>
+#include <ns3/network-module.h>
+
+#include <vector>
+
+#include "netmodels/ns3_network.h"
+#include "topologies/topology.h"
+
+namespace testbed {
+
+// Gives each host h < hosts an address of its own, on its loopback interface, that global
+// routing announces (as an injected /32 route) whichever of its links are up: a connection
+// to or from a link's address would break with that link even where another path exists.
+// Call before the routing tables are populated.
+std::vector<ns3::Ipv4Address> stable_host_addresses(const ns3::NodeContainer& nodes, int hosts);
+
+// Schedules every fault of `faults` on the built network: at its start both interfaces of
+// the link (a node: all of its interfaces) go down and global routing is recomputed, so
+// traffic moves to another path when one exists; at its end they come back. `nodes` holds
+// vertex i at index i. Also sets how long TCP keeps retransmitting (see the .cpp); call it
+// before any socket exists.
+void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, const std::vector<Fault>& faults);
+
+}  // namespace testbed
