@@ -106,6 +106,10 @@ TEST_F(Memoization, OtherAlgorithmsStayIdentical) {
   compare("--set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.delay=1");
   compare("--set algorithm.name=fedavg --set algorithm.H=3 --set algorithm.fraction=0.5");
   compare("--set algorithm.name=demo --set algorithm.chunk=8 --set algorithm.k=2");
+  // Other collective plans: more messages per phase, other dependencies (halving-doubling's
+  // partners two hops apart share ring links, so its ranks need not stay in lockstep).
+  compare("--set collective.algorithm=halving_doubling");
+  EXPECT_GT(compare("--set collective.slices=4"), 0);
   // Neighbour exchanges as datagrams: lossless, so memoization may replay them too.
   compare("--set network.transport=udp --set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.exchange=ring");
 }
