@@ -189,6 +189,12 @@ TEST(ScenarioErrors, WrongTypes) {
   expect_error("topology: {links: {between: [0, 1]}}\n", "s.yaml:1:19", "expected a list");
 }
 
+TEST(ScenarioErrors, TcpAndMemoizationKeys) {
+  expect_error("network: {tcp: vegas}\n", "s.yaml:1:16", "'vegas' is not one of: newreno, cubic, bbr, dctcp");
+  expect_error("network:\n  memoize: sometimes\n", "s.yaml:2:12", "sometimes");
+  expect_error("network:\n  slow_start_after_idle: 2\n", "s.yaml:2:26", "2");
+}
+
 TEST(ScenarioErrors, OutOfRange) {
   expect_error("nodes: 0\n", "s.yaml:1:8", "value 0 is out of range [1, 1e+05]");
   expect_error("topology:\n  link:\n    loss: 1.5\n", "s.yaml:3:11", "value 1.5 is out of range [0, 1)");
