@@ -2,6 +2,7 @@
 #include "netmodels/ns3_network.h"
 
 #include <ns3/core-module.h>
+#include <ns3/flow-monitor-module.h>
 #include <ns3/internet-module.h>
 #include <ns3/network-module.h>
 #include <ns3/point-to-point-module.h>
@@ -14,9 +15,11 @@
 #include <unordered_map>
 
 #include "netmodels/ns3_tcp.h"
+#include "netmodels/ns3_background.h"
 #include "netmodels/ns3_datagrams.h"
 #include "netmodels/ns3_faults.h"
 #include "netmodels/ns3_links.h"
+#include "netmodels/ns3_traces.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -116,6 +119,8 @@ class Ns3Network final : public Network {
   bool memoizable_ = false;
   uint64_t undelivered_ = 0;  // messages accepted by send() and not yet handed back
   std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
+  std::unique_ptr<ns3::FlowMonitorHelper> flowmon_helper_;  // owns the classifier the XML names flows by
+  ns3::Ptr<ns3::FlowMonitor> flowmon_;
   // Events scheduled by this object check it so that they do nothing once it is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -137,7 +142,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   // window-unlimited; larger ones only slow ns-3 down.
   double max_bps = 0;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    max_bps = std::max({max_bps, topology.graph[e].bandwidth_bps, topology.graph[e].reverse_bandwidth_bps});
+    max_bps = std::max(max_bps, topology.graph[e].max_rate_bps());  // traces included
   const double bdp_bytes = max_bps / 8 * max_host_rtt(topology);
   const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
   const uint32_t buffer32 =
@@ -181,6 +186,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   stream += stack.AssignStreams(nodes_, stream);
 
   host_address_.resize(hosts_);
+  std::vector<Ipv4Address> vertex_address(topology.num_vertices());  // where background flows go
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) {
     const LinkSpec& link = topology.graph[e];
     const int a = static_cast<int>(boost::source(e, topology.graph));
@@ -188,6 +194,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
     NetDeviceContainer devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
     configure_link_devices(devices, a, b, link, options, stream);
+    install_bandwidth_trace(devices, link, options);
     Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
     addresses.NewNetwork();
     const int ends[2] = {a, b};
@@ -195,6 +202,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
       const Ipv4Address address = interfaces.GetAddress(i);
       vertex_of_address_[address.Get()] = ends[i];
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
+      if (vertex_address[ends[i]] == Ipv4Address()) vertex_address[ends[i]] = address;
     }
   }
   if (!options.faults.empty()) {
@@ -207,6 +215,13 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   if (options.transport == "udp")
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
   install_faults(nodes_, topology, options.faults);
+  std::copy(host_address_.begin(), host_address_.end(), vertex_address.begin());
+  install_background(nodes_, vertex_address, options.background, options.mtu);
+  if (!options.pcap_dir.empty()) p2p.EnablePcapAll(options.pcap_dir + "/link");
+  if (!options.flowmon_file.empty()) {
+    flowmon_helper_ = std::make_unique<FlowMonitorHelper>();
+    flowmon_ = flowmon_helper_->InstallAll();
+  }
 
   // Every host accepts connections from all others on one port; the peer
   // address tells which connection an accepted socket belongs to.
@@ -225,6 +240,11 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
 Ns3Network::~Ns3Network() {
   using namespace ns3;
   *alive_ = false;
+  if (flowmon_) {
+    // Packets still in flight count as lost only after FlowMonitor's MaxPerHopDelay (10 s).
+    flowmon_->CheckForLostPackets();
+    flowmon_->SerializeToXmlFile(options_.flowmon_file, true, true);
+  }
   // The sockets live on in ns-3 until Simulator::Destroy; stop them calling back into us.
   for (auto& s : listeners_)
     s->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
@@ -396,9 +416,9 @@ void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<
 }  // namespace
 
 bool static_links(const Topology& topology, const Ns3Options& options) {
-  if (!options.faults.empty()) return false;
+  if (!options.faults.empty() || !options.background.empty()) return false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    if (topology.graph[e].mean_loss() > 0) return false;
+    if (topology.graph[e].mean_loss() > 0 || !topology.graph[e].trace.empty()) return false;
   return true;
 }
 

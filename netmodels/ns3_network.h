@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "netmodels/event_clock.h"
@@ -16,6 +17,18 @@ struct Fault {
   int a = -1, b = -1;
   int node = -1;
   double down_s = 0, up_s = 0;
+};
+
+// Cross-traffic between vertices from start_s to stop_s (simulated seconds), its packets
+// sharing the links with the training's (netmodels/ns3_background.h). bulk: TCP sending as
+// fast as its congestion control lets it; onoff: UDP at rate_bps (payload) during on_s, then
+// silent for off_s, starting with an off spell as ns-3's OnOffApplication does.
+struct BackgroundFlow {
+  int from = 0, to = 0;
+  std::string kind = "bulk";  // bulk | onoff
+  double rate_bps = 0;        // onoff only
+  double on_s = 1, off_s = 1;
+  double start_s = 0, stop_s = 0;
 };
 
 struct Ns3Options {
@@ -39,10 +52,13 @@ struct Ns3Options {
   bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
   std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
+  std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3_background.cpp)
+  std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
+  std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
 };
 
-// True when nothing about the links changes with time or chance: no loss on any link and no
-// fault (and, as they are added, no traces, jitter or background traffic). A transfer's time
+// True when nothing about the links changes with time or chance: no loss on any link, no
+// bandwidth trace, no fault and no background traffic (and, as it is added, no jitter). A transfer's time
 // then depends on the traffic only, so results may be memoized.
 bool static_links(const Topology& topology, const Ns3Options& options);
 

@@ -93,7 +93,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
-  network_ = make_network(scenario, *clock_, topology_);
+  network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
   memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
@@ -292,6 +292,13 @@ void Engine::advance(int node) {
   if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
   if (next == scenario_.workload.steps) {
     s.finished = true;
+    // Background flows run to their own end and FlowMonitor checks for lost packets every
+    // second without end: with either, the events never run dry, so the run ends here.
+    if (!hooks_.captures.flowmon_file.empty() || !scenario_.network.background.empty()) {
+      bool all_done = true;
+      for (const auto& other : state_) all_done = all_done && other.finished;
+      if (all_done) clock_->stop();
+    }
     return;
   }
   clock_->schedule(0, [this, node] { start_step(node); });

@@ -15,6 +15,7 @@
 #include "netmodels/phase_memo.h"
 #include "sim/collective_run.h"
 #include "sim/compute_model.h"
+#include "sim/network_factory.h"
 #include "sim/recorder.h"
 #include "sim/scenario.h"
 #include "topologies/topology.h"
@@ -45,6 +46,7 @@ struct Progress {
 struct EngineHooks {
   const std::atomic<bool>* interrupted = nullptr;     // checked before every step
   std::function<void(const Progress&)> progress;       // after every completed step row
+  NetworkCaptures captures;                            // packet captures of the ns3 backend
 };
 
 class Engine {

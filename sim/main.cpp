@@ -7,6 +7,7 @@
 #include <cmath>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -36,16 +37,43 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
+// Checks --pcap and --flowmon against the scenario and makes their folders, before any output
+// exists; bad ones are bad input (ScenarioError, exit 2) named by the option.
+testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, const std::string& pcap_dir,
+                                          const std::string& flowmon_file) {
+  namespace fs = std::filesystem;
+  testbed::NetworkCaptures captures{pcap_dir, flowmon_file};
+  for (const auto& [option, value] : {std::pair{"--pcap ", pcap_dir}, std::pair{"--flowmon ", flowmon_file}}) {
+    if (value.empty()) continue;
+    if (scenario.network.backend != "ns3")
+      throw testbed::ScenarioError(option + value + ":1:1: the " + scenario.network.backend +
+                                   " backend has no packets to capture; use network.backend ns3");
+  }
+  std::error_code ec;
+  if (!pcap_dir.empty() && !fs::is_directory(pcap_dir, ec) && !fs::create_directories(pcap_dir, ec))
+    throw testbed::ScenarioError("--pcap " + pcap_dir + ":1:1: cannot create the folder: " + ec.message());
+  if (!flowmon_file.empty()) {
+    if (fs::is_directory(flowmon_file, ec))
+      throw testbed::ScenarioError("--flowmon " + flowmon_file + ":1:1: is a folder; give a file such as flows.xml");
+    const fs::path parent = fs::path(flowmon_file).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
+      throw testbed::ScenarioError("--flowmon " + flowmon_file + ":1:1: cannot create its folder: " + ec.message());
+  }
+  return captures;
+}
+
 int run_command(const std::string& path, const std::vector<std::string>& sets, const std::string& out,
-                bool quiet) {
+                bool quiet, const std::string& pcap_dir, const std::string& flowmon_file) {
   using namespace testbed;
   Scenario scenario = load_scenario(path, sets);
   if (!out.empty()) scenario.output.path = out;
+  const NetworkCaptures captures = checked_captures(scenario, pcap_dir, flowmon_file);
   Dataset data = load_dataset(scenario);
 
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
   hooks.interrupted = &g_interrupted;
+  hooks.captures = captures;
   bool show_progress = !quiet && isatty(STDERR_FILENO);
   if (show_progress) {
     hooks.progress = [host_start](const Progress& p) {
@@ -149,6 +177,9 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", out, "HDF5 output path (overrides output.path)");
   run->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
   run->add_flag("-q,--quiet", quiet, "No progress line");
+  std::string pcap_dir, flowmon_file;
+  run->add_option("--pcap", pcap_dir, "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
+  run->add_option("--flowmon", flowmon_file, "ns3: write ns-3 FlowMonitor statistics (XML) to this file at the end");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
@@ -212,7 +243,7 @@ int main(int argc, char** argv) {
       testbed::report(report_path, std::cout);
       return 0;
     }
-    return run_command(scenario_path, sets, out, quiet);
+    return run_command(scenario_path, sets, out, quiet, pcap_dir, flowmon_file);
   } catch (const testbed::ScenarioError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -9,8 +9,11 @@
 
 namespace testbed {
 
-std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology) {
+std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
+                                      const NetworkCaptures& captures) {
   const auto& n = scenario.network;
+  if (n.backend != "ns3" && captures.any())
+    throw std::invalid_argument("the " + n.backend + " backend has no packets to capture; use ns3");
   if (n.backend == "analytical") return make_analytical_network(clock, topology);
   if (n.backend == "flow") return make_flow_network(clock, topology, n.mtu);
   Ns3Options options;
@@ -31,12 +34,26 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.tcp = n.tcp;
   options.slow_start_after_idle = n.slow_start_after_idle;
   options.seed = stream_seed(scenario.seed, "network");
+  options.pcap_dir = captures.pcap_dir;
+  options.flowmon_file = captures.flowmon_file;
   for (const auto& f : n.faults) {
     Fault fault;
     if (f.link.size() == 2) fault.a = f.link[0], fault.b = f.link[1];
     if (f.node) fault.node = *f.node;
     if (f.down.size() == 2) fault.down_s = f.down[0].s, fault.up_s = f.down[1].s;
     options.faults.push_back(fault);
+  }
+  for (const auto& b : n.background) {
+    BackgroundFlow flow;
+    flow.from = b.from.value_or(-1);
+    flow.to = b.to.value_or(-1);
+    flow.kind = b.kind;
+    flow.rate_bps = b.rate ? b.rate->bps : 0;
+    flow.on_s = b.on.s;
+    flow.off_s = b.off.s;
+    flow.start_s = b.start.s;
+    flow.stop_s = b.stop ? b.stop->s : 0;
+    options.background.push_back(flow);
   }
   return make_ns3_network(clock, topology, options);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
@@ -10,7 +11,16 @@
 
 namespace testbed {
 
+// What a run asks the ns3 backend to record besides its results (`testbed run --pcap/--flowmon`).
+struct NetworkCaptures {
+  std::string pcap_dir;      // a pcap file per link device in this folder (empty: none)
+  std::string flowmon_file;  // ns-3 FlowMonitor statistics as XML, written when the network ends (empty: none)
+  bool any() const { return !pcap_dir.empty() || !flowmon_file.empty(); }
+};
+
 // Build at most one per clock; destroy it before the clock (ns-3's rules, DESIGN decision 1).
-std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology);
+// Captures need the ns3 backend (std::invalid_argument otherwise).
+std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
+                                      const NetworkCaptures& captures = {});
 
 }  // namespace testbed

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sim/bandwidth_trace.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -18,6 +19,8 @@ LinkSpec link_spec(const LinkSection& l) {
   spec.p_good_bad = l.p_good_bad.value;
   spec.p_bad_good = l.p_bad_good.value;
   spec.loss_bad = l.loss_bad.value;
+  // The loader has made the path absolute and checked the file.
+  if (!l.trace.empty()) spec.trace = read_bandwidth_trace(l.trace);
   return spec;
 }
 
@@ -55,6 +58,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
     if (o.p_good_bad) link.p_good_bad = o.p_good_bad->value;
     if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
     if (o.loss_bad) link.loss_bad = o.loss_bad->value;
+    if (o.trace) link.trace = o.trace->empty() ? std::vector<RateChange>{} : read_bandwidth_trace(*o.trace);
     spec.overrides.push_back(link);
   }
   return spec;

@@ -37,6 +37,9 @@ struct LinkSection {
   Fraction p_good_bad{0};
   Fraction p_bad_good{0.5};
   Fraction loss_bad{1};
+  // Bandwidth over time: a CSV of `time_s,bandwidth` rows (relative: to the scenario file;
+  // sim/bandwidth_trace.h), ns3 only.
+  std::string trace;
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
@@ -45,6 +48,7 @@ struct LinkSection {
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("trace", trace);
   }
 };
 
@@ -56,6 +60,7 @@ struct LinkOverrideSection {
   std::optional<Fraction> loss;
   std::optional<std::string> loss_model;
   std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
+  std::optional<std::string> trace;  // as LinkSection::trace, for this link
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
@@ -66,6 +71,7 @@ struct LinkOverrideSection {
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("trace", trace);
   }
 };
 
@@ -113,6 +119,29 @@ struct FaultSection {
   }
 };
 
+// Cross-traffic sharing the links (ns3 only; netmodels/ns3_network.h BackgroundFlow): from
+// vertex `from` to vertex `to` (hosts are 0..nodes-1; switches may send and receive too),
+// bulk (TCP) or onoff (UDP at `rate` during `on`, silent during `off`, off first), from
+// `start` to `stop`.
+struct BackgroundSection {
+  std::optional<int> from, to;
+  std::string kind = "bulk";
+  std::optional<Bandwidth> rate;
+  Duration on{1}, off{1};
+  Duration start{0};
+  std::optional<Duration> stop;
+  template <class V> void fields(V& v) {
+    v.field("from", from, Range{0, 1e9});
+    v.field("to", to, Range{0, 1e9});
+    v.field("kind", kind, Choices{{"bulk", "onoff"}});
+    v.field("rate", rate, Range{0, 1e15, true});
+    v.field("on", on, Range{0, 1e6, true});
+    v.field("off", off, Range{0, 1e6});
+    v.field("start", start, Range{0, 1e9});
+    v.field("stop", stop, Range{0, 1e9});
+  }
+};
+
 struct NetworkSection {
   std::string backend = "ns3";
   std::string transport = "tcp";
@@ -126,6 +155,7 @@ struct NetworkSection {
   bool slow_start_after_idle = true;  // Linux's default
   bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
   std::vector<FaultSection> faults;
+  std::vector<BackgroundSection> background;
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
     v.field("transport", transport, Choices{{"tcp", "udp"}});
@@ -139,6 +169,7 @@ struct NetworkSection {
     v.field("slow_start_after_idle", slow_start_after_idle);
     v.field("memoize", memoize);
     v.field("faults", faults);
+    v.field("background", background);
   }
 };
 

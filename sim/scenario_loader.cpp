@@ -14,6 +14,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "sim/bandwidth_trace.h"
 #include "sim/units.h"
 #include "topologies/routing.h"
 #include "sim/workload.h"
@@ -398,6 +399,33 @@ void check_collective(const Scenario& s, const Origins& origins);
 void check_network(const Scenario& s, const Origins& origins);
 void check_faults(const Scenario& s, const Origins& origins);
 
+// Each link's bandwidth trace: only ns3 follows one; its path, relative to the scenario file
+// (as topology.file), becomes absolute; the file must read cleanly, its errors at its own lines.
+void check_traces(Scenario& s, const Origins& origins) {
+  auto check = [&](std::string& path, const std::string& key) {
+    if (path.empty()) return;
+    const Location loc = origins.where(key);
+    if (s.network.backend != "ns3") {
+      fail(loc, "the " + s.network.backend + " backend keeps bandwidth fixed; use ns3 for '" + key + "'");
+    }
+    std::filesystem::path file = path;
+    if (file.is_relative() && origins.seen(key) && loc.origin.rfind("--set ", 0) != 0)
+      file = std::filesystem::path(loc.origin).parent_path() / file;
+    path = std::filesystem::absolute(file).lexically_normal().string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) fail(loc, "bandwidth trace '" + path + "' not found");
+    try {
+      read_bandwidth_trace(path);
+    } catch (const TraceError& e) {
+      fail({e.path, e.line, e.col}, e.message);
+    }
+  };
+  check(s.topology.link.trace, "topology.link.trace");
+  check(s.topology.wan.trace, "topology.wan.trace");
+  for (size_t i = 0; i < s.topology.links.size(); ++i)
+    if (s.topology.links[i].trace) check(*s.topology.links[i].trace, "topology.links." + std::to_string(i) + ".trace");
+}
+
 // The key a topology builder's error is best reported at: the key of the kind's own
 // size or file when the scenario gives it, else topology.kind.
 std::string topology_error_key(const Scenario& s, const Origins& origins, const std::string& message) {
@@ -448,6 +476,7 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
       file = std::filesystem::path(loc.origin).parent_path() / file;
     s.topology.file = std::filesystem::absolute(file).lexically_normal().string();
   }
+  check_traces(s, origins);
   // The topology without overrides first, so its errors are not blamed on a link entry.
   TopologySpec spec = topology_spec(s);
   std::vector<LinkOverride> overrides = std::move(spec.overrides);
@@ -649,8 +678,40 @@ void check_faults(const Scenario& s, const Origins& origins) {
   }
 }
 
+// Each background flow joins two vertices over an interval; onoff needs its rate, bulk has none.
+void check_background(const Scenario& s, const Origins& origins) {
+  if (s.network.backend != "ns3") {
+    fail(origins.where("network.background"),
+         "the " + s.network.backend + " backend carries no background traffic; use ns3 for 'network.background'");
+  }
+  const int nv = build_topology(topology_spec(s)).num_vertices();
+  for (size_t i = 0; i < s.network.background.size(); ++i) {
+    const auto& b = s.network.background[i];
+    const std::string item = "network.background." + std::to_string(i);
+    for (const auto& [key, end] : {std::pair{"from", b.from}, std::pair{"to", b.to}}) {
+      if (!end) fail(origins.where(item), std::string("a background flow needs '") + key + "' (a vertex)");
+      if (*end >= nv) {
+        fail(origins.where(item + "." + key),
+             "vertex " + std::to_string(*end) + " is not in the topology (0.." + std::to_string(nv - 1) + ")");
+      }
+    }
+    if (*b.from == *b.to) fail(origins.where(item + ".to"), "a background flow cannot go from a vertex to itself");
+    if (b.kind == "onoff" && !b.rate) fail(origins.where(item), "an onoff flow needs 'rate' (its rate while on)");
+    if (b.kind == "bulk" && b.rate) {
+      fail(origins.where(item + ".rate"), "a bulk flow sends as fast as TCP lets it; 'rate' is for kind onoff");
+    }
+    // Without an end the simulation would never run out of events.
+    if (!b.stop) fail(origins.where(item), "a background flow needs 'stop' (when it ends)");
+    if (!(b.stop->s > b.start.s)) {
+      fail(origins.where(item + ".stop"), "stop " + format_number(b.stop->s) + " s is not after start " +
+                                              format_number(b.start.s) + " s");
+    }
+  }
+}
+
 void check_network(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
+  if (!n.background.empty()) check_background(s, origins);
   for (const char* key : {"network.queue", "network.queue_packets"}) {
     if (n.backend != "ns3" && origins.seen(key)) {
       fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + key + "'");

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -92,6 +93,47 @@ TEST_F(Cli, LinkOverrideForMissingLink) {
 
 TEST_F(Cli, MissingDataDir) {
   expect_rejected("workload:\n  data_dir: /nonexistent\n", "2:13", "scripts/install-deps.sh");
+}
+
+// A bandwidth trace that cannot be used is reported at its own file and line (the scenario's
+// for a missing file), with exit 2 and no output.
+TEST_F(Cli, BadBandwidthTraces) {
+  struct Case {
+    std::string csv;
+    std::string line_col;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"time_s,bandwidth\n0,100Mbps\n1,fast\n", "3:3", "cannot read bandwidth 'fast'"},
+      {"0,100Mbps\nsoon,50Mbps\n", "2:1", "cannot read time 'soon'"},
+      {"0,100Mbps\n2,50Mbps\n2,20Mbps\n", "3:1", "is not after the previous row's 2 s"},
+      {"0,100Mbps\n3,50Mbps\n1,20Mbps\n", "3:1", "is not after the previous row's 3 s"},
+      {"", "1:1", "holds no rows"},
+      {"time_s,bandwidth\n", "1:1", "holds no rows"},
+      {"0,100Mbps,7\n", "1:1", "two fields"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("csv: " + c.csv);
+    const fs::path csv = write("trace.csv", c.csv);
+    const fs::path scenario = write("s.yaml", "topology:\n  link: {trace: trace.csv}\n");
+    Result r = run("run '" + scenario.string() + "' -o '" + (dir_ / "out.h5").string() + "'");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind(csv.string() + ":" + c.line_col + ": ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "out.h5"));
+  }
+  expect_rejected("topology:\n  link: {trace: nowhere.csv}\n", "2:17", "not found");
+  write("trace.csv", "0,100Mbps\n");
+  expect_rejected("topology:\n  links:\n    - {between: [0, 1], trace: trace.csv}\n"
+                  "network: {backend: flow}\n",
+                  "3:32", "the flow backend keeps bandwidth fixed");
+}
+
+TEST_F(Cli, BadBackgroundFlows) {
+  expect_rejected("network:\n  background: [{from: 0, to: 7, stop: 5s}]\n", "2:30", "vertex 7 is not in the topology");
+  expect_rejected("network:\n  background: [{from: 0, to: 1, start: 9s, stop: 5s}]\n", "2:50", "is not after start");
+  expect_rejected("network:\n  backend: flow\n  background: [{from: 0, to: 1, stop: 5s}]\n", "3:15",
+                  "no background traffic");
 }
 
 TEST_F(Cli, BadSetValueExits2WithoutOutput) {
@@ -238,6 +280,53 @@ TEST_F(Cli, GraphmlScenarioValidates) {
   fs::path scenario = write("ok.yaml", "nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [There, Here]}\n");
   Result r = run("validate '" + scenario.string() + "'");
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A tiny training run on two hosts joined by one link, with a background bulk flow that
+// would run for 1000 simulated seconds: the run must still end with the training.
+const char* kCaptureScenario =
+    "nodes: 2\nthreads: 1\ntopology: {kind: line, link: {bandwidth: 100Mbps, latency: 1ms}}\n"
+    "network:\n  background: [{from: 0, to: 1, kind: bulk, stop: 1000s}]\n"
+    "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 6, train_samples: 500, test_samples: 100},\n"
+    "           batch_size: 16, steps: 3, eval_every: 3}\n"
+    "compute: {model: fixed, step_time: 10ms}\n";
+
+TEST_F(Cli, PcapAndFlowmonAreWritten) {
+  const fs::path scenario = write("capture.yaml", kCaptureScenario);
+  Result r = run("run '" + scenario.string() + "' -q -o out.h5 --pcap pcaps --flowmon stats/flows.xml");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  // One pcap per link device: vertex 0 and vertex 1, device 1 (device 0 is the loopback).
+  for (const char* name : {"link-0-1.pcap", "link-1-1.pcap"}) {
+    const std::string pcap = read_file(dir_ / "pcaps" / name);
+    ASSERT_GT(pcap.size(), 24u) << name << ": a 24-byte global header and at least one packet";
+    // libpcap's magic number 0xa1b2c3d4, in either byte order.
+    const std::string little("\xd4\xc3\xb2\xa1", 4), big("\xa1\xb2\xc3\xd4", 4);
+    EXPECT_TRUE(pcap.compare(0, 4, little) == 0 || pcap.compare(0, 4, big) == 0) << name;
+  }
+  const std::string xml = read_file(dir_ / "stats" / "flows.xml");
+  EXPECT_NE(xml.find("<FlowMonitor>"), std::string::npos) << xml.substr(0, 200);
+  EXPECT_NE(xml.find("</FlowMonitor>"), std::string::npos);
+  const size_t stats = xml.find("<FlowStats>"), end = xml.find("</FlowStats>");
+  ASSERT_NE(stats, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  // Training 0 <-> 1 both ways and the background flow with its ACKs: at least two flows.
+  int flows = 0;
+  for (size_t at = xml.find("<Flow flowId=", stats); at < end; at = xml.find("<Flow flowId=", at + 1)) ++flows;
+  EXPECT_GE(flows, 2) << xml.substr(stats, 400);
+  EXPECT_NE(xml.find("txBytes="), std::string::npos);
+}
+
+TEST_F(Cli, CapturesNeedTheNs3Backend) {
+  for (const char* backend : {"flow", "analytical"}) {
+    const fs::path scenario = write("s.yaml", std::string("network: {backend: ") + backend + "}\n");
+    for (const std::string option : {"--pcap pcaps", "--flowmon flows.xml"}) {
+      Result r = run("run '" + scenario.string() + "' -o out.h5 " + option);
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_EQ(r.err.rfind(option + ":1:1: the " + backend + " backend has no packets to capture", 0), 0u) << r.err;
+      EXPECT_FALSE(fs::exists(dir_ / "out.h5"));
+      EXPECT_FALSE(fs::exists(dir_ / "pcaps"));
+    }
+  }
 }
 
 TEST_F(Cli, HelpMentionsSubcommands) {

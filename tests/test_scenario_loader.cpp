@@ -87,6 +87,34 @@ TEST(ScenarioExample, RepositoryAbileneScenario) {
   EXPECT_EQ(t.num_hosts(), 4);
 }
 
+TEST(ScenarioExample, BandwidthTracesAreReadRelativeToTheScenario) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("testbed_trace_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "traces");
+  std::ofstream(dir / "traces" / "link.csv") << "time_s,bandwidth\n# comment\n0.5,20Mbps\n\n2, 1Gbps\r\n";
+  std::ofstream(dir / "traces" / "one.csv") << "1500ms,3000000\n";
+  std::ofstream(dir / "s.yaml") << "nodes: 3\ntopology:\n  kind: line\n  link: {trace: traces/link.csv}\n"
+                                   "  links:\n    - {between: [2, 1], trace: traces/one.csv}\n";
+  const Scenario s = load_scenario((dir / "s.yaml").string());
+  EXPECT_TRUE(fs::equivalent(s.topology.link.trace, dir / "traces" / "link.csv")) << s.topology.link.trace;
+  EXPECT_TRUE(fs::path(s.topology.link.trace).is_absolute());
+  const Topology t = build_topology(topology_spec(s));
+  const LinkSpec& first = t.graph[boost::edge(0, 1, t.graph).first];
+  ASSERT_EQ(first.trace.size(), 2u);
+  EXPECT_DOUBLE_EQ(first.trace[0].time_s, 0.5);
+  EXPECT_DOUBLE_EQ(first.trace[0].bps, 20e6);
+  EXPECT_DOUBLE_EQ(first.trace[1].time_s, 2);
+  EXPECT_DOUBLE_EQ(first.trace[1].bps, 1e9);
+  const LinkSpec& second = t.graph[boost::edge(1, 2, t.graph).first];
+  ASSERT_EQ(second.trace.size(), 1u);
+  EXPECT_DOUBLE_EQ(second.trace[0].time_s, 1.5);
+  EXPECT_DOUBLE_EQ(second.trace[0].bps, 3e6);
+  // Written back out, the absolute path reads the same trace again.
+  const Scenario again = parse_scenario(to_yaml(s), "again.yaml");
+  EXPECT_EQ(again.topology.link.trace, s.topology.link.trace);
+  fs::remove_all(dir);
+}
+
 TEST(ScenarioExample, NewTopologyKeysAreRead) {
   Scenario s = parse_scenario(
       "nodes: 6\ntopology: {kind: hierarchical, clusters: 3, wan: {bandwidth: 10Mbps, latency: 80ms}}\n", "s.yaml");
@@ -437,6 +465,44 @@ TEST(ScenarioErrors, BadFaults) {
   expect_error("network:\n  faults: [{node: 1, link: [0, 1], down: [1s, 2s]}]\n", "s.yaml:2:12", "either 'link: [a, b]' or 'node: n'");
   expect_error("network:\n  backend: flow\n  faults: [{node: 1, down: [1s, 2s]}]\n", "s.yaml:3:11",
                "the flow backend models no faults");
+}
+
+TEST(ScenarioNetwork, BackgroundRead) {
+  Scenario s = parse_scenario(
+      "network:\n  background: [{from: 0, to: 2, kind: onoff, rate: 50Mbps, on: 1s, off: 2s, start: 1s, stop: 60s},"
+      " {from: 3, to: 1, stop: 10s}]\n",
+      "s.yaml");
+  ASSERT_EQ(s.network.background.size(), 2u);
+  const auto& onoff = s.network.background[0];
+  EXPECT_EQ(onoff.from, 0);
+  EXPECT_EQ(onoff.to, 2);
+  EXPECT_EQ(onoff.kind, "onoff");
+  EXPECT_DOUBLE_EQ(onoff.rate->bps, 50e6);
+  EXPECT_DOUBLE_EQ(onoff.on.s, 1);
+  EXPECT_DOUBLE_EQ(onoff.off.s, 2);
+  EXPECT_DOUBLE_EQ(onoff.start.s, 1);
+  EXPECT_DOUBLE_EQ(onoff.stop->s, 60);
+  EXPECT_EQ(s.network.background[1].kind, "bulk");
+  EXPECT_DOUBLE_EQ(s.network.background[1].start.s, 0);
+}
+
+TEST(ScenarioErrors, BadBackground) {
+  // A ring of 4 hosts: vertices 0..3.
+  expect_error("network:\n  background: [{from: 0, to: 4, stop: 5s}]\n", "s.yaml:2:30",
+               "vertex 4 is not in the topology (0..3)");
+  expect_error("network:\n  background: [{from: 0, to: 1, start: 5s, stop: 5s}]\n", "s.yaml:2:50",
+               "stop 5 s is not after start 5 s");
+  expect_error("network:\n  background: [{from: 0, to: 1}]\n", "s.yaml:2:16", "needs 'stop'");
+  expect_error("network:\n  background: [{to: 1, stop: 5s}]\n", "s.yaml:2:16", "needs 'from'");
+  expect_error("network:\n  background: [{from: 0, to: 1, kind: onoff, stop: 5s}]\n", "s.yaml:2:16", "needs 'rate'");
+  expect_error("network:\n  background: [{from: 1, to: 1, stop: 5s}]\n", "s.yaml:2:30", "from a vertex to itself");
+  expect_error("network:\n  background: [{from: 0, to: 1, rate: 1Mbps, stop: 5s}]\n", "s.yaml:2:39",
+               "'rate' is for kind onoff");
+  expect_error("network:\n  background: [{from: -1, to: 1, stop: 5s}]\n", "s.yaml:2:23", "out of range");
+  expect_error("network:\n  backend: flow\n  background: [{from: 0, to: 1, stop: 5s}]\n", "s.yaml:3:15",
+               "the flow backend carries no background traffic");
+  expect_error("network:\n  backend: analytical\n  background: [{from: 0, to: 1, stop: 5s}]\n", "s.yaml:3:15",
+               "the analytical backend carries no background traffic");
 }
 
 TEST(ScenarioTopology, GilbertElliottLinks) {

@@ -22,6 +22,11 @@ void validate_link(const LinkSpec& link, const std::string& what) {
   if (!(link.p_good_bad >= 0 && link.p_good_bad <= 1 && link.p_bad_good > 0 && link.p_bad_good <= 1 &&
         link.loss_bad >= 0 && link.loss_bad <= 1))
     throw std::invalid_argument(what + ": Gilbert-Elliott parameters must be probabilities (p_bad_good > 0)");
+  for (size_t i = 0; i < link.trace.size(); ++i) {
+    const RateChange& c = link.trace[i];
+    if (!(c.bps > 0) || !(c.time_s >= 0) || (i > 0 && !(c.time_s > link.trace[i - 1].time_s)))
+      throw std::invalid_argument(what + ": a bandwidth trace needs increasing times >= 0 and rates > 0");
+  }
   if (!(link.latency_s >= 0))
     throw std::invalid_argument(what + ": latency must be >= 0, got " +
                                 std::to_string(link.latency_s));
@@ -141,6 +146,7 @@ Topology build_topology(const TopologySpec& spec) {
     if (o.p_good_bad >= 0) s.p_good_bad = o.p_good_bad;
     if (o.p_bad_good >= 0) s.p_bad_good = o.p_bad_good;
     if (o.loss_bad >= 0) s.loss_bad = o.loss_bad;
+    if (o.trace) s.trace = *o.trace;
     validate_link(s, "link override " + std::to_string(o.a) + "-" + std::to_string(o.b));
   }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct LinkOverride {
   double reverse_bandwidth_bps = -1;  // from b to a
   int gilbert_elliott = -1;           // 0: Bernoulli loss, 1: Gilbert-Elliott (LinkSpec)
   double p_good_bad = -1, p_bad_good = -1, loss_bad = -1;
+  std::optional<std::vector<RateChange>> trace;  // replaces the link's bandwidth trace
 };
 
 struct TopologySpec {

@@ -1,7 +1,15 @@
 // The physical properties of one network link, in base units.
 #pragma once
 
+#include <vector>
+
 namespace testbed {
+
+// From time_s (simulated seconds) on, the link carries bps each way.
+struct RateChange {
+  double time_s = 0;
+  double bps = 0;
+};
 
 struct LinkSpec {
   double bandwidth_bps = 100e6;  // bits per second, from the lower-index end to the higher (and back, unless below)
@@ -16,6 +24,16 @@ struct LinkSpec {
   double p_good_bad = 0;
   double p_bad_good = 0.5;
   double loss_bad = 1;
+  // Bandwidth over time (a CSV trace, times increasing): until the first change the rates
+  // above hold; each change then sets both directions. Only the ns3 backend follows it.
+  std::vector<RateChange> trace;
+
+  // The fastest rate the link ever carries in any direction.
+  double max_rate_bps() const {
+    double fastest = bandwidth_bps > reverse_bandwidth_bps ? bandwidth_bps : reverse_bandwidth_bps;
+    for (const auto& change : trace) fastest = change.bps > fastest ? change.bps : fastest;
+    return fastest;
+  }
 
   // The long-run fraction of packets dropped.
   double mean_loss() const {
