@@ -41,8 +41,8 @@ struct Ns3Options {
   std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
 };
 
-// True when nothing about the links changes with time or chance: no loss on any link and no
-// fault (and, as they are added, no traces, jitter or background traffic). A transfer's time
+// True when nothing about the links changes with time or chance: no loss or jitter on any
+// link and no fault (and, as they are added, no traces or background traffic). A transfer's time
 // then depends on the traffic only, so results may be memoized.
 bool static_links(const Topology& topology, const Ns3Options& options);
 

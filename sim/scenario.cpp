@@ -18,6 +18,7 @@ LinkSpec link_spec(const LinkSection& l) {
   spec.p_good_bad = l.p_good_bad.value;
   spec.p_bad_good = l.p_bad_good.value;
   spec.loss_bad = l.loss_bad.value;
+  spec.jitter_s = l.jitter.s;
   return spec;
 }
 
@@ -55,6 +56,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
     if (o.p_good_bad) link.p_good_bad = o.p_good_bad->value;
     if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
     if (o.loss_bad) link.loss_bad = o.loss_bad->value;
+    if (o.jitter) link.jitter_s = o.jitter->s;
     spec.overrides.push_back(link);
   }
   return spec;

@@ -37,6 +37,7 @@ struct LinkSection {
   Fraction p_good_bad{0};
   Fraction p_bad_good{0.5};
   Fraction loss_bad{1};
+  Duration jitter{0.0};  // extra per-packet delay, uniform in [0, jitter] (ns3 only)
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
@@ -45,6 +46,7 @@ struct LinkSection {
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("jitter", jitter, Range{0, 3600});
   }
 };
 
@@ -56,6 +58,7 @@ struct LinkOverrideSection {
   std::optional<Fraction> loss;
   std::optional<std::string> loss_model;
   std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
+  std::optional<Duration> jitter;
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
@@ -66,6 +69,7 @@ struct LinkOverrideSection {
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("jitter", jitter, Range{0, 3600});
   }
 };
 

@@ -19,6 +19,7 @@ struct LinkOverride {
   double reverse_bandwidth_bps = -1;  // from b to a
   int gilbert_elliott = -1;           // 0: Bernoulli loss, 1: Gilbert-Elliott (LinkSpec)
   double p_good_bad = -1, p_bad_good = -1, loss_bad = -1;
+  double jitter_s = -1;
 };
 
 struct TopologySpec {

@@ -16,6 +16,9 @@ struct LinkSpec {
   double p_good_bad = 0;
   double p_bad_good = 0.5;
   double loss_bad = 1;
+  // Extra propagation delay of each packet, uniform in [0, jitter_s], drawn per packet and
+  // direction; a packet still never arrives before the one sent ahead of it (ns3_jitter.h).
+  double jitter_s = 0;
 
   // The long-run fraction of packets dropped.
   double mean_loss() const {
