@@ -1,4 +1,4 @@
-// Link machinery of the ns-3 backend: per-direction rates, BDP-sized queues, loss models.
+// Link machinery of the ns-3 backend: per-direction rates, BDP-sized queues, loss models, jitter streams.
 #include "netmodels/ns3_links.h"
 
 #include <ns3/core-module.h>
@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include "netmodels/ns3_jitter.h"
 
 namespace testbed {
 
@@ -103,6 +105,11 @@ void configure_link_devices(const ns3::NetDeviceContainer& devices, int a, int b
       stream += model->AssignStreams(stream);
       devices.Get(i)->SetAttribute("ReceiveErrorModel", PointerValue(model));
     }
+  }
+  if (link.jitter_s > 0) {
+    auto channel = DynamicCast<JitterChannel>(devices.Get(0)->GetChannel());
+    if (!channel) throw std::logic_error("a link with jitter needs its devices on a JitterChannel (install_jitter_link)");
+    stream += channel->AssignStreams(stream);
   }
 }
 

@@ -20,7 +20,8 @@ uint64_t device_queue_bytes(double rate_bps, double latency_s, const Ns3Options&
 // Configures the two devices a point-to-point install made for the link between vertices
 // `a` (device 0) and `b` (device 1): each device's rate is its own direction's, its queue
 // sized for that rate, and a receive error model when the link is lossy. Random streams are
-// assigned from `stream`, which advances past the ones used.
+// assigned from `stream` (loss models, then a jittery link's channel), which advances past
+// the ones used.
 void configure_link_devices(const ns3::NetDeviceContainer& devices, int a, int b, const LinkSpec& link,
                             const Ns3Options& options, int64_t& stream);
 

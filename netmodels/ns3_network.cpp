@@ -18,6 +18,7 @@
 #include "netmodels/ns3_background.h"
 #include "netmodels/ns3_datagrams.h"
 #include "netmodels/ns3_faults.h"
+#include "netmodels/ns3_jitter.h"
 #include "netmodels/ns3_links.h"
 #include "netmodels/ns3_traces.h"
 #include "topologies/routing.h"
@@ -55,7 +56,7 @@ double max_host_rtt(const Topology& topology) {
         const int v = static_cast<int>(boost::target(e, g));
         if (seen[v]) continue;
         seen[v] = true;
-        latency[v] = latency[u] + g[e].latency_s;
+        latency[v] = latency[u] + g[e].latency_s + g[e].jitter_s;  // the slowest a packet can be
         queue.push_back(v);
       }
     }
@@ -191,8 +192,13 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     const LinkSpec& link = topology.graph[e];
     const int a = static_cast<int>(boost::source(e, topology.graph));
     const int b = static_cast<int>(boost::target(e, topology.graph));
-    p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
-    NetDeviceContainer devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
+    NetDeviceContainer devices;
+    if (link.jitter_s > 0) {
+      devices = install_jitter_link(nodes_.Get(a), nodes_.Get(b), link, options.mtu);
+    } else {
+      p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
+      devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
+    }
     configure_link_devices(devices, a, b, link, options, stream);
     install_bandwidth_trace(devices, link, options);
     Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
@@ -418,7 +424,8 @@ void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<
 bool static_links(const Topology& topology, const Ns3Options& options) {
   if (!options.faults.empty() || !options.background.empty()) return false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    if (topology.graph[e].mean_loss() > 0 || !topology.graph[e].trace.empty()) return false;
+    if (topology.graph[e].mean_loss() > 0 || !topology.graph[e].trace.empty() || topology.graph[e].jitter_s > 0)
+      return false;
   return true;
 }
 

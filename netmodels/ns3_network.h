@@ -57,8 +57,8 @@ struct Ns3Options {
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
 };
 
-// True when nothing about the links changes with time or chance: no loss on any link, no
-// bandwidth trace, no fault and no background traffic (and, as it is added, no jitter). A transfer's time
+// True when nothing about the links changes with time or chance: no loss, jitter or bandwidth
+// trace on any link, no fault and no background traffic. A transfer's time
 // then depends on the traffic only, so results may be memoized.
 bool static_links(const Topology& topology, const Ns3Options& options);
 

@@ -1,6 +1,8 @@
 // Scenario network section -> backend options.
 #include "sim/network_factory.h"
 
+#include <stdexcept>
+
 #include "netmodels/analytical_network.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3_network.h"
@@ -14,6 +16,12 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   const auto& n = scenario.network;
   if (n.backend != "ns3" && captures.any())
     throw std::invalid_argument("the " + n.backend + " backend has no packets to capture; use ns3");
+  if (n.backend != "ns3") {
+    // The loader reports this at the key; this guards callers that build scenarios in code.
+    for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
+      if (topology.graph[e].jitter_s > 0)
+        throw std::invalid_argument("the " + n.backend + " backend models no per-packet jitter; use ns3");
+  }
   if (n.backend == "analytical") return make_analytical_network(clock, topology);
   if (n.backend == "flow") return make_flow_network(clock, topology, n.mtu);
   Ns3Options options;

@@ -21,6 +21,7 @@ LinkSpec link_spec(const LinkSection& l) {
   spec.loss_bad = l.loss_bad.value;
   // The loader has made the path absolute and checked the file.
   if (!l.trace.empty()) spec.trace = read_bandwidth_trace(l.trace);
+  spec.jitter_s = l.jitter.s;
   return spec;
 }
 
@@ -59,6 +60,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
     if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
     if (o.loss_bad) link.loss_bad = o.loss_bad->value;
     if (o.trace) link.trace = o.trace->empty() ? std::vector<RateChange>{} : read_bandwidth_trace(*o.trace);
+    if (o.jitter) link.jitter_s = o.jitter->s;
     spec.overrides.push_back(link);
   }
   return spec;

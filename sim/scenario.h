@@ -40,6 +40,7 @@ struct LinkSection {
   // Bandwidth over time: a CSV of `time_s,bandwidth` rows (relative: to the scenario file;
   // sim/bandwidth_trace.h), ns3 only.
   std::string trace;
+  Duration jitter{0.0};  // extra per-packet delay, uniform in [0, jitter] (ns3 only)
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
@@ -49,6 +50,7 @@ struct LinkSection {
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
     v.field("trace", trace);
+    v.field("jitter", jitter, Range{0, 3600});
   }
 };
 
@@ -61,6 +63,7 @@ struct LinkOverrideSection {
   std::optional<std::string> loss_model;
   std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
   std::optional<std::string> trace;  // as LinkSection::trace, for this link
+  std::optional<Duration> jitter;
   template <class V> void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
@@ -72,6 +75,7 @@ struct LinkOverrideSection {
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
     v.field("trace", trace);
+    v.field("jitter", jitter, Range{0, 3600});
   }
 };
 

@@ -503,6 +503,18 @@ void check_cross_fields(Scenario& s, const Origins& origins) {
       fail(origins.where("network.backend"),
            "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
     }
+    // Jitter is a per-packet delay; a backend without packets would silently ignore it.
+    std::string jittery;
+    if (s.topology.link.jitter.s > 0) jittery = "topology.link.jitter";
+    if (jittery.empty() && s.topology.kind == "hierarchical" && s.topology.wan.jitter.s > 0)
+      jittery = "topology.wan.jitter";
+    for (size_t i = 0; i < s.topology.links.size() && jittery.empty(); ++i)
+      if (s.topology.links[i].jitter && s.topology.links[i].jitter->s > 0)
+        jittery = "topology.links." + std::to_string(i) + ".jitter";
+    if (!jittery.empty()) {
+      fail(origins.where(jittery),
+           "the " + s.network.backend + " backend models no per-packet jitter; use ns3 for jittery links");
+    }
     // Datagrams, their headers and their loss are packets' business; flow and analytical
     // model reliable byte streams only, so udp there would silently mean tcp.
     if (s.network.transport == "udp") {

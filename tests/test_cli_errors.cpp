@@ -230,6 +230,15 @@ TEST_F(Cli, AnalyticalBackendRefusesLoss) {
                   "the flow backend models no loss");
 }
 
+// Jitter is per packet: only ns3 has packets; elsewhere it would silently be ignored.
+TEST_F(Cli, JitterNeedsNs3AndIsNotNegative) {
+  expect_rejected("network: {backend: flow}\ntopology: {link: {jitter: 1ms}}\n", "2:27",
+                  "the flow backend models no per-packet jitter");
+  expect_rejected("network: {backend: analytical}\ntopology: {links: [{between: [0, 1], jitter: 1ms}]}\n", "2:46",
+                  "the analytical backend models no per-packet jitter");
+  expect_rejected("topology: {link: {jitter: -2ms}}\n", "1:27", "out of range");
+}
+
 // Datagrams are packets: only ns3 has them; elsewhere udp would silently run as tcp.
 TEST_F(Cli, UdpTransportNeedsNs3) {
   expect_rejected("network: {backend: flow, transport: udp}\n", "1:37", "transport udp needs the ns3 backend");

@@ -519,5 +519,22 @@ TEST(ScenarioTopology, GilbertElliottLinks) {
                "s.yaml:1:20", "the flow backend models no loss");
 }
 
+TEST(ScenarioTopology, JitterLinks) {
+  Scenario s = parse_scenario(
+      "nodes: 3\ntopology:\n  kind: line\n  link: {jitter: 2ms}\n  links: [{between: [1, 2], jitter: 0.5ms}]\n", "s.yaml");
+  const Topology t = build_topology(topology_spec(s));
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(0, 1, t.graph).first].jitter_s, 0.002);
+  EXPECT_DOUBLE_EQ(t.graph[boost::edge(1, 2, t.graph).first].jitter_s, 0.0005);
+  expect_error("topology:\n  link: {jitter: -1ms}\n", "s.yaml:2:18", "out of range");
+  expect_error("topology:\n  links: [{between: [0, 1], jitter: -1ms}]\n", "s.yaml:2:37", "out of range");
+  expect_error("topology:\n  kind: hierarchical\n  wan: {jitter: -1ms}\n", "s.yaml:3:17", "out of range");
+  expect_error("network: {backend: flow}\ntopology:\n  link: {jitter: 1ms}\n", "s.yaml:3:18",
+               "the flow backend models no per-packet jitter");
+  expect_error("network: {backend: analytical}\ntopology:\n  links: [{between: [0, 1], jitter: 1ms}]\n", "s.yaml:3:37",
+               "the analytical backend models no per-packet jitter");
+  expect_error("nodes: 4\nnetwork: {backend: flow}\ntopology:\n  kind: hierarchical\n  wan: {jitter: 1ms}\n", "s.yaml:5:17",
+               "the flow backend models no per-packet jitter");
+}
+
 }  // namespace
 }  // namespace testbed

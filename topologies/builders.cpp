@@ -30,6 +30,8 @@ void validate_link(const LinkSpec& link, const std::string& what) {
   if (!(link.latency_s >= 0))
     throw std::invalid_argument(what + ": latency must be >= 0, got " +
                                 std::to_string(link.latency_s));
+  if (!(link.jitter_s >= 0))
+    throw std::invalid_argument(what + ": jitter must be >= 0, got " + std::to_string(link.jitter_s));
   if (!(link.loss >= 0 && link.loss < 1))
     throw std::invalid_argument(what + ": loss must be in [0, 1), got " +
                                 std::to_string(link.loss));
@@ -147,6 +149,7 @@ Topology build_topology(const TopologySpec& spec) {
     if (o.p_bad_good >= 0) s.p_bad_good = o.p_bad_good;
     if (o.loss_bad >= 0) s.loss_bad = o.loss_bad;
     if (o.trace) s.trace = *o.trace;
+    if (o.jitter_s >= 0) s.jitter_s = o.jitter_s;
     validate_link(s, "link override " + std::to_string(o.a) + "-" + std::to_string(o.b));
   }
 

@@ -21,6 +21,7 @@ struct LinkOverride {
   int gilbert_elliott = -1;           // 0: Bernoulli loss, 1: Gilbert-Elliott (LinkSpec)
   double p_good_bad = -1, p_bad_good = -1, loss_bad = -1;
   std::optional<std::vector<RateChange>> trace;  // replaces the link's bandwidth trace
+  double jitter_s = -1;
 };
 
 struct TopologySpec {

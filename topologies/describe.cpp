@@ -29,6 +29,11 @@ std::string link_text(const LinkSpec& l) {
     std::snprintf(text, sizeof text, ", loss %g %%", l.loss * 100);
     s += text;
   }
+  if (l.jitter_s > 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, ", jitter %g ms", l.jitter_s * 1e3);
+    s += text;
+  }
   return s;
 }
 

@@ -34,6 +34,9 @@ struct LinkSpec {
     for (const auto& change : trace) fastest = change.bps > fastest ? change.bps : fastest;
     return fastest;
   }
+  // Extra propagation delay of each packet, uniform in [0, jitter_s], drawn per packet and
+  // direction; a packet still never arrives before the one sent ahead of it (ns3_jitter.h).
+  double jitter_s = 0;
 
   // The long-run fraction of packets dropped.
   double mean_loss() const {
