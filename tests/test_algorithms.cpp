@@ -10,6 +10,7 @@
 
 #include "netmodels/alpha_beta.h"
 #include "sim/engine.h"
+#include "tests/engine_run.h"
 #include "sim/scenario_loader.h"
 #include "sim/workload.h"
 #include "training/metrics.h"
@@ -17,8 +18,7 @@
 namespace testbed {
 namespace {
 
-// make_mlp(784, 128, 10): 784 -> 256 -> 128 -> 10 with biases.
-constexpr int64_t kD = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+constexpr int64_t kD = kMlpParameters;
 
 Scenario scenario(int nodes, int steps, const std::string& algorithm, const std::string& extra = "") {
   return parse_scenario(R"(
@@ -40,19 +40,8 @@ class Algorithms : public ::testing::Test {
   static void TearDownTestSuite() { delete data_; }
   static Dataset* data_;
 
-  struct Run {
-    std::vector<torch::Tensor> parameters;  // each replica's, at the end
-    MemoryRecorder record;
-    RunSummary summary;
-  };
-  static Run run(const Scenario& s) {
-    Run r;
-    Engine engine(s, *data_);
-    r.summary = engine.run(r.record);
-    EXPECT_EQ(r.summary.status, "completed") << r.summary.error;
-    for (const auto& replica : engine.replicas()) r.parameters.push_back(replica->parameters().clone());
-    return r;
-  }
+  using Run = EngineRun;
+  static Run run(const Scenario& s) { return run_engine(s, *data_); }
 
   // Replicas built as the engine builds them (same initialisation, shards and batches),
   // for training by hand.

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "sim/engine.h"
+#include "tests/engine_run.h"
 #include "sim/hdf5_recorder.h"
 #include "sim/scenario_loader.h"
 #include "sim/workload.h"
@@ -20,8 +21,7 @@
 namespace testbed {
 namespace {
 
-// make_mlp(784, 128, 10): 784 -> 256 -> 128 -> 10 with biases.
-constexpr int64_t kD = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+constexpr int64_t kD = kMlpParameters;
 
 Scenario scenario(const std::string& algorithm, const std::string& network, double loss, int steps = 1,
                   const std::string& init = "shared") {
@@ -45,19 +45,8 @@ class UdpTraining : public ::testing::Test {
   static void TearDownTestSuite() { delete data_; }
   static Dataset* data_;
 
-  struct Run {
-    std::vector<torch::Tensor> parameters;
-    MemoryRecorder record;
-    RunSummary summary;
-  };
-  static Run run(const Scenario& s) {
-    Run r;
-    Engine engine(s, *data_);
-    r.summary = engine.run(r.record);
-    EXPECT_EQ(r.summary.status, "completed") << r.summary.error;
-    for (const auto& replica : engine.replicas()) r.parameters.push_back(replica->parameters().clone());
-    return r;
-  }
+  using Run = EngineRun;
+  static Run run(const Scenario& s) { return run_engine(s, *data_); }
 };
 Dataset* UdpTraining::data_ = nullptr;
 
