@@ -112,7 +112,6 @@ class Ns3Network final : public Network {
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
   Ns3Options options_;
   ns3::ObjectFactory congestion_control_;
-  uint32_t initial_cwnd_segments_ = 10;
   // Whether the network's future is a function of quiescent_state(): links that stay as they
   // are (no random loss, no faults: static_links), a
   // variant whose state is all in cwnd/ssthresh (CUBIC keys on wall time, BBR and DCTCP

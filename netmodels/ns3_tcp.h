@@ -43,7 +43,6 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   uint32_t bytes_in_flight() const;
   ns3::Time rto() const { return rto_; }
   ns3::Time smoothed_rtt() const;
-  bool has_own_control() const { return inner_->HasCongControl(); }
 
   std::string GetName() const override;
   void Init(ns3::Ptr<ns3::TcpSocketState> tcb) override;

@@ -152,9 +152,9 @@ RunSummary Engine::run(Recorder& recorder) {
   summary_.projected_time_s = last_step_end_;
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
-  times_.phases = memo_->stats();
-  summary_.phases_replayed = times_.phases.replayed;
-  summary_.phases_simulated = times_.phases.recorded + times_.phases.simulated;
+  const PhaseMemo::Stats& phases = memo_->stats();
+  summary_.phases_replayed = phases.replayed;
+  summary_.phases_simulated = phases.recorded + phases.simulated;
   int done = scenario_.workload.steps;
   for (const auto& s : state_) done = std::min(done, s.step);
   summary_.steps_completed = done;
@@ -354,16 +354,12 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
 // blocking op in this step, and each one's entry time is already known (it is computing).
 std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
                                                const std::vector<int>& participants, const CollectivePlan& plan) {
-  std::vector<HostPair> pairs;
-  for (const auto& m : plan.messages) pairs.emplace_back(participants[m.src], participants[m.dst]);
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-
   std::string signature;
   std::vector<int64_t> entry(nodes_, 0);
   const int64_t now = clock_->now_ticks();
   bool eligible = scenario_.network.memoize && compute_->deterministic() &&
-                  static_cast<int>(participants.size()) == nodes_ && op.delay == 0;
+                  static_cast<int>(participants.size()) == nodes_ && op.delay == 0 &&
+                  std::is_sorted(participants.begin(), participants.end());  // rank r is node r
   for (int n = 0; eligible && n < nodes_; ++n) {
     const auto& s = state_[n];
     eligible = s.step == step && s.to_issue.size() == 1 && (n == node || s.computing);
@@ -386,16 +382,22 @@ std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp&
   // ends after it got its last message.
   auto may_replay = [this, step, participants, entry](const PhaseRecord& record) {
     if (step + 1 >= scenario_.workload.steps) return true;
+    std::vector<int64_t> done = entry;  // by node: its entry, then its last delivery
+    for (const auto& send : record.sends) done[send.message.dst] = std::max(done[send.message.dst], send.delivered);
     for (int r = 0; r < nodes_; ++r) {
-      int64_t done = entry[r];
-      for (const auto& send : record.sends) {
-        if (send.message.dst == participants[r]) done = std::max(done, send.delivered);
-      }
-      const int64_t next = done + EventClock::ticks(compute_->step_seconds(participants[r], step + 1, 0));
+      const int64_t next = done[r] + EventClock::ticks(compute_->step_seconds(participants[r], step + 1, 0));
       if (next < record.quiet) return false;
     }
     return true;
   };
+  // The connections the phase uses: only an eligible phase needs them (the others only close
+  // an open recording, which asks whether the whole network is quiescent).
+  std::vector<HostPair> pairs;
+  if (eligible) {
+    for (const auto& m : plan.messages) pairs.emplace_back(participants[m.src], participants[m.dst]);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
   return memo_->begin(signature, pairs, may_replay);
 }
 
