@@ -11,18 +11,31 @@
 namespace testbed {
 namespace {
 
+// Rank r's buffer starts with value r*1000 + i at element i.
+std::vector<std::vector<double>> start_values(const CollectivePlan& plan, const std::vector<int64_t>& sizes) {
+  std::vector<std::vector<double>> data(plan.ranks);
+  for (int r = 0; r < plan.ranks; ++r) {
+    data[r].resize(sizes[r]);
+    for (int64_t i = 0; i < sizes[r]; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
+  }
+  return data;
+}
+
+// A message lands: the receiver adds its chunk or overwrites with it.
+void land(std::vector<std::vector<double>>& data, const CollectiveMessage& msg, const std::vector<double>& payload) {
+  for (int64_t j = 0; j < msg.count; ++j) {
+    double& dst = data[msg.dst].at(msg.dst_offset + j);
+    dst = msg.op == ChunkOp::Reduce ? dst + payload[j] : payload[j];
+  }
+}
+
 // Executes `plan` on per-rank vectors (rank r starts with value r*1000 + i at
 // element i). Messages run in a topological order of `after`; each snapshots
 // the sender's chunk when it is sent and is applied when it arrives. Sends are
 // done in rounds (all ready messages snapshot, then all apply) to model
 // concurrency, which also catches plans that read a chunk before it is final.
 std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::vector<int64_t>& sizes) {
-  const int p = plan.ranks;
-  std::vector<std::vector<double>> data(p);
-  for (int r = 0; r < p; ++r) {
-    data[r].resize(sizes[r]);
-    for (int64_t i = 0; i < sizes[r]; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
-  }
+  auto data = start_values(plan, sizes);
 
   const size_t m = plan.messages.size();
   std::vector<bool> done(m, false);
@@ -41,11 +54,7 @@ std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::
     EXPECT_FALSE(in_flight.empty()) << "dependency cycle";
     if (in_flight.empty()) break;
     for (auto& [i, payload] : in_flight) {
-      const auto& msg = plan.messages[i];
-      for (int64_t j = 0; j < msg.count; ++j) {
-        double& dst = data[msg.dst].at(msg.dst_offset + j);
-        dst = msg.op == ChunkOp::Reduce ? dst + payload[j] : payload[j];
-      }
+      land(data, plan.messages[i], payload);
       done[i] = true;
       ++completed;
     }
@@ -203,12 +212,7 @@ TEST(NeighbourExchange, RejectsAsymmetricOrBadNeighbours) {
 // misses a write its chunk needs reads a stale chunk in some order and gets a wrong sum.
 std::vector<std::vector<double>> execute_shuffled(const CollectivePlan& plan, const std::vector<int64_t>& sizes,
                                                   unsigned seed) {
-  const int p = plan.ranks;
-  std::vector<std::vector<double>> data(p);
-  for (int r = 0; r < p; ++r) {
-    data[r].resize(sizes[r]);
-    for (int64_t i = 0; i < sizes[r]; ++i) data[r][i] = r * 1000.0 + static_cast<double>(i);
-  }
+  auto data = start_values(plan, sizes);
   const size_t m = plan.messages.size();
   std::vector<bool> sent(m, false), done(m, false);
   std::vector<std::pair<size_t, std::vector<double>>> in_flight;
@@ -230,11 +234,7 @@ std::vector<std::vector<double>> execute_shuffled(const CollectivePlan& plan, co
     const size_t pick = std::uniform_int_distribution<size_t>(0, in_flight.size() - 1)(rng);
     auto [i, payload] = std::move(in_flight[pick]);
     in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(pick));
-    const auto& msg = plan.messages[i];
-    for (int64_t j = 0; j < msg.count; ++j) {
-      double& dst = data[msg.dst].at(msg.dst_offset + j);
-      dst = msg.op == ChunkOp::Reduce ? dst + payload[j] : payload[j];
-    }
+    land(data, plan.messages[i], payload);
     done[i] = true;
     ++completed;
   }
