@@ -1,6 +1,6 @@
-// Max-min fair sharing by progressive filling: raise every unfrozen flow's rate equally until
-// a link saturates, freeze the flows through it, repeat. Events on the one clock move
-// the flows forward between arrivals and departures.
+// Max-min fair sharing by progressive filling: raise every unfrozen flow's rate in proportion
+// to its weight until a link saturates, freeze the flows through it, repeat. Events on the
+// one clock move the flows forward between arrivals and departures.
 #include "netmodels/flow_network.h"
 
 #include <algorithm>
@@ -25,13 +25,18 @@ struct Flow {
   double remaining_bits = 0;  // wire bits still to cross the bottleneck
   double rate_bps = 0;
   double latency_s = 0;       // the route's propagation delay, paid after the last bit
+  double weight = 1;          // its share of a link relative to the others' (FlowSharing)
   std::vector<int> links;     // directed link ids along the route
 };
 
 class FlowNetwork final : public Network {
  public:
-  FlowNetwork(EventClock& clock, const Topology& topology, int mtu)
-      : clock_(clock), topology_(topology), overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
+  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing)
+      : clock_(clock),
+        topology_(topology),
+        mtu_(mtu),
+        sharing_(sharing),
+        overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
     if (mtu <= kHeaderBytes) throw std::invalid_argument("flow network: mtu must exceed 52 bytes");
     // Two directed links per topology link: point-to-point links are full duplex.
     for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) {
@@ -50,13 +55,18 @@ class FlowNetwork final : public Network {
     if (message.src < 0 || message.src >= hosts || message.dst < 0 || message.dst >= hosts)
       throw std::invalid_argument("flow network: message " + std::to_string(message.id) +
                                   " names a host outside 0.." + std::to_string(hosts - 1));
-    Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, {}};
+    Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, 1, {}};
     if (message.src != message.dst) {
       const auto path = shortest_path(topology_, message.src, message.dst);
+      double rtt = 0;  // flow_network.h: FlowSharing::Rtt
       for (size_t i = 0; i + 1 < path.size(); ++i) {
         f.links.push_back(link_id_.at({path[i], path[i + 1]}));
-        f.latency_s += topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first].latency_s;
+        const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
+        f.latency_s += hop.latency_s;
+        rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
+               (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
       }
+      if (sharing_ == FlowSharing::Rtt) f.weight = 1 / rtt;
       f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
     }
     if (f.remaining_bits <= 0) return deliver(std::move(f));
@@ -76,22 +86,26 @@ class FlowNetwork final : public Network {
 
   void reshare() {
     std::vector<double> left = capacity_;
+    // The unfrozen flows' weights on each link, and how many they are (a weight sum can
+    // round to a small positive number when its flows leave; the count cannot). With every
+    // weight 1 (MaxMin) the arithmetic is that of plain equal filling, bit for bit.
+    std::vector<double> weight_on(capacity_.size(), 0);
     std::vector<int> unfrozen_on(capacity_.size(), 0);
     std::vector<bool> frozen(flows_.size(), false);
     for (auto& f : flows_) {
       f.rate_bps = 0;
-      for (int l : f.links) ++unfrozen_on[l];
+      for (int l : f.links) weight_on[l] += f.weight, ++unfrozen_on[l];
     }
     size_t remaining = flows_.size();
     while (remaining > 0) {
-      // The smallest equal increment that saturates some link.
+      // The smallest raise of the fill level (rate per unit weight) that saturates some link.
       double step = std::numeric_limits<double>::infinity();
       for (size_t l = 0; l < left.size(); ++l)
-        if (unfrozen_on[l] > 0) step = std::min(step, left[l] / unfrozen_on[l]);
+        if (unfrozen_on[l] > 0) step = std::min(step, left[l] / weight_on[l]);
       for (size_t i = 0; i < flows_.size(); ++i) {
         if (frozen[i]) continue;
-        flows_[i].rate_bps += step;
-        for (int l : flows_[i].links) left[l] -= step;
+        flows_[i].rate_bps += step * flows_[i].weight;
+        for (int l : flows_[i].links) left[l] -= step * flows_[i].weight;
       }
       // Freeze the flows through saturated links (relative tolerance for rounding).
       for (size_t i = 0; i < flows_.size(); ++i) {
@@ -101,7 +115,7 @@ class FlowNetwork final : public Network {
         if (!saturated) continue;
         frozen[i] = true;
         --remaining;
-        for (int l : flows_[i].links) --unfrozen_on[l];
+        for (int l : flows_[i].links) weight_on[l] -= flows_[i].weight, --unfrozen_on[l];
       }
     }
     schedule_next_departure();
@@ -142,6 +156,8 @@ class FlowNetwork final : public Network {
 
   EventClock& clock_;
   Topology topology_;
+  int mtu_;
+  FlowSharing sharing_;
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
@@ -152,8 +168,9 @@ class FlowNetwork final : public Network {
 
 }  // namespace
 
-std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu) {
-  return std::make_unique<FlowNetwork>(clock, topology, mtu);
+std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu,
+                                           FlowSharing sharing) {
+  return std::make_unique<FlowNetwork>(clock, topology, mtu, sharing);
 }
 
 }  // namespace testbed

@@ -1,8 +1,9 @@
 // The flow-level backend: idle transfers at the header-adjusted link rate, max-min fair
-// sharing worked out by hand (also as flows come and go mid-transfer), and agreement with
-// the packet-level backend on bulk transfers.
+// sharing worked out by hand, and agreement with the packet-level backend on bulk transfers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -111,11 +112,12 @@ struct Timed {
   Message message;
 };
 
-std::vector<Delivery> simulate_flow(const Topology& topology, const std::vector<Timed>& sends) {
+std::vector<Delivery> simulate_flow(const Topology& topology, const std::vector<Timed>& sends,
+                                    FlowSharing sharing = FlowSharing::MaxMin) {
   std::vector<Delivery> out(sends.size());
   EventClock clock;
   {
-    auto network = make_flow_network(clock, topology);
+    auto network = make_flow_network(clock, topology, 9000, sharing);
     for (const auto& s : sends)
       clock.schedule(s.at, [&, m = s.message] {
         network->send(m, [&](const Delivery& d) { out.at(d.message.id) = d; });
@@ -247,6 +249,147 @@ TEST(FlowNetwork, LatencyIsTheRouteSumPaidOnceAfterTheLastBit) {
   EXPECT_NEAR(d[0].t_recv, wire_bits(3'000'000) / c + 0.014, kExact);
   EXPECT_NEAR(d[1].t_recv, wire_bits(3'000'000) / c + 0.014, kExact);
   EXPECT_NEAR(d[2].t_recv, 0.5 + 0.014, kExact);
+}
+
+// ---- RTT-weighted sharing (FlowSharing::Rtt) ------------------------------------------------
+// The RTT of flow_network.h, written out: per hop, both ways' latency, one MTU data packet
+// (mtu + 2 bytes) at the forward rate and one bare ACK (52 + 2 bytes) at the reverse rate.
+struct Hop {
+  double latency, forward_bps, reverse_bps;
+};
+double base_rtt(const std::vector<Hop>& route) {
+  double rtt = 0;
+  for (const auto& h : route) rtt += 2 * h.latency + 9002 * 8 / h.forward_bps + 54 * 8 / h.reverse_bps;
+  return rtt;
+}
+
+TEST(FlowNetwork, RttSharingSplitsALinkInInverseRatioOfRtts) {
+  // Line 0-1-2: A (0->2) and B (1->2) share 1->2. Weighted max-min on one link: rate_i =
+  // c (1/R_i) / (1/R_A + 1/R_B), so r_A = c R_B / (R_A + R_B), r_B = c R_A / (R_A + R_B)
+  // (0->1 carries A alone and does not bind). Equal sizes: B ends at W / r_B, then A runs
+  // alone at c: T_A = T_B + (W - r_A T_B) / c.
+  // Zero latency: both hops are alike, R_A = 2 R_B exactly, so A gets c/3 and B 2c/3.
+  {
+    const double c = 1e8, w = wire_bits(5'000'000);
+    const auto d = simulate_flow(make("line", 3, c, 0.0), {{0, {0, 0, 2, 5'000'000}}, {0, {1, 1, 2, 5'000'000}}},
+                                 FlowSharing::Rtt);
+    const double tb = w / (2 * c / 3);
+    EXPECT_NEAR(d[1].t_recv, tb, kExact);
+    EXPECT_NEAR(d[0].t_recv, tb + (w - c / 3 * tb) / c, kExact);
+  }
+  // 20 ms then 5 ms, and 1->2's reverse direction at 10 Mbps (only ACKs use it), so the
+  // ACK's serialisation counts and must be taken at the reverse rate. Slips caught: weight
+  // RTT instead of 1/RTT, one-way latency only, the ACK term left out or taken forward,
+  // the data packet without its 2-byte link header.
+  {
+    const double c = 1e8, w = wire_bits(5'000'000);
+    const auto t = make("line", 3, c, 0.0, {{0, 1, c, 0.020, -1}, {1, 2, c, 0.005, -1, 1e7}});
+    const double ra_rtt = base_rtt({{0.020, c, c}, {0.005, c, 1e7}}), rb_rtt = base_rtt({{0.005, c, 1e7}});
+    const double ra = c * rb_rtt / (ra_rtt + rb_rtt), rb = c * ra_rtt / (ra_rtt + rb_rtt);
+    const auto d = simulate_flow(t, {{0, {0, 0, 2, 5'000'000}}, {0, {1, 1, 2, 5'000'000}}}, FlowSharing::Rtt);
+    const double tb = w / rb;
+    EXPECT_NEAR(d[1].t_recv, tb + 0.005, kExact);
+    EXPECT_NEAR(d[0].t_recv, tb + (w - ra * tb) / c + 0.025, kExact);
+  }
+}
+
+TEST(FlowNetwork, RttSharingParkingLotMovesTheLongFlowsBottleneck) {
+  // Parking lot of 3 links at 100 Mbps with latencies 2, 10, 30 ms; short flow i crosses link
+  // i alone (RTT R_i), the long flow all three (RTT R = R_0 + R_1 + R_2). On link i, at fill
+  // level x, the long flow asks x / R and short i asks x / R_i: link i saturates at
+  // x_i = c / (1/R_i + 1/R), lowest on the link with the shortest RTT. So the long flow is
+  // held by the unfinished link of shortest RTT j, at l_j = c R_j / (R_j + R), and every
+  // short flow fills its link to c - l_j. Sizes 1, 2, 3 MB (shorts) and 3 MB (long):
+  //  T1 = W0 / (c - l_0)                                  short 0 ends
+  //  T2 = T1 + (W1 - (c - l_0) T1) / (c - l_1)            short 1 ends
+  //  T3 = T2 + (W2 - (c - l_0) T1 - (c - l_1)(T2 - T1)) / (c - l_2)   short 2 ends
+  //  T4 = T3 + (WL - l_0 T1 - l_1 (T2 - T1) - l_2 (T3 - T2)) / c      long ends alone
+  // Slips caught: freezing the long flow at another link's level; plain max-min here (c/2).
+  const double c = 1e8;
+  const std::vector<double> lat = {0.002, 0.010, 0.030};
+  const auto t = make("line", 4, c, 0.0, {{0, 1, -1, lat[0], -1}, {1, 2, -1, lat[1], -1}, {2, 3, -1, lat[2], -1}});
+  std::vector<double> r(3), l(3);
+  for (int i = 0; i < 3; ++i) r[i] = base_rtt({{lat[i], c, c}});
+  const double rl = r[0] + r[1] + r[2];
+  for (int i = 0; i < 3; ++i) l[i] = c * r[i] / (r[i] + rl);
+  const double w0 = wire_bits(1'000'000), w1 = wire_bits(2'000'000), w2 = wire_bits(3'000'000), wl = wire_bits(3'000'000);
+  const double t1 = w0 / (c - l[0]);
+  const double t2 = t1 + (w1 - (c - l[0]) * t1) / (c - l[1]);
+  const double t3 = t2 + (w2 - (c - l[0]) * t1 - (c - l[1]) * (t2 - t1)) / (c - l[2]);
+  const double left = wl - l[0] * t1 - l[1] * (t2 - t1) - l[2] * (t3 - t2);
+  ASSERT_GT(left, 0);  // the long flow outlasts the shorts, as the phases assume
+  const double t4 = t3 + left / c;
+  const auto d = simulate_flow(t,
+                               {{0, {0, 0, 3, 3'000'000}},
+                                {0, {1, 0, 1, 1'000'000}},
+                                {0, {2, 1, 2, 2'000'000}},
+                                {0, {3, 2, 3, 3'000'000}}},
+                               FlowSharing::Rtt);
+  EXPECT_NEAR(d[1].t_recv, t1 + lat[0], kExact);
+  EXPECT_NEAR(d[2].t_recv, t2 + lat[1], kExact);
+  EXPECT_NEAR(d[3].t_recv, t3 + lat[2], kExact);
+  EXPECT_NEAR(d[0].t_recv, t4 + lat[0] + lat[1] + lat[2], kExact);
+}
+
+
+// The parking lot the reviewer compared against ns-3: a line of 4 hosts, 100 Mbps and 10 ms per
+// link, a long flow 0->3 and short flows 0->1, 1->2, 2->3, 10 MB each, all sent at t = 0
+// (ns-3 with its defaults: NewReno, MTU 9000, 1.5 bdp queues). Short RTT 20.7 ms, long 62.2 ms.
+// Fluid times (tested exactly above): max-min shares every link 1:1, so the shorts end at
+// 2W/c + 10 ms = 1.620 s; 1/RTT weights split it 3:1, the shorts end at W / 0.75c + 10 ms =
+// 1.083 s; under both the long flow ends at 2W/c + 30 ms = 1.640 s.
+// Measured: ns-3 shorts 1.223-1.236 s, long 1.984 s. The target of every time within 10 % of
+// ns-3 is NOT met: rtt puts the shorts 11.5-12.3 % early and the long flow 17.3 % early
+// (max-min: shorts 31-32 % late). The gap is not the sharing rule: alone on the same idle
+// links ns-3 takes 0.928 s for a 10 MB short and 1.431 s for the long (fluid: 0.815 and
+// 0.835 s): the handshake and slow start, which the fluid model leaves out, and likely the
+// losses of slow start's overshoot (each queue is 1.5 x its link's BDP, half the long flow's;
+// not traced packet by packet). After the shorts leave, the long flow's congestion window
+// fills the links at ~63 Mbps, not 100. While all four compete,
+// ns-3's shorts carry ~70 % of each link, near 1/RTT's 75 % and far from max-min's 50 %.
+TEST(FlowNetwork, RttSharingAgainstPacketLevelOnTheParkingLot) {
+  const uint64_t bytes = 10'000'000;
+  const auto t = make("line", 4, 1e8, 0.01);
+  const std::vector<Message> lot = {{0, 0, 3, bytes}, {1, 0, 1, bytes}, {2, 1, 2, bytes}, {3, 2, 3, bytes}};
+  std::vector<Timed> sends;
+  for (const auto& m : lot) sends.push_back({0, m});
+  const auto maxmin = simulate_flow(t, sends, FlowSharing::MaxMin);
+  const auto rtt = simulate_flow(t, sends, FlowSharing::Rtt);
+  const auto ns3 = simulate(false, t, lot);
+  const char* names[] = {"long 0->3", "short 0->1", "short 1->2", "short 2->3"};
+  for (int i = 0; i < 4; ++i) {
+    std::printf("parking lot %-10s  ns3 %.4f s  flow maxmin %.4f s (%+.1f %%)  flow rtt %.4f s (%+.1f %%)\n", names[i],
+                ns3[i].t_recv, maxmin[i].t_recv, 100 * (maxmin[i].t_recv / ns3[i].t_recv - 1), rtt[i].t_recv,
+                100 * (rtt[i].t_recv / ns3[i].t_recv - 1));
+  }
+  for (int i = 1; i < 4; ++i) {
+    SCOPED_TRACE(names[i]);
+    // 1/RTT weighting is what moves the shorts toward ns-3: at least halves max-min's error.
+    EXPECT_LT(std::abs(rtt[i].t_recv - ns3[i].t_recv), std::abs(maxmin[i].t_recv - ns3[i].t_recv) / 2);
+    // The measured 11.5-12.3 %, bounded at 15 % so a change in either backend shows (10 % is not met).
+    EXPECT_NEAR(rtt[i].t_recv / ns3[i].t_recv, 1.0, 0.15);
+  }
+  // The long flow: the same fluid time under both rules, 17.3 % early (TCP's transients above).
+  EXPECT_NEAR(rtt[0].t_recv / ns3[0].t_recv, 1.0, 0.2);
+
+  // The share while all four compete, from ns-3 with each message cut into 250 KB pieces (one
+  // connection per pair delivers them in order): how much the long flow had delivered when
+  // the last short finished. Closer to 1/RTT's 3:1 than to max-min's 1:1.
+  const int pieces = 40;
+  std::vector<Message> cut;
+  for (const auto& m : lot)
+    for (int p = 0; p < pieces; ++p) cut.push_back({cut.size(), m.src, m.dst, bytes / pieces});
+  const auto progress = simulate(false, t, cut);
+  double shorts_done = 0;
+  for (int i = pieces; i < 4 * pieces; ++i) shorts_done = std::max(shorts_done, progress[i].t_recv);
+  int long_pieces = 0;
+  for (int p = 0; p < pieces; ++p) long_pieces += progress[p].t_recv <= shorts_done;
+  const double short_share = 1.0 * pieces / (pieces + long_pieces);
+  std::printf("parking lot: ns3 shorts done at %.4f s (whole messages %.4f s), the long flow had %d of %d pieces: "
+              "short share %.3f (1/RTT 0.75, max-min 0.5)\n",
+              shorts_done, std::max({ns3[1].t_recv, ns3[2].t_recv, ns3[3].t_recv}), long_pieces, pieces,
+              short_share);
+  EXPECT_GT(short_share, 0.625);
 }
 
 }  // namespace
