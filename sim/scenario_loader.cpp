@@ -724,13 +724,17 @@ void check_background(const Scenario& s, const Origins& origins) {
 void check_network(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
   if (!n.background.empty()) check_background(s, origins);
-  for (const char* key : {"network.queue", "network.queue_packets"}) {
-    if (n.backend != "ns3" && origins.seen(key)) {
-      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + key + "'");
+  // A queue is given when it differs from the default: to_yaml writes every key, and its
+  // output must load again (flow and analytical scenarios, ns3 ones with queue_packets).
+  const bool queue_given = origins.seen("network.queue") && n.queue != NetworkSection{}.queue;
+  for (const auto& [key, given] : {std::pair{"network.queue", queue_given},
+                                    std::pair{"network.queue_packets", n.queue_packets.has_value()}}) {
+    if (n.backend != "ns3" && given) {
+      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + std::string(key) + "'");
     }
   }
   if (!n.faults.empty()) check_faults(s, origins);
-  if (n.queue_packets && origins.seen("network.queue")) {
+  if (n.queue_packets && queue_given) {
     fail(origins.where("network.queue_packets"), "give the device queue once: 'queue' or 'queue_packets'");
   }
   if (auto bdp = parse_bdp_multiple(n.queue)) {

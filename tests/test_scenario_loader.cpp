@@ -393,6 +393,14 @@ TEST(ScenarioToYaml, DefaultRoundTrips) {
   EXPECT_NE(text.find("mtu: 9000"), std::string::npos) << text;
 }
 
+// Every key is written, the default queue too; scenarios that refuse a queue still load.
+TEST(ScenarioToYaml, EveryBackendRoundTrips) {
+  for (const char* network : {"{backend: flow}", "{backend: analytical}", "{backend: ns3, queue_packets: 50}"}) {
+    const std::string text = to_yaml(parse_scenario(std::string("network: ") + network + "\n", "s.yaml"));
+    EXPECT_EQ(to_yaml(parse_scenario(text, "resolved.yaml")), text) << network;
+  }
+}
+
 TEST(ScenarioToYaml, OverridesAndLinksRoundTrip) {
   Scenario s = parse_scenario(
       "name: odd name\nseed: 12345678901234\ntopology:\n  kind: line\n  links:\n    - {between: [0, 1], bandwidth: 10Mbps, loss: 0.5%}\n",
