@@ -23,7 +23,11 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
         throw std::invalid_argument("the " + n.backend + " backend models no per-packet jitter; use ns3");
   }
   if (n.backend == "analytical") return make_analytical_network(clock, topology);
-  if (n.backend == "flow") return make_flow_network(clock, topology, n.mtu);
+  if (n.backend == "flow") {
+    if (n.flow_sharing != "maxmin" && n.flow_sharing != "rtt")
+      throw std::invalid_argument("network.flow_sharing '" + n.flow_sharing + "' is neither maxmin nor rtt");
+    return make_flow_network(clock, topology, n.mtu, n.flow_sharing == "rtt" ? FlowSharing::Rtt : FlowSharing::MaxMin);
+  }
   Ns3Options options;
   options.transport = n.transport;
   options.mtu = n.mtu;

@@ -148,6 +148,7 @@ struct BackgroundSection {
 
 struct NetworkSection {
   std::string backend = "ns3";
+  std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
   std::string transport = "tcp";
   int mtu = 9000;
   std::string queue = "1.5bdp";        // device queue: `<x>bdp` of each link direction, or bytes (256KB)
@@ -162,6 +163,7 @@ struct NetworkSection {
   std::vector<BackgroundSection> background;
   template <class V> void fields(V& v) {
     v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
+    v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
     v.field("transport", transport, Choices{{"tcp", "udp"}});
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue", queue);

@@ -724,6 +724,13 @@ void check_background(const Scenario& s, const Origins& origins) {
 void check_network(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
   if (!n.background.empty()) check_background(s, origins);
+  // Only the flow backend shares links by a rule; elsewhere rtt would silently do nothing.
+  if (n.backend != "flow" && n.flow_sharing != "maxmin") {
+    fail(origins.where("network.flow_sharing"),
+         "flow_sharing " + n.flow_sharing + " needs the flow backend (" +
+             (n.backend == "ns3" ? "in ns3 the TCP connections themselves share the links"
+                                 : "the analytical backend does not share links") + ")");
+  }
   // A queue is given when it differs from the default: to_yaml writes every key, and its
   // output must load again (flow and analytical scenarios, ns3 ones with queue_packets).
   const bool queue_given = origins.seen("network.queue") && n.queue != NetworkSection{}.queue;

@@ -246,6 +246,13 @@ TEST_F(Cli, UdpTransportNeedsNs3) {
   expect_rejected("network: {transport: sctp}\n", "1:22", "not one of: tcp, udp");
 }
 
+// Only the flow backend shares links by a rule; rtt elsewhere would silently change nothing.
+TEST_F(Cli, FlowSharingRttNeedsTheFlowBackend) {
+  expect_rejected("network: {backend: ns3, flow_sharing: rtt}\n", "1:39", "flow_sharing rtt needs the flow backend");
+  expect_rejected("network:\n  backend: analytical\n  flow_sharing: rtt\n", "3:17",
+                  "flow_sharing rtt needs the flow backend");
+}
+
 TEST_F(Cli, TopologySizesAreChecked) {
   expect_rejected("nodes: 20\ntopology: {kind: fat_tree, k: 4}\n", "1:8", "16 host slots");
   expect_rejected("topology: {kind: fat_tree, k: 3}\n", "1:31", "k must be even");

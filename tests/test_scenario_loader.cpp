@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "netmodels/event_clock.h"
+#include "sim/network_factory.h"
 #include "sim/scenario_loader.h"
 
 namespace testbed {
@@ -441,6 +443,46 @@ TEST(ScenarioErrors, BadQueue) {
   expect_error("network:\n  backend: flow\n  queue: 1bdp\n", "s.yaml:3:10", "the flow backend models no queues");
   expect_error("network:\n  backend: analytical\n  queue_packets: 10\n", "s.yaml:3:18",
                "the analytical backend models no queues");
+}
+
+// flow_sharing picks the flow backend's sharing rule; maxmin (the default) anywhere, rtt only
+// there: on ns3 or analytical it would silently change nothing.
+TEST(ScenarioNetwork, FlowSharingIsReadForFlowAndRefusedElsewhere) {
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").network.flow_sharing, "maxmin");
+  const Scenario s = parse_scenario("network: {backend: flow, flow_sharing: rtt}\n", "s.yaml");
+  EXPECT_EQ(s.network.flow_sharing, "rtt");
+  EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.flow_sharing, "rtt");
+  EXPECT_EQ(parse_scenario("network: {backend: ns3, flow_sharing: maxmin}\n", "s.yaml").network.flow_sharing, "maxmin");
+  expect_error("network:\n  flow_sharing: rtt\n", "s.yaml:2:17", "flow_sharing rtt needs the flow backend");
+  expect_error("network:\n  backend: analytical\n  flow_sharing: rtt\n", "s.yaml:3:17",
+               "flow_sharing rtt needs the flow backend (the analytical backend does not share links)");
+  expect_error("network: {backend: flow}\n", "--set network.flow_sharing=rtt:1:22", "flow_sharing rtt needs the flow backend",
+               {"network.backend=ns3", "network.flow_sharing=rtt"});
+  expect_error("network: {backend: flow, flow_sharing: tcp}\n", "s.yaml:1:40", "not one of: maxmin, rtt");
+}
+
+// The key reaches the backend: on a zero-latency line 0-1-2, 0->2 has twice the RTT of 1->2
+// (netmodels/flow_network.h), so with rtt it gets a third of link 1->2 and 1->2 two thirds,
+// and the 5 MB of 1->2 cross in W / (2c/3) instead of max-min's 2W / c (both still running).
+TEST(ScenarioNetwork, FlowSharingReachesTheFlowBackend) {
+  const double wire_bits = 5e6 * 8 * (9000.0 + 2) / (9000 - 52), c = 100e6;
+  for (const std::string sharing : {"maxmin", "rtt"}) {
+    const Scenario s = parse_scenario("nodes: 3\ntopology: {kind: line}\nnetwork: {backend: flow, flow_sharing: " +
+                                          sharing + "}\n",
+                                      "s.yaml");
+    const Topology topology = build_topology(topology_spec(s));
+    double short_done = 0;
+    {
+      EventClock clock;
+      auto network = make_network(s, clock, topology);
+      clock.schedule(0, [&] {
+        network->send({0, 0, 2, 5'000'000}, [](const Delivery&) {});
+        network->send({1, 1, 2, 5'000'000}, [&](const Delivery& d) { short_done = d.t_recv; });
+      });
+      clock.run();
+    }
+    EXPECT_NEAR(short_done, sharing == "rtt" ? wire_bits / (2 * c / 3) : 2 * wire_bits / c, 1e-8) << sharing;
+  }
 }
 
 TEST(ScenarioTopology, ReverseBandwidthIsTheSecondToTheFirst) {
