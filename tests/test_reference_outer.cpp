@@ -246,7 +246,9 @@ class ReferenceOuter : public ::testing::Test {
 Dataset* ReferenceOuter::data_ = nullptr;
 
 // diloco at its defaults (outer lr 0.7, Nesterov momentum 0.9, fp32) with AdamW inside:
-// three outer rounds of H = 4, three nodes.
+// three outer rounds of H = 4, three nodes. Caught, each tried once: heavy-ball momentum
+// instead of Nesterov, the Nesterov step without its momentum term, the mean without its
+// 1/k, the global copy re-taken every step, the default lr and momentum swapped.
 TEST_F(ReferenceOuter, DilocoAtItsDefaultsFollowsAlgorithm1) {
   const int nodes = 3, H = 4, rounds = 3;
   const Scenario s = scenario(nodes, H * rounds, "{name: diloco, H: 4}");
@@ -259,6 +261,7 @@ TEST_F(ReferenceOuter, DilocoAtItsDefaultsFollowsAlgorithm1) {
 
 // A non-default outer optimizer, and pseudo-gradients rounded to bf16 before they are summed
 // (Algorithm 1 line 11 over what the receivers decode). Four nodes, three rounds of H = 3.
+// Caught: the bf16 rounding skipped, besides the outer-step slips above.
 TEST_F(ReferenceOuter, DilocoWithBf16PseudoGradientsFollowsAlgorithm1) {
   const int nodes = 4, H = 3, rounds = 3;
   const Scenario s = scenario(nodes, H * rounds, "{name: diloco, H: 3, outer_lr: 0.4, outer_momentum: 0.5, outer_dtype: bf16}");
@@ -274,7 +277,8 @@ TEST_F(ReferenceOuter, DilocoWithBf16PseudoGradientsFollowsAlgorithm1) {
 // fragment every step), tau = 1, alpha = 0.5, fp4 outer gradients; 13 steps, so the last
 // step's fragment is still in flight when training ends. Two nodes and powers of two for
 // lr, momentum and alpha keep every outer operation exact, so the fp4 rounding decisions
-// are the same on both sides (see the tolerance note at the top).
+// are the same on both sides (see the tolerance note at the top). Caught: the fp4 rounding
+// skipped, fragment ranges of d / P each (the remainder never synced), the outer-step slips.
 TEST_F(ReferenceOuter, StreamingDilocoFollowsAlgorithm2WithFp4AndOverlap) {
   Streaming c;
   c.H = 4, c.fragments = 4, c.tau = 1, c.alpha = 0.5, c.lr = 0.5, c.momentum = 0.5, c.dtype = "fp4", c.steps = 13;
@@ -302,6 +306,7 @@ TEST_F(ReferenceOuter, StreamingDilocoFollowsAlgorithm2WithFp4AndOverlap) {
 // More fragments than H: five fragments over H = 2 have offsets 0, 0, 0, 1, 1, so a node
 // sends three outer gradients after odd-numbered steps and two after even ones. Defaults
 // for the outer optimizer, alpha 0.3 (not symmetric, so which side it weighs shows), fp32.
+// Caught: alpha and 1 - alpha swapped, offsets f (H / P) instead of f H / P.
 TEST_F(ReferenceOuter, StreamingDilocoWithMoreFragmentsThanHFollowsAlgorithm2) {
   Streaming c;
   c.H = 2, c.fragments = 5, c.tau = 1, c.alpha = 0.3, c.dtype = "fp32", c.steps = 7;
@@ -318,6 +323,7 @@ TEST_F(ReferenceOuter, StreamingDilocoWithMoreFragmentsThanHFollowsAlgorithm2) {
 
 // The bytes of a step with several ops: each fragment due is one ring all-reduce of its
 // range, and the step's bytes are their sum. fp4, three nodes, five fragments over H = 2.
+// Caught: a step's bytes set by each op instead of summed, wrong offsets or ranges.
 TEST_F(ReferenceOuter, StreamingDilocoBytesAreTheSumOfTheStepsFragments) {
   const int nodes = 3, H = 2, P = 5, steps = 6;
   const EngineRun r = run(scenario(nodes, steps, "{name: streaming_diloco, H: 2, fragments: 5, tau: 1}"));
@@ -343,7 +349,9 @@ TEST_F(ReferenceOuter, StreamingDilocoBytesAreTheSumOfTheStepsFragments) {
 // (Algorithm 1) every H. Selection `partitioned`: in step s the k = round(p d) elements
 // s k .. s k + k - 1 (mod d) are replaced by their mean over the nodes. Both exchanges leave
 // right after the inner step, so the pseudo-gradient is of the parameters before this step's
-// sparse average; the outer step's result then replaces every parameter.
+// sparse average; the outer step's result then replaces every parameter. Caught: windows
+// one step ahead, the outer op issued (so applied) before the sparse one, bytes per step
+// instead of per op, the total counted from rank 0's bytes.
 TEST_F(ReferenceOuter, SpartaDilocoIsSparseAveragingPlusTheOuterStep) {
   const int nodes = 3, H = 3, steps = 9;
   const double p = 0.3;  // windows of 70544 elements: the fourth wraps around d
@@ -397,6 +405,7 @@ TEST_F(ReferenceOuter, SpartaDilocoIsSparseAveragingPlusTheOuterStep) {
 // (it does not restart from the global model when picked). Which nodes a round picks is an
 // input here (the first m of the seeded permutation the scenario seed names); the rounds,
 // counts and weights are worked out below. Label-skewed shards make the weights unequal.
+// Caught: weights normalised over every node's shard, the round numbered from step / H.
 TEST_F(ReferenceOuter, FedAvgWeighsOnlyTheRoundsChosenNodesByShardSize) {
   const int nodes = 4, H = 3, steps = 12;
   const double fraction = 0.5;
@@ -454,7 +463,7 @@ TEST_F(ReferenceOuter, FedAvgWeighsOnlyTheRoundsChosenNodesByShardSize) {
 
 // lo-fi (arXiv 2210.11948): independent fine-tuning, one average at the end. Beyond
 // test_algorithms' three SGD nodes: AdamW, and five nodes, which divide neither d nor the
-// ring chunks evenly.
+// ring chunks evenly. Caught: dividing by N - 1, the total counted from rank 0's bytes.
 TEST_F(ReferenceOuter, LofiWithAdamWOnFiveNodesAveragesOnceAtTheEnd) {
   const int nodes = 5, steps = 3;
   const Scenario s = scenario(nodes, steps, "{name: lofi}");
@@ -479,7 +488,7 @@ TEST_F(ReferenceOuter, LofiWithAdamWOnFiveNodesAveragesOnceAtTheEnd) {
 
 // Through the binary: the HDF5 file's /summary total_bytes, the sum of /comm/bytes and the
 // sum of /comm/messages' bytes agree for a run whose steps carry several ops each, and
-// /comm/bytes follows the per-op formula.
+// /comm/bytes follows the per-op formula. Caught: bytes per step instead of per op.
 TEST(ReferenceOuterBinary, Hdf5TotalsAgreeWithSeveralOpsPerStep) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("testbed_reference_outer_" + std::to_string(::getpid()));
