@@ -55,6 +55,7 @@ class FlowNetwork final : public Network {
       const auto path = shortest_path(topology_, message.src, message.dst);
       for (size_t i = 0; i + 1 < path.size(); ++i) {
         f.links.push_back(link_id_.at({path[i], path[i + 1]}));
+        link_bytes_[{path[i], path[i + 1]}] += message.bytes;
         f.latency_s += topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first].latency_s;
       }
       f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
@@ -65,6 +66,7 @@ class FlowNetwork final : public Network {
     reshare();
   }
   std::string name() const override { return "flow"; }
+  LinkBytes link_bytes() const override { return link_bytes_; }
 
  private:
   // Moves every flow forward to now at its current rate.
@@ -146,6 +148,7 @@ class FlowNetwork final : public Network {
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
   std::vector<Flow> flows_;       // in arrival order
+  LinkBytes link_bytes_;          // payload sent over each directed link
   double last_update_ = 0;
   uint64_t generation_ = 0;
 };

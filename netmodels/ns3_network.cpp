@@ -72,6 +72,7 @@ class Ns3Network final : public Network {
 
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return "ns3"; }
+  LinkBytes link_bytes() const override { return *link_bytes_; }
   std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override;
   void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) override;
 
@@ -121,6 +122,8 @@ class Ns3Network final : public Network {
   std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
   std::unique_ptr<ns3::FlowMonitorHelper> flowmon_helper_;  // owns the classifier the XML names flows by
   ns3::Ptr<ns3::FlowMonitor> flowmon_;
+  // Filled by the devices' transmit traces, which outlive this object (count_link_bytes).
+  std::shared_ptr<LinkBytes> link_bytes_ = std::make_shared<LinkBytes>();
   // Events scheduled by this object check it so that they do nothing once it is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -204,6 +207,10 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     addresses.NewNetwork();
     const int ends[2] = {a, b};
     for (int i = 0; i < 2; ++i) {
+      if (options.count_link_bytes)
+        devices.Get(i)->TraceConnectWithoutContext(
+            "PhyTxEnd", Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
+                                                               Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
       const Ipv4Address address = interfaces.GetAddress(i);
       vertex_of_address_[address.Get()] = ends[i];
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;

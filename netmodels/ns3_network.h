@@ -55,6 +55,7 @@ struct Ns3Options {
   std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3_background.cpp)
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
+  bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
 };
 
 // True when nothing about the links changes with time or chance: no loss, jitter or bandwidth
