@@ -13,7 +13,8 @@ namespace {
 
 class AnalyticalNetwork final : public Network {
  public:
-  AnalyticalNetwork(EventClock& clock, const Topology& topology) : clock_(clock), topology_(topology) {}
+  AnalyticalNetwork(EventClock& clock, const Topology& topology, const RoutingOptions& routing)
+      : clock_(clock), topology_(topology), routing_(routing) {}
 
   void send(const Message& message, OnDelivered on_delivered) override {
     const int hosts = topology_.num_hosts();
@@ -23,7 +24,7 @@ class AnalyticalNetwork final : public Network {
     const double t_send = clock_.now();
     double took = 0;
     if (message.src != message.dst) {
-      const Route& r = route(message.src, message.dst);
+      const Route& r = route_of(message.src, message.dst);
       took = r.properties.latency_s + static_cast<double>(message.bytes) * 8.0 / r.properties.bottleneck_bps;
       for (size_t i = 0; i + 1 < r.path.size(); ++i) link_bytes_[{r.path[i], r.path[i + 1]}] += message.bytes;
     }
@@ -41,10 +42,11 @@ class AnalyticalNetwork final : public Network {
     std::vector<int> path;
     PathProperties properties;
   };
-  const Route& route(int src, int dst) {
+  const Route& route_of(int src, int dst) {
     auto it = routes_.find({src, dst});
     if (it == routes_.end()) {
-      Route r{shortest_path(topology_, src, dst), path_properties(topology_, src, dst)};
+      Route r{route(topology_, src, dst, routing_), {}};
+      r.properties = path_properties(topology_, r.path);
       it = routes_.emplace(std::make_pair(src, dst), std::move(r)).first;
     }
     return it->second;
@@ -52,14 +54,16 @@ class AnalyticalNetwork final : public Network {
 
   EventClock& clock_;
   Topology topology_;
+  RoutingOptions routing_;
   std::map<std::pair<int, int>, Route> routes_;
   LinkBytes link_bytes_;  // payload sent over each directed link
 };
 
 }  // namespace
 
-std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology) {
-  return std::make_unique<AnalyticalNetwork>(clock, topology);
+std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology,
+                                                 const RoutingOptions& routing) {
+  return std::make_unique<AnalyticalNetwork>(clock, topology, routing);
 }
 
 }  // namespace testbed

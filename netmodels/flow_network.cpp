@@ -30,8 +30,9 @@ struct Flow {
 
 class FlowNetwork final : public Network {
  public:
-  FlowNetwork(EventClock& clock, const Topology& topology, int mtu)
-      : clock_(clock), topology_(topology), overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
+  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, const RoutingOptions& routing)
+      : clock_(clock), topology_(topology), routing_(routing),
+        overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
     if (mtu <= kHeaderBytes) throw std::invalid_argument("flow network: mtu must exceed 52 bytes");
     // Two directed links per topology link: point-to-point links are full duplex.
     for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) {
@@ -52,7 +53,7 @@ class FlowNetwork final : public Network {
                                   " names a host outside 0.." + std::to_string(hosts - 1));
     Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, {}};
     if (message.src != message.dst) {
-      const auto path = shortest_path(topology_, message.src, message.dst);
+      const std::vector<int>& path = route_of(message.src, message.dst);
       for (size_t i = 0; i + 1 < path.size(); ++i) {
         f.links.push_back(link_id_.at({path[i], path[i + 1]}));
         link_bytes_[{path[i], path[i + 1]}] += message.bytes;
@@ -69,6 +70,12 @@ class FlowNetwork final : public Network {
   LinkBytes link_bytes() const override { return link_bytes_; }
 
  private:
+  const std::vector<int>& route_of(int src, int dst) {
+    auto it = routes_.find({src, dst});
+    if (it == routes_.end()) it = routes_.emplace(std::make_pair(src, dst), route(topology_, src, dst, routing_)).first;
+    return it->second;
+  }
+
   // Moves every flow forward to now at its current rate.
   void advance() {
     const double now = clock_.now();
@@ -144,6 +151,8 @@ class FlowNetwork final : public Network {
 
   EventClock& clock_;
   Topology topology_;
+  RoutingOptions routing_;
+  std::map<std::pair<int, int>, std::vector<int>> routes_;  // each pair's path, found at first use
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
@@ -155,8 +164,9 @@ class FlowNetwork final : public Network {
 
 }  // namespace
 
-std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu) {
-  return std::make_unique<FlowNetwork>(clock, topology, mtu);
+std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu,
+                                           const RoutingOptions& routing) {
+  return std::make_unique<FlowNetwork>(clock, topology, mtu, routing);
 }
 
 }  // namespace testbed

@@ -11,6 +11,10 @@
 
 namespace testbed {
 
+RoutingOptions routing_options(const Scenario& scenario) {
+  return {routing_policy(scenario.network.routing), stream_seed(scenario.seed, "routing")};
+}
+
 std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
                                       const NetworkCaptures& captures) {
   const auto& n = scenario.network;
@@ -22,9 +26,11 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
       if (topology.graph[e].jitter_s > 0)
         throw std::invalid_argument("the " + n.backend + " backend models no per-packet jitter; use ns3");
   }
-  if (n.backend == "analytical") return make_analytical_network(clock, topology);
-  if (n.backend == "flow") return make_flow_network(clock, topology, n.mtu);
+  const RoutingOptions routing = routing_options(scenario);
+  if (n.backend == "analytical") return make_analytical_network(clock, topology, routing);
+  if (n.backend == "flow") return make_flow_network(clock, topology, n.mtu, routing);
   Ns3Options options;
+  options.routing = routing;
   options.transport = n.transport;
   options.mtu = n.mtu;
   if (n.queue_packets) {
