@@ -275,5 +275,49 @@ TEST(HalvingDoublingOnARing, EcmpUsesBothWaysRoundAndTakesLessTime) {
   EXPECT_LE(ns3_e.seconds / ns3_s.seconds, 0.8);
 }
 
+// ---- faults under ecmp ----
+
+// A link outage under ecmp: the path routing recomputes over the links left and the hash
+// puts the connection on one of the equal-cost paths that remain (topologies/routing.h).
+TEST(EcmpFaults, ConnectionTakesAnEqualCostPathThatIsLeft) {
+  auto s = spec("fat_tree", 8);
+  s.fat_tree_k = 4;
+  const Topology t = build_topology(s);
+  const RoutingOptions ecmp{RoutingPolicy::Ecmp, 3};
+  const std::vector<int> before = route(t, 0, 4, ecmp);  // host 0 (pod 0) to host 4 (pod 1): 6 hops
+  ASSERT_EQ(before.size(), 7u);
+  const int agg = before[2], core = before[3];  // cut the aggregation-core link it takes
+  auto transfer = [&](std::vector<Fault> faults) {
+    Ns3Options o;
+    o.routing = ecmp;
+    o.count_link_bytes = true;
+    o.faults = std::move(faults);
+    std::pair<double, LinkBytes> out;
+    EventClock clock;
+    auto network = make_ns3_network(clock, t, o);
+    clock.schedule(0.5, [&] {
+      network->send(Message{1, 0, 4, 1'000'000}, [&](const Delivery& d) { out.first = d.t_recv - d.t_send; });
+    });
+    clock.run();
+    out.second = network->link_bytes();
+    network.reset();
+    return out;
+  };
+  const auto [uncut_s, uncut_bytes] = transfer({});
+  const auto [cut_s, cut_bytes] = transfer({{agg, core, -1, 0.0, 100.0}});
+  const std::vector<int> after = route(t, 0, 4, ecmp, {{std::min(agg, core), std::max(agg, core)}});
+  ASSERT_EQ(after.size(), 7u);
+  EXPECT_NE(after[3], core);
+  Links carried_cut, carried_uncut;
+  for (const auto& [link, n] : cut_bytes) if (n >= 1'000'000) carried_cut.insert(link);
+  for (const auto& [link, n] : uncut_bytes) if (n >= 1'000'000) carried_uncut.insert(link);
+  EXPECT_EQ(carried_uncut, links_of(before));
+  EXPECT_EQ(carried_cut, links_of(after));
+  EXPECT_EQ(cut_bytes.count({agg, core}), 0u);
+  // Every link alike and the path as long: the transfer takes the same time.
+  std::printf("1 MB 0 -> 4 on a fat-tree under ecmp: %.6f s, with %d-%d cut %.6f s\n", uncut_s, agg, core, cut_s);
+  EXPECT_NEAR(cut_s, uncut_s, 1e-9);
+}
+
 }  // namespace
 }  // namespace testbed
