@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numbers>
+#include <sstream>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "topologies/builders.h"
+#include "topologies/describe.h"
 #include "topologies/graphml.h"
 #include "topologies/routing.h"
 
@@ -374,6 +376,31 @@ TEST(Ecmp, AvoidsCutLinksAndSaysWhenNoneAreLeft) {
   EXPECT_EQ(route(ring, 0, 1, {}, {{0, 1}}), (std::vector<int>{0, 3, 2, 1}));
   EXPECT_THROW(route(ring, 0, 1, ecmp(0), {{0, 1}, {2, 3}}), std::invalid_argument);
   EXPECT_THROW(route(ring, 0, 1, {}, {{0, 1}, {2, 3}}), std::invalid_argument);
+}
+
+// `testbed topology`: one line per pair under shortest, per direction with paths or ecmp.
+TEST(Describe, PairsAndPathsUnderTheRouting) {
+  const Topology ring = build_topology(spec("ring", 4));  // 100 Mbps, 10 ms links
+  std::ostringstream plain, paths, hashed;
+  describe_topology(ring, plain);
+  describe_topology(ring, paths, {}, true);
+  describe_topology(ring, hashed, ecmp(4), true);
+  EXPECT_NE(plain.str().find("host pairs (shortest routing): hops, latency, bottleneck\n"), std::string::npos);
+  EXPECT_NE(plain.str().find("  h0 - h2  2 hops, 20 ms, 100 Mbps\n"), std::string::npos) << plain.str();
+  EXPECT_EQ(plain.str().find("h2 - h0"), std::string::npos);
+  // shortest: both directions go through the lower-index middle vertex, 0 -> 2 and 2 -> 0 via 1.
+  EXPECT_NE(paths.str().find("  h0 -> h2  2 hops, 20 ms, 100 Mbps  h0 h1 h2\n"), std::string::npos) << paths.str();
+  EXPECT_NE(paths.str().find("  h2 -> h0  2 hops, 20 ms, 100 Mbps  h2 h1 h0\n"), std::string::npos);
+  EXPECT_NE(paths.str().find("  h3 -> h1  2 hops, 20 ms, 100 Mbps  h3 h0 h1\n"), std::string::npos);
+  // ecmp: whatever the hash chose, printed as the route is.
+  for (auto [a, b] : std::vector<std::pair<int, int>>{{0, 2}, {2, 0}, {1, 3}, {3, 1}}) {
+    const auto p = route(ring, a, b, ecmp(4));
+    const std::string line = "  h" + std::to_string(a) + " -> h" + std::to_string(b) + "  2 hops, 20 ms, 100 Mbps  h" +
+                             std::to_string(p[0]) + " h" + std::to_string(p[1]) + " h" + std::to_string(p[2]) + "\n";
+    EXPECT_NE(hashed.str().find(line), std::string::npos) << line << hashed.str();
+  }
+  EXPECT_NE(hashed.str().find("host pairs (ecmp routing, each direction): hops, latency, bottleneck, path\n"),
+            std::string::npos);
 }
 
 TEST(Ecmp, PolicyNames) {
