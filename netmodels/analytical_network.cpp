@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "topologies/routing.h"
 
@@ -12,7 +13,8 @@ namespace {
 
 class AnalyticalNetwork final : public Network {
  public:
-  AnalyticalNetwork(EventClock& clock, const Topology& topology) : clock_(clock), topology_(topology) {}
+  AnalyticalNetwork(EventClock& clock, const Topology& topology, const RoutingOptions& routing)
+      : clock_(clock), topology_(topology), routing_(routing) {}
 
   void send(const Message& message, OnDelivered on_delivered) override {
     const int hosts = topology_.num_hosts();
@@ -22,8 +24,9 @@ class AnalyticalNetwork final : public Network {
     const double t_send = clock_.now();
     double took = 0;
     if (message.src != message.dst) {
-      const PathProperties& path = route(message.src, message.dst);
-      took = path.latency_s + static_cast<double>(message.bytes) * 8.0 / path.bottleneck_bps;
+      const Route& r = route_of(message.src, message.dst);
+      took = r.properties.latency_s + static_cast<double>(message.bytes) * 8.0 / r.properties.bottleneck_bps;
+      for (size_t i = 0; i + 1 < r.path.size(); ++i) link_bytes_[{r.path[i], r.path[i + 1]}] += message.bytes;
     }
     // Delivered in an event of its own, as the packet-level backend does, so a callback
     // that sends again never runs inside send().
@@ -32,23 +35,35 @@ class AnalyticalNetwork final : public Network {
     });
   }
   std::string name() const override { return "analytical"; }
+  LinkBytes link_bytes() const override { return link_bytes_; }
 
  private:
-  const PathProperties& route(int src, int dst) {
+  struct Route {
+    std::vector<int> path;
+    PathProperties properties;
+  };
+  const Route& route_of(int src, int dst) {
     auto it = routes_.find({src, dst});
-    if (it == routes_.end()) it = routes_.emplace(std::make_pair(src, dst), path_properties(topology_, src, dst)).first;
+    if (it == routes_.end()) {
+      Route r{route(topology_, src, dst, routing_), {}};
+      r.properties = path_properties(topology_, r.path);
+      it = routes_.emplace(std::make_pair(src, dst), std::move(r)).first;
+    }
     return it->second;
   }
 
   EventClock& clock_;
   Topology topology_;
-  std::map<std::pair<int, int>, PathProperties> routes_;
+  RoutingOptions routing_;
+  std::map<std::pair<int, int>, Route> routes_;
+  LinkBytes link_bytes_;  // payload sent over each directed link
 };
 
 }  // namespace
 
-std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology) {
-  return std::make_unique<AnalyticalNetwork>(clock, topology);
+std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology,
+                                                 const RoutingOptions& routing) {
+  return std::make_unique<AnalyticalNetwork>(clock, topology, routing);
 }
 
 }  // namespace testbed

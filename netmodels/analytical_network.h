@@ -7,12 +7,14 @@
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
+#include "topologies/routing.h"
 #include "topologies/topology.h"
 
 namespace testbed {
 
-// Deliveries are events on `clock` (the run's one clock, as for every backend). Routes are
-// the minimum-hop paths of topologies/routing.h, the ones ns-3's global routing takes.
-std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology);
+// Deliveries are events on `clock` (the run's one clock, as for every backend). Each (src,
+// dst) pair's messages follow route(topology, src, dst, routing), as in the other backends.
+std::unique_ptr<Network> make_analytical_network(EventClock& clock, const Topology& topology,
+                                                 const RoutingOptions& routing = {});
 
 }  // namespace testbed

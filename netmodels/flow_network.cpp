@@ -31,11 +31,12 @@ struct Flow {
 
 class FlowNetwork final : public Network {
  public:
-  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing)
+  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing, const RoutingOptions& routing)
       : clock_(clock),
         topology_(topology),
         mtu_(mtu),
         sharing_(sharing),
+        routing_(routing),
         overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
     if (mtu <= kHeaderBytes) throw std::invalid_argument("flow network: mtu must exceed 52 bytes");
     // Two directed links per topology link: point-to-point links are full duplex.
@@ -57,10 +58,11 @@ class FlowNetwork final : public Network {
                                   " names a host outside 0.." + std::to_string(hosts - 1));
     Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, 1, {}};
     if (message.src != message.dst) {
-      const auto path = shortest_path(topology_, message.src, message.dst);
+      const std::vector<int>& path = route_of(message.src, message.dst);
       double rtt = 0;  // flow_network.h: FlowSharing::Rtt
       for (size_t i = 0; i + 1 < path.size(); ++i) {
         f.links.push_back(link_id_.at({path[i], path[i + 1]}));
+        link_bytes_[{path[i], path[i + 1]}] += message.bytes;
         const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
         f.latency_s += hop.latency_s;
         rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
@@ -75,8 +77,15 @@ class FlowNetwork final : public Network {
     reshare();
   }
   std::string name() const override { return "flow"; }
+  LinkBytes link_bytes() const override { return link_bytes_; }
 
  private:
+  const std::vector<int>& route_of(int src, int dst) {
+    auto it = routes_.find({src, dst});
+    if (it == routes_.end()) it = routes_.emplace(std::make_pair(src, dst), route(topology_, src, dst, routing_)).first;
+    return it->second;
+  }
+
   // Moves every flow forward to now at its current rate.
   void advance() {
     const double now = clock_.now();
@@ -158,10 +167,13 @@ class FlowNetwork final : public Network {
   Topology topology_;
   int mtu_;
   FlowSharing sharing_;
+  RoutingOptions routing_;
+  std::map<std::pair<int, int>, std::vector<int>> routes_;  // each pair's path, found at first use
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
   std::vector<Flow> flows_;       // in arrival order
+  LinkBytes link_bytes_;          // payload sent over each directed link
   double last_update_ = 0;
   uint64_t generation_ = 0;
 };
@@ -169,8 +181,8 @@ class FlowNetwork final : public Network {
 }  // namespace
 
 std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu,
-                                           FlowSharing sharing) {
-  return std::make_unique<FlowNetwork>(clock, topology, mtu, sharing);
+                                           FlowSharing sharing, const RoutingOptions& routing) {
+  return std::make_unique<FlowNetwork>(clock, topology, mtu, sharing, routing);
 }
 
 }  // namespace testbed

@@ -6,6 +6,7 @@
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
+#include "topologies/routing.h"
 #include "topologies/topology.h"
 
 namespace testbed {
@@ -14,7 +15,8 @@ namespace testbed {
 // rate the packet-level backend's TCP does: (mtu - 52) payload bytes per mtu + 2 on the
 // wire (IPv4 + TCP with timestamps, and the point-to-point header). A message is delivered
 // when its last byte has crossed its bottleneck plus the route's propagation latency.
-// Loss, queues and TCP's window dynamics are not modelled.
+// Loss, queues and TCP's window dynamics are not modelled. Each (src, dst) pair's messages
+// follow route(topology, src, dst, routing).
 //
 // How a link's capacity is shared among the flows crossing it:
 //  MaxMin: plain max-min fairness, every flow's weight 1.
@@ -32,6 +34,7 @@ namespace testbed {
 enum class FlowSharing { MaxMin, Rtt };
 
 std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu = 9000,
-                                           FlowSharing sharing = FlowSharing::MaxMin);
+                                           FlowSharing sharing = FlowSharing::MaxMin,
+                                           const RoutingOptions& routing = {});
 
 }  // namespace testbed

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct Delivery {
 
 using HostPair = std::pair<int, int>;  // (src, dst) hosts of a connection
 
+// Bytes per directed link, keyed (from vertex, to vertex) of the topology.
+using LinkBytes = std::map<std::pair<int, int>, uint64_t>;
+
 // What memoization asks of a backend (netmodels/phase_memo.h), in clock ticks (EventClock).
 struct QuiescentState {
   // Everything that decides how the pairs' next messages travel, other than the idle times.
@@ -56,6 +60,12 @@ class Network {
   virtual ~Network() = default;
   virtual void send(const Message& message, OnDelivered on_delivered) = 0;
   virtual std::string name() const = 0;
+
+  // What each directed link has carried so far, to see which links traffic took: flow and
+  // analytical count every message's payload on each link of its route; ns3 counts what its
+  // devices finished transmitting (headers, ACKs and handshakes included), and only when
+  // built with Ns3Options::count_link_bytes (a trace call per packet and hop otherwise saved).
+  virtual LinkBytes link_bytes() const { return {}; }
 
   // Memoization support. A backend whose behaviour from now on is a pure function of a
   // state it can describe returns that state for the given pairs when nothing is in flight

@@ -1,4 +1,4 @@
-// Outages as real cuts: interfaces down (packets dropped on arrival), routes recomputed.
+// Outages as real cuts: interfaces down (packets dropped on arrival), routes recomputed around them.
 #include "netmodels/ns3_faults.h"
 
 #include <ns3/core-module.h>
@@ -41,41 +41,6 @@ std::map<int, Interface> interfaces_of(const ns3::NodeContainer& nodes, int from
   return out;
 }
 
-// ns-3's TCP takes a connection's source address from the route's outgoing interface
-// (TcpSocketBase::SetupEndpoint overrides a bound address), so a connection would be tied to
-// the link it first left by: once that link is cut, nothing routes the ACKs back to it. Put
-// ahead of a host's other routing, this finds the route to another host's stable address as
-// global routing does but gives it the host's own stable address as its source.
-class StableSourceRouting final : public ns3::Ipv4RoutingProtocol {
- public:
-  StableSourceRouting(ns3::Ptr<ns3::Ipv4GlobalRouting> global, ns3::Ipv4Address own, ns3::Ipv4Address first,
-                      ns3::Ipv4Mask mask)
-      : global_(global), own_(own), first_(first), mask_(mask) {}
-
-  ns3::Ptr<ns3::Ipv4Route> RouteOutput(ns3::Ptr<ns3::Packet> p, const ns3::Ipv4Header& header,
-                                       ns3::Ptr<ns3::NetDevice> oif, ns3::Socket::SocketErrno& error) override {
-    if (header.GetDestination().CombineMask(mask_) != first_.CombineMask(mask_)) return nullptr;
-    auto route = global_->RouteOutput(p, header, oif, error);
-    if (route) route->SetSource(own_);
-    return route;
-  }
-  bool RouteInput(ns3::Ptr<const ns3::Packet>, const ns3::Ipv4Header&, ns3::Ptr<const ns3::NetDevice>,
-                  UnicastForwardCallback, MulticastForwardCallback, LocalDeliverCallback, ErrorCallback) override {
-    return false;  // forwarding and local delivery stay with the list routing and global routing
-  }
-  void NotifyInterfaceUp(uint32_t) override {}
-  void NotifyInterfaceDown(uint32_t) override {}
-  void NotifyAddAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
-  void NotifyRemoveAddress(uint32_t, ns3::Ipv4InterfaceAddress) override {}
-  void SetIpv4(ns3::Ptr<ns3::Ipv4>) override {}
-  void PrintRoutingTable(ns3::Ptr<ns3::OutputStreamWrapper>, ns3::Time::Unit) const override {}
-
- private:
-  ns3::Ptr<ns3::Ipv4GlobalRouting> global_;
-  ns3::Ipv4Address own_, first_;
-  ns3::Ipv4Mask mask_;
-};
-
 }  // namespace
 
 std::vector<ns3::Ipv4Address> stable_host_addresses(const ns3::NodeContainer& nodes, int hosts) {
@@ -83,19 +48,12 @@ std::vector<ns3::Ipv4Address> stable_host_addresses(const ns3::NodeContainer& no
   // 172.16.0.0/12 lies outside the 10.0.0.0/8 the links are numbered from.
   if (hosts >= (1 << 20) - 2) throw std::invalid_argument("too many hosts for stable addresses");
   const Ipv4Address first("172.16.0.1");
-  const Ipv4Mask block("255.240.0.0");
   std::vector<Ipv4Address> out;
   for (int h = 0; h < hosts; ++h) {
     const Ipv4Address address(first.Get() + static_cast<uint32_t>(h));
     Ptr<Node> node = nodes.Get(h);
     auto ipv4 = node->GetObject<Ipv4>();
     ipv4->AddAddress(0, Ipv4InterfaceAddress(address, Ipv4Mask("255.255.255.255")));  // 0: loopback
-    auto router = node->GetObject<GlobalRouter>();
-    if (!router) throw std::logic_error("host " + std::to_string(h) + " has no global router");
-    router->InjectRoute(address, Ipv4Mask("255.255.255.255"));
-    auto list = DynamicCast<Ipv4ListRouting>(ipv4->GetRoutingProtocol());
-    if (!list) throw std::logic_error("host " + std::to_string(h) + " has no list routing");
-    list->AddRoutingProtocol(Create<StableSourceRouting>(router->GetRoutingProtocol(), address, first, block), 100);
     out.push_back(address);
   }
   return out;
@@ -128,7 +86,8 @@ void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, c
       if (was_up && s.held > 0) s.interface.ipv4->SetDown(s.interface.index);
       if (!was_up && s.held == 0) s.interface.ipv4->SetUp(s.interface.index);
     }
-    Ipv4GlobalRoutingHelper::RecomputeRoutingTables();
+    // The path routing (ns3_routing.h) hears of every interface going down or up and
+    // recomputes its routes over the links left.
   };
 
   for (const Fault& f : faults) {

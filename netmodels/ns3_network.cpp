@@ -20,6 +20,7 @@
 #include "netmodels/ns3_faults.h"
 #include "netmodels/ns3_jitter.h"
 #include "netmodels/ns3_links.h"
+#include "netmodels/ns3_routing.h"
 #include "netmodels/ns3_traces.h"
 #include "topologies/routing.h"
 
@@ -34,30 +35,37 @@ constexpr uint64_t kMinSocketBuffer = 4u << 20;
 // results depend on the seed only, never on what ran earlier in the process.
 constexpr int64_t kStreamsPerSeed = int64_t{1} << 24;
 
-// Largest round-trip propagation delay between two hosts along minimum-hop
-// paths (what global routing uses), to size the TCP buffers. One BFS per host
-// rather than one path query per pair, so large topologies stay cheap.
-double max_host_rtt(const Topology& topology) {
+// Largest round-trip propagation delay between two hosts along minimum-hop paths, to size
+// the TCP buffers. One BFS per host rather than one path query per pair, so large topologies
+// stay cheap. With `every_path` (ecmp, which may take any of them) the slowest of each pair's
+// minimum-hop paths; otherwise the one BFS reaches first, as before ecmp existed, so that
+// shortest's buffers keep their sizes (that path need not be shortest_path's where
+// minimum-hop paths differ in latency; the buffers' factor 2 is the margin).
+double max_host_rtt(const Topology& topology, bool every_path) {
   const auto& g = topology.graph;
   const int nv = topology.num_vertices();
   double worst = 0;
   std::vector<double> latency(nv);
-  std::vector<bool> seen(nv);
+  std::vector<int> hops(nv);
   std::deque<int> queue;
   for (int s = 0; s < topology.num_hosts(); ++s) {
-    std::fill(seen.begin(), seen.end(), false);
+    std::fill(hops.begin(), hops.end(), -1);
     latency[s] = 0;
-    seen[s] = true;
+    hops[s] = 0;
     queue.assign(1, s);
     while (!queue.empty()) {
       const int u = queue.front();
       queue.pop_front();
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g))) {
         const int v = static_cast<int>(boost::target(e, g));
-        if (seen[v]) continue;
-        seen[v] = true;
-        latency[v] = latency[u] + g[e].latency_s + g[e].jitter_s;  // the slowest a packet can be
-        queue.push_back(v);
+        const double via_u = latency[u] + g[e].latency_s + g[e].jitter_s;  // the slowest a packet can be
+        if (hops[v] < 0) {
+          hops[v] = hops[u] + 1;
+          latency[v] = via_u;
+          queue.push_back(v);
+        } else if (every_path && hops[v] == hops[u] + 1) {
+          latency[v] = std::max(latency[v], via_u);
+        }
       }
     }
     for (int d = 0; d < topology.num_hosts(); ++d) worst = std::max(worst, latency[d]);
@@ -72,6 +80,7 @@ class Ns3Network final : public Network {
 
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return "ns3"; }
+  LinkBytes link_bytes() const override { return *link_bytes_; }
   std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override;
   void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) override;
 
@@ -121,6 +130,8 @@ class Ns3Network final : public Network {
   std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
   std::unique_ptr<ns3::FlowMonitorHelper> flowmon_helper_;  // owns the classifier the XML names flows by
   ns3::Ptr<ns3::FlowMonitor> flowmon_;
+  // Filled by the devices' transmit traces, which outlive this object (count_link_bytes).
+  std::shared_ptr<LinkBytes> link_bytes_ = std::make_shared<LinkBytes>();
   // Events scheduled by this object check it so that they do nothing once it is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -143,7 +154,7 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   double max_bps = 0;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
     max_bps = std::max(max_bps, topology.graph[e].max_rate_bps());  // traces included
-  const double bdp_bytes = max_bps / 8 * max_host_rtt(topology);
+  const double bdp_bytes = max_bps / 8 * max_host_rtt(topology, options.routing.policy == RoutingPolicy::Ecmp);
   const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
   const uint32_t buffer32 =
       static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
@@ -204,6 +215,10 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     addresses.NewNetwork();
     const int ends[2] = {a, b};
     for (int i = 0; i < 2; ++i) {
+      if (options.count_link_bytes)
+        devices.Get(i)->TraceConnectWithoutContext(
+            "PhyTxEnd", Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
+                                                               Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
       const Ipv4Address address = interfaces.GetAddress(i);
       vertex_of_address_[address.Get()] = ends[i];
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
@@ -216,7 +231,10 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     for (int h = 0; h < hosts_; ++h) vertex_of_address_[host_address_[h].Get()] = h;
     bind_host_address_ = true;
   }
-  Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  // Instead of ns-3's global routing, whose tie-breaking and per-packet ECMP differ from what
+  // the other backends charge: every pair's packets follow topologies/routing.h's path.
+  install_path_routing(nodes_, topology, options.routing, vertex_of_address_,
+                       bind_host_address_ ? host_address_ : std::vector<Ipv4Address>{});
   if (options.transport == "udp")
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
   install_faults(nodes_, topology, options.faults);
@@ -363,7 +381,8 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   if (message.bytes == 0) {
     // An empty message carries no bytes on the connection: it costs the
     // path's one-way propagation delay and is not ordered with the stream.
-    deliver_later(std::move(p), path_properties(topology_, message.src, message.dst).latency_s);
+    deliver_later(std::move(p),
+                  path_properties(topology_, route(topology_, message.src, message.dst, options_.routing)).latency_s);
     return;
   }
   if (message.datagrams && datagrams_) {

@@ -7,6 +7,7 @@
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
+#include "topologies/routing.h"
 #include "topologies/topology.h"
 
 namespace testbed {
@@ -51,10 +52,14 @@ struct Ns3Options {
   std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
+  // Which of the minimum-hop paths each (source, destination) pair's packets take
+  // (netmodels/ns3_routing.h); ns-3's own global routing is not used.
+  RoutingOptions routing;
   std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
   std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3_background.cpp)
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
+  bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
 };
 
 // True when nothing about the links changes with time or chance: no loss, jitter or bandwidth

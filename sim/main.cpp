@@ -14,6 +14,7 @@
 #include "sim/engine.h"
 #include "sim/hdf5_recorder.h"
 #include "sim/netbench.h"
+#include "sim/network_factory.h"
 #include "topologies/describe.h"
 #include "sim/report.h"
 #include "sim/units.h"
@@ -202,11 +203,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
   netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
 
-  bool dot = false;
-  auto* topology = app.add_subcommand("topology", "Print a scenario's topology and every host pair's path");
+  bool dot = false, paths = false;
+  auto* topology = app.add_subcommand(
+      "topology", "Print a scenario's topology and every host pair's route (hops, latency, bottleneck) under network.routing");
   topology->add_option("scenario", scenario_path, "Scenario YAML file")->required();
   topology->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
   topology->add_flag("--dot", dot, "Graphviz DOT instead of the summary");
+  topology->add_flag("--paths", paths,
+                     "Also each ordered host pair's path (vertex list; with ecmp the path its connection's hash chose)");
 
   auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
   report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
@@ -231,11 +235,12 @@ int main(int argc, char** argv) {
     if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
     if (*netbench) return netbench_command(scenario_path, sets, collective, size);
     if (*topology) {
-      const auto built = testbed::build_topology(testbed::topology_spec(testbed::load_scenario(scenario_path, sets)));
+      const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      const auto built = testbed::build_topology(testbed::topology_spec(scenario));
       if (dot) {
         testbed::write_dot(built, std::cout);
       } else {
-        testbed::describe_topology(built, std::cout);
+        testbed::describe_topology(built, std::cout, testbed::routing_options(scenario), paths);
       }
       return 0;
     }

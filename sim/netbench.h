@@ -18,7 +18,8 @@ struct NetbenchResult {
 // `collective`: allreduce or allgather by the scenario's collective section, or p2p (rank 0
 // to rank N-1), of `bytes` (per rank for allgather). The bound is the algorithm's formula
 // (netbench.cpp): alpha is the largest path latency and beta the slowest bottleneck between
-// the pairs the collective uses. Throws std::invalid_argument.
+// the pairs the collective uses, along the paths network.routing gives them (no contention
+// between them). Throws std::invalid_argument.
 NetbenchResult netbench(const Scenario& scenario, const std::string& collective, double bytes);
 
 }  // namespace testbed

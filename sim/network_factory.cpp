@@ -11,6 +11,10 @@
 
 namespace testbed {
 
+RoutingOptions routing_options(const Scenario& scenario) {
+  return {routing_policy(scenario.network.routing), stream_seed(scenario.seed, "routing")};
+}
+
 std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
                                       const NetworkCaptures& captures) {
   const auto& n = scenario.network;
@@ -22,13 +26,16 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
       if (topology.graph[e].jitter_s > 0)
         throw std::invalid_argument("the " + n.backend + " backend models no per-packet jitter; use ns3");
   }
-  if (n.backend == "analytical") return make_analytical_network(clock, topology);
+  const RoutingOptions routing = routing_options(scenario);
+  if (n.backend == "analytical") return make_analytical_network(clock, topology, routing);
   if (n.backend == "flow") {
     if (n.flow_sharing != "maxmin" && n.flow_sharing != "rtt")
       throw std::invalid_argument("network.flow_sharing '" + n.flow_sharing + "' is neither maxmin nor rtt");
-    return make_flow_network(clock, topology, n.mtu, n.flow_sharing == "rtt" ? FlowSharing::Rtt : FlowSharing::MaxMin);
+    return make_flow_network(clock, topology, n.mtu, n.flow_sharing == "rtt" ? FlowSharing::Rtt : FlowSharing::MaxMin,
+                             routing);
   }
   Ns3Options options;
+  options.routing = routing;
   options.transport = n.transport;
   options.mtu = n.mtu;
   if (n.queue_packets) {

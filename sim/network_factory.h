@@ -7,6 +7,7 @@
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
 #include "sim/scenario.h"
+#include "topologies/routing.h"
 #include "topologies/topology.h"
 
 namespace testbed {
@@ -17,6 +18,9 @@ struct NetworkCaptures {
   std::string flowmon_file;  // ns-3 FlowMonitor statistics as XML, written when the network ends (empty: none)
   bool any() const { return !pcap_dir.empty() || !flowmon_file.empty(); }
 };
+
+// network.routing with its ECMP salt, the seed's "routing" stream: what every backend routes by.
+RoutingOptions routing_options(const Scenario& scenario);
 
 // Build at most one per clock; destroy it before the clock (ns-3's rules, DESIGN decision 1).
 // Captures need the ns3 backend (std::invalid_argument otherwise).

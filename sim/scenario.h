@@ -159,6 +159,9 @@ struct NetworkSection {
   std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default
   bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
+  // Which minimum-hop path each connection takes, in every backend (topologies/routing.h):
+  // shortest (lowest-index ties) or ecmp (a seeded hash of the connection picks one).
+  std::string routing = "shortest";
   std::vector<FaultSection> faults;
   std::vector<BackgroundSection> background;
   template <class V> void fields(V& v) {
@@ -174,6 +177,7 @@ struct NetworkSection {
     v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
     v.field("slow_start_after_idle", slow_start_after_idle);
     v.field("memoize", memoize);
+    v.field("routing", routing, Choices{{"shortest", "ecmp"}});
     v.field("faults", faults);
     v.field("background", background);
   }

@@ -191,6 +191,17 @@ TEST(ScenarioExample, UdpTransportIsReadForNs3) {
   expect_error("network: {backend: flow, transport: udp}\n", "s.yaml:1:37", "transport udp needs the ns3 backend");
 }
 
+// Every backend routes by it, so any backend accepts either value; shortest is the default.
+TEST(ScenarioExample, RoutingIsRead) {
+  EXPECT_EQ(parse_scenario("nodes: 4\n", "s.yaml").network.routing, "shortest");
+  for (const char* backend : {"ns3", "flow", "analytical"}) {
+    Scenario s = parse_scenario(std::string("network: {backend: ") + backend + ", routing: ecmp}\n", "s.yaml");
+    EXPECT_EQ(s.network.routing, "ecmp");
+  }
+  EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("network: {routing: ecmp}\n", "s.yaml")), "again.yaml").network.routing,
+            "ecmp");
+}
+
 TEST(ScenarioExample, SeedTakesTheFullUint64Range) {
   EXPECT_EQ(parse_scenario("seed: 18446744073709551615\n", "s.yaml").seed, 18446744073709551615ull);
   expect_error("seed: -1\n", "s.yaml:1:7", "out of range");
@@ -223,6 +234,13 @@ TEST(ScenarioErrors, TcpAndMemoizationKeys) {
   expect_error("network: {tcp: vegas}\n", "s.yaml:1:16", "'vegas' is not one of: newreno, cubic, bbr, dctcp");
   expect_error("network:\n  memoize: sometimes\n", "s.yaml:2:12", "sometimes");
   expect_error("network:\n  slow_start_after_idle: 2\n", "s.yaml:2:26", "2");
+}
+
+TEST(ScenarioErrors, RoutingKey) {
+  expect_error("network: {routing: random}\n", "s.yaml:1:20", "'random' is not one of: shortest, ecmp");
+  expect_error("network:\n  routing: ECMP\n", "s.yaml:2:12", "'ECMP' is not one of: shortest, ecmp");
+  expect_error("nodes: 4\n", "--set network.routing=spray:1:17", "'spray' is not one of: shortest, ecmp",
+               {"network.routing=spray"});
 }
 
 TEST(ScenarioErrors, OutOfRange) {

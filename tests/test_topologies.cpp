@@ -4,12 +4,15 @@
 #include <cmath>
 #include <filesystem>
 #include <numbers>
+#include <sstream>
 #include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "topologies/builders.h"
+#include "topologies/describe.h"
 #include "topologies/graphml.h"
 #include "topologies/routing.h"
 
@@ -211,6 +214,201 @@ TEST(Routing, HostNeighbours) {
   EXPECT_EQ(build("ring", 1), (N{{}}));
 }
 
+
+// ---- ECMP ----
+
+RoutingOptions ecmp(uint64_t seed) { return {RoutingPolicy::Ecmp, seed}; }
+
+Topology fat_tree(int k, int hosts) {
+  auto s = spec("fat_tree", hosts);
+  s.fat_tree_k = k;
+  return build_topology(s);
+}
+
+// Hosts of a k-ary fat-tree by hand (Al-Fares et al.): k/2 hosts per edge switch, (k/2)^2 per
+// pod; same edge switch 2 hops, same pod 4, else 6 (up to a core switch and down).
+int fat_tree_hops(int a, int b, int k) {
+  const int half = k / 2;
+  if (a / half == b / half) return 2;
+  return a / (half * half) == b / (half * half) ? 4 : 6;
+}
+
+// Host h of the torus sits at row h / cols, column h % cols; each dimension the shorter way round.
+int torus_hops(int a, int b, int rows, int cols) {
+  const int dr = std::abs(a / cols - b / cols), dc = std::abs(a % cols - b % cols);
+  return std::min(dr, rows - dr) + std::min(dc, cols - dc);
+}
+
+// A path from a to b over links, visiting no vertex twice.
+void expect_walk(const Topology& t, const std::vector<int>& path, int a, int b) {
+  ASSERT_FALSE(path.empty());
+  EXPECT_EQ(path.front(), a);
+  EXPECT_EQ(path.back(), b);
+  for (size_t i = 0; i + 1 < path.size(); ++i) EXPECT_TRUE(boost::edge(path[i], path[i + 1], t.graph).second);
+  EXPECT_EQ(std::set<int>(path.begin(), path.end()).size(), path.size());
+}
+
+// The core switch an inter-pod path crosses: the middle of its 7 vertices.
+int core_of(const std::vector<int>& path) { return path.at(3); }
+
+TEST(Ecmp, AlwaysAMinimumHopPath) {
+  // Hop counts by hand per topology; a ring of 6 also has a 5-hop way round every 1-hop pair.
+  const Topology ft = fat_tree(4, 16), torus = build_topology(spec("torus2d", 16)), ring = build_topology(spec("ring", 6));
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    for (int a = 0; a < 16; ++a)
+      for (int b = 0; b < 16; ++b) {
+        if (a == b) continue;
+        const auto p = route(ft, a, b, ecmp(seed));
+        expect_walk(ft, p, a, b);
+        EXPECT_EQ(static_cast<int>(p.size()) - 1, fat_tree_hops(a, b, 4)) << a << "->" << b;
+        const auto q = route(torus, a, b, ecmp(seed));
+        expect_walk(torus, q, a, b);
+        EXPECT_EQ(static_cast<int>(q.size()) - 1, torus_hops(a, b, 4, 4)) << a << "->" << b;
+      }
+    for (int a = 0; a < 6; ++a)
+      for (int b = 0; b < 6; ++b)
+        EXPECT_EQ(static_cast<int>(route(ring, a, b, ecmp(seed)).size()) - 1, std::min(std::abs(a - b), 6 - std::abs(a - b)));
+  }
+}
+
+TEST(Ecmp, CountsTheEqualCostPaths) {
+  // By hand. Ring of 4: the opposite host both ways round. Torus 4x4 from (0,0): to (2,2)
+  // each dimension either way round (2 x 2) times the C(4,2) orders of the four hops; to
+  // (1,1) the two orders; to (0,2) the two ways round. Fat-tree k: k/2 aggregation switches
+  // within a pod, (k/2)^2 cores between pods.
+  const Topology ring = build_topology(spec("ring", 4)), torus = build_topology(spec("torus2d", 16));
+  EXPECT_EQ(equal_cost_path_count(ring, 0, 2), 2u);
+  EXPECT_EQ(equal_cost_path_count(ring, 0, 1), 1u);
+  EXPECT_EQ(equal_cost_path_count(torus, 0, 10), 24u);
+  EXPECT_EQ(equal_cost_path_count(torus, 0, 5), 2u);
+  EXPECT_EQ(equal_cost_path_count(torus, 0, 2), 2u);
+  EXPECT_EQ(equal_cost_path_count(fat_tree(4, 16), 0, 1), 1u);
+  EXPECT_EQ(equal_cost_path_count(fat_tree(4, 16), 0, 2), 2u);
+  EXPECT_EQ(equal_cost_path_count(fat_tree(4, 16), 0, 4), 4u);
+  EXPECT_EQ(equal_cost_path_count(fat_tree(8, 128), 0, 5), 4u);
+  EXPECT_EQ(equal_cost_path_count(fat_tree(8, 128), 0, 127), 16u);
+}
+
+TEST(Ecmp, DeterministicForASeedAndDifferentAcrossSeeds) {
+  const Topology ft = fat_tree(4, 16), again = fat_tree(4, 16);
+  int pairs = 0, differ = 0;
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b) {
+      if (fat_tree_hops(a, b, 4) != 6) continue;
+      const auto p = route(ft, a, b, ecmp(7));
+      EXPECT_EQ(route(ft, a, b, ecmp(7)), p);
+      EXPECT_EQ(route(again, a, b, ecmp(7)), p);
+      ++pairs;
+      differ += route(ft, a, b, ecmp(8)) != p;
+    }
+  // Independent uniform picks among 4 paths agree with probability 1/4: 144 of 192 differ on
+  // average, standard deviation 6; a salt that did not reach the hash would give 0.
+  ASSERT_EQ(pairs, 192);
+  EXPECT_GE(differ, 120);
+  EXPECT_LE(differ, 168);
+}
+
+// ECMP's point on a fat-tree (Al-Fares et al.): inter-pod connections spread evenly over the
+// (k/2)^2 core switches, where shortest sends them all through the lowest-index one.
+TEST(Ecmp, SpreadsConnectionsOverTheCoreSwitches) {
+  const Topology ft = fat_tree(4, 16);
+  const int core0 = 16 + 8 + 8;  // hosts, then 8 edge and 8 aggregation switches
+  for (uint64_t seed : {0, 1, 2, 3, 4}) {
+    std::map<int, int> per_core;
+    std::map<int, std::set<int>> cores_to, cores_from;  // per destination, per source host
+    for (int a = 0; a < 16; ++a)
+      for (int b = 0; b < 16; ++b) {
+        if (fat_tree_hops(a, b, 4) != 6) continue;
+        const int core = core_of(route(ft, a, b, ecmp(seed)));
+        ++per_core[core];
+        cores_to[b].insert(core);
+        cores_from[a].insert(core);
+      }
+    // 192 connections over 4 cores: 48 each on average, standard deviation 6.
+    ASSERT_EQ(per_core.size(), 4u) << "seed " << seed;
+    for (const auto& [core, n] : per_core) {
+      EXPECT_GE(core, core0);
+      EXPECT_GE(n, 30) << "core " << core << " seed " << seed;
+      EXPECT_LE(n, 66) << "core " << core << " seed " << seed;
+    }
+    // Each host's 12 connections to (from) the other pods: all on one core would happen
+    // with probability 4^-11 if each were hashed on its own; a hash that ignored the
+    // source (destination) puts them all on one.
+    for (const auto& [host, cores] : cores_to) EXPECT_GE(cores.size(), 2u) << "to " << host;
+    for (const auto& [host, cores] : cores_from) EXPECT_GE(cores.size(), 2u) << "from " << host;
+  }
+  std::set<int> shortest_cores;
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b)
+      if (fat_tree_hops(a, b, 4) == 6) shortest_cores.insert(core_of(route(ft, a, b, {})));
+  EXPECT_EQ(shortest_cores, (std::set<int>{core0}));
+
+  // k = 8: 14 336 inter-pod connections over 16 cores, 896 each, standard deviation 29.
+  const Topology big = fat_tree(8, 128);
+  std::map<int, int> per_core;
+  for (int a = 0; a < 128; ++a)
+    for (int b = 0; b < 128; ++b)
+      if (fat_tree_hops(a, b, 8) == 6) ++per_core[core_of(route(big, a, b, ecmp(0)))];
+  ASSERT_EQ(per_core.size(), 16u);
+  for (const auto& [core, n] : per_core) {
+    EXPECT_GE(n, 896 - 134) << "core " << core;
+    EXPECT_LE(n, 896 + 134) << "core " << core;
+  }
+}
+
+TEST(Ecmp, AvoidsCutLinksAndSaysWhenNoneAreLeft) {
+  // Fat-tree k = 4: aggregation switch 24 (pod 0) reaches cores 32 and 33; without its link
+  // to 32, three of host 0's four ways to pod 1 are left.
+  const Topology ft = fat_tree(4, 16);
+  const CutLinks cut{{24, 32}};
+  EXPECT_EQ(equal_cost_path_count(ft, 0, 4, cut), 3u);
+  std::set<int> cores;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    const auto p = route(ft, 0, 4, ecmp(seed), cut);
+    expect_walk(ft, p, 0, 4);
+    EXPECT_EQ(p.size(), 7u);
+    for (size_t i = 0; i + 1 < p.size(); ++i) EXPECT_FALSE(std::min(p[i], p[i + 1]) == 24 && std::max(p[i], p[i + 1]) == 32);
+    cores.insert(core_of(p));
+  }
+  EXPECT_EQ(cores.size(), 3u);  // all three used by some seed; 0.75^64 x 3 odds otherwise
+  // Shortest around a cut on a ring of 4: 0 reaches 1 the long way.
+  const Topology ring = build_topology(spec("ring", 4));
+  EXPECT_EQ(route(ring, 0, 1, {}, {{0, 1}}), (std::vector<int>{0, 3, 2, 1}));
+  EXPECT_THROW(route(ring, 0, 1, ecmp(0), {{0, 1}, {2, 3}}), std::invalid_argument);
+  EXPECT_THROW(route(ring, 0, 1, {}, {{0, 1}, {2, 3}}), std::invalid_argument);
+}
+
+// `testbed topology`: one line per pair under shortest, per direction with paths or ecmp.
+TEST(Describe, PairsAndPathsUnderTheRouting) {
+  const Topology ring = build_topology(spec("ring", 4));  // 100 Mbps, 10 ms links
+  std::ostringstream plain, paths, hashed;
+  describe_topology(ring, plain);
+  describe_topology(ring, paths, {}, true);
+  describe_topology(ring, hashed, ecmp(4), true);
+  EXPECT_NE(plain.str().find("host pairs (shortest routing): hops, latency, bottleneck\n"), std::string::npos);
+  EXPECT_NE(plain.str().find("  h0 - h2  2 hops, 20 ms, 100 Mbps\n"), std::string::npos) << plain.str();
+  EXPECT_EQ(plain.str().find("h2 - h0"), std::string::npos);
+  // shortest: both directions go through the lower-index middle vertex, 0 -> 2 and 2 -> 0 via 1.
+  EXPECT_NE(paths.str().find("  h0 -> h2  2 hops, 20 ms, 100 Mbps  h0 h1 h2\n"), std::string::npos) << paths.str();
+  EXPECT_NE(paths.str().find("  h2 -> h0  2 hops, 20 ms, 100 Mbps  h2 h1 h0\n"), std::string::npos);
+  EXPECT_NE(paths.str().find("  h3 -> h1  2 hops, 20 ms, 100 Mbps  h3 h0 h1\n"), std::string::npos);
+  // ecmp: whatever the hash chose, printed as the route is.
+  for (auto [a, b] : std::vector<std::pair<int, int>>{{0, 2}, {2, 0}, {1, 3}, {3, 1}}) {
+    const auto p = route(ring, a, b, ecmp(4));
+    const std::string line = "  h" + std::to_string(a) + " -> h" + std::to_string(b) + "  2 hops, 20 ms, 100 Mbps  h" +
+                             std::to_string(p[0]) + " h" + std::to_string(p[1]) + " h" + std::to_string(p[2]) + "\n";
+    EXPECT_NE(hashed.str().find(line), std::string::npos) << line << hashed.str();
+  }
+  EXPECT_NE(hashed.str().find("host pairs (ecmp routing, each direction): hops, latency, bottleneck, path\n"),
+            std::string::npos);
+}
+
+TEST(Ecmp, PolicyNames) {
+  EXPECT_EQ(routing_policy("shortest"), RoutingPolicy::Shortest);
+  EXPECT_EQ(routing_policy("ecmp"), RoutingPolicy::Ecmp);
+  EXPECT_EQ(routing_name(RoutingPolicy::Ecmp), "ecmp");
+  EXPECT_THROW(routing_policy("spray"), std::invalid_argument);
+}
 
 // ---- fat-tree ----
 

@@ -39,7 +39,7 @@ std::string link_text(const LinkSpec& l) {
 
 }  // namespace
 
-void describe_topology(const Topology& t, std::ostream& out) {
+void describe_topology(const Topology& t, std::ostream& out, const RoutingOptions& routing, bool paths) {
   const auto& g = t.graph;
   out << "topology " << t.kind << ": " << t.num_hosts() << " hosts, " << t.num_vertices() - t.num_hosts()
       << " switches, " << t.num_links() << " links\n";
@@ -48,12 +48,21 @@ void describe_topology(const Topology& t, std::ostream& out) {
     const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
     out << "  " << name_of(t, a) << " - " << name_of(t, b) << "  " << link_text(g[e]) << "\n";
   }
-  out << "host pairs (minimum-hop path): hops, latency, bottleneck\n";
+  const bool directed = paths || routing.policy != RoutingPolicy::Shortest;
+  out << "host pairs (" << routing_name(routing.policy) << " routing" << (directed ? ", each direction" : "")
+      << "): hops, latency, bottleneck" << (paths ? ", path" : "") << "\n";
   for (int a = 0; a < t.num_hosts(); ++a) {
-    for (int b = a + 1; b < t.num_hosts(); ++b) {
-      const PathProperties p = path_properties(t, a, b);
-      out << "  h" << a << " - h" << b << "  " << p.hops << " hops, "
-          << format("%g ms, %g Mbps", p.latency_s * 1e3, p.bottleneck_bps / 1e6) << "\n";
+    for (int b = directed ? 0 : a + 1; b < t.num_hosts(); ++b) {
+      if (a == b) continue;
+      const std::vector<int> path = route(t, a, b, routing);
+      const PathProperties p = path_properties(t, path);
+      out << "  h" << a << (directed ? " -> h" : " - h") << b << "  " << p.hops << " hops, "
+          << format("%g ms, %g Mbps", p.latency_s * 1e3, p.bottleneck_bps / 1e6);
+      if (paths) {
+        out << " ";
+        for (int v : path) out << " " << name_of(t, v);
+      }
+      out << "\n";
     }
   }
 }
