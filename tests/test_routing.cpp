@@ -37,7 +37,7 @@ std::unique_ptr<Network> make(Backend backend, EventClock& clock, const Topology
       o.routing = routing;
       return make_ns3_network(clock, t, o);
     }
-    case Backend::Flow: return make_flow_network(clock, t, 9000, routing);
+    case Backend::Flow: return make_flow_network(clock, t, 9000, FlowSharing::MaxMin, routing);
     case Backend::Analytical: return make_analytical_network(clock, t, routing);
   }
   return nullptr;
