@@ -57,8 +57,10 @@ class Appendable {
   hsize_t rows_ = 0;
 };
 
-constexpr size_t kKindChars = 16;
-constexpr size_t kMessageBatch = 1 << 16;  // rows (3.5 MB) kept before they are written
+// A message's kind is its op's tag (`pseudo_gradient/12`, `dct_coefficients`): room for 31
+// characters, and a longer tag is an error rather than a silently shortened name.
+constexpr size_t kKindChars = 32;
+constexpr size_t kMessageBatch = 1 << 16;  // rows (5 MB) kept before they are written
 
 struct MessageRow {
   int32_t src, dst;
@@ -236,6 +238,9 @@ void Hdf5Recorder::Impl::append_eval(const EvalRow& row) {
 
 void Hdf5Recorder::message(const MessageRecord& r) {
   MessageRow row{r.src, r.dst, r.bytes, r.t_send, r.t_recv, r.lost_bytes, {}};
+  if (r.kind.size() >= kKindChars)
+    throw std::logic_error("message kind '" + r.kind + "' is longer than " + std::to_string(kKindChars - 1) +
+                           " characters, the HDF5 column's width");
   std::strncpy(row.kind, r.kind.c_str(), kKindChars - 1);
   impl_->pending_messages.push_back(row);
   impl_->lost_bytes += r.lost_bytes;

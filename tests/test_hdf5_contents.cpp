@@ -36,7 +36,7 @@ struct MessageRow {
   uint64_t bytes;
   double t_send, t_recv;
   uint64_t lost_bytes;
-  char kind[16];
+  char kind[32];
 };
 
 class Hdf5Contents : public ::testing::Test {
@@ -82,7 +82,7 @@ compute: {model: fixed, step_time: 20ms, speeds: [1, 0.5, 0.25]}
     type.insertMember("t_send", HOFFSET(MessageRow, t_send), H5::PredType::NATIVE_DOUBLE);
     type.insertMember("t_recv", HOFFSET(MessageRow, t_recv), H5::PredType::NATIVE_DOUBLE);
     type.insertMember("lost_bytes", HOFFSET(MessageRow, lost_bytes), H5::PredType::NATIVE_UINT64);
-    type.insertMember("kind", HOFFSET(MessageRow, kind), H5::StrType(H5::PredType::C_S1, 16));
+    type.insertMember("kind", HOFFSET(MessageRow, kind), H5::StrType(H5::PredType::C_S1, 32));
     H5::DataSet d = file_->openDataSet("/comm/messages");
     std::vector<MessageRow> rows(d.getSpace().getSimpleExtentNpoints());
     d.read(rows.data(), type);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -527,6 +528,18 @@ algorithm: {name: streaming_diloco, H: 2, fragments: 5, tau: 1}
     H5::DataSet messages = file.openDataSet("/comm/messages");
     std::vector<uint64_t> message_bytes(messages.getSpace().getSimpleExtentNpoints());
     messages.read(message_bytes.data(), bytes_only);
+
+    // Each message's kind is its op's whole tag: the fragment's number survives the file
+    // (the column once held 15 characters, so `pseudo_gradient/3` read `pseudo_gradient`).
+    H5::CompType kind_only(size_t{32});
+    kind_only.insertMember("kind", 0, H5::StrType(H5::PredType::C_S1, 32));
+    std::vector<std::array<char, 32>> kinds(message_bytes.size());
+    messages.read(kinds.data(), kind_only);
+    std::set<std::string> tags;
+    for (const auto& k : kinds) tags.insert(k.data());
+    std::set<std::string> expected_tags;
+    for (int p = 0; p < P; ++p) expected_tags.insert("pseudo_gradient/" + std::to_string(p));
+    EXPECT_EQ(tags, expected_tags);
 
     EXPECT_GT(total, 0u);
     EXPECT_EQ(total, std::accumulate(per_step.begin(), per_step.end(), uint64_t{0}));
