@@ -588,6 +588,15 @@ void check_algorithm(const Scenario& s, const Origins& origins) {
   if (a.keys.outer_dtype == "fp4" && a.name != "streaming_diloco") {
     fail(origins.where("algorithm.outer_dtype"), "fp4 outer gradients are streaming_diloco's; use fp32, bf16 or fp16");
   }
+  if (a.name == "streaming_diloco") {
+    // A fragment syncs every H steps; with tau >= H it would be issued again while its
+    // previous sync is still in flight, against a global copy that sync has not updated yet.
+    const int H = a.keys.H.value_or(100), tau = a.keys.tau.value_or(1);
+    if (tau >= H)
+      fail(origins.where(origins.seen("algorithm.tau") ? "algorithm.tau" : "algorithm.H"),
+           "tau (" + std::to_string(tau) + ") must be below H (" + std::to_string(H) +
+               "): a fragment's sync must land before its next one is issued");
+  }
   if (a.keys.k && *a.keys.k > a.keys.chunk.value_or(64)) {
     fail(origins.where("algorithm.k"), "k must not exceed chunk (" + std::to_string(a.keys.chunk.value_or(64)) + ")");
   }

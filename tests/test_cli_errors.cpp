@@ -220,6 +220,9 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("nodes: 1\nalgorithm: {name: gossip}\n", "2:19", "no topology neighbour");
   expect_rejected("algorithm: {name: diloco, outer_dtype: fp4}\n", "1:40", "streaming_diloco");
   expect_rejected("algorithm: {name: demo, chunk: 16, k: 32}\n", "1:39", "k must not exceed chunk");
+  // A fragment's sync must land before its next one: tau below H, blamed on whichever was given.
+  expect_rejected("algorithm: {name: streaming_diloco, H: 4, tau: 4}\n", "1:48", "tau (4) must be below H (4)");
+  expect_rejected("algorithm: {name: streaming_diloco, H: 1}\n", "1:40", "tau (1) must be below H (1)");
   expect_rejected("algorithm: {name: lofi}\nworkload: {init: random}\n", "2:18", "not one of: shared, independent");
 }
 
