@@ -1,6 +1,8 @@
-// Gossip / D-PSGD: after each local step a node sends its parameters to every topology
-// neighbour and mixes with theirs using Metropolis-Hastings weights (a doubly stochastic
-// matrix, so the nodes' mean is preserved). Bytes per node per step: degree x 4d. Over network.transport
+// Decentralised SGD by gossip: after each local step a node sends its parameters to every
+// topology neighbour and mixes with theirs using Metropolis-Hastings weights (a doubly
+// stochastic matrix, so the nodes' mean is preserved): x <- W (x - lr g), the order of
+// Koloskova et al. 2020 (Algorithm 1); Lian et al.'s D-PSGD mixes the pre-step parameters
+// instead, x <- W x - lr g. Bytes per node per step: degree x 4d. Over network.transport
 // udp, an element lost from a neighbour mixes only the values that arrived (metropolis_mix).
 #include <torch/torch.h>
 
