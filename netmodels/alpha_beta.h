@@ -1,4 +1,4 @@
-// Reference lower bounds for transfers and collectives (DESIGN.md, "Reference formulas").
+// Reference lower bounds for transfers and collectives (the textbook alpha-beta costs; docs/network.md#collectives).
 #pragma once
 
 #include <algorithm>

@@ -10,9 +10,9 @@ namespace testbed {
 constexpr size_t kMaxPhases = 256;
 
 // Sends to the real network and writes down when each message left and arrived.
-class PhaseMemo::Recorder final : public Network {
+class PhaseMemo::RecordingNetwork final : public Network {
  public:
-  Recorder(EventClock& clock, Network& network, std::shared_ptr<PhaseRecord> record, int64_t start)
+  RecordingNetwork(EventClock& clock, Network& network, std::shared_ptr<PhaseRecord> record, int64_t start)
       : clock_(clock), network_(network), record_(std::move(record)), start_(start) {}
   void send(const Message& message, OnDelivered on_delivered) override {
     const int index = static_cast<int>(record_->sends.size());
@@ -139,7 +139,7 @@ std::unique_ptr<Network> PhaseMemo::begin(const std::string& signature, const st
   ++stats_.recorded;
   auto record = std::make_shared<PhaseRecord>();
   open_ = Open{std::move(key), state->state, pairs, now, record};
-  return std::make_unique<Recorder>(clock_, network_, record, now);
+  return std::make_unique<RecordingNetwork>(clock_, network_, record, now);
 }
 
 }  // namespace testbed

@@ -50,7 +50,7 @@ class PhaseMemo {
   const Stats& stats() const { return stats_; }
 
  private:
-  class Recorder;
+  class RecordingNetwork;
   class Replay;
   struct Open {  // the last recorded phase, until the network is next seen quiescent
     std::string key;

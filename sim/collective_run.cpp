@@ -12,31 +12,24 @@ namespace testbed {
 CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts,
                              Network& network, uint64_t& next_message_id, CollectiveHooks hooks,
                              MessageTransport transport)
-    : plan_(std::move(plan)),
-      hosts_(std::move(hosts)),
-      network_(network),
-      next_message_id_(next_message_id),
+    : plan_(plan),
       hooks_(std::move(hooks)),
-      transport_(transport) {
-  size_t m = plan_->messages.size();
-  int p = plan_->ranks;
+      runner_(plan, std::move(hosts), network, next_message_id, transport,
+              {[this](int m) {  // the chunk as it is when it leaves
+                 const auto& msg = plan_->messages[m];
+                 payloads_[m] = buffers_[msg.src].slice(0, msg.offset, msg.offset + msg.count).clone();
+               },
+               [this](int m, const Delivery& d) { arrive(m, d); },
+               [this](int rank) { check_done(rank); }}) {
+  const size_t m = plan_->messages.size();
+  const int p = plan_->ranks;
   buffers_.resize(p);
   arrived_.resize(p);
   lost_.resize(m);
   payloads_.resize(m);
-  unmet_.resize(m);
-  sent_.assign(m, false);
-  dependents_.resize(m);
-  outgoing_.resize(p);
   early_.resize(p);
   applied_.assign(p, 0);
   done_.assign(p, false);
-  for (size_t i = 0; i < m; ++i) {
-    const auto& msg = plan_->messages[i];
-    unmet_[i] = static_cast<int>(msg.after.size());
-    for (int dep : msg.after) dependents_[dep].push_back(static_cast<int>(i));
-    outgoing_[msg.src].push_back(static_cast<int>(i));
-  }
 }
 
 void CollectiveRun::enter(int rank, torch::Tensor buffer, torch::Tensor arrived) {
@@ -44,40 +37,20 @@ void CollectiveRun::enter(int rank, torch::Tensor buffer, torch::Tensor arrived)
   arrived_[rank] = std::move(arrived);
   for (int message : early_[rank]) apply(message);
   early_[rank].clear();
-  try_send(rank);
+  runner_.enter(rank);
   check_done(rank);
 }
 
-void CollectiveRun::try_send(int rank) {
-  if (!buffers_[rank].defined()) return;
-  for (int message : outgoing_[rank]) {
-    if (!sent_[message] && unmet_[message] == 0) send(message);
-  }
-}
-
-void CollectiveRun::send(int message) {
-  const auto& msg = plan_->messages[message];
-  sent_[message] = true;
-  payloads_[message] = buffers_[msg.src].slice(0, msg.offset, msg.offset + msg.count).clone();
-  Message wire{next_message_id_++, hosts_[msg.src], hosts_[msg.dst], msg.bytes};
-  wire.datagrams = transport_.datagrams;
-  wire.element_bytes = transport_.element_bytes;
-  network_.send(wire, [this, message](const Delivery& d) { arrive(message, d); });
-}
-
+// Lands the message's values, or keeps them until its rank enters.
 void CollectiveRun::arrive(int message, const Delivery& delivery) {
-  ++delivered_;
   hooks_.delivered(delivery);
   lost_[message] = delivery.lost;
-  int dst = plan_->messages[message].dst;
+  const int dst = plan_->messages[message].dst;
   if (!buffers_[dst].defined()) {
     early_[dst].push_back(message);
   } else {
     apply(message);
   }
-  for (int next : dependents_[message]) --unmet_[next];
-  try_send(dst);
-  check_done(dst);
 }
 
 void CollectiveRun::apply(int message) {

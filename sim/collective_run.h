@@ -1,5 +1,5 @@
 // One collective in flight: sends a plan's messages as their dependencies arrive and
-// moves the real tensor chunks beside them (DESIGN decision 3).
+// moves the real tensor chunks beside them (docs/architecture.md, decision 3).
 #pragma once
 
 #include <cstdint>
@@ -10,17 +10,10 @@
 
 #include <torch/types.h>
 
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/plan_runner.h"
 #include "netmodels/network.h"
 
 namespace testbed {
-
-// How a collective's messages travel. Only a neighbour exchange tolerates loss (its receivers
-// average what arrived); reductions and gathers need every byte and always go reliably.
-struct MessageTransport {
-  bool datagrams = false;     // Message::datagrams: the network may lose parts
-  double element_bytes = 4;   // wire bytes per element, so datagrams split on elements
-};
 
 struct CollectiveHooks {
   std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
@@ -37,34 +30,24 @@ class CollectiveRun {
   // (bool, the buffer's size, all true; needed when messages may lose parts) is cleared
   // where a message's elements were lost: those elements of the buffer keep their value.
   void enter(int rank, torch::Tensor buffer, torch::Tensor arrived = {});
-  bool finished() const { return delivered_ == plan_->messages.size() && ranks_done_ == plan_->ranks; }
+  bool finished() const { return runner_.all_delivered() && ranks_done_ == plan_->ranks; }
 
  private:
-  void try_send(int rank);
-  void send(int message);
   void arrive(int message, const Delivery& delivery);
   void apply(int message);
   void check_done(int rank);
 
   std::shared_ptr<const CollectivePlan> plan_;
-  std::vector<int> hosts_;
-  Network& network_;
-  uint64_t& next_message_id_;
   CollectiveHooks hooks_;
-  MessageTransport transport_;
+  PlanRunner runner_;  // when each message leaves; this class moves the values
 
   std::vector<torch::Tensor> buffers_;                // per rank; undefined until it enters
   std::vector<torch::Tensor> arrived_;                // per rank: see enter()
   std::vector<std::vector<ElementRange>> lost_;       // per message: elements the network lost
   std::vector<torch::Tensor> payloads_;               // per message: the chunk as sent
-  std::vector<int> unmet_;                            // per message: dependencies not yet delivered
-  std::vector<bool> sent_;
-  std::vector<std::vector<int>> dependents_;          // per message
-  std::vector<std::vector<int>> outgoing_;            // per rank, in plan order
   std::vector<std::vector<int>> early_;               // per rank: arrived before the rank entered
   std::vector<size_t> applied_;                       // per rank
   std::vector<bool> done_;
-  size_t delivered_ = 0;
   int ranks_done_ = 0;
 };
 

@@ -4,17 +4,10 @@
 
 #include <vector>
 
-#include "netmodels/collectives.h"
-#include "sim/scenario.h"
+#include "netmodels/collectives/collectives.h"
 #include "training/algorithm.h"
 
 namespace testbed {
-
-// The scenario's collective options in the rank space of `participants` (node indices):
-// each rank's cluster from `node_cluster` (node_clusters(scenario), computed once), and
-// the server's rank, or rank 0 when the server node does not take part.
-CollectiveOptions collective_options(const Scenario& scenario, const std::vector<int>& node_cluster,
-                                     const std::vector<int>& participants);
 
 // The plan for `kind` over `ranks` participants of `elements` floats each, all-reduces and
 // all-gathers by `options` (rank space). `neighbours` (rank space) is used by

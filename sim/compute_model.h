@@ -1,4 +1,4 @@
-// How long a node's local computation takes in projected time (DESIGN decision 2).
+// How long a node's local computation takes in projected time (docs/architecture.md, decision 2).
 #pragma once
 
 #include <cstdint>

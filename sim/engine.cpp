@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "sim/collective_options.h"
 #include "sim/comm_layout.h"
 #include "sim/network_factory.h"
 #include "sim/scenario_loader.h"
@@ -169,7 +170,7 @@ void Engine::stop(const std::string& status, const std::string& error) {
   clock_->stop();
 }
 
-// A node's step (DESIGN decision 4): start_step runs the local compute; when its modelled
+// A node's step (docs/architecture.md, decision 4): start_step runs the local compute; when its modelled
 // time has passed, compute_done issues the step's ops; advance then waits, if it must, for
 // the ops due before the next step, applies them in issue order, and ends the step.
 void Engine::start_step(int node) {

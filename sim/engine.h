@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
 #include "netmodels/phase_memo.h"

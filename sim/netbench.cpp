@@ -9,9 +9,9 @@
 #include <stdexcept>
 
 #include "netmodels/alpha_beta.h"
-#include "netmodels/collectives.h"
-#include "netmodels/plan_runner.h"
-#include "sim/comm_layout.h"
+#include "netmodels/collectives/collectives.h"
+#include "netmodels/collectives/plan_runner.h"
+#include "sim/collective_options.h"
 #include "sim/network_factory.h"
 #include "topologies/routing.h"
 
@@ -69,7 +69,7 @@ int tree_depth(int p) {
 }
 
 // The latency part of a plan's time: the longest chain of dependent messages, each taking
-// its path's latency. Equals DESIGN.md's k alpha terms when every pair has the same latency,
+// its path's latency. Equals the formulas' k alpha terms when every pair has the same latency,
 // and stays a lower bound when they differ (halving-doubling's partners on a ring are 1
 // and 2 hops apart; the formula's max latency for every step would overstate it).
 double latency_critical_path(const Routes& routes, const CollectivePlan& plan) {
@@ -93,7 +93,7 @@ double latency_critical_path(const Routes& routes, const CollectivePlan& plan) {
 }
 
 // A lower bound on an all-reduce of n bytes by `o`: the plan's latency critical path plus
-// the bandwidth term of the algorithm's formula (DESIGN.md's where it has one). beta is the
+// the bandwidth term of the algorithm's formula (netmodels/alpha_beta.h's where it has one). beta is the
 // slowest bottleneck among the pairs the plan uses; beta_host(r) is rank r's links together.
 double all_reduce_bound(const Routes& routes, const CollectivePlan& plan, const CollectiveOptions& o, double n) {
   const Topology& topology = routes.topology;
@@ -111,7 +111,7 @@ double all_reduce_bound(const Routes& routes, const CollectivePlan& plan, const 
       // 2 log2(p) alpha + 2(p-1)/p n beta: a rank's steps are sequential.
       return latency + alpha_beta::halving_doubling(0, beta, n, p);
     case CollectiveAlgorithm::ParameterServer:
-      // DESIGN.md's 2(alpha + p n beta) counts the workers of a separate server; here the
+      // The textbook 2(alpha + p n beta) counts the workers of a separate server; here the
       // server is one of the p ranks, so p - 1 buffers go in and p - 1 come back out, all
       // through the server's own links, and the two phases cannot overlap.
       return latency + 2.0 * (p - 1) * n * access_beta(topology, o.server);

@@ -5,7 +5,7 @@
 
 #include "netmodels/analytical_network.h"
 #include "netmodels/flow_network.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "sim/units.h"
 #include "training/seed_streams.h"
 

@@ -22,7 +22,7 @@ struct NetworkCaptures {
 // network.routing with its ECMP salt, the seed's "routing" stream: what every backend routes by.
 RoutingOptions routing_options(const Scenario& scenario);
 
-// Build at most one per clock; destroy it before the clock (ns-3's rules, DESIGN decision 1).
+// Build at most one per clock; destroy it before the clock (ns-3's rules, docs/architecture.md decision 1).
 // Captures need the ns3 backend (std::invalid_argument otherwise).
 std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
                                       const NetworkCaptures& captures = {});

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "topologies/builders.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_keys.h"
 
 namespace testbed {
 
@@ -123,7 +123,7 @@ struct FaultSection {
   }
 };
 
-// Cross-traffic sharing the links (ns3 only; netmodels/ns3_network.h BackgroundFlow): from
+// Cross-traffic sharing the links (ns3 only; netmodels/ns3/ns3_options.h BackgroundFlow): from
 // vertex `from` to vertex `to` (hosts are 0..nodes-1; switches may send and receive too),
 // bulk (TCP) or onoff (UDP at `rate` during `on`, silent during `off`, off first), from
 // `start` to `stop`.
@@ -183,7 +183,7 @@ struct NetworkSection {
   }
 };
 
-// How collectives are expanded into messages (netmodels/collectives.h). `clusters` lists node
+// How collectives are expanded into messages (netmodels/collectives/collectives.h). `clusters` lists node
 // indices per cluster for the hierarchical algorithm; empty takes the topology's clusters
 // (hierarchical: its clusters; fat_tree: its pods).
 struct CollectiveSection {
@@ -327,11 +327,7 @@ struct AlgorithmSection {
     v.field("k", keys.k, Range{1, 1 << 16});
     v.field("sign", keys.sign);
   }
-  static std::vector<std::string> names() {
-    std::vector<std::string> out;
-    for (const auto& e : algorithm_registry()) out.push_back(e.name);
-    return out;
-  }
+  static std::vector<std::string> names() { return algorithm_names(); }
 };
 
 struct ComputeSection {

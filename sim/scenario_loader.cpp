@@ -18,6 +18,7 @@
 #include "sim/units.h"
 #include "topologies/routing.h"
 #include "sim/workload.h"
+#include "training/algorithms/registry.h"
 #include "training/shifts.h"
 
 namespace testbed {

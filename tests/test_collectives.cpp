@@ -6,7 +6,7 @@
 #include <deque>
 #include <random>
 
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 
 namespace testbed {
 namespace {

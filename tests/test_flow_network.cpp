@@ -10,7 +10,7 @@
 #include "netmodels/alpha_beta.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
 namespace testbed {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "netmodels/event_clock.h"
-#include "netmodels/ns3_jitter.h"
-#include "netmodels/ns3_links.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_jitter.h"
+#include "netmodels/ns3/ns3_links.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
 namespace testbed {

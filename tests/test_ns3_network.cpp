@@ -7,7 +7,7 @@
 
 #include "netmodels/alpha_beta.h"
 #include "netmodels/event_clock.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
 namespace testbed {

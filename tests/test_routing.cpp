@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "netmodels/analytical_network.h"
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
-#include "netmodels/ns3_network.h"
-#include "netmodels/plan_runner.h"
+#include "netmodels/ns3/ns3_network.h"
+#include "netmodels/collectives/plan_runner.h"
 #include "topologies/builders.h"
 #include "topologies/routing.h"
 
@@ -148,7 +148,7 @@ void expect_backends_follow_route(const RoutingOptions& routing) {
   }
 }
 
-// Before netmodels/ns3_routing, ns-3's global routing broke ties its own way: 3->1 on a ring
+// Before netmodels/ns3/ns3_routing, ns-3's global routing broke ties its own way: 3->1 on a ring
 // of 4 went 3>2>1 where shortest_path goes 3>0>1 (and 49 of 240 pairs differed on a 4x4 torus).
 TEST(RoutingAgreement, ShortestIsTheSamePathInEveryBackend) {
   // shortest_path itself is checked by hand in test_topologies.cpp (Routing.*).
@@ -209,7 +209,7 @@ uint64_t balanced_salt() {
   return 0;
 }
 
-// Recursive halving-doubling on 4 ranks (Rabenseifner; netmodels/collective_halving_doubling.cpp):
+// Recursive halving-doubling on 4 ranks (Rabenseifner; netmodels/collectives/collective_halving_doubling.cpp):
 // halving at distance 2 (0<->2, 1<->3: n/2 each way, 2 hops), halving at distance 1 (0<->1,
 // 2<->3: n/4, 1 hop), doubling at distance 1 (n/4), doubling at distance 2 (n/2, 2 hops);
 // each step waits for the previous one, 6 link latencies in all.

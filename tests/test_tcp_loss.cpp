@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "netmodels/event_clock.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
 namespace testbed {

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "netmodels/event_clock.h"
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
 namespace testbed {

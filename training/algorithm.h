@@ -1,4 +1,4 @@
-// The interface every training algorithm implements (DESIGN decision 4): per node and
+// The interface every training algorithm implements (docs/architecture.md, decision 4): per node and
 // step, local compute and the communication it issues; later, how to apply what arrived.
 #pragma once
 
@@ -25,7 +25,7 @@ enum class CommKind {
 constexpr int kDueAtEnd = std::numeric_limits<int>::max();  // `delay` for lo-fi's final average
 
 // One communication a node issues. Its size is fixed by `buffer`'s shape, never by its
-// values (DESIGN decision 5); every participant issues it with the same tag, size and nodes.
+// values (docs/architecture.md, decision 5); every participant issues it with the same tag, size and nodes.
 struct CommOp {
   CommKind kind = CommKind::AllReduce;
   std::string tag;      // names the op within its step; recorded as the messages' kind

@@ -1,4 +1,4 @@
-// Named random streams derived from the scenario seed (DESIGN decision 6).
+// Named random streams derived from the scenario seed (docs/architecture.md, decision 6).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "training/algorithm.h"
+#include "training/algorithms/algorithm_keys.h"
 #include "training/replica.h"
 
 namespace testbed {
@@ -21,6 +22,10 @@ struct OuterSyncOptions {
   int tau = 0;                   // steps the node trains while a fragment is in flight
   double alpha = 0.5;            // tau > 0: local share when the fragment lands
 };
+
+// DiLoCo's outer options from the scenario keys, with diloco's defaults (H 500, fp32); also
+// the outer half of sparta_diloco.
+OuterSyncOptions diloco_options(const AlgorithmKeys& keys);
 
 class OuterSync {
  public:

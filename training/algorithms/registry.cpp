@@ -5,15 +5,6 @@
 
 namespace testbed {
 
-std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_demo(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_gossip(const AlgorithmSettings&);
-
 const std::vector<AlgorithmEntry>& algorithm_registry() {
   static const std::vector<AlgorithmEntry> entries = {
       {"ddp", {}, [](const AlgorithmSettings& s) { return std::make_unique<Ddp>(s.nodes, s.batch_size); }},
@@ -31,6 +22,12 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"gossip", {}, make_gossip},
   };
   return entries;
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& e : algorithm_registry()) out.push_back(e.name);
+  return out;
 }
 
 const AlgorithmEntry* find_algorithm(const std::string& name) {

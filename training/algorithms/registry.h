@@ -9,27 +9,10 @@
 #include <vector>
 
 #include "training/algorithm.h"
+#include "training/algorithms/algorithm_keys.h"
 #include "training/replica.h"
 
 namespace testbed {
-
-// The keys under `algorithm:` in a scenario. Unset keys take the algorithm's default; a key
-// the chosen algorithm does not list is a scenario error.
-struct AlgorithmKeys {
-  std::optional<int> H;                   // steps between outer syncs (fedavg diloco sparta_diloco streaming_diloco)
-  std::optional<double> fraction;         // fedavg: share of nodes in each round
-  std::optional<double> outer_lr, outer_momentum;  // DiLoCo's outer Nesterov SGD
-  std::optional<std::string> outer_dtype; // pseudo-gradient wire format: fp32 bf16 fp16 (fp4 for streaming)
-  std::optional<int> fragments, tau;      // streaming_diloco: fragments, overlap steps
-  std::optional<double> alpha;            // streaming_diloco: mixing of local and global fragments
-  std::optional<double> p;                // sparta: fraction of parameters exchanged
-  std::optional<std::string> selection;   // sparta: random shuffled_sequential partitioned layerwise
-  std::optional<std::string> exchange;    // sparta: allreduce ring gossip
-  std::optional<int> interval, delay;     // sparta: exchange every k steps, apply k steps late
-  std::optional<double> beta;             // demo: momentum decay
-  std::optional<int> chunk, k;            // demo: DCT chunk size, coefficients kept per chunk
-  std::optional<bool> sign;               // demo: sign of the decoded update
-};
 
 // What an algorithm may know of the run besides its keys.
 struct AlgorithmSettings {
@@ -51,6 +34,15 @@ struct AlgorithmEntry {
 };
 
 const std::vector<AlgorithmEntry>& algorithm_registry();
+// Each algorithm's factory, defined in the algorithm's own file.
+std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_demo(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_gossip(const AlgorithmSettings&);
 const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown
 
 }  // namespace testbed

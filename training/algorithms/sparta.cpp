@@ -9,8 +9,6 @@
 
 namespace testbed {
 
-OuterSyncOptions diloco_options(const AlgorithmKeys& keys);
-
 namespace {
 
 SparseExchangeOptions sparse_options(const AlgorithmKeys& k) {

@@ -1,5 +1,5 @@
 // Cross-traffic from ns-3's own applications: BulkSend over TCP, OnOff over UDP.
-#include "netmodels/ns3_background.h"
+#include "netmodels/ns3/ns3_background.h"
 
 #include <ns3/applications-module.h>
 #include <ns3/core-module.h>

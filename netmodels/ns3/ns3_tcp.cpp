@@ -1,5 +1,5 @@
 // Linux TCP behaviours on top of ns-3's congestion control, and the variant names.
-#include "netmodels/ns3_tcp.h"
+#include "netmodels/ns3/ns3_tcp.h"
 
 #include <ns3/tcp-bbr.h>
 #include <ns3/tcp-cubic.h>

@@ -1,5 +1,5 @@
 // Ring collectives, the neighbour exchange and the plan building blocks they share.
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "netmodels/plan_builder.h"
+#include "netmodels/collectives/plan_builder.h"
 
 namespace testbed {
 namespace plan_builder {

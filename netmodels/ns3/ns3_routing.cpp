@@ -1,6 +1,6 @@
 // A per-node ns-3 routing protocol that forwards by (source vertex, destination vertex) along
 // one shared table of topologies/routing.h paths, recomputed when interfaces go down or up.
-#include "netmodels/ns3_routing.h"
+#include "netmodels/ns3/ns3_routing.h"
 
 #include <ns3/point-to-point-module.h>
 

@@ -1,5 +1,5 @@
 // Packet-level network backend: topology links as ns-3 point-to-point links, messages over TCP.
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_network.h"
 
 #include <ns3/core-module.h>
 #include <ns3/flow-monitor-module.h>
@@ -14,14 +14,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "netmodels/ns3_tcp.h"
-#include "netmodels/ns3_background.h"
-#include "netmodels/ns3_datagrams.h"
-#include "netmodels/ns3_faults.h"
-#include "netmodels/ns3_jitter.h"
-#include "netmodels/ns3_links.h"
-#include "netmodels/ns3_routing.h"
-#include "netmodels/ns3_traces.h"
+#include "netmodels/ns3/ns3_tcp.h"
+#include "netmodels/ns3/ns3_background.h"
+#include "netmodels/ns3/ns3_datagrams.h"
+#include "netmodels/ns3/ns3_faults.h"
+#include "netmodels/ns3/ns3_jitter.h"
+#include "netmodels/ns3/ns3_links.h"
+#include "netmodels/ns3/ns3_routing.h"
+#include "netmodels/ns3/ns3_traces.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -103,6 +103,8 @@ class Ns3Network final : public Network {
     ns3::Ptr<LinuxTcpBehaviour> tcp;  // its congestion control, and the state memoization reads
   };
 
+  std::vector<ns3::Ipv4Address> build_links(ns3::PointToPointHelper& p2p);
+  void listen();
   Connection& connection(int src, int dst);
   void fill(Connection& c);
   void on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
@@ -136,9 +138,9 @@ class Ns3Network final : public Network {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
-    : hosts_(topology.num_hosts()), topology_(topology), options_(options) {
-  using namespace ns3;
+// Options a packet-level network cannot be built with (the loader rejects them earlier,
+// with the scenario's position; this guards direct callers).
+void check_options(const Ns3Options& options) {
   if (options.transport != "tcp" && options.transport != "udp")
     throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp, udp)");
   if (options.mtu <= kTcpIpHeaderBytes + 100 || options.mtu > 65535)
@@ -147,28 +149,30 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   if (!(options.queue_bdp > 0)) throw std::invalid_argument("queue_bdp must be > 0");
   if (!(options.min_rto_s > 0)) throw std::invalid_argument("min_rto_s must be > 0");
   if (!(options.syn_timeout_s > 0)) throw std::invalid_argument("syn_timeout_s must be > 0");
-  segment_ = static_cast<uint32_t>(options.mtu - kTcpIpHeaderBytes);
+}
 
-  // Buffers of twice the worst bandwidth-delay product keep any single flow
-  // window-unlimited; larger ones only slow ns-3 down.
+// Socket buffers of twice the worst bandwidth-delay product keep any single flow
+// window-unlimited; larger ones only slow ns-3 down.
+uint32_t socket_buffer_bytes(const Topology& topology, const Ns3Options& options) {
   double max_bps = 0;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
     max_bps = std::max(max_bps, topology.graph[e].max_rate_bps());  // traces included
   const double bdp_bytes = max_bps / 8 * max_host_rtt(topology, options.routing.policy == RoutingPolicy::Ecmp);
   const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
-  const uint32_t buffer32 =
-      static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
+  return static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
+}
 
-  // TCP defaults are read when a socket is created, so they must be set first.
-  const TypeId variant = tcp_variant(options.tcp);
-  congestion_control_.SetTypeId(variant);
+// ns-3 reads its TCP defaults when a socket is created, process-wide: they are set here, once
+// per network, before any socket exists.
+void set_tcp_defaults(const Ns3Options& options, const ns3::TypeId& variant, uint32_t segment, uint32_t buffer) {
+  using namespace ns3;
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(variant));
   // BBR paces by design; DCTCP negotiates ECN (it only departs from Reno where a queue marks).
   Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(options.tcp == "bbr"));
   Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(options.tcp == "dctcp" ? "On" : "Off"));
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment_));
-  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer32));
-  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer32));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Seconds(options.min_rto_s)));
   // Delayed ACKs trap ns-3.37 after a tail loss: only the RTO recovers it, cwnd drops to one
   // segment, and that lone retransmission's ACK waits for DelAckTimeout (200 ms) at the
@@ -182,49 +186,19 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
   // ns-3 waits 3 s before resending a lost SYN; RFC 6298 (2.1) says 1 s.
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(options.syn_timeout_s)));
+}
 
+Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
+    : hosts_(topology.num_hosts()), topology_(topology), options_(options) {
+  check_options(options);
+  segment_ = static_cast<uint32_t>(options.mtu - kTcpIpHeaderBytes);
+  const ns3::TypeId variant = tcp_variant(options.tcp);
+  congestion_control_.SetTypeId(variant);
+  set_tcp_defaults(options, variant, segment_, socket_buffer_bytes(topology, options));
   memoizable_ = static_links(topology, options) && !options.delayed_ack && options.tcp == "newreno";
 
-  nodes_.Create(topology.num_vertices());
-  InternetStackHelper stack;
-  stack.Install(nodes_);
-
-  PointToPointHelper p2p;
-  p2p.SetDeviceAttribute("Mtu", UintegerValue(options.mtu));
-  p2p.SetQueue("ns3::DropTailQueue<Packet>");  // sized per device by configure_link_devices
-  Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");
-  int64_t stream = static_cast<int64_t>(options.seed) * kStreamsPerSeed;
-  stream += stack.AssignStreams(nodes_, stream);
-
-  host_address_.resize(hosts_);
-  std::vector<Ipv4Address> vertex_address(topology.num_vertices());  // where background flows go
-  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) {
-    const LinkSpec& link = topology.graph[e];
-    const int a = static_cast<int>(boost::source(e, topology.graph));
-    const int b = static_cast<int>(boost::target(e, topology.graph));
-    NetDeviceContainer devices;
-    if (link.jitter_s > 0) {
-      devices = install_jitter_link(nodes_.Get(a), nodes_.Get(b), link, options.mtu);
-    } else {
-      p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
-      devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
-    }
-    configure_link_devices(devices, a, b, link, options, stream);
-    install_bandwidth_trace(devices, link, options);
-    Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
-    addresses.NewNetwork();
-    const int ends[2] = {a, b};
-    for (int i = 0; i < 2; ++i) {
-      if (options.count_link_bytes)
-        devices.Get(i)->TraceConnectWithoutContext(
-            "PhyTxEnd", Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
-                                                               Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
-      const Ipv4Address address = interfaces.GetAddress(i);
-      vertex_of_address_[address.Get()] = ends[i];
-      if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
-      if (vertex_address[ends[i]] == Ipv4Address()) vertex_address[ends[i]] = address;
-    }
-  }
+  ns3::PointToPointHelper p2p;
+  const std::vector<ns3::Ipv4Address> vertex_address = build_links(p2p);
   if (!options.faults.empty()) {
     // A link's address dies with the link; hosts need one that survives (ns3_faults.cpp).
     host_address_ = stable_host_addresses(nodes_, hosts_);
@@ -234,20 +208,70 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   // Instead of ns-3's global routing, whose tie-breaking and per-packet ECMP differ from what
   // the other backends charge: every pair's packets follow topologies/routing.h's path.
   install_path_routing(nodes_, topology, options.routing, vertex_of_address_,
-                       bind_host_address_ ? host_address_ : std::vector<Ipv4Address>{});
+                       bind_host_address_ ? host_address_ : std::vector<ns3::Ipv4Address>{});
   if (options.transport == "udp")
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
   install_faults(nodes_, topology, options.faults);
-  std::copy(host_address_.begin(), host_address_.end(), vertex_address.begin());
-  install_background(nodes_, vertex_address, options.background, options.mtu);
+  std::vector<ns3::Ipv4Address> endpoints = vertex_address;  // background flows: hosts at their own address
+  std::copy(host_address_.begin(), host_address_.end(), endpoints.begin());
+  install_background(nodes_, endpoints, options.background, options.mtu);
   if (!options.pcap_dir.empty()) p2p.EnablePcapAll(options.pcap_dir + "/link");
   if (!options.flowmon_file.empty()) {
-    flowmon_helper_ = std::make_unique<FlowMonitorHelper>();
+    flowmon_helper_ = std::make_unique<ns3::FlowMonitorHelper>();
     flowmon_ = flowmon_helper_->InstallAll();
   }
+  listen();
+}
 
-  // Every host accepts connections from all others on one port; the peer
-  // address tells which connection an accepted socket belongs to.
+// Nodes, the internet stack, and a point-to-point link (devices, queues, loss, trace,
+// addresses) per topology link. Returns each vertex's first interface address.
+std::vector<ns3::Ipv4Address> Ns3Network::build_links(ns3::PointToPointHelper& p2p) {
+  using namespace ns3;
+  nodes_.Create(topology_.num_vertices());
+  InternetStackHelper stack;
+  stack.Install(nodes_);
+  p2p.SetDeviceAttribute("Mtu", UintegerValue(options_.mtu));
+  p2p.SetQueue("ns3::DropTailQueue<Packet>");  // sized per device by configure_link_devices
+  Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");
+  int64_t stream = static_cast<int64_t>(options_.seed) * kStreamsPerSeed;
+  stream += stack.AssignStreams(nodes_, stream);
+
+  host_address_.resize(hosts_);
+  std::vector<Ipv4Address> vertex_address(topology_.num_vertices());
+  for (auto e : boost::make_iterator_range(boost::edges(topology_.graph))) {
+    const LinkSpec& link = topology_.graph[e];
+    const int a = static_cast<int>(boost::source(e, topology_.graph));
+    const int b = static_cast<int>(boost::target(e, topology_.graph));
+    NetDeviceContainer devices;
+    if (link.jitter_s > 0) {
+      devices = install_jitter_link(nodes_.Get(a), nodes_.Get(b), link, options_.mtu);
+    } else {
+      p2p.SetChannelAttribute("Delay", TimeValue(Seconds(link.latency_s)));
+      devices = p2p.Install(nodes_.Get(a), nodes_.Get(b));
+    }
+    configure_link_devices(devices, a, b, link, options_, stream);
+    install_bandwidth_trace(devices, link, options_);
+    Ipv4InterfaceContainer interfaces = addresses.Assign(devices);
+    addresses.NewNetwork();
+    const int ends[2] = {a, b};
+    for (int i = 0; i < 2; ++i) {
+      if (options_.count_link_bytes)
+        devices.Get(i)->TraceConnectWithoutContext(
+            "PhyTxEnd", Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
+                                                               Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
+      const Ipv4Address address = interfaces.GetAddress(i);
+      vertex_of_address_[address.Get()] = ends[i];
+      if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
+      if (vertex_address[ends[i]] == Ipv4Address()) vertex_address[ends[i]] = address;
+    }
+  }
+  return vertex_address;
+}
+
+// Every host accepts connections from all others on one port; the peer address tells which
+// connection an accepted socket belongs to.
+void Ns3Network::listen() {
+  using namespace ns3;
   for (int h = 0; h < hosts_; ++h) {
     auto listener = Socket::CreateSocket(nodes_.Get(h), TcpSocketFactory::GetTypeId());
     listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), kPort));

@@ -1,5 +1,5 @@
 // Link machinery of the ns-3 backend: per-direction rates, BDP-sized queues, loss models, jitter streams.
-#include "netmodels/ns3_links.h"
+#include "netmodels/ns3/ns3_links.h"
 
 #include <ns3/core-module.h>
 #include <ns3/point-to-point-module.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "netmodels/ns3_jitter.h"
+#include "netmodels/ns3/ns3_jitter.h"
 
 namespace testbed {
 

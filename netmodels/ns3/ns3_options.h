@@ -1,14 +1,13 @@
-// Packet-level backend: every topology link is an ns-3 point-to-point link, messages ride TCP (or UDP datagrams).
+// Everything the packet-level backend can be asked for, as plain data: transport, queues,
+// TCP, outages, cross-traffic and captures. The ns-3 pieces (links, traces, faults,
+// background traffic) read their part of it.
 #pragma once
 
-#include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "netmodels/event_clock.h"
-#include "netmodels/network.h"
 #include "topologies/routing.h"
-#include "topologies/topology.h"
 
 namespace testbed {
 
@@ -21,7 +20,7 @@ struct Fault {
 };
 
 // Cross-traffic between vertices from start_s to stop_s (simulated seconds), its packets
-// sharing the links with the training's (netmodels/ns3_background.h). bulk: TCP sending as
+// sharing the links with the training's (ns3_background.h). bulk: TCP sending as
 // fast as its congestion control lets it; onoff: UDP at rate_bps (payload) during on_s, then
 // silent for off_s, starting with an off spell as ns-3's OnOffApplication does.
 struct BackgroundFlow {
@@ -39,7 +38,7 @@ struct Ns3Options {
   int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
   // DropTail queue of each device (one per link direction): queue_bdp x the direction's
   // bandwidth x twice the link's latency, at least kMinQueuePackets MTU-sized packets
-  // (netmodels/ns3_links.cpp says why); queue_bytes instead when > 0; queue_packets packets
+  // (netmodels/ns3/ns3_links.cpp says why); queue_bytes instead when > 0; queue_packets packets
   // instead when > 0 (the first of the three that is set wins, from the last).
   double queue_bdp = 1.5;
   uint64_t queue_bytes = 0;
@@ -49,33 +48,17 @@ struct Ns3Options {
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
   bool delayed_ack = false;
   double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
-  std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3_tcp.h)
+  std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3/ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
   uint64_t seed = 0;              // ns-3 RNG run number, for loss models
   // Which of the minimum-hop paths each (source, destination) pair's packets take
-  // (netmodels/ns3_routing.h); ns-3's own global routing is not used.
+  // (netmodels/ns3/ns3_routing.h); ns-3's own global routing is not used.
   RoutingOptions routing;
-  std::vector<Fault> faults;      // outages (netmodels/ns3_faults.cpp)
-  std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3_background.cpp)
+  std::vector<Fault> faults;      // outages (netmodels/ns3/ns3_faults.cpp)
+  std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3/ns3_background.cpp)
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
   bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
 };
-
-// True when nothing about the links changes with time or chance: no loss, jitter or bandwidth
-// trace on any link, no fault and no background traffic. A transfer's time
-// then depends on the traffic only, so results may be memoized.
-bool static_links(const Topology& topology, const Ns3Options& options);
-
-// Feeds `packets` packets through the receive error model an ns-3 link device gets for
-// `link` (its random stream `seed`) and returns the fraction it dropped.
-double ns3_drop_fraction(const LinkSpec& link, int packets, uint64_t seed);
-
-// Builds the ns-3 nodes, links, stack and routes on construction. Connections
-// between a pair of hosts are opened at first use and kept for the run, and a
-// connection delivers its messages in order. Must be destroyed before `clock`;
-// build at most one per clock (ns-3 nodes and addresses live until Simulator::Destroy).
-std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
-                                          const Ns3Options& options);
 
 }  // namespace testbed

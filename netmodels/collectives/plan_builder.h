@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 
 namespace testbed::plan_builder {
 

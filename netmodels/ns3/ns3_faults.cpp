@@ -1,5 +1,5 @@
 // Outages as real cuts: interfaces down (packets dropped on arrival), routes recomputed around them.
-#include "netmodels/ns3_faults.h"
+#include "netmodels/ns3/ns3_faults.h"
 
 #include <ns3/core-module.h>
 #include <ns3/internet-module.h>

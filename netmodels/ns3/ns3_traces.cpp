@@ -1,5 +1,5 @@
 // Bandwidth traces as DataRate changes on the link's devices at their times.
-#include "netmodels/ns3_traces.h"
+#include "netmodels/ns3/ns3_traces.h"
 
 #include <ns3/core-module.h>
 #include <ns3/point-to-point-module.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "netmodels/ns3_links.h"
+#include "netmodels/ns3/ns3_links.h"
 
 namespace testbed {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_options.h"
 #include "topologies/link_spec.h"
 
 namespace testbed {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_options.h"
 
 namespace testbed {
 

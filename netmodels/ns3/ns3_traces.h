@@ -3,7 +3,7 @@
 
 #include <ns3/network-module.h>
 
-#include "netmodels/ns3_network.h"
+#include "netmodels/ns3/ns3_options.h"
 #include "topologies/link_spec.h"
 
 namespace testbed {

@@ -2,8 +2,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "netmodels/collectives.h"
-#include "netmodels/plan_builder.h"
+#include "netmodels/collectives/collectives.h"
+#include "netmodels/collectives/plan_builder.h"
 
 namespace testbed {
 

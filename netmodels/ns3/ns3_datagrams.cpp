@@ -1,5 +1,5 @@
 // UDP datagrams for loss-tolerant messages: tagged, paced, and settled by ns-3's own drop traces.
-#include "netmodels/ns3_datagrams.h"
+#include "netmodels/ns3/ns3_datagrams.h"
 
 #include <ns3/point-to-point-module.h>
 

@@ -1,5 +1,5 @@
 // A point-to-point channel with a random extra delay per packet, kept in FIFO order per direction.
-#include "netmodels/ns3_jitter.h"
+#include "netmodels/ns3/ns3_jitter.h"
 
 #include <ns3/core-module.h>
 #include <ns3/network-module.h>

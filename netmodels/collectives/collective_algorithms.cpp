@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "netmodels/collectives.h"
+#include "netmodels/collectives/collectives.h"
 
 namespace testbed {
 

@@ -1,0 +1,106 @@
+// Includes point down the layers: tools and the run core (sim/) over netmodels/, training/ and
+// topologies/; the network never sees tensors and training never sees the network.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Rule {
+  std::string folder;                  // files under this folder of the repository...
+  std::vector<std::string> forbidden;  // ...must not include a path starting with one of these
+  std::vector<std::string> exempt;     // files allowed to break the rule, each with its reason below
+};
+
+// The one exemption: the single simulation clock is ns-3's Simulator (architecture decision 1),
+// which every backend runs on, so event_clock.cpp reaches ns-3 for all of them.
+const std::vector<Rule> kRules = {
+    {"topologies", {"netmodels/", "training/", "sim/", "torch/", "ATen/", "ns3/"}, {}},
+    {"netmodels", {"training/", "sim/", "torch/", "ATen/"}, {}},
+    {"netmodels", {"ns3/", "netmodels/ns3/"}, {"netmodels/ns3/", "netmodels/event_clock.cpp"}},
+    {"training", {"sim/", "netmodels/", "topologies/", "ns3/"}, {}},
+};
+
+std::vector<std::string> includes_of(const fs::path& file) {
+  static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::vector<std::string> found;
+  std::ifstream in(file);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, include)) found.push_back(m[1]);
+  }
+  return found;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+TEST(Layers, IncludesPointDown) {
+  const fs::path root = TESTBED_SOURCE_DIR;
+  int files = 0;
+  for (const auto& rule : kRules) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / rule.folder)) {
+      const auto ext = entry.path().extension();
+      if (ext != ".h" && ext != ".cpp") continue;
+      const std::string name = fs::relative(entry.path(), root).generic_string();
+      bool exempt = false;
+      for (const auto& e : rule.exempt) exempt = exempt || starts_with(name, e);
+      if (exempt) continue;
+      ++files;
+      for (const auto& inc : includes_of(entry.path())) {
+        for (const auto& bad : rule.forbidden) {
+          EXPECT_FALSE(starts_with(inc, bad)) << name << " includes " << inc << " (" << rule.folder
+                                              << "/ must not include " << bad << ")";
+        }
+      }
+    }
+  }
+  EXPECT_GT(files, 60) << "the folders were not found under " << root;
+}
+
+// Every header a file reaches through the project's own includes, and the outside headers
+// those name (the first path component tells which library).
+void reach(const fs::path& root, const std::string& name, std::set<std::string>& seen) {
+  if (!seen.insert(name).second) return;
+  const fs::path file = root / name;
+  if (!fs::exists(file)) return;  // a system or library header: recorded, not followed
+  for (const auto& inc : includes_of(file)) reach(root, inc, seen);
+}
+
+// Files that only read or describe a scenario or a network: no LibTorch anywhere below them.
+TEST(Layers, ScenarioAndNetbenchReachNoLibTorch) {
+  const fs::path root = TESTBED_SOURCE_DIR;
+  for (const std::string name : {"sim/scenario.h", "sim/netbench.cpp", "sim/collective_options.cpp",
+                                 "sim/network_factory.cpp", "netmodels/collectives/plan_runner.cpp"}) {
+    std::set<std::string> seen;
+    reach(root, name, seen);
+    EXPECT_GT(seen.size(), 3u) << name << " was not read";
+    for (const auto& inc : seen) {
+      EXPECT_FALSE(starts_with(inc, "torch/") || starts_with(inc, "ATen/"))
+          << name << " reaches " << inc << " through the project's includes";
+    }
+  }
+}
+
+// The checker itself: a line it must see and lines it must not mistake for includes.
+TEST(Layers, ReadsIncludeLines) {
+  const fs::path file = fs::temp_directory_path() / "testbed_layers_probe.h";
+  {
+    std::ofstream out(file);
+    out << "#include <torch/torch.h>\n  #  include \"sim/engine.h\"\n// #include is mentioned\n";
+  }
+  const auto found = includes_of(file);
+  fs::remove(file);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0], "torch/torch.h");
+  EXPECT_EQ(found[1], "sim/engine.h");
+}
+
+}  // namespace
