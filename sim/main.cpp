@@ -39,7 +39,7 @@ std::string human_bytes(double bytes) {
 }
 
 // Checks --pcap and --flowmon against the scenario and makes their folders, before any output
-// exists; bad ones are bad input (ScenarioError, exit 2) named by the option.
+// exists; bad ones are bad input (InputError, exit 2) named by the option.
 testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, const std::string& pcap_dir,
                                           const std::string& flowmon_file) {
   namespace fs = std::filesystem;
@@ -47,18 +47,18 @@ testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, con
   for (const auto& [option, value] : {std::pair{"--pcap ", pcap_dir}, std::pair{"--flowmon ", flowmon_file}}) {
     if (value.empty()) continue;
     if (scenario.network.backend != "ns3")
-      throw testbed::ScenarioError(option + value + ":1:1: the " + scenario.network.backend +
+      throw testbed::InputError(option + value + ":1:1: the " + scenario.network.backend +
                                    " backend has no packets to capture; use network.backend ns3");
   }
   std::error_code ec;
   if (!pcap_dir.empty() && !fs::is_directory(pcap_dir, ec) && !fs::create_directories(pcap_dir, ec))
-    throw testbed::ScenarioError("--pcap " + pcap_dir + ":1:1: cannot create the folder: " + ec.message());
+    throw testbed::InputError("--pcap " + pcap_dir + ":1:1: cannot create the folder: " + ec.message());
   if (!flowmon_file.empty()) {
     if (fs::is_directory(flowmon_file, ec))
-      throw testbed::ScenarioError("--flowmon " + flowmon_file + ":1:1: is a folder; give a file such as flows.xml");
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: is a folder; give a file such as flows.xml");
     const fs::path parent = fs::path(flowmon_file).parent_path();
     if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
-      throw testbed::ScenarioError("--flowmon " + flowmon_file + ":1:1: cannot create its folder: " + ec.message());
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: cannot create its folder: " + ec.message());
   }
   return captures;
 }
@@ -119,7 +119,7 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
                      const std::string& size) {
   using namespace testbed;
   const auto bytes = parse_bytes(size);
-  if (!bytes || !(*bytes >= 4)) throw ScenarioError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
   const Scenario scenario = load_scenario(path, sets);
   const NetbenchResult r = netbench(scenario, collective, *bytes);
   std::printf("backend           %s\n", scenario.network.backend.c_str());
@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     return run_command(scenario_path, sets, out, quiet, pcap_dir, flowmon_file);
-  } catch (const testbed::ScenarioError& e) {
+  } catch (const testbed::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sim/run_file.h"
+#include "sim/input_error.h"
 #include "sim/scenario_loader.h"
 
 namespace testbed {
@@ -25,7 +26,7 @@ std::string fmt(const char* format, double v) {
 
 void report_run(const std::string& path, std::ostream& out) {
   auto file = read_run_file(path);
-  if (!file) throw ScenarioError(path + ":1:1: not a readable run file (HDF5)");
+  if (!file) throw InputError(path + ":1:1: not a readable run file (HDF5)");
   const RunFile& r = *file;
   out << "run               " << path << "\n";
   out << "status            " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
@@ -47,7 +48,7 @@ void report_run(const std::string& path, std::ostream& out) {
 void report_sweep(const std::string& dir, std::ostream& out) {
   fs::path manifest = fs::path(dir) / "sweep.csv";
   std::ifstream in(manifest);
-  if (!in) throw ScenarioError(dir + ":1:1: no sweep.csv here; give a run .h5 or a sweep output folder");
+  if (!in) throw InputError(dir + ":1:1: no sweep.csv here; give a run .h5 or a sweep output folder");
   std::stringstream text;
   text << in.rdbuf();
   auto rows = parse_csv(text.str());
@@ -104,7 +105,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
 void report(const std::string& path, std::ostream& out) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return report_sweep(path, out);
-  if (!fs::exists(path, ec)) throw ScenarioError(path + ":1:1: no such run file or sweep folder");
+  if (!fs::exists(path, ec)) throw InputError(path + ":1:1: no such run file or sweep folder");
   report_run(path, out);
 }
 

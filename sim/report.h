@@ -8,7 +8,7 @@
 namespace testbed {
 
 // Prints the summary of `path` (a run .h5, or a folder holding sweep.csv). Throws
-// ScenarioError "path:1:1: message" when it is neither.
+// InputError "path:1:1: message" when it is neither.
 void report(const std::string& path, std::ostream& out);
 
 // Splits CSV text into rows of fields (quoted fields may hold commas and "").

@@ -5,14 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "sim/input_error.h"
 #include "sim/scenario.h"
 
 namespace testbed {
 
 // A bad scenario: what() is "file:line:col: message". The CLI exits 2 on it.
-class ScenarioError : public std::runtime_error {
+class ScenarioError : public InputError {
  public:
-  using std::runtime_error::runtime_error;
+  using InputError::InputError;
 };
 
 // A ScenarioError for a check made after loading: "where(key): message".
