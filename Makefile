@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
 
-.PHONY: deps build run test bench figures clean
+.PHONY: deps build cli run test bench figures docs docs-check clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -14,7 +14,11 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# Only the command-line tool: `make run` does not wait for the test executables.
+cli: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target testbed
+
+run: cli
 	$(BUILD)/testbed run scenarios/100mbps_ring.yaml
 
 test: build
@@ -26,9 +30,16 @@ bench: build
 # Reduced paper reproductions end to end (sweeps, then figures and tables into figures/).
 # Finished runs are skipped, so a second `make figures` only redraws.
 FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp
-figures: build
+figures: cli
 	@for s in $(FIGURE_SWEEPS); do $(BUILD)/testbed sweep scenarios/paper/$$s.yaml -j 2 || exit 1; done
 	@for s in $(FIGURE_SWEEPS); do $(PYTHON) -m analysis.figures results/paper/$$s --out figures/$$s || exit 1; done
+
+# Every simulated number in the docs, from the binary: rewrite them all, or check them all.
+docs: build
+	$(PYTHON) scripts/doc_numbers.py --write
+
+docs-check: build
+	$(PYTHON) scripts/doc_numbers.py --check
 
 clean:
 	rm -rf $(BUILD)

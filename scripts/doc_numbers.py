@@ -1,0 +1,569 @@
+#!/usr/bin/python3
+"""Regenerates or checks every simulated number the docs quote.
+
+A docs page holds each block of numbers between two markers:
+
+    <!-- numbers: NAME -->
+    ... text this script writes ...
+    <!-- /numbers -->
+
+and NAME is a function below (decorated with @block) that runs the testbed binary and returns the
+block's Markdown. Simulated numbers (projected times, bytes, netbench times, accuracies of
+deterministic runs) are a pure function of the binary, the scenario and the seed, so a block
+that differs from what the binary produces now is stale, and --check fails on it.
+
+    python3 scripts/doc_numbers.py --check --tier test     # what `make test` checks (ctest doc_numbers)
+    python3 scripts/doc_numbers.py --check                 # every block (make docs-check)
+    python3 scripts/doc_numbers.py --write [NAME ...]      # rewrite the blocks in place (make docs)
+
+Host-time figures (seconds of CPU, overhead ratios) are not generated: they vary from run to
+run, and the docs say where and when each was measured.
+"""
+
+import argparse
+import concurrent.futures
+import dataclasses
+import difflib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKER = re.compile(r"<!-- numbers: (?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /numbers -->", re.S)
+
+
+@dataclasses.dataclass
+class Block:
+    name: str
+    tier: str  # "test": cheap enough for every `make test`; "full": make docs-check
+    make: object
+
+
+BLOCKS = {}
+
+
+class Skip(Exception):
+    """A block that cannot be made here (an input outside the repository is missing)."""
+
+
+def block(tier):
+    def register(fn):
+        BLOCKS[fn.__name__] = Block(fn.__name__, tier, fn)
+        return fn
+
+    return register
+
+
+class Testbed:
+    """Runs the binary; every result lands in a scratch folder that is removed at the end."""
+
+    def __init__(self, binary, scratch, jobs):
+        self.binary = str(binary)
+        self.scratch = Path(scratch)
+        self.jobs = jobs
+        self.count = 0
+
+    def _call(self, args):
+        done = subprocess.run([self.binary, *args], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"testbed {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+        return done.stdout
+
+    def run(self, scenario, *sets):
+        """One `testbed run`; returns the /summary attributes (and the file path as 'path')."""
+        self.count += 1
+        out = self.scratch / f"run{self.count}.h5"
+        args = ["run", scenario, "-q", "-o", str(out)]
+        for s in sets:
+            args += ["--set", s]
+        self._call(args)
+        with h5py.File(out, "r") as f:
+            summary = {k: _scalar(v) for k, v in f["summary"].attrs.items()}
+            summary["status"] = _scalar(f.attrs["status"])
+        summary["path"] = out
+        return summary
+
+    def runs(self, calls):
+        """Several runs at once: calls is a list of (scenario, [sets])."""
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(lambda c: self.run(c[0], *c[1]), calls))
+
+    def netbench(self, scenario, collective, size, *sets):
+        """`testbed netbench`; returns {'simulated': s, 'bound': s}."""
+        args = ["netbench", scenario, "--collective", collective, "--size", size]
+        for s in sets:
+            args += ["--set", s]
+        text = self._call(args)
+        return {
+            "simulated": float(re.search(r"^simulated\s+([0-9.]+) s", text, re.M).group(1)),
+            "bound": float(re.search(r"^alpha-beta bound\s+([0-9.]+) s", text, re.M).group(1)),
+        }
+
+    def netbenches(self, calls):
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(lambda c: self.netbench(*c), calls))
+
+    def sweep(self, sweep_file):
+        """Runs a sweep into the scratch folder; returns {run name: summary}."""
+        spec = yaml.safe_load((ROOT / sweep_file).read_text())
+        here = (ROOT / sweep_file).parent
+        spec["base"] = str((here / spec["base"]).resolve())
+        self.count += 1
+        spec["out"] = str(self.scratch / f"sweep{self.count}")
+        path = self.scratch / f"sweep{self.count}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        self._call(["sweep", str(path), "-j", str(self.jobs)])
+        out = {}
+        for h5 in sorted(Path(spec["out"]).glob("*.h5")):
+            with h5py.File(h5, "r") as f:
+                summary = {k: _scalar(v) for k, v in f["summary"].attrs.items()}
+            summary["path"] = h5
+            out[h5.stem] = summary
+        return out
+
+
+def _scalar(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    try:
+        return v.item()
+    except AttributeError:
+        return v
+
+
+def mb(n):
+    return f"{n / 1e6:.2f} MB"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def command(*lines):
+    return "\n".join("    " + l for l in lines) + "\n\n"
+
+
+# --- the blocks ----------------------------------------------------------------------------------
+
+DEFAULT = "scenarios/100mbps_ring.yaml"
+
+
+@block("test")
+def default_run(tb):
+    r = tb.run(DEFAULT)
+    steps = 300
+    return (
+        command(f"build/testbed run {DEFAULT}")
+        + f"Final test accuracy **{r['final_accuracy']:.4f}** on the whole test split, eval loss "
+        f"{r['final_eval_loss']:.4f}, projected time **{r['projected_time_s']:.3f} s**, "
+        f"{mb(r['total_bytes'])} sent ({r['total_bytes'] // steps} bytes a step: 2 (N-1) chunks of "
+        f"d/N floats from each of the N = 4 nodes), {r['phases_replayed']} of "
+        f"{r['phases_replayed'] + r['phases_simulated']} collectives replayed by memoization.\n"
+    )
+
+
+COLLECTIVES = ["ring", "tree", "halving_doubling", "direct", "parameter_server"]
+
+
+@block("test")
+def collectives_10mb(tb):
+    calls = []
+    for algorithm in COLLECTIVES:
+        for backend in ["ns3", "flow", "analytical"]:
+            calls.append((DEFAULT, "allreduce", "10MB", f"collective.algorithm={algorithm}",
+                          f"network.backend={backend}"))
+    hier = "topology.kind=hierarchical"
+    for backend in ["ns3", "flow", "analytical"]:
+        calls.append((DEFAULT, "allreduce", "10MB", "collective.algorithm=hierarchical", hier,
+                      f"network.backend={backend}"))
+    results = tb.netbenches(calls)
+    rows = []
+    for i, algorithm in enumerate(COLLECTIVES + ["hierarchical"]):
+        ns3, flow, analytical = results[3 * i : 3 * i + 3]
+        label = algorithm if algorithm != "hierarchical" else (
+            "hierarchical (topology `hierarchical`, 2 x 2, 1 Gbps / 50 ms WAN)")
+        rows.append([label, f"{ns3['bound']:.3f} s", f"{ns3['simulated']:.3f}", f"{flow['simulated']:.3f}",
+                     f"{analytical['simulated']:.3f}"])
+    return (
+        command(f"build/testbed netbench {DEFAULT} --size 10MB --set collective.algorithm=ALGORITHM "
+                "--set network.backend=BACKEND")
+        + table(["algorithm", "bound", "ns3", "flow", "analytical"], rows)
+    )
+
+
+
+@block("full")
+def backends_default(tb):
+    ns3, flow, analytical = tb.runs([(DEFAULT, []), (DEFAULT, ["network.backend=flow"]),
+                                     (DEFAULT, ["network.backend=analytical"])])
+    rows = [[b, f"{r['projected_time_s']:.3f} s", f"{r['final_accuracy']:.4f}"]
+            for b, r in (("ns3", ns3), ("flow", flow), ("analytical", analytical))]
+    return (command(f"build/testbed run {DEFAULT} --set network.backend=BACKEND")
+            + table(["backend", "projected time", "final accuracy"], rows))
+
+
+ALGORITHMS = ["ddp", "lofi", "fedavg", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "demo", "gossip"]
+
+
+@block("full")
+def algorithms(tb):
+    results = tb.runs([(f"scenarios/algorithms/{a}.yaml", []) for a in ALGORITHMS])
+    rows = []
+    for a, r in zip(ALGORITHMS, results):
+        spec = yaml.safe_load((ROOT / f"scenarios/algorithms/{a}.yaml").read_text())["algorithm"]
+        keys = ", ".join(f"{k} {v}" for k, v in spec.items() if k != "name")
+        label = a + (f" ({keys})" if keys else "")
+        rows.append([label, f"{r['final_accuracy']:.4f}", mb(r["total_bytes"]), f"{r['projected_time_s']:.3f} s"])
+    return (command("build/testbed run scenarios/algorithms/ALGORITHM.yaml")
+            + table(["algorithm", "final accuracy", "bytes sent", "projected time"], rows))
+
+
+@block("full")
+def sparta_delay(tb):
+    blocking, delayed = tb.runs([("scenarios/algorithms/sparta.yaml", []),
+                                 ("scenarios/algorithms/sparta.yaml", ["algorithm.delay=1"])])
+    return (command("build/testbed run scenarios/algorithms/sparta.yaml [--set algorithm.delay=1]")
+            + f"SPARTA's blocking exchange projects {blocking['projected_time_s']:.3f} s; with `delay: 1` "
+            f"{delayed['projected_time_s']:.3f} s (final accuracy {blocking['final_accuracy']:.4f} and "
+            f"{delayed['final_accuracy']:.4f}).\n")
+
+
+@block("full")
+def slices(tb):
+    runs = tb.runs([(DEFAULT, [f"collective.slices={k}"]) for k in (1, 2, 4, 8)])
+    benches = tb.netbenches([(DEFAULT, "allreduce", "10MB", f"collective.slices={k}", f"network.backend={b}")
+                             for k in (1, 2, 4, 8) for b in ("ns3", "flow")])
+    rows = []
+    for i, k in enumerate((1, 2, 4, 8)):
+        ns3, flow = benches[2 * i], benches[2 * i + 1]
+        rows.append([k, f"{runs[i]['projected_time_s']:.3f} s", f"{ns3['simulated']:.3f} s ({ns3['bound']:.3f} s)",
+                     f"{flow['simulated']:.3f} s"])
+    return (command(f"build/testbed run {DEFAULT} --set collective.slices=K",
+                    f"build/testbed netbench {DEFAULT} --size 10MB --set collective.slices=K [--set network.backend=flow]")
+            + table(["slices", "projected time (300 steps)", "10 MB ring all-reduce, ns3 (bound)", "flow"], rows))
+
+
+P2P = ["--set", "nodes=2", "--set", "topology.kind=line"]
+P2P_SETS = ("nodes=2", "topology.kind=line")
+
+
+@block("test")
+def p2p_10mb(tb):
+    queues = ["1bdp", "1.5bdp", "3bdp"]
+    r = tb.netbenches([(DEFAULT, "p2p", "10MB", *P2P_SETS, f"network.queue={q}") for q in queues]
+                      + [(DEFAULT, "p2p", "10MB", *P2P_SETS, "network.queue_packets=1000")])
+    rows = [[f"`queue: {q}`" + (" (default)" if q == "1.5bdp" else ""), f"{x['simulated']:.3f} s",
+             f"{x['simulated'] / x['bound']:.3f}x"] for q, x in zip(queues, r)]
+    rows.append(["`queue_packets: 1000` (the former default)", f"{r[3]['simulated']:.3f} s",
+                 f"{r[3]['simulated'] / r[3]['bound']:.3f}x"])
+    return (command(f"build/testbed netbench {DEFAULT} --collective p2p --size 10MB --set nodes=2 "
+                    "--set topology.kind=line --set network.queue=Q")
+            + f"10 MB over one 100 Mbps / 10 ms TCP link, MTU 9000, handshake included; alpha-beta "
+            f"{r[0]['bound']:.3f} s. NewReno's slow start overshoots and drops packets at a small queue:\n\n"
+            + table(["device queue", "time", "x alpha-beta"], rows))
+
+
+@block("test")
+def jitter(tb):
+    calls = [(DEFAULT, "p2p", "10MB", *P2P_SETS, f"topology.link.jitter={j}", f"seed={s}")
+             for j in ("0ms", "1ms", "5ms", "10ms") for s in (0, 1, 2)]
+    r = tb.netbenches(calls)
+    rows = []
+    for i, j in enumerate(("0ms", "1ms", "5ms", "10ms")):
+        times = [x["simulated"] for x in r[3 * i : 3 * i + 3]]
+        rows.append([j, " / ".join(f"{t:.3f}" for t in times) + " s"])
+    return (command(f"build/testbed netbench {DEFAULT} --collective p2p --size 10MB --set nodes=2 "
+                    "--set topology.kind=line --set topology.link.jitter=J --set seed=S")
+            + f"Alpha-beta bound {r[0]['bound']:.3f} s.\n\n"
+            + table(["jitter", "seeds 0 / 1 / 2"], rows))
+
+
+TCP_VARIANTS = ("newreno", "cubic", "bbr", "dctcp")
+
+
+@block("full")
+def tcp_variants(tb):
+    clean = tb.netbenches([(DEFAULT, "p2p", "10MB", *P2P_SETS, f"network.tcp={v}") for v in TCP_VARIANTS])
+    lossy = tb.netbenches([(DEFAULT, "p2p", "20MB", *P2P_SETS, f"network.tcp={v}", "topology.link.loss=0.5%")
+                           for v in TCP_VARIANTS])
+    rows = [[v, f"{c['simulated']:.3f} s ({c['simulated'] / c['bound']:.3f}x)", f"{l['simulated']:.2f} s"]
+            for v, c, l in zip(TCP_VARIANTS, clean, lossy)]
+    return (command(f"build/testbed netbench {DEFAULT} --collective p2p --size SIZE --set nodes=2 "
+                    "--set topology.kind=line --set network.tcp=VARIANT [--set topology.link.loss=0.5%]")
+            + table(["variant", "10 MB, lossless (x alpha-beta)", "20 MB, 0.5 % loss"], rows))
+
+
+@block("full")
+def mtu(tb):
+    a, b = tb.runs([(DEFAULT, ["workload.steps=100"]), (DEFAULT, ["workload.steps=100", "network.mtu=1500"])])
+    return (command(f"build/testbed run {DEFAULT} --set workload.steps=100 [--set network.mtu=1500]")
+            + f"MTU 9000: projected {a['projected_time_s']:.3f} s, accuracy {a['final_accuracy']:.4f}; "
+            f"MTU 1500: {b['projected_time_s']:.3f} s, accuracy {b['final_accuracy']:.4f}.\n")
+
+
+@block("full")
+def udp_gossip(tb):
+    cases = [("tcp", "0"), ("udp", "0"), ("tcp", "5%"), ("udp", "5%")]
+    runs = tb.runs([("scenarios/algorithms/gossip.yaml",
+                     ["workload.steps=100", f"network.transport={t}", f"topology.link.loss={l}"]) for t, l in cases])
+    rows = []
+    for (t, l), r in zip(cases, runs):
+        rows.append([t, l, f"{r['projected_time_s']:.3f} s", f"{r['lost_bytes'] / r['total_bytes']:.4f}",
+                     f"{r['final_accuracy']:.4f}"])
+    return (command("build/testbed run scenarios/algorithms/gossip.yaml --set workload.steps=100 "
+                    "--set network.transport=T --set topology.link.loss=L")
+            + table(["transport", "loss", "projected time", "lost bytes / bytes", "final accuracy"], rows))
+
+
+@block("full")
+def gpt_brown(tb):
+    r = tb.run("scenarios/gpt_brown_ring.yaml")
+    return (command("build/testbed run scenarios/gpt_brown_ring.yaml")
+            + f"Perplexity **{r['final_perplexity']:.3f}** on the whole held-out split "
+            f"({r['final_eval_samples']} windows), next-byte accuracy {r['final_accuracy']:.4f}, projected "
+            f"{r['projected_time_s']:.3f} s, {r['total_bytes'] / 1e9:.2f} GB sent, {r['model_parameters']} parameters.\n")
+
+
+@block("full")
+def finetune(tb):
+    checkpoint = tb.scratch / "pretrain_0_4.pt"
+    pre = tb.run("scenarios/finetune/pretrain_0_4.yaml", f"output.checkpoint={checkpoint}")
+    lora = tb.run("scenarios/finetune/finetune_5_9_lora_fa.yaml", f"workload.init_from={checkpoint}")
+    scratch = tb.run("scenarios/finetune/pretrain_0_4.yaml", "workload.classes=[5, 6, 7, 8, 9]", "output.checkpoint=")
+    return (command("build/testbed run scenarios/finetune/pretrain_0_4.yaml",
+                    "build/testbed run scenarios/finetune/finetune_5_9_lora_fa.yaml",
+                    "build/testbed run scenarios/finetune/pretrain_0_4.yaml --set 'workload.classes=[5, 6, 7, 8, 9]'")
+            + table(["run", "final accuracy", "bytes sent"],
+                    [["DDP on classes 0-4 (pretraining)", f"{pre['final_accuracy']:.4f}", mb(pre["total_bytes"])],
+                     ["LoRA-FA (rank 4) on 5-9 from that checkpoint", f"{lora['final_accuracy']:.4f}",
+                      mb(lora["total_bytes"])],
+                     ["DDP on 5-9 from scratch", f"{scratch['final_accuracy']:.4f}", mb(scratch["total_bytes"])]]))
+
+
+@block("full")
+def memo_bench(tb):
+    a = tb.run("bench/scenarios/memo_ddp.yaml")
+    b = tb.run("bench/scenarios/memo_ddp.yaml", "nodes=64", "workload.steps=100")
+    return (command("build/testbed run bench/scenarios/memo_ddp.yaml [--set nodes=64 --set workload.steps=100]")
+            + f"8 nodes, 200 steps: {a['phases_replayed']} of {a['phases_replayed'] + a['phases_simulated']} "
+            f"all-reduces replayed; 64 nodes, 100 steps: {b['phases_replayed']} of "
+            f"{b['phases_replayed'] + b['phases_simulated']}.\n")
+
+
+def gtest_lines(tb, binary, pattern, drop=()):
+    """The lines a network test prints (not gtest's own), with host-time fields removed."""
+    done = subprocess.run([str(Path(tb.binary).parent / "tests" / binary), f"--gtest_filter={pattern}"],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{binary} --gtest_filter={pattern} failed:\n{done.stdout[-3000:]}")
+    out = []
+    for line in done.stdout.splitlines():
+        if line.startswith("[") or not line.strip() or "Note: Google Test filter" in line:
+            continue
+        for d in drop:
+            line = re.sub(d, "", line)
+        out.append(line.rstrip())
+    return f"    build/tests/{binary} --gtest_filter='{pattern}'\n\n" + "\n".join("    " + l for l in out) + "\n"
+
+
+@block("full")
+def tcp_loss_tests(tb):
+    return gtest_lines(tb, "network_tests", "TcpLoss*")
+
+
+@block("full")
+def link_tests(tb):
+    return gtest_lines(tb, "network_tests", "Ns3Links*:Ns3Traffic*")
+
+
+@block("full")
+def flow_parking_lot(tb):
+    return gtest_lines(tb, "network_tests", "FlowNetwork.RttSharingAgainstPacketLevelOnTheParkingLot")
+
+
+@block("full")
+def routing_halving_doubling(tb):
+    cases = [("shortest", 0), ("ecmp", 0), ("ecmp", 1), ("ecmp", 5), ("ecmp", 17)]
+    backends = ("flow", "analytical", "ns3")
+    r = tb.netbenches([(DEFAULT, "allreduce", "10MB", "collective.algorithm=halving_doubling",
+                        f"network.routing={routing}", f"seed={seed}", f"network.backend={b}")
+                       for routing, seed in cases for b in backends])
+    rows = []
+    for i, (routing, seed) in enumerate(cases):
+        label = f"`{routing}`" + (f", seed {seed}" if routing == "ecmp" else "")
+        rows.append([label] + [f"{x['simulated']:.3f} s" for x in r[3 * i : 3 * i + 3]])
+    return (command(f"build/testbed netbench {DEFAULT} --size 10MB --set collective.algorithm=halving_doubling "
+                    "--set network.routing=R --set seed=S --set network.backend=B")
+            + f"Alpha-beta bound {r[0]['bound']:.3f} s.\n\n" + table(["routing", *backends], rows))
+
+
+@block("test")
+def abilene(tb):
+    graphml = ROOT / "scenarios" / yaml.safe_load((ROOT / "scenarios/abilene.yaml").read_text())["topology"]["file"]
+    if not graphml.exists():
+        raise Skip(f"{graphml} is not next to this checkout")
+    text = tb._call(["topology", "scenarios/abilene.yaml"])
+    pairs = text[text.index("host pairs"):]  # the links above are the file's, not simulated
+    return "    build/testbed topology scenarios/abilene.yaml\n\n" + "\n".join(
+        "    " + l for l in pairs.splitlines() if l.strip()) + "\n"
+
+
+def sweep_table(tb, sweep_file, columns, label):
+    """A paper sweep's runs as rows: label(row) then the named summary columns."""
+    runs = tb.sweep(sweep_file)
+    manifest = Path(next(iter(runs.values()))["path"]).parent / "sweep.csv"
+    import csv
+    rows = []
+    with open(manifest) as f:
+        for row in csv.DictReader(f):
+            r = runs[row["run"]]
+            rows.append([label(row)] + [fmt(r) for _, fmt in columns])
+    return (command(f"build/testbed sweep {sweep_file} -j 2")
+            + table(["run"] + [name for name, _ in columns], rows))
+
+
+SUMMARY = [("projected time", lambda r: f"{r['projected_time_s']:.2f} s"),
+           ("bytes", lambda r: mb(r["total_bytes"])),
+           ("eval loss", lambda r: f"{r['final_eval_loss']:.4f}"),
+           ("accuracy", lambda r: f"{r['final_accuracy']:.4f}")]
+
+
+def run_label(row):
+    return row["run"].replace(",", ", ")
+
+
+@block("full")
+def paper_lofi_vs_ddp(tb):
+    return sweep_table(tb, "scenarios/paper/lofi_vs_ddp.yaml", SUMMARY, run_label)
+
+
+@block("full")
+def paper_topology(tb):
+    return sweep_table(tb, "scenarios/paper/topology.yaml", SUMMARY[:2], run_label)
+
+
+@block("full")
+def paper_nodes(tb):
+    return sweep_table(tb, "scenarios/paper/nodes.yaml", SUMMARY[:2], run_label)
+
+
+@block("full")
+def paper_sparta(tb):
+    return sweep_table(tb, "scenarios/paper/sparta.yaml", SUMMARY, run_label)
+
+
+@block("full")
+def paper_diloco_h(tb):
+    return sweep_table(tb, "scenarios/paper/diloco_h.yaml", SUMMARY, run_label)
+
+
+@block("full")
+def paper_bandwidth_latency(tb):
+    return sweep_table(tb, "scenarios/paper/bandwidth_latency.yaml", SUMMARY, run_label)
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+
+def current_blocks():
+    """{name: (file, body)} for every marker in the docs."""
+    found = {}
+    for path in DOCS:
+        for m in MARKER.finditer(path.read_text()):
+            if m["name"] in found:
+                sys.exit(f"doc_numbers: block '{m['name']}' appears twice ({found[m['name']][0]} and {path})")
+            found[m["name"]] = (path, m["body"])
+    return found
+
+
+LINK = re.compile(r"\]\((?P<target>[^)\s#]+)(?:#[^)]*)?\)")
+
+
+def broken_links():
+    """Relative links and images in the docs whose file is not in the repository."""
+    broken = []
+    for path in DOCS:
+        for m in LINK.finditer(path.read_text()):
+            target = m["target"]
+            if re.match(r"[a-z]+:", target):
+                continue
+            if not (path.parent / target).exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+    return broken
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="fail if a block differs from the binary's output")
+    mode.add_argument("--write", action="store_true", help="rewrite the blocks in the docs")
+    mode.add_argument("--list", action="store_true", help="list the blocks and their tiers")
+    parser.add_argument("names", nargs="*", help="only these blocks")
+    parser.add_argument("--tier", choices=["test", "full"], default="full",
+                        help="test: only the cheap blocks; full: all (default)")
+    parser.add_argument("--binary", default=str(ROOT / "build" / "testbed"))
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    args = parser.parse_args()
+
+    docs = current_blocks()
+    for name in docs:
+        if name not in BLOCKS:
+            sys.exit(f"doc_numbers: {docs[name][0]} has a block '{name}' that no function makes")
+    if args.list:
+        for b in BLOCKS.values():
+            where = docs[b.name][0].relative_to(ROOT) if b.name in docs else "(not in the docs)"
+            print(f"{b.name:28} {b.tier:5} {where}")
+        return 0
+    names = args.names or [n for n, b in BLOCKS.items() if args.tier == "full" or b.tier == "test"]
+    for name in names:
+        if name not in BLOCKS:
+            sys.exit(f"doc_numbers: no block '{name}' (--list shows them)")
+        if name not in docs:
+            sys.exit(f"doc_numbers: block '{name}' is in no docs page; add its markers first")
+
+    failed = []
+    if args.check and not args.names:
+        for link in broken_links():
+            failed.append("links")
+            print(f"broken link: {link}")
+    with tempfile.TemporaryDirectory(prefix="doc_numbers_") as scratch:
+        tb = Testbed(args.binary, scratch, args.jobs)
+        for name in names:
+            path, old = docs[name]
+            try:
+                new = BLOCKS[name].make(tb)
+            except Skip as why:
+                print(f"{name}: skipped ({why})")
+                continue
+            if new == old:
+                print(f"{name}: up to date")
+                continue
+            if args.write:
+                text = path.read_text()
+                text = text.replace(f"<!-- numbers: {name} -->\n{old}<!-- /numbers -->",
+                                    f"<!-- numbers: {name} -->\n{new}<!-- /numbers -->")
+                path.write_text(text)
+                print(f"{name}: rewritten in {path.relative_to(ROOT)}")
+            else:
+                failed.append(name)
+                print(f"{name}: STALE in {path.relative_to(ROOT)}; the binary now gives:")
+                sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                           "documented", "binary"))
+    if failed:
+        print(f"\n{len(failed)} stale block(s): {' '.join(failed)}. "
+              f"Regenerate with: python3 scripts/doc_numbers.py --write {' '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
