@@ -338,7 +338,8 @@ def finetune(tb):
     checkpoint = tb.scratch / "pretrain_0_4.pt"
     pre = tb.run("scenarios/finetune/pretrain_0_4.yaml", f"output.checkpoint={checkpoint}")
     lora = tb.run("scenarios/finetune/finetune_5_9_lora_fa.yaml", f"workload.init_from={checkpoint}")
-    scratch = tb.run("scenarios/finetune/pretrain_0_4.yaml", "workload.classes=[5, 6, 7, 8, 9]", "output.checkpoint=")
+    scratch = tb.run("scenarios/finetune/pretrain_0_4.yaml", "workload.classes=[5, 6, 7, 8, 9]",
+                     f"output.checkpoint={tb.scratch / 'scratch_5_9.pt'}")
     return (command("build/testbed run scenarios/finetune/pretrain_0_4.yaml",
                     "build/testbed run scenarios/finetune/finetune_5_9_lora_fa.yaml",
                     "build/testbed run scenarios/finetune/pretrain_0_4.yaml --set 'workload.classes=[5, 6, 7, 8, 9]'")
@@ -543,6 +544,10 @@ def main():
                 new = BLOCKS[name].make(tb)
             except Skip as why:
                 print(f"{name}: skipped ({why})")
+                continue
+            except RuntimeError as why:  # the binary failed: report it, go on with the other blocks
+                print(f"{name}: FAILED\n{why}")
+                failed.append(name)
                 continue
             if new == old:
                 print(f"{name}: up to date")
