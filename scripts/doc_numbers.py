@@ -368,7 +368,7 @@ def gtest_lines(tb, binary, pattern, drop=()):
         raise RuntimeError(f"{binary} --gtest_filter={pattern} failed:\n{done.stdout[-3000:]}")
     out = []
     for line in done.stdout.splitlines():
-        if line.startswith("[") or not line.strip() or "Note: Google Test filter" in line:
+        if line.startswith(("[", "Running main()")) or not line.strip() or "Note: Google Test filter" in line:
             continue
         for d in drop:
             line = re.sub(d, "", line)
