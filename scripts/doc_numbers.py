@@ -119,7 +119,9 @@ class Testbed:
         spec["out"] = str(self.scratch / f"sweep{self.count}")
         path = self.scratch / f"sweep{self.count}.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        self._call(["sweep", str(path), "-j", str(self.jobs)])
+        # Always -j 2, as the block's command says: a sweep gives each run cores / j threads, and
+        # the thread count changes the bits (docs/architecture.md, decision 6).
+        self._call(["sweep", str(path), "-j", "2"])
         out = {}
         for h5 in sorted(Path(spec["out"]).glob("*.h5")):
             with h5py.File(h5, "r") as f:
