@@ -13,10 +13,10 @@
 
 #include <torch/torch.h>
 
-#include "sim/engine.h"
-#include "sim/hdf5_recorder.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/core/engine.h"
+#include "sim/output/hdf5_recorder.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 
 namespace {
 

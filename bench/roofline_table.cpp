@@ -7,9 +7,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/compute_model.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/core/compute_model.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 
 namespace {
 

@@ -1,4 +1,5 @@
-// Test helper: one whole engine run in memory, with every replica's parameters at the end.
+// Test helpers: one whole engine run in memory, with every replica's parameters at the end,
+// and replicas built as the engine builds them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,7 +8,8 @@
 
 #include <torch/torch.h>
 
-#include "sim/engine.h"
+#include "sim/config/workload.h"
+#include "sim/core/engine.h"
 
 namespace testbed {
 
@@ -19,6 +21,16 @@ struct EngineRun {
   MemoryRecorder record;
   RunSummary summary;
 };
+
+// Each node's replica as the engine builds it (model, optimizer, shard), for tests that step
+// replicas beside a reference implementation.
+inline std::vector<std::unique_ptr<Replica>> make_replicas(const Scenario& s, const Dataset& data) {
+  std::vector<std::unique_ptr<Replica>> out;
+  auto samplers = make_samplers(s, data);
+  for (int n = 0; n < s.nodes; ++n)
+    out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU, data.task));
+  return out;
+}
 
 // Runs `s` on `data` to the end; a run that does not complete fails the calling test.
 inline EngineRun run_engine(const Scenario& s, const Dataset& data) {

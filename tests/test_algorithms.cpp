@@ -9,10 +9,10 @@
 #include <torch/torch.h>
 
 #include "netmodels/alpha_beta.h"
-#include "sim/engine.h"
+#include "sim/core/engine.h"
 #include "tests/engine_run.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "training/metrics.h"
 
 namespace testbed {
@@ -45,14 +45,7 @@ class Algorithms : public ::testing::Test {
 
   // Replicas built as the engine builds them (same initialisation, shards and batches),
   // for training by hand.
-  static std::vector<std::unique_ptr<Replica>> replicas(const Scenario& s) {
-    std::vector<std::unique_ptr<Replica>> out;
-    auto samplers = make_samplers(s, *data_);
-    for (int n = 0; n < s.nodes; ++n)
-      out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU,
-                                              data_->task));
-    return out;
-  }
+  static std::vector<std::unique_ptr<Replica>> replicas(const Scenario& s) { return make_replicas(s, *data_); }
   static void local_step(Replica& r, int batch) {
     r.forward_backward(r.next_batch(*data_, batch));
     r.optimizer_step();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario_loader.h"
+#include "sim/config/scenario_loader.h"
 
 namespace fs = std::filesystem;
 
@@ -234,8 +234,9 @@ TEST_F(Cli, PartitionThatStarvesANodeExits2) {
 }
 
 TEST_F(Cli, AlgorithmKeysAreChecked) {
-  expect_rejected("algorithm:\n  name: sparta\n  H: 5\n", "3:6", "'H' is not a key of algorithm 'sparta'");
-  expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:27", "it takes none");
+  // A key of another algorithm is blamed at the key, as any unknown key is.
+  expect_rejected("algorithm:\n  name: sparta\n  H: 5\n", "3:3", "'H' is not a key of algorithm 'sparta'");
+  expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:24", "it takes none");
   expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: sparta, p: 1.5}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: diloco, H: 0}\n", "1:30", "out of range");

@@ -27,9 +27,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/engine.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/core/engine.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "tests/engine_run.h"
 #include "training/partition.h"
 #include "training/seed_streams.h"

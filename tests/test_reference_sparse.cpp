@@ -12,9 +12,9 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <torch/torch.h>
 
-#include "sim/engine.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/core/engine.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "tests/engine_run.h"
 #include "topologies/builders.h"
 #include "topologies/routing.h"
@@ -167,14 +167,7 @@ class Reference : public ::testing::Test {
   static Dataset* data_;
 
   // Replicas built as the engine builds them (same initialisation, shards and batches).
-  static std::vector<std::unique_ptr<Replica>> replicas(const Scenario& s) {
-    std::vector<std::unique_ptr<Replica>> out;
-    auto samplers = make_samplers(s, *data_);
-    for (int n = 0; n < s.nodes; ++n)
-      out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU,
-                                              data_->task));
-    return out;
-  }
+  static std::vector<std::unique_ptr<Replica>> replicas(const Scenario& s) { return make_replicas(s, *data_); }
   static void local_step(Replica& r, const Scenario& s) {
     r.forward_backward(r.next_batch(*data_, s.workload.batch_size));
     r.optimizer_step();
@@ -374,11 +367,11 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
     EXPECT_LT(ix.max().item<int64_t>(), hi);
     if (ix.numel() > 1) EXPECT_TRUE((ix.slice(0, 1) > ix.slice(0, 0, -1)).all().item<bool>());  // strictly increasing
   };
-  for (const std::string selection : {"random", "shuffled_sequential", "partitioned", "layerwise"}) {
+  for (const auto& [chosen, selection] : EnumNames<SpartaSelection>::all()) {
     SCOPED_TRACE(selection);
     SparseExchangeOptions o;
     o.p = 0.005;
-    o.selection = selection;
+    o.selection = chosen;
     o.interval = 2;
     const SparseExchange ex(3, seed, {{1, 2}, {0, 2}, {0, 1}}, sizes, o);
     const auto order = seeded_permutation(d, stream_seed(seed, "sparta_order"));

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/compute_model.h"
+#include "sim/core/compute_model.h"
 #include "training/gpt.h"
 #include "training/models.h"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "netmodels/event_clock.h"
-#include "sim/network_factory.h"
-#include "sim/scenario_loader.h"
+#include "sim/core/network_factory.h"
+#include "sim/config/scenario_loader.h"
 
 namespace testbed {
 namespace {

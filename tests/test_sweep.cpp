@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "sim/report.h"
-#include "sim/scenario_loader.h"
-#include "sim/sweep.h"
-#include "sim/sweep_runner.h"
+#include "sim/output/report.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/tools/sweep.h"
+#include "sim/tools/sweep_runner.h"
 
 namespace fs = std::filesystem;
 using namespace testbed;

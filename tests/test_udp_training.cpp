@@ -11,11 +11,11 @@
 
 #include <torch/torch.h>
 
-#include "sim/engine.h"
+#include "sim/core/engine.h"
 #include "tests/engine_run.h"
-#include "sim/hdf5_recorder.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/output/hdf5_recorder.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/units.h"
+#include "sim/config/units.h"
 
 namespace testbed {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/engine.h"
-#include "sim/scenario_loader.h"
-#include "sim/workload.h"
+#include "sim/core/engine.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "training/checkpoint.h"
 #include "training/metrics.h"
 #include "training/shifts.h"

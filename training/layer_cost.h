@@ -24,6 +24,15 @@ struct LayerCost {
                                   // norms, pooling, activation x activation products)
 };
 
+// One training step's work, as the roofline compute model needs it: the model's layers
+// (forward order, per sample), the batch and the optimizer (sim/config/workload.h builds it).
+struct TrainingWork {
+  std::vector<LayerCost> layers;
+  int batch = 1;
+  std::string optimizer = "adamw";  // adamw | adam | sgd
+  bool momentum = false;            // sgd keeps a momentum buffer
+};
+
 // Builders for the common kinds, so every model describes them the same way.
 // y = x W^T + b over `rows` rows per sample (one addmm).
 LayerCost linear_cost(const std::string& name, double in, double out, double rows, bool bias, bool trains);

@@ -17,18 +17,21 @@ double local_sgd_step(Replica& replica, const Dataset& data, int batch_size) {
   return loss;
 }
 
-double wire_bytes(const std::string& format) {
-  if (format == "fp32") return 4;
-  if (format == "bf16" || format == "fp16") return 2;
-  if (format == "fp4") return 0.5;
-  throw std::invalid_argument("unknown wire format '" + format + "' (fp32 bf16 fp16 fp4)");
+double wire_bytes(WireFormat format) {
+  switch (format) {
+    case WireFormat::Fp32: return 4;
+    case WireFormat::Bf16:
+    case WireFormat::Fp16: return 2;
+    case WireFormat::Fp4: return 0.5;
+  }
+  throw std::invalid_argument("unknown wire format");
 }
 
-torch::Tensor to_wire(const torch::Tensor& x, const std::string& format) {
-  if (format == "fp32") return x;
-  if (format == "bf16") return x.to(torch::kBFloat16).to(torch::kFloat32);
-  if (format == "fp16") return x.to(torch::kFloat16).to(torch::kFloat32);
-  if (format == "fp4") {
+torch::Tensor to_wire(const torch::Tensor& x, WireFormat format) {
+  if (format == WireFormat::Fp32) return x;
+  if (format == WireFormat::Bf16) return x.to(torch::kBFloat16).to(torch::kFloat32);
+  if (format == WireFormat::Fp16) return x.to(torch::kFloat16).to(torch::kFloat32);
+  if (format == WireFormat::Fp4) {
     const double max = x.abs().max().item<double>();
     if (max == 0) return torch::zeros_like(x);
     const double scale = max / 6.0;
@@ -39,7 +42,7 @@ torch::Tensor to_wire(const torch::Tensor& x, const std::string& format) {
     auto index = torch::bucketize(m, mid);
     return grid.index_select(0, index.reshape(-1)).view_as(x) * x.sign() * scale;
   }
-  throw std::invalid_argument("unknown wire format '" + format + "' (fp32 bf16 fp16 fp4)");
+  throw std::invalid_argument("unknown wire format");
 }
 
 torch::Tensor seeded_indices(int64_t n, int64_t count, uint64_t seed) {

@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "training/algorithm.h"
+#include "training/algorithms/wire_format.h"
 #include "training/replica.h"
 
 namespace testbed {
@@ -16,10 +17,10 @@ namespace testbed {
 double local_sgd_step(Replica& replica, const Dataset& data, int batch_size);
 
 // Bytes per element of a wire format: fp32 4, bf16 and fp16 2, fp4 0.5 (e2m1).
-double wire_bytes(const std::string& format);
+double wire_bytes(WireFormat format);
 // `x` rounded to the wire format and back to float32: what the receiver decodes. fp4 is
 // e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6) with one per-tensor scale, max|x| / 6.
-torch::Tensor to_wire(const torch::Tensor& x, const std::string& format);
+torch::Tensor to_wire(const torch::Tensor& x, WireFormat format);
 
 // `count` distinct indices of 0..n-1, sorted, drawn from `seed` alone, so every node that
 // asks with the same seed gets the same indices and none need to travel.

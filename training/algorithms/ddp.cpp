@@ -1,6 +1,8 @@
 // DDP: the all-reduce sums gradients; dividing by N gives the large-batch mean gradient.
 #include "training/algorithms/ddp.h"
 
+#include "training/algorithms/algorithm_settings.h"
+
 #include <torch/torch.h>
 
 namespace testbed {
@@ -19,6 +21,10 @@ StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dat
 void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op) {
   op.buffer.div_(nodes_);  // the parameters' .grad() now hold the mean gradient
   replica.optimizer_step();
+}
+
+std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
+  return std::make_unique<Ddp>(s.nodes, s.batch_size);
 }
 
 }  // namespace testbed

@@ -8,7 +8,7 @@
 
 #include "training/algorithms/common.h"
 #include "training/algorithms/dct.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 
 namespace testbed {
 namespace {
@@ -18,10 +18,10 @@ class Demo : public Algorithm {
   explicit Demo(const AlgorithmSettings& s)
       : nodes_(s.nodes),
         batch_(s.batch_size),
-        beta_(s.keys.beta.value_or(0.999)),
-        chunk_(s.keys.chunk.value_or(64)),
-        k_(s.keys.k.value_or(32)),
-        sign_(s.keys.sign.value_or(true)),
+        beta_(std::get<DemoOptions>(s.options).beta),
+        chunk_(std::get<DemoOptions>(s.options).chunk),
+        k_(std::get<DemoOptions>(s.options).k),
+        sign_(std::get<DemoOptions>(s.options).sign),
         lr_(s.optimizer.lr),
         weight_decay_(s.optimizer.weight_decay),
         momentum_(s.nodes) {

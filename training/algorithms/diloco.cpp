@@ -3,7 +3,7 @@
 // fragments on a staggered schedule, quantises the outer gradients and overlaps them.
 #include "training/algorithms/common.h"
 #include "training/algorithms/outer_sync.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 
 namespace testbed {
 namespace {
@@ -35,29 +35,14 @@ class Diloco : public Algorithm {
   OuterSync outer_;
 };
 
-OuterSyncOptions outer_options(const AlgorithmKeys& k, int H, const std::string& dtype) {
-  OuterSyncOptions o;
-  o.H = k.H.value_or(H);
-  o.lr = k.outer_lr.value_or(0.7);
-  o.momentum = k.outer_momentum.value_or(0.9);
-  o.dtype = k.outer_dtype.value_or(dtype);
-  return o;
-}
-
 }  // namespace
 
-OuterSyncOptions diloco_options(const AlgorithmKeys& keys) { return outer_options(keys, 500, "fp32"); }
-
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings& s) {
-  return std::make_unique<Diloco>("diloco", s, diloco_options(s.keys));
+  return std::make_unique<Diloco>("diloco", s, std::get<OuterSyncOptions>(s.options));
 }
 
 std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings& s) {
-  OuterSyncOptions o = outer_options(s.keys, 100, "fp4");
-  o.fragments = s.keys.fragments.value_or(4);
-  o.tau = s.keys.tau.value_or(1);
-  o.alpha = s.keys.alpha.value_or(0.5);
-  return std::make_unique<Diloco>("streaming_diloco", s, o);
+  return std::make_unique<Diloco>("streaming_diloco", s, std::get<StreamingOptions>(s.options).outer);
 }
 
 }  // namespace testbed

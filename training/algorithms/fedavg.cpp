@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "training/algorithms/common.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 #include "training/partition.h"
 #include "training/seed_streams.h"
 
@@ -21,8 +21,8 @@ class FedAvg : public Algorithm {
   explicit FedAvg(const AlgorithmSettings& s)
       : nodes_(s.nodes),
         batch_(s.batch_size),
-        H_(s.keys.H.value_or(1)),
-        fraction_(s.keys.fraction.value_or(1.0)),
+        H_(std::get<FedAvgOptions>(s.options).H),
+        fraction_(std::get<FedAvgOptions>(s.options).fraction),
         seed_(s.seed),
         shard_sizes_(s.shard_sizes) {}
   std::string name() const override { return "fedavg"; }

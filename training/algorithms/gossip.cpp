@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "training/algorithms/common.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {

@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "training/algorithms/common.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 
 namespace testbed {
 namespace {

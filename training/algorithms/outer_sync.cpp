@@ -17,7 +17,6 @@ OuterSync::OuterSync(int nodes, const OuterSyncOptions& options)
   if (options.H < 1) throw std::invalid_argument("H must be >= 1");
   if (options.fragments < 1) throw std::invalid_argument("fragments must be >= 1");
   if (options.tau < 0) throw std::invalid_argument("tau must be >= 0");
-  wire_bytes(options.dtype);  // throws for an unknown format
 }
 
 void OuterSync::start(int node, Replica& replica) {

@@ -9,23 +9,10 @@
 #include <vector>
 
 #include "training/algorithm.h"
-#include "training/algorithms/algorithm_keys.h"
+#include "training/algorithms/outer_sync_options.h"
 #include "training/replica.h"
 
 namespace testbed {
-
-struct OuterSyncOptions {
-  int H = 500;                   // inner steps between a fragment's syncs
-  double lr = 0.7, momentum = 0.9;
-  std::string dtype = "fp32";    // pseudo-gradient wire format
-  int fragments = 1;             // contiguous, near-equal ranges of the flat parameters
-  int tau = 0;                   // steps the node trains while a fragment is in flight
-  double alpha = 0.5;            // tau > 0: local share when the fragment lands
-};
-
-// DiLoCo's outer options from the scenario keys, with diloco's defaults (H 500, fp32); also
-// the outer half of sparta_diloco.
-OuterSyncOptions diloco_options(const AlgorithmKeys& keys);
 
 class OuterSync {
  public:

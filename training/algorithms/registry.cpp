@@ -1,25 +1,19 @@
-// The algorithm registry: a name, the scenario keys it reads, and its factory.
+// The algorithm registry: a name, its options with their defaults, and its factory.
 #include "training/algorithms/registry.h"
-
-#include "training/algorithms/ddp.h"
 
 namespace testbed {
 
 const std::vector<AlgorithmEntry>& algorithm_registry() {
   static const std::vector<AlgorithmEntry> entries = {
-      {"ddp", {}, [](const AlgorithmSettings& s) { return std::make_unique<Ddp>(s.nodes, s.batch_size); }},
-      {"lofi", {}, make_lofi},
-      {"fedavg", {"H", "fraction"}, make_fedavg},
-      {"diloco", {"H", "outer_lr", "outer_momentum", "outer_dtype"}, make_diloco},
-      {"streaming_diloco",
-       {"H", "outer_lr", "outer_momentum", "outer_dtype", "fragments", "tau", "alpha"},
-       make_streaming_diloco},
-      {"sparta", {"p", "selection", "exchange", "interval", "delay"}, make_sparta},
-      {"sparta_diloco",
-       {"p", "selection", "exchange", "interval", "delay", "H", "outer_lr", "outer_momentum", "outer_dtype"},
-       make_sparta_diloco},
-      {"demo", {"beta", "chunk", "k", "sign"}, make_demo},
-      {"gossip", {}, make_gossip},
+      {"ddp", NoOptions{}, make_ddp},
+      {"lofi", NoOptions{}, make_lofi},
+      {"fedavg", FedAvgOptions{}, make_fedavg},
+      {"diloco", OuterSyncOptions{}, make_diloco},
+      {"streaming_diloco", StreamingOptions{}, make_streaming_diloco},
+      {"sparta", SparseExchangeOptions{}, make_sparta},
+      {"sparta_diloco", SpartaDilocoOptions{}, make_sparta_diloco},
+      {"demo", DemoOptions{}, make_demo},
+      {"gossip", GossipOptions{}, make_gossip},
   };
   return entries;
 }
@@ -35,6 +29,24 @@ const AlgorithmEntry* find_algorithm(const std::string& name) {
     if (e.name == name) return &e;
   }
   return nullptr;
+}
+
+std::optional<OptionError> check_options(const AlgorithmOptions& options) {
+  return std::visit(
+      [](const auto& o) -> std::optional<OptionError> {
+        if constexpr (requires { o.check(); }) return o.check();
+        else return std::nullopt;
+      },
+      options);
+}
+
+std::optional<std::string> neighbour_key(const AlgorithmOptions& options) {
+  return std::visit(
+      [](const auto& o) -> std::optional<std::string> {
+        if constexpr (requires { o.neighbour_key(); }) return o.neighbour_key();
+        else return std::nullopt;
+      },
+      options);
 }
 
 }  // namespace testbed

@@ -1,40 +1,59 @@
-// Every algorithm by name: its scenario keys and how to build it (one line each in registry.cpp).
+// Every algorithm by name: its options (scenario keys, with defaults and ranges) and its
+// factory. Without LibTorch, so the scenario holds typed options and `validate` sees them.
+// Adding an algorithm: its .cpp (with its factory), its *_options.h when it takes keys, the
+// factory's declaration and its line in registry.cpp, and its options type in the variant.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "training/algorithm.h"
-#include "training/algorithms/algorithm_keys.h"
-#include "training/replica.h"
+#include "training/algorithms/demo_options.h"
+#include "training/algorithms/fedavg_options.h"
+#include "training/algorithms/outer_sync_options.h"
+#include "training/algorithms/sparse_exchange_options.h"
 
 namespace testbed {
 
-// What an algorithm may know of the run besides its keys.
-struct AlgorithmSettings {
-  AlgorithmKeys keys;
-  int nodes = 1;
-  int batch_size = 1;
-  int steps = 1;
-  uint64_t seed = 0;                           // the scenario seed; algorithms derive named streams
-  std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
-  std::vector<int64_t> shard_sizes;            // each node's training samples
-  std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
-  OptimizerConfig optimizer;                   // the inner (local) optimizer
+class Algorithm;
+struct AlgorithmSettings;
+
+// ddp and lofi take no keys.
+struct NoOptions {
+  template <class V> void fields(V&) {}
+  bool operator==(const NoOptions&) const = default;
 };
+// gossip takes no keys but needs topology neighbours.
+struct GossipOptions {
+  template <class V> void fields(V&) {}
+  std::optional<std::string> neighbour_key() const { return "name"; }
+  bool operator==(const GossipOptions&) const = default;
+};
+
+using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
+                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions>;
+
+// The options' rule between keys, when they have one.
+std::optional<OptionError> check_options(const AlgorithmOptions& options);
+// The key to blame when a node has no topology neighbour, for options that exchange with them.
+std::optional<std::string> neighbour_key(const AlgorithmOptions& options);
+
+using AlgorithmFactory = std::unique_ptr<Algorithm> (*)(const AlgorithmSettings&);
 
 struct AlgorithmEntry {
   std::string name;
-  std::vector<std::string> keys;  // which AlgorithmKeys it reads
-  std::function<std::unique_ptr<Algorithm>(const AlgorithmSettings&)> make;
+  AlgorithmOptions defaults;  // its keys' alternative, with its defaults
+  AlgorithmFactory make;
 };
 
 const std::vector<AlgorithmEntry>& algorithm_registry();
+const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown
+std::vector<std::string> algorithm_names();                     // in registry order
+
 // Each algorithm's factory, defined in the algorithm's own file.
+std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);
@@ -43,6 +62,5 @@ std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_demo(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_gossip(const AlgorithmSettings&);
-const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown
 
 }  // namespace testbed

@@ -70,26 +70,26 @@ SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector
   if (options.interval < 1) throw std::invalid_argument("interval must be >= 1");
   if (options.delay < 0) throw std::invalid_argument("delay must be >= 0");
   d_ = std::accumulate(tensor_sizes_.begin(), tensor_sizes_.end(), int64_t{0});
-  if (options.selection == "shuffled_sequential") order_ = seeded_permutation(d_, stream_seed(seed, "sparta_order"));
+  if (options.selection == SpartaSelection::ShuffledSequential) order_ = seeded_permutation(d_, stream_seed(seed, "sparta_order"));
 }
 
 torch::Tensor SparseExchange::indices(int step) const {
   const int64_t round = step / options_.interval;
   const int64_t k = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_);
-  const auto& sel = options_.selection;
-  if (sel == "random") return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
-  if (sel == "shuffled_sequential" || sel == "partitioned") {
+  const SpartaSelection sel = options_.selection;
+  if (sel == SpartaSelection::Random) return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
+  if (sel == SpartaSelection::ShuffledSequential || sel == SpartaSelection::Partitioned) {
     // Consecutive windows of k, wrapping: of a fixed shuffle, or of the parameters in order.
     std::vector<int64_t> out(static_cast<size_t>(k));
     const int64_t start = (round * k) % d_;
     for (int64_t i = 0; i < k; ++i) {
       const int64_t at = (start + i) % d_;
-      out[i] = sel == "partitioned" ? at : order_[at];
+      out[i] = sel == SpartaSelection::Partitioned ? at : order_[at];
     }
     std::sort(out.begin(), out.end());
     return torch::tensor(out, torch::kInt64);
   }
-  if (sel == "layerwise") {
+  if (sel == SpartaSelection::Layerwise) {
     // One parameter tensor per round, in turn; a fraction p of it.
     const int t = static_cast<int>(round % static_cast<int64_t>(tensor_sizes_.size()));
     const int64_t begin = std::accumulate(tensor_sizes_.begin(), tensor_sizes_.begin() + t, int64_t{0});
@@ -97,14 +97,14 @@ torch::Tensor SparseExchange::indices(int step) const {
     const int64_t kt = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(size)), 1, size);
     return seeded_indices(size, kt, stream_seed(seed_, "sparta", static_cast<uint64_t>(round))) + begin;
   }
-  throw std::invalid_argument("unknown sparta selection '" + sel + "'");
+  throw std::invalid_argument("unknown sparta selection");
 }
 
 void SparseExchange::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) {
   if ((step + 1) % options_.interval != 0) return;
   auto values = replica.parameters().index_select(0, indices(step));
   if (options_.delay > 0) sent_[{node, step}] = values.clone();
-  if (options_.exchange == "allreduce") {
+  if (options_.exchange == SparseExchangeWith::AllReduce) {
     comm.push_back(make_op(CommKind::AllReduce, kTag, values, options_.delay));
   } else {
     auto op = make_op(CommKind::NeighbourExchange, kTag, values, options_.delay);
@@ -120,9 +120,9 @@ void SparseExchange::apply(int node, int issued_step, Replica& replica, CommOp& 
   torch::Tensor average;
   if (op.kind == CommKind::AllReduce) {
     average = op.buffer.div_(nodes_);
-  } else if (options_.exchange == "ring") {
+  } else if (options_.exchange == SparseExchangeWith::Ring) {
     average = masked_mean(op);
-  } else {  // gossip
+  } else {  // SparseExchangeWith::Gossip
     average = metropolis_mix(neighbours_, node, op);
   }
   auto& params = replica.parameters();

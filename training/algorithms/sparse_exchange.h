@@ -9,17 +9,10 @@
 #include <vector>
 
 #include "training/algorithm.h"
+#include "training/algorithms/sparse_exchange_options.h"
 #include "training/replica.h"
 
 namespace testbed {
-
-struct SparseExchangeOptions {
-  double p = 0.005;
-  std::string selection = "random";  // random | shuffled_sequential | partitioned | layerwise
-  std::string exchange = "allreduce";  // allreduce | ring (uniform with neighbours) | gossip (Metropolis-Hastings)
-  int interval = 1;                  // exchange after every `interval` steps
-  int delay = 0;                     // apply the average this many steps late (asynchronous SPARTA)
-};
 
 class SparseExchange {
  public:

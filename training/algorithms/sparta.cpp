@@ -4,29 +4,20 @@
 
 #include "training/algorithms/common.h"
 #include "training/algorithms/outer_sync.h"
-#include "training/algorithms/registry.h"
+#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {
 
 namespace {
 
-SparseExchangeOptions sparse_options(const AlgorithmKeys& k) {
-  SparseExchangeOptions o;
-  o.p = k.p.value_or(o.p);
-  o.selection = k.selection.value_or(o.selection);
-  o.exchange = k.exchange.value_or(o.exchange);
-  o.interval = k.interval.value_or(o.interval);
-  o.delay = k.delay.value_or(o.delay);
-  return o;
-}
-
 class Sparta : public Algorithm {
  public:
-  Sparta(std::string name, const AlgorithmSettings& s, std::optional<OuterSyncOptions> outer)
+  Sparta(std::string name, const AlgorithmSettings& s, const SparseExchangeOptions& sparse,
+         std::optional<OuterSyncOptions> outer)
       : name_(std::move(name)),
         batch_(s.batch_size),
-        sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse_options(s.keys)) {
+        sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse) {
     if (outer) outer_.emplace(s.nodes, *outer);
   }
   std::string name() const override { return name_; }
@@ -62,11 +53,12 @@ class Sparta : public Algorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings& s) {
-  return std::make_unique<Sparta>("sparta", s, std::nullopt);
+  return std::make_unique<Sparta>("sparta", s, std::get<SparseExchangeOptions>(s.options), std::nullopt);
 }
 
 std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings& s) {
-  return std::make_unique<Sparta>("sparta_diloco", s, diloco_options(s.keys));
+  const auto& o = std::get<SpartaDilocoOptions>(s.options);
+  return std::make_unique<Sparta>("sparta_diloco", s, o.sparse, o.outer);
 }
 
 }  // namespace testbed

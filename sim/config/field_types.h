@@ -1,0 +1,29 @@
+// The value types a scenario field can have beyond plain numbers, strings, enums and lists,
+// and the checks a field declares; the strict YAML reader (yaml_reader.h) knows how to read each.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "training/algorithms/option_fields.h"
+
+namespace testbed {
+
+// Unit-carrying doubles, so the reader knows how to parse each field ("100Mbps", "10ms", "1%").
+struct Bandwidth { double bps = 0; };
+struct Duration { double s = 0; };
+struct Fraction { double value = 0; };
+
+// How the training set is split among nodes: `iid`, `category` (whole label or genre
+// groups per node, round-robin) or `{dirichlet: alpha}` (label skew; smaller is more skewed).
+struct Partition {
+  std::string kind = "iid";
+  double alpha = 0;  // dirichlet only
+};
+
+// A string field's allowed values (a numeric field's Range is in option_fields.h).
+struct Choices {
+  std::vector<std::string> allowed;
+};
+
+}  // namespace testbed

@@ -1,0 +1,100 @@
+// Conversions from scenario sections to the inputs of the other libraries.
+#include "sim/config/scenario.h"
+
+#include <algorithm>
+
+#include "sim/config/bandwidth_trace.h"
+#include "sim/config/units.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+
+namespace {
+
+LinkSpec link_spec(const LinkSection& l) {
+  LinkSpec spec;
+  spec.bandwidth_bps = l.bandwidth.bps;
+  spec.latency_s = l.latency.s;
+  spec.loss = l.loss.value;
+  spec.gilbert_elliott = l.loss_model == "gilbert_elliott";
+  spec.p_good_bad = l.p_good_bad.value;
+  spec.p_bad_good = l.p_bad_good.value;
+  spec.loss_bad = l.loss_bad.value;
+  // The loader has made the path absolute and checked the file.
+  if (!l.trace.empty()) spec.trace = read_bandwidth_trace(l.trace);
+  spec.jitter_s = l.jitter.s;
+  return spec;
+}
+
+}  // namespace
+
+TopologySpec topology_spec(const Scenario& scenario) {
+  TopologySpec spec;
+  spec.kind = scenario.topology.kind;
+  spec.hosts = scenario.nodes;
+  spec.torus_rows = scenario.topology.rows;
+  const TopologySection& t = scenario.topology;
+  spec.fat_tree_k = t.k;
+  spec.clusters = t.clusters;
+  const int clusters = std::max(1, t.clusters);
+  spec.per_cluster = t.per_cluster > 0                     ? t.per_cluster
+                     : scenario.nodes % clusters == 0 ? scenario.nodes / clusters
+                                                          : 0;
+  spec.wan = link_spec(t.wan);
+  spec.edge_probability = t.p;
+  spec.degree = t.degree;
+  spec.beta = t.beta;
+  // Its own stream, so that the graph does not shift when other draws change.
+  spec.seed = stream_seed(scenario.seed, "topology");
+  spec.file = t.file;
+  spec.placement = t.placement;
+  spec.link = link_spec(scenario.topology.link);
+  for (const auto& o : scenario.topology.links) {
+    LinkOverride link;
+    if (o.between.size() == 2) link.a = o.between[0], link.b = o.between[1];
+    if (o.bandwidth) link.bandwidth_bps = o.bandwidth->bps;
+    if (o.bandwidth_reverse) link.reverse_bandwidth_bps = o.bandwidth_reverse->bps;
+    if (o.latency) link.latency_s = o.latency->s;
+    if (o.loss) link.loss = o.loss->value;
+    if (o.loss_model) link.gilbert_elliott = *o.loss_model == "gilbert_elliott";
+    if (o.p_good_bad) link.p_good_bad = o.p_good_bad->value;
+    if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
+    if (o.loss_bad) link.loss_bad = o.loss_bad->value;
+    if (o.trace) link.trace = o.trace->empty() ? std::vector<RateChange>{} : read_bandwidth_trace(*o.trace);
+    if (o.jitter) link.jitter_s = o.jitter->s;
+    spec.overrides.push_back(link);
+  }
+  return spec;
+}
+
+QueueSize parse_queue(const std::string& queue) {
+  if (auto bdp = parse_bdp_multiple(queue)) return {bdp, std::nullopt};
+  return {std::nullopt, parse_bytes(queue)};
+}
+
+std::vector<int> node_clusters(const Scenario& scenario) {
+  const int nodes = scenario.nodes;
+  std::vector<int> cluster(nodes, -1);
+  if (!scenario.collective.clusters.empty()) {
+    // The loader checked that the lists partition the nodes.
+    for (size_t c = 0; c < scenario.collective.clusters.size(); ++c)
+      for (int node : scenario.collective.clusters[c])
+        if (node >= 0 && node < nodes) cluster[node] = static_cast<int>(c);
+    return cluster;
+  }
+  if (scenario.topology.kind == "hierarchical") {
+    const int per_cluster = topology_spec(scenario).per_cluster;
+    if (per_cluster < 1) return {};
+    for (int n = 0; n < nodes; ++n) cluster[n] = n / per_cluster;
+    return cluster;
+  }
+  if (scenario.topology.kind == "fat_tree") {
+    // Host slot h sits on edge switch h / (k/2), and a pod holds k/2 edge switches.
+    const int half = std::max(1, scenario.topology.k / 2);
+    for (int n = 0; n < nodes; ++n) cluster[n] = n / (half * half);
+    return cluster;
+  }
+  return {};
+}
+
+}  // namespace testbed

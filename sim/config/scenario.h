@@ -1,0 +1,404 @@
+// The typed scenario: every key a YAML scenario may hold, with its default and its check.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/config/field_types.h"
+#include "topologies/builders.h"
+#include "training/algorithms/registry.h"
+
+namespace testbed {
+
+// Each section lists its keys once in fields(); the same list drives reading,
+// checking and writing the resolved scenario back out.
+struct LinkSection {
+  Bandwidth bandwidth{100e6};
+  Duration latency{0.0};
+  Fraction loss{0.0};
+  // gilbert_elliott: burst loss, `loss` in the good state (see topologies/link_spec.h).
+  std::string loss_model = "bernoulli";
+  Fraction p_good_bad{0};
+  Fraction p_bad_good{0.5};
+  Fraction loss_bad{1};
+  // Bandwidth over time: a CSV of `time_s,bandwidth` rows (relative: to the scenario file;
+  // sim/config/bandwidth_trace.h), ns3 only.
+  std::string trace;
+  Duration jitter{0.0};  // extra per-packet delay, uniform in [0, jitter] (ns3 only)
+  template <class V> void fields(V& v) {
+    v.field("bandwidth", bandwidth, Range{0, 1e15, true});
+    v.field("latency", latency, Range{0, 3600});
+    v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("trace", trace);
+    v.field("jitter", jitter, Range{0, 3600});
+  }
+};
+
+struct LinkOverrideSection {
+  std::vector<int> between;  // two vertex indices
+  std::optional<Bandwidth> bandwidth;          // between[0] -> between[1], and back unless:
+  std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
+  std::optional<Duration> latency;
+  std::optional<Fraction> loss;
+  std::optional<std::string> loss_model;
+  std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
+  std::optional<std::string> trace;  // as LinkSection::trace, for this link
+  std::optional<Duration> jitter;
+  template <class V> void fields(V& v) {
+    v.field("between", between);
+    v.field("bandwidth", bandwidth, Range{0, 1e15, true});
+    v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
+    v.field("latency", latency, Range{0, 3600});
+    v.field("loss", loss, Range{0, 1, false, true});
+    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("p_good_bad", p_good_bad, Range{0, 1});
+    v.field("p_bad_good", p_bad_good, Range{0, 1, true});
+    v.field("loss_bad", loss_bad, Range{0, 1});
+    v.field("trace", trace);
+    v.field("jitter", jitter, Range{0, 3600});
+  }
+};
+
+struct TopologySection {
+  std::string kind = "ring";
+  LinkSection link;
+  std::vector<LinkOverrideSection> links;
+  int rows = 0;  // torus2d: grid rows (0: most square)
+  int k = 4;     // fat_tree: switch radix (even)
+  int clusters = 2;     // hierarchical: number of clusters
+  int per_cluster = 0;  // hierarchical: hosts per cluster (0: nodes / clusters)
+  LinkSection wan{Bandwidth{1e9}, Duration{0.050}, Fraction{0}};  // hierarchical: the WAN ring
+  double p = 0.5;       // erdos_renyi: link probability
+  int degree = 4;       // watts_strogatz: lattice degree (even)
+  double beta = 0.1;    // watts_strogatz: rewiring probability
+  std::string file;     // graphml: Topology Zoo file (relative: to the scenario file)
+  std::vector<std::string> placement;  // graphml: node ids or labels of the hosts
+  template <class V> void fields(V& v) {
+    v.field("kind", kind, Choices{topology_kinds()});
+    v.field("link", link);
+    v.field("links", links);
+    v.field("rows", rows, Range{0, 1e6});
+    v.field("k", k, Range{2, 1e4});
+    v.field("clusters", clusters, Range{1, 1e5});
+    v.field("per_cluster", per_cluster, Range{0, 1e5});
+    v.field("wan", wan);
+    v.field("p", p, Range{0, 1, true});
+    v.field("degree", degree, Range{2, 1e5});
+    v.field("beta", beta, Range{0, 1});
+    v.field("file", file);
+    v.field("placement", placement);
+  }
+};
+
+// An outage over an interval: `link: [a, b]` (vertex indices) or `node: n` is cut from
+// down[0] to down[1] (ns3 only).
+struct FaultSection {
+  std::vector<int> link;
+  std::optional<int> node;
+  std::vector<Duration> down;
+  template <class V> void fields(V& v) {
+    v.field("link", link);
+    v.field("node", node);
+    v.field("down", down);
+  }
+};
+
+// Cross-traffic sharing the links (ns3 only; netmodels/ns3/ns3_options.h BackgroundFlow): from
+// vertex `from` to vertex `to` (hosts are 0..nodes-1; switches may send and receive too),
+// bulk (TCP) or onoff (UDP at `rate` during `on`, silent during `off`, off first), from
+// `start` to `stop`.
+struct BackgroundSection {
+  std::optional<int> from, to;
+  std::string kind = "bulk";
+  std::optional<Bandwidth> rate;
+  Duration on{1}, off{1};
+  Duration start{0};
+  std::optional<Duration> stop;
+  template <class V> void fields(V& v) {
+    v.field("from", from, Range{0, 1e9});
+    v.field("to", to, Range{0, 1e9});
+    v.field("kind", kind, Choices{{"bulk", "onoff"}});
+    v.field("rate", rate, Range{0, 1e15, true});
+    v.field("on", on, Range{0, 1e6, true});
+    v.field("off", off, Range{0, 1e6});
+    v.field("start", start, Range{0, 1e9});
+    v.field("stop", stop, Range{0, 1e9});
+  }
+};
+
+struct NetworkSection {
+  std::string backend = "ns3";
+  std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
+  std::string transport = "tcp";
+  int mtu = 9000;
+  std::string queue = "1.5bdp";        // device queue: `<x>bdp` of each link direction, or bytes (256KB)
+  std::optional<int> queue_packets;  // device queue in packets instead of `queue`
+  Duration min_rto{0.2};
+  bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
+  Duration syn_timeout{1.0};
+  std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
+  bool slow_start_after_idle = true;  // Linux's default
+  bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
+  // Which minimum-hop path each connection takes, in every backend (topologies/routing.h):
+  // shortest (lowest-index ties) or ecmp (a seeded hash of the connection picks one).
+  std::string routing = "shortest";
+  std::vector<FaultSection> faults;
+  std::vector<BackgroundSection> background;
+  template <class V> void fields(V& v) {
+    v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
+    v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
+    v.field("transport", transport, Choices{{"tcp", "udp"}});
+    v.field("mtu", mtu, Range{576, 65535});
+    v.field("queue", queue);
+    v.field("queue_packets", queue_packets, Range{1, 1e7});
+    v.field("min_rto", min_rto, Range{1e-6, 60});
+    v.field("delayed_ack", delayed_ack);
+    v.field("syn_timeout", syn_timeout, Range{1e-6, 600, true});
+    v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
+    v.field("slow_start_after_idle", slow_start_after_idle);
+    v.field("memoize", memoize);
+    v.field("routing", routing, Choices{{"shortest", "ecmp"}});
+    v.field("faults", faults);
+    v.field("background", background);
+  }
+};
+
+// How collectives are expanded into messages (netmodels/collectives/collectives.h). `clusters` lists node
+// indices per cluster for the hierarchical algorithm; empty takes the topology's clusters
+// (hierarchical: its clusters; fat_tree: its pods).
+struct CollectiveSection {
+  std::string algorithm = "ring";
+  int slices = 1;    // ring pipelining: messages per chunk (README, Collectives: why 1)
+  int server = 0;    // parameter_server: the server's node index
+  std::vector<std::vector<int>> clusters;
+  template <class V> void fields(V& v) {
+    v.field("algorithm", algorithm,
+            Choices{{"ring", "tree", "halving_doubling", "direct", "parameter_server", "hierarchical"}});
+    v.field("slices", slices, Range{1, 1 << 20});
+    v.field("server", server, Range{0, 1e5});
+    v.field("clusters", clusters);
+  }
+};
+
+// The byte-level GPT's shape; 0 keeps the preset's value.
+struct GptSection {
+  std::string preset = "tiny";  // tiny | small
+  int layers = 0, heads = 0, width = 0, context = 0;
+  double dropout = 0;
+  template <class V> void fields(V& v) {
+    v.field("preset", preset, Choices{{"tiny", "small"}});
+    v.field("layers", layers, Range{0, 1024});
+    v.field("heads", heads, Range{0, 1024});
+    v.field("width", width, Range{0, 1 << 16});
+    v.field("context", context, Range{0, 1 << 16});
+    v.field("dropout", dropout, Range{0, 1, false, true});
+  }
+};
+
+// A teacher network labels Gaussian inputs: a task with a known optimum, for fast tests.
+struct SyntheticSection {
+  std::string task = "classification";  // classification | regression
+  int inputs = 32, outputs = 10, hidden = 64;
+  int train_samples = 20000, test_samples = 2000;
+  template <class V> void fields(V& v) {
+    v.field("task", task, Choices{{"classification", "regression"}});
+    v.field("inputs", inputs, Range{1, 1 << 20});
+    v.field("outputs", outputs, Range{1, 1 << 20});
+    v.field("hidden", hidden, Range{1, 1 << 20});
+    v.field("train_samples", train_samples, Range{1, 1e9});
+    v.field("test_samples", test_samples, Range{1, 1e9});
+  }
+};
+
+// Low-rank adapters on every dense layer: only they train and travel.
+struct AdapterSection {
+  std::string kind = "none";  // none | lora | lora_fa (A frozen from a shared seed, B trains)
+  int rank = 4;
+  double alpha = 0;  // scale = alpha / rank; 0 means scale 1
+  template <class V> void fields(V& v) {
+    v.field("kind", kind, Choices{{"none", "lora", "lora_fa"}});
+    v.field("rank", rank, Range{1, 1 << 16});
+    v.field("alpha", alpha, Range{0, 1e6});
+  }
+};
+
+struct WorkloadSection {
+  std::string model = "cnn";
+  std::string dataset = "fashion_mnist";
+  std::string data_dir;  // default: the dataset's install location
+  int batch_size = 64;
+  int steps = 300;
+  int eval_every = 50;
+  int eval_samples = 0;  // 0: the whole test split
+  Partition partition;
+  std::vector<std::string> shifts;  // extra shifted test sets (images): noise rotation invert
+  GptSection gpt;
+  SyntheticSection synthetic;
+  AdapterSection adapter;
+  std::vector<int> classes;  // keep only these labels (train and test); empty: all
+  std::string init = "shared";  // shared | independent: every replica its own seed-derived initialisation
+  std::string init_from;  // checkpoint every replica starts from
+  int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
+  template <class V> void fields(V& v) {
+    v.field("model", model, Choices{{"mlp", "cnn", "gpt"}});
+    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
+    v.field("data_dir", data_dir);
+    v.field("batch_size", batch_size, Range{1, 1e6});
+    v.field("steps", steps, Range{1, 1e9});
+    v.field("eval_every", eval_every, Range{1, 1e9});
+    v.field("eval_samples", eval_samples, Range{0, 1e9});
+    v.field("partition", partition);
+    v.field("shifts", shifts);
+    v.field("gpt", gpt);
+    v.field("synthetic", synthetic);
+    v.field("adapter", adapter);
+    v.field("classes", classes);
+    v.field("init", init, Choices{{"shared", "independent"}});
+    v.field("init_from", init_from);
+    v.field("correlation_pairs", correlation_pairs, Range{0, 1e9});
+  }
+};
+
+struct OptimizerSection {
+  std::string name = "adamw";
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  double momentum = 0.0;  // sgd
+  double beta1 = 0.9, beta2 = 0.999;
+  template <class V> void fields(V& v) {
+    v.field("name", name, Choices{{"adamw", "adam", "sgd"}});
+    v.field("lr", lr, Range{0, 1e3, true});
+    v.field("weight_decay", weight_decay, Range{0, 1e3});
+    v.field("momentum", momentum, Range{0, 1, false, true});
+    v.field("beta1", beta1, Range{0, 1, false, true});
+    v.field("beta2", beta2, Range{0, 1, false, true});
+  }
+};
+
+// `name` picks an algorithm from training/algorithms/registry.cpp; the other keys belong to
+// some algorithms each (the registry lists which), and unset ones take the algorithm's default.
+struct AlgorithmSection {
+  std::string name = "ddp";
+  AlgorithmOptions options;  // the keys of `name`'s registry entry (training/algorithms/*_options.h)
+  template <class V> void fields(V& v) {
+    v.field("name", name, Choices{algorithm_names()});
+    // Once the name is read, its own keys (with their defaults) are the ones to read or write.
+    const AlgorithmEntry* entry = find_algorithm(name);
+    if (entry && options.index() != entry->defaults.index()) options = entry->defaults;
+    std::visit([&v](auto& o) { o.fields(v); }, options);
+  }
+  // For the strict reader: a key the chosen algorithm does not take.
+  std::string unknown_key_message(const std::string& key, const std::vector<std::string>& known) const {
+    std::vector<std::string> keys(known.begin() + 1, known.end());  // all but `name`
+    std::string list;
+    for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+    return "'" + key + "' is not a key of algorithm '" + name + "'" +
+           (keys.empty() ? " (it takes none)" : " (its keys: " + list + ")");
+  }
+};
+
+struct ComputeSection {
+  std::string model = "flops";   // fixed | flops | measured
+  Duration step_time{0.1};       // fixed: seconds per step
+  std::string device = "rtx4090";
+  std::string dtype = "fp32";    // flops: training precision; picks the preset's peak and bytes per element
+  double peak_flops = 0;         // overrides the device preset when > 0
+  Bandwidth memory_bandwidth{0};  // overrides the preset when > 0 (e.g. 3.35TB/s)
+  std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
+  double mfu = 0.4;
+  double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
+  // Heterogeneous fleets: node n runs 1/speed[n] as long (list shorter than nodes: cycled),
+  // or speeds drawn uniformly from [speed_min, speed_max] by seed when the list is empty.
+  std::vector<double> speeds;
+  double speed_min = 1, speed_max = 1;
+  double straggler_sigma = 0;    // each step x lognormal(0, sigma), seeded per node and step
+  template <class V> void fields(V& v) {
+    v.field("model", model, Choices{{"fixed", "flops", "measured"}});
+    v.field("step_time", step_time, Range{0, 1e6});
+    v.field("device", device, Choices{device_presets()});
+    v.field("dtype", dtype, Choices{{"fp32", "bf16"}});
+    v.field("peak_flops", peak_flops, Range{0, 1e20});
+    v.field("memory_bandwidth", memory_bandwidth, Range{0, 1e18});
+    v.field("launch_latency", launch_latency, Range{0, 1});
+    v.field("mfu", mfu, Range{0, 1, true});
+    v.field("measured_scale", measured_scale, Range{0, 1e6, true});
+    v.field("speeds", speeds);
+    v.field("speed_min", speed_min, Range{0, 1e6, true});
+    v.field("speed_max", speed_max, Range{0, 1e6, true});
+    v.field("straggler_sigma", straggler_sigma, Range{0, 10});
+  }
+  static std::vector<std::string> device_presets();
+};
+
+struct OutputSection {
+  std::string path;        // default: results/<name>.h5
+  std::string checkpoint;  // where to save the averaged model at the end (empty: nowhere)
+  template <class V> void fields(V& v) {
+    v.field("path", path);
+    v.field("checkpoint", checkpoint);
+  }
+};
+
+struct Scenario {
+  std::string name = "scenario";
+  uint64_t seed = 0;
+  int nodes = 4;
+  std::string device = "cpu";  // torch device for training
+  int threads = 0;             // LibTorch intra-op threads; 0: all cores
+  TopologySection topology;
+  NetworkSection network;
+  CollectiveSection collective;
+  WorkloadSection workload;
+  OptimizerSection optimizer;
+  AlgorithmSection algorithm;
+  ComputeSection compute;
+  OutputSection output;
+  template <class V> void fields(V& v) {
+    v.field("name", name);
+    v.field("seed", seed);
+    v.field("nodes", nodes, Range{1, 1e5});
+    v.field("device", device);
+    v.field("threads", threads, Range{0, 1024});
+    v.field("topology", topology);
+    v.field("network", network);
+    v.field("collective", collective);
+    v.field("workload", workload);
+    v.field("optimizer", optimizer);
+    v.field("algorithm", algorithm);
+    v.field("compute", compute);
+    v.field("output", output);
+  }
+
+  // Where each key that was given came from ("file:line:col" or "--set k=v:1:col"), so
+  // checks that need more than the file (the data set, the partition) can point at it.
+  std::string source;
+  std::map<std::string, std::string> locations;
+  std::string where(const std::string& key) const {
+    auto it = locations.find(key);
+    return it != locations.end() ? it->second : source + ":1:1";
+  }
+};
+
+// The topology a scenario describes, as the builders take it.
+TopologySpec topology_spec(const Scenario& scenario);
+
+// Each node's cluster for the hierarchical collective: collective.clusters when given, else
+// the hierarchical topology's clusters or the fat-tree's pods; empty when there are none.
+std::vector<int> node_clusters(const Scenario& scenario);
+
+// network.queue read: a multiple of each link's bandwidth-delay product, or bytes; neither
+// when it cannot be read (the loader rejects that scenario).
+struct QueueSize {
+  std::optional<double> bdp, bytes;
+};
+QueueSize parse_queue(const std::string& queue);
+
+}  // namespace testbed

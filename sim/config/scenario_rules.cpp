@@ -1,0 +1,387 @@
+// The scenario's domain rules: each stated once, each error at the key that caused it.
+// resolve_scenario fills what depends on other keys or on the file's place; check_scenario
+// only reads, building the topology and the model once.
+#include "sim/config/scenario_rules.h"
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "sim/config/bandwidth_trace.h"
+#include "sim/config/workload.h"
+#include "topologies/routing.h"
+#include "training/algorithms/registry.h"
+#include "training/shifts.h"
+
+namespace testbed {
+namespace {
+
+// A path in a scenario file is relative to that file, so that scenarios in the repository
+// can name ../shared data wherever they are run from; a --set path is relative to the
+// working directory. Absolute afterwards, so that re-reading the written scenario agrees.
+void make_absolute(std::string& path, const std::string& key, const Origins& origins) {
+  if (path.empty()) return;
+  std::filesystem::path file = path;
+  const Location loc = origins.where(key);
+  if (file.is_relative() && origins.seen(key) && loc.origin.rfind("--set ", 0) != 0)
+    file = std::filesystem::path(loc.origin).parent_path() / file;
+  path = std::filesystem::absolute(file).lexically_normal().string();
+}
+
+// Each link's bandwidth trace: only ns3 follows one; the file must read cleanly, its errors at
+// its own lines.
+void check_traces(const Scenario& s, const Origins& origins) {
+  auto check = [&](const std::string& path, const std::string& key) {
+    if (path.empty()) return;
+    const Location loc = origins.where(key);
+    if (s.network.backend != "ns3") {
+      fail(loc, "the " + s.network.backend + " backend keeps bandwidth fixed; use ns3 for '" + key + "'");
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) fail(loc, "bandwidth trace '" + path + "' not found");
+    try {
+      read_bandwidth_trace(path);
+    } catch (const TraceError& e) {
+      fail({e.path, e.line, e.col}, e.message);
+    }
+  };
+  check(s.topology.link.trace, "topology.link.trace");
+  check(s.topology.wan.trace, "topology.wan.trace");
+  for (size_t i = 0; i < s.topology.links.size(); ++i)
+    if (s.topology.links[i].trace) check(*s.topology.links[i].trace, "topology.links." + std::to_string(i) + ".trace");
+}
+
+// The key a topology builder's error is best reported at: the key of the kind's own
+// size or file when the scenario gives it, else topology.kind.
+std::string topology_error_key(const Scenario& s, const Origins& origins, const std::string& message) {
+  const std::string& kind = s.topology.kind;
+  auto mentions = [&](const char* word) { return message.find(word) != std::string::npos; };
+  std::vector<std::string> candidates;
+  if (kind == "torus2d") candidates = {"topology.rows"};
+  if (kind == "fat_tree") candidates = {mentions("nodes") ? "nodes" : "topology.k"};
+  if (kind == "hierarchical")
+    candidates = {mentions("topology.wan") ? "topology.wan" : "topology.per_cluster", "topology.clusters", "nodes"};
+  if (kind == "erdos_renyi") candidates = {"topology.p"};
+  if (kind == "watts_strogatz")
+    candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
+  if (kind == "graphml") {
+    // A placement entry that names no node: point at that entry.
+    for (size_t i = 0; i < s.topology.placement.size(); ++i)
+      if (mentions("placement names") && mentions(("node '" + s.topology.placement[i] + "'").c_str()))
+        candidates.push_back("topology.placement." + std::to_string(i));
+    if (mentions("placement")) candidates.push_back("topology.placement");
+    if (mentions("but the graph has only")) candidates.push_back("nodes");
+    candidates.push_back("topology.file");
+  }
+  for (const auto& key : candidates)
+    if (origins.seen(key)) return key;
+  return "topology.kind";
+}
+
+// The topology, built once. When it cannot be built, the error is blamed on the key that
+// caused it: the topology's own keys first, then the first link entry that breaks it.
+Topology build_checked_topology(const Scenario& s, const Origins& origins) {
+  const TopologySpec spec = topology_spec(s);
+  try {
+    return build_topology(spec);
+  } catch (const std::invalid_argument&) {
+  }
+  TopologySpec plain = spec;
+  plain.overrides.clear();
+  try {
+    build_topology(plain);
+  } catch (const std::invalid_argument& e) {
+    fail(origins.where(topology_error_key(s, origins, e.what())), e.what());
+  }
+  for (size_t i = 0; i < spec.overrides.size(); ++i) {
+    plain.overrides = {spec.overrides[i]};
+    try {
+      build_topology(plain);
+    } catch (const std::invalid_argument& e) {
+      fail(origins.where("topology.links." + std::to_string(i)), e.what());
+    }
+  }
+  return build_topology(spec);  // overrides that only fail together: blamed on the topology
+}
+
+// Loss, jitter and datagrams are packets' business: flow and analytical model reliable byte
+// streams, so a lossy, jittery or udp scenario there would silently be something else.
+void check_packet_features(const Scenario& s, const Topology& topology, const Origins& origins) {
+  if (s.network.backend == "ns3") return;
+  bool lossy = false;
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) lossy = lossy || topology.graph[e].mean_loss() > 0;
+  if (lossy) {
+    fail(origins.where("network.backend"),
+         "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
+  }
+  std::string jittery;
+  if (s.topology.link.jitter.s > 0) jittery = "topology.link.jitter";
+  if (jittery.empty() && s.topology.kind == "hierarchical" && s.topology.wan.jitter.s > 0)
+    jittery = "topology.wan.jitter";
+  for (size_t i = 0; i < s.topology.links.size() && jittery.empty(); ++i)
+    if (s.topology.links[i].jitter && s.topology.links[i].jitter->s > 0)
+      jittery = "topology.links." + std::to_string(i) + ".jitter";
+  if (!jittery.empty()) {
+    fail(origins.where(jittery),
+         "the " + s.network.backend + " backend models no per-packet jitter; use ns3 for jittery links");
+  }
+  if (s.network.transport == "udp") {
+    fail(origins.where("network.transport"),
+         "transport udp needs the ns3 backend (the " + s.network.backend + " backend carries reliable streams only)");
+  }
+}
+
+// The server is a node; explicit clusters partition the nodes; the hierarchical algorithm
+// needs clusters from somewhere.
+void check_collective(const Scenario& s, const Origins& origins) {
+  const auto& c = s.collective;
+  if (c.server >= s.nodes)
+    fail(origins.where("collective.server"), "server " + std::to_string(c.server) + " is not a node (0.." +
+                                                 std::to_string(s.nodes - 1) + ")");
+  std::vector<int> owner(s.nodes, -1);
+  for (size_t i = 0; i < c.clusters.size(); ++i) {
+    const std::string item = "collective.clusters." + std::to_string(i);
+    if (c.clusters[i].empty()) fail(origins.where(item), "a cluster needs at least one node");
+    for (size_t j = 0; j < c.clusters[i].size(); ++j) {
+      const int node = c.clusters[i][j];
+      const Location loc = origins.where(item + "." + std::to_string(j));
+      if (node < 0 || node >= s.nodes)
+        fail(loc, "node " + std::to_string(node) + " is not a node (0.." + std::to_string(s.nodes - 1) + ")");
+      if (owner[node] >= 0)
+        fail(loc, "node " + std::to_string(node) + " is already in cluster " + std::to_string(owner[node]));
+      owner[node] = static_cast<int>(i);
+    }
+  }
+  if (!c.clusters.empty()) {
+    for (int n = 0; n < s.nodes; ++n)
+      if (owner[n] < 0) fail(origins.where("collective.clusters"), "node " + std::to_string(n) + " is in no cluster");
+  }
+  if (c.algorithm == "hierarchical" && node_clusters(s).empty())
+    fail(origins.where("collective.algorithm"),
+         "the hierarchical collective needs clusters: use topology.kind hierarchical or fat_tree, or give "
+         "collective.clusters such as [[0, 1], [2, 3]]");
+}
+
+// The chosen algorithm's own rule between its keys (its *_options.h), and its neighbours.
+void check_algorithm(const Scenario& s, const Topology& topology, const Origins& origins) {
+  const auto& a = s.algorithm;
+  auto key_of = [&](const std::vector<std::string>& keys) {
+    for (const auto& k : keys)
+      if (origins.seen("algorithm." + k)) return "algorithm." + k;
+    return "algorithm." + keys.back();
+  };
+  if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
+  if (auto key = neighbour_key(a.options)) {
+    const auto neighbours = host_neighbours(topology);
+    for (size_t n = 0; n < neighbours.size(); ++n) {
+      if (!neighbours[n].empty()) continue;
+      fail(origins.where("algorithm." + *key), "node " + std::to_string(n) + " has no topology neighbour to exchange with");
+    }
+  }
+}
+
+void check_workload(const Scenario& s, const Origins& origins) {
+  const auto& w = s.workload;
+  const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
+                                                     {"brown", "ca01"}};
+  if (auto it = marker.find(w.dataset); it != marker.end()) {
+    auto file = std::filesystem::path(w.data_dir) / it->second;
+    if (!std::filesystem::exists(file)) {
+      fail(origins.where(w.data_dir == default_data_dir(w.dataset) ? "workload.dataset" : "workload.data_dir"),
+           "data set '" + w.dataset + "' not found (no " + file.string() + "); run scripts/install-deps.sh");
+    }
+  }
+  bool language_model = w.model == "gpt";
+  if (language_model != (w.dataset == "brown")) {
+    fail(origins.where("workload.model"), "model '" + w.model + "' does not fit dataset '" + w.dataset +
+                                              "' (gpt trains on brown; mlp and cnn on images or synthetic)");
+  }
+  if (w.dataset == "synthetic" && w.model != "mlp") {
+    fail(origins.where("workload.model"), "the synthetic task trains an mlp");
+  }
+  for (size_t i = 0; i < w.shifts.size(); ++i) {
+    Location loc = origins.where("workload.shifts." + std::to_string(i));
+    if (w.dataset != "fashion_mnist") fail(loc, "test-set shifts apply to image data sets only");
+    const auto& names = image_shift_names();
+    if (std::find(names.begin(), names.end(), w.shifts[i]) == names.end()) {
+      fail(loc, "unknown shift '" + w.shifts[i] + "'; valid: " + join(names) + nearest_hint(w.shifts[i], names));
+    }
+  }
+  bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
+  int labels = w.dataset == "fashion_mnist" ? 10 : (w.dataset == "synthetic" ? w.synthetic.outputs : 0);
+  for (size_t i = 0; i < w.classes.size(); ++i) {
+    Location loc = origins.where("workload.classes." + std::to_string(i));
+    if (labels == 0 || regression) fail(loc, "'classes' selects labels of a classification data set");
+    if (w.classes[i] < 0 || w.classes[i] >= labels) {
+      fail(loc, "class " + std::to_string(w.classes[i]) + " is not a label of '" + w.dataset + "' (0.." +
+                    std::to_string(labels - 1) + ")");
+    }
+  }
+  if (w.partition.kind == "dirichlet" && (w.dataset == "brown" || regression)) {
+    fail(origins.where("workload.partition"), "a dirichlet partition needs class labels; use iid or category");
+  }
+  // Building the model (once) checks shapes (adapter rank, heads) and any checkpoint it starts from.
+  try {
+    make_model(s);
+  } catch (const std::invalid_argument& e) {
+    std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
+                            ? "workload.adapter.rank"
+                            : (language_model ? "workload.gpt" : "workload.model");
+    fail(origins.where(where), e.what());
+  } catch (const std::runtime_error& e) {
+    fail(origins.where("workload.init_from"), e.what());
+  }
+}
+
+void check_faults(const Scenario& s, const Topology& topology, const Origins& origins) {
+  if (s.network.backend != "ns3") {
+    fail(origins.where("network.faults"),
+         "the " + s.network.backend + " backend models no faults; use ns3 for 'network.faults'");
+  }
+  const int nv = topology.num_vertices();
+  for (size_t i = 0; i < s.network.faults.size(); ++i) {
+    const auto& f = s.network.faults[i];
+    const std::string item = "network.faults." + std::to_string(i);
+    if (f.link.empty() == !f.node) fail(origins.where(item), "a fault names either 'link: [a, b]' or 'node: n'");
+    if (f.node && (*f.node < 0 || *f.node >= nv)) {
+      fail(origins.where(item + ".node"),
+           "node " + std::to_string(*f.node) + " is not a vertex of the topology (0.." + std::to_string(nv - 1) + ")");
+    }
+    if (!f.link.empty()) {
+      const bool pair = f.link.size() == 2;
+      const bool inside = pair && f.link[0] >= 0 && f.link[0] < nv && f.link[1] >= 0 && f.link[1] < nv;
+      if (!inside || !boost::edge(f.link[0], f.link[1], topology.graph).second) {
+        std::string named;
+        for (int v : f.link) named += (named.empty() ? "" : ", ") + std::to_string(v);
+        fail(origins.where(item + ".link"), "[" + named + "] is not a link of the topology");
+      }
+    }
+    if (f.down.size() != 2) fail(origins.where(origins.seen(item + ".down") ? item + ".down" : item),
+                                 "'down' takes an interval [start, end], such as [30s, 45s]");
+    if (!(f.down[0].s >= 0)) fail(origins.where(item + ".down.0"), "a fault cannot start before time 0");
+    if (!(f.down[1].s > f.down[0].s)) {
+      fail(origins.where(item + ".down.1"), "the fault's end " + format_number(f.down[1].s) +
+                                                " s is not after its start " + format_number(f.down[0].s) + " s");
+    }
+  }
+}
+
+// Each background flow joins two vertices over an interval; onoff needs its rate, bulk has none.
+void check_background(const Scenario& s, const Topology& topology, const Origins& origins) {
+  if (s.network.backend != "ns3") {
+    fail(origins.where("network.background"),
+         "the " + s.network.backend + " backend carries no background traffic; use ns3 for 'network.background'");
+  }
+  const int nv = topology.num_vertices();
+  for (size_t i = 0; i < s.network.background.size(); ++i) {
+    const auto& b = s.network.background[i];
+    const std::string item = "network.background." + std::to_string(i);
+    for (const auto& [key, end] : {std::pair{"from", b.from}, std::pair{"to", b.to}}) {
+      if (!end) fail(origins.where(item), std::string("a background flow needs '") + key + "' (a vertex)");
+      if (*end >= nv) {
+        fail(origins.where(item + "." + key),
+             "vertex " + std::to_string(*end) + " is not in the topology (0.." + std::to_string(nv - 1) + ")");
+      }
+    }
+    if (*b.from == *b.to) fail(origins.where(item + ".to"), "a background flow cannot go from a vertex to itself");
+    if (b.kind == "onoff" && !b.rate) fail(origins.where(item), "an onoff flow needs 'rate' (its rate while on)");
+    if (b.kind == "bulk" && b.rate) {
+      fail(origins.where(item + ".rate"), "a bulk flow sends as fast as TCP lets it; 'rate' is for kind onoff");
+    }
+    // Without an end the simulation would never run out of events.
+    if (!b.stop) fail(origins.where(item), "a background flow needs 'stop' (when it ends)");
+    if (!(b.stop->s > b.start.s)) {
+      fail(origins.where(item + ".stop"), "stop " + format_number(b.stop->s) + " s is not after start " +
+                                              format_number(b.start.s) + " s");
+    }
+  }
+}
+
+void check_network(const Scenario& s, const Topology& topology, const Origins& origins) {
+  const auto& n = s.network;
+  if (!n.background.empty()) check_background(s, topology, origins);
+  // Only the flow backend shares links by a rule; elsewhere rtt would silently do nothing.
+  if (n.backend != "flow" && n.flow_sharing != "maxmin") {
+    fail(origins.where("network.flow_sharing"),
+         "flow_sharing " + n.flow_sharing + " needs the flow backend (" +
+             (n.backend == "ns3" ? "in ns3 the TCP connections themselves share the links"
+                                 : "the analytical backend does not share links") + ")");
+  }
+  // A queue is given when it differs from the default: to_yaml writes every key, and its
+  // output must load again (flow and analytical scenarios, ns3 ones with queue_packets).
+  const bool queue_given = origins.seen("network.queue") && n.queue != NetworkSection{}.queue;
+  for (const auto& [key, given] : {std::pair{"network.queue", queue_given},
+                                    std::pair{"network.queue_packets", n.queue_packets.has_value()}}) {
+    if (n.backend != "ns3" && given) {
+      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + std::string(key) + "'");
+    }
+  }
+  if (!n.faults.empty()) check_faults(s, topology, origins);
+  if (n.queue_packets && queue_given) {
+    fail(origins.where("network.queue_packets"), "give the device queue once: 'queue' or 'queue_packets'");
+  }
+  const QueueSize queue = parse_queue(n.queue);
+  if (queue.bdp) {
+    if (!(*queue.bdp > 0 && *queue.bdp <= 1e6)) fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
+  } else if (queue.bytes) {
+    // Smaller than one packet, the queue would drop every packet it is offered.
+    if (!(*queue.bytes >= n.mtu + 2 && *queue.bytes < 4.0e9)) {
+      fail(origins.where("network.queue"), "a queue of " + n.queue + " does not hold one " + std::to_string(n.mtu) +
+                                               "-byte packet (or exceeds 4 GB)");
+    }
+  } else {
+    fail(origins.where("network.queue"),
+         "cannot read queue '" + n.queue + "'; give a multiple of each link's bandwidth-delay product (1bdp, 0.5bdp) or bytes (256KB)");
+  }
+}
+
+void check_compute(const Scenario& s, const Origins& origins) {
+  const auto& c = s.compute;
+  for (size_t i = 0; i < c.speeds.size(); ++i) {
+    if (!(c.speeds[i] > 0)) {
+      fail(origins.where("compute.speeds." + std::to_string(i)), "a node's speed must be positive");
+    }
+  }
+  if (c.speed_min > c.speed_max) {
+    fail(origins.where("compute.speed_min"), "speed_min is larger than speed_max");
+  }
+}
+
+}  // namespace
+
+void resolve_scenario(Scenario& s, const Origins& origins) {
+  if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
+  if (s.workload.data_dir.empty()) s.workload.data_dir = default_data_dir(s.workload.dataset);
+  if (origins.seen("topology.file")) make_absolute(s.topology.file, "topology.file", origins);
+  make_absolute(s.topology.link.trace, "topology.link.trace", origins);
+  make_absolute(s.topology.wan.trace, "topology.wan.trace", origins);
+  for (size_t i = 0; i < s.topology.links.size(); ++i)
+    if (s.topology.links[i].trace)
+      make_absolute(*s.topology.links[i].trace, "topology.links." + std::to_string(i) + ".trace", origins);
+}
+
+void check_scenario(const Scenario& s, const Origins& origins) {
+  if (!std::regex_match(s.device, std::regex("cpu|cuda(:[0-9]+)?|mps"))) {
+    fail(origins.where("device"), "device '" + s.device + "' is not cpu, cuda, cuda:N or mps");
+  }
+  for (size_t i = 0; i < s.topology.links.size(); ++i) {
+    const std::string item = "topology.links." + std::to_string(i);
+    if (s.topology.links[i].between.size() != 2) {
+      fail(origins.where(origins.seen(item + ".between") ? item + ".between" : item),
+           "'between' takes two vertex indices, such as [0, 1]");
+    }
+  }
+  check_traces(s, origins);
+  const Topology topology = build_checked_topology(s, origins);
+  check_packet_features(s, topology, origins);
+  check_network(s, topology, origins);
+  if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
+    fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
+  }
+  check_workload(s, origins);
+  check_compute(s, origins);
+  check_algorithm(s, topology, origins);
+  check_collective(s, origins);
+}
+
+}  // namespace testbed

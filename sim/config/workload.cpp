@@ -1,0 +1,183 @@
+// Factories from scenario sections; all randomness comes from named seed streams.
+#include "sim/config/workload.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "sim/config/scenario_loader.h"
+#include "training/seed_streams.h"
+#include "training/checkpoint.h"
+#include "training/brown.h"
+#include "training/algorithms/algorithm_settings.h"
+#include "training/fashion_mnist.h"
+#include "training/gpt.h"
+#include "training/shifts.h"
+#include "training/synthetic.h"
+
+namespace testbed {
+
+void configure_host(const Scenario& scenario) {
+  int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(1, threads));
+  // OpenBLAS starts its own pool with one thread per core, which spins in sched_yield
+  // beside LibTorch's OpenMP threads: measured 2x slower steps on 2 cores. LibTorch
+  // parallelises around the BLAS calls, so BLAS itself runs on one thread.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  // glibc's adaptive mmap threshold made LibTorch's activations come and go as fresh
+  // mappings (4x the page faults of a bare loop); keep freed memory in the heap instead.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+std::string default_data_dir(const std::string& dataset) {
+  if (dataset == "fashion_mnist") return "/usr/share/datasets/fashion-mnist";
+  if (dataset == "brown") return std::string(TESTBED_DATA_DIR) + "/brown";
+  return "";
+}
+
+namespace {
+
+std::string data_dir(const Scenario& s) {
+  return s.workload.data_dir.empty() ? default_data_dir(s.workload.dataset) : s.workload.data_dir;
+}
+
+AdapterConfig adapter_config(const Scenario& s) {
+  return {s.workload.adapter.kind, s.workload.adapter.rank, s.workload.adapter.alpha};
+}
+
+GptConfig gpt_config(const Scenario& s) {
+  const auto& g = s.workload.gpt;
+  GptConfig c = gpt_preset(g.preset);
+  if (g.layers) c.layers = g.layers;
+  if (g.heads) c.heads = g.heads;
+  if (g.width) c.width = g.width;
+  if (g.context) c.context = g.context;
+  c.dropout = g.dropout;
+  c.adapter = adapter_config(s);
+  return c;
+}
+
+SyntheticOptions synthetic_options(const Scenario& s) {
+  const auto& y = s.workload.synthetic;
+  return {y.task == "regression", y.inputs, y.outputs, y.hidden, y.train_samples, y.test_samples};
+}
+
+// Restricts a classification set to some labels (labels keep their numbers, so a model
+// pretrained on one subset and fine-tuned on another shares its output layer).
+Dataset keep_classes(Dataset data, const std::vector<int>& classes) {
+  auto wanted = torch::tensor(std::vector<int64_t>(classes.begin(), classes.end()), torch::kInt64);
+  auto train = torch::isin(data.train_targets, wanted).nonzero().flatten();
+  auto test = torch::isin(data.test_targets, wanted).nonzero().flatten();
+  data.train_inputs = data.train_inputs.index_select(0, train);
+  data.train_targets = data.train_targets.index_select(0, train);
+  data.train_groups = data.train_groups.index_select(0, train);
+  data.test_inputs = data.test_inputs.index_select(0, test);
+  data.test_targets = data.test_targets.index_select(0, test);
+  return data;
+}
+
+}  // namespace
+
+Dataset load_dataset(const Scenario& s) {
+  const auto& w = s.workload;
+  Dataset data;
+  if (w.dataset == "fashion_mnist") {
+    data = load_fashion_mnist(data_dir(s));
+  } else if (w.dataset == "brown") {
+    data = load_brown({data_dir(s), gpt_config(s).context, 0.1, stream_seed(s.seed, "brown_split")});
+  } else if (w.dataset == "synthetic") {
+    data = make_teacher_dataset(synthetic_options(s), stream_seed(s.seed, "teacher"));
+  } else {
+    throw std::invalid_argument("unknown dataset '" + w.dataset + "'");
+  }
+  if (!w.classes.empty()) data = keep_classes(std::move(data), w.classes);
+  for (const auto& shift : w.shifts) {
+    data.test_variants.push_back({shift, shift_images(data.test_inputs, shift, stream_seed(s.seed, "shift"))});
+  }
+  return data;
+}
+
+std::shared_ptr<Model> make_model(const Scenario& s, int node) {
+  const auto& w = s.workload;
+  const bool own = node >= 0 && w.init == "independent";
+  torch::manual_seed(own ? stream_seed(s.seed, "init", static_cast<uint64_t>(node) + 1) : stream_seed(s.seed, "init"));
+  std::shared_ptr<Model> model;
+  if (w.model == "gpt") {
+    model = make_gpt(gpt_config(s));
+  } else if (w.dataset == "synthetic") {
+    auto o = synthetic_options(s);
+    model = make_mlp(o.inputs, o.hidden, o.outputs, adapter_config(s));
+  } else {
+    model = make_image_model(w.model, 10, adapter_config(s));
+  }
+  if (!w.init_from.empty()) load_checkpoint(*model, w.init_from);
+  return model;
+}
+
+OptimizerConfig optimizer_config(const Scenario& scenario) {
+  const auto& o = scenario.optimizer;
+  return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2};
+}
+
+TrainingWork training_work(const Scenario& scenario, const Model& model) {
+  TrainingWork work;
+  work.layers = model.layer_costs();
+  work.batch = scenario.workload.batch_size;
+  work.optimizer = scenario.optimizer.name;
+  work.momentum = scenario.optimizer.momentum > 0;
+  return work;
+}
+
+std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) {
+  const auto& p = s.workload.partition;
+  std::vector<std::vector<int64_t>> shards;
+  // Whether every node gets data depends on the data set, so this is where a setup that
+  // cannot run shows; it is reported like any other bad scenario value.
+  try {
+    if (p.kind == "iid") {
+      shards = iid_partition(data.train_size(), s.nodes, stream_seed(s.seed, "partition"));
+    } else {
+      auto g = data.train_groups.contiguous();
+      std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+      shards = p.kind == "dirichlet"
+                   ? dirichlet_partition(groups, data.num_groups, s.nodes, p.alpha, stream_seed(s.seed, "partition"))
+                   : category_partition(groups, data.num_groups, s.nodes);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw scenario_error(s, p.kind == "iid" ? "nodes" : "workload.partition", e.what());
+  }
+  std::vector<ShardSampler> samplers;
+  for (int n = 0; n < s.nodes; ++n) {
+    samplers.emplace_back(std::move(shards[n]), stream_seed(s.seed, "batches", n));
+  }
+  return samplers;
+}
+
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
+                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int>> neighbours) {
+  const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
+  if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
+  AlgorithmSettings settings;
+  // A scenario built in code may name an algorithm without setting its options: its defaults.
+  const bool own = scenario.algorithm.options.index() == entry->defaults.index();
+  settings.options = own ? scenario.algorithm.options : entry->defaults;
+  settings.nodes = scenario.nodes;
+  settings.batch_size = scenario.workload.batch_size;
+  settings.steps = scenario.workload.steps;
+  settings.seed = scenario.seed;
+  settings.neighbours = std::move(neighbours);
+  settings.shard_sizes = std::move(shard_sizes);
+  settings.tensor_sizes = std::move(tensor_sizes);
+  settings.optimizer = optimizer_config(scenario);
+  return entry->make(settings);
+}
+
+}  // namespace testbed

@@ -1,0 +1,49 @@
+// Turns the scenario's workload, optimizer and algorithm sections into training objects.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/config/scenario.h"
+#include "training/algorithm.h"
+#include "training/dataset.h"
+#include "training/layer_cost.h"
+#include "training/models.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+// Process-wide compute settings: LibTorch intra-op threads from the scenario (0: all
+// cores; Debian's build starts with one), OpenBLAS kept single-threaded, allocator tuned.
+void configure_host(const Scenario& scenario);
+
+// Where a data set is installed by scripts/install-deps.sh.
+std::string default_data_dir(const std::string& dataset);
+
+// The data set with its shifted test variants. Throws std::runtime_error naming the
+// install script when files are missing.
+Dataset load_dataset(const Scenario& scenario);
+
+// A freshly initialised model (from workload.init_from when set): node n's replica, or
+// with node -1 the shared initialisation. The same weights for every call with the same
+// scenario and node; every node shares them unless workload.init is independent. Throws
+// std::invalid_argument for an impossible shape.
+std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
+
+OptimizerConfig optimizer_config(const Scenario& scenario);
+
+// One step's work for the compute model: the model's layer costs, the per-node batch and
+// the optimizer.
+TrainingWork training_work(const Scenario& scenario, const Model& model);
+
+// Each node's shard sampler, from the scenario's partition and seed. A partition that
+// leaves a node without data throws ScenarioError at workload.partition (or nodes).
+std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
+
+// The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
+// shard size, the trainable parameter tensors' sizes and each host's topology neighbours.
+std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
+                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int>> neighbours);
+
+}  // namespace testbed

@@ -1,0 +1,332 @@
+// Strict YAML reading, whatever the document: every map is read through a fields() list
+// (see scenario.h), so unknown keys, duplicate keys, wrong types and out-of-range values are
+// caught at their position in the file or in the --set argument that gave them.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sim/config/field_types.h"
+#include "sim/config/input_error.h"
+#include "sim/config/units.h"
+
+namespace testbed {
+
+struct Location {
+  std::string origin;
+  int line = 1, col = 1;
+  std::string str() const {
+    return origin + ":" + std::to_string(line) + ":" + std::to_string(col);
+  }
+};
+
+// One --set argument.
+struct Override {
+  std::string path;  // a.b.c
+  std::string text;  // the whole --set argument
+  int value_col = 1;
+};
+
+// Where each dotted path came from: the file, or a --set argument.
+class Origins {
+ public:
+  Origins(std::string origin, std::vector<Override> overrides)
+      : origin_(std::move(origin)), overrides_(std::move(overrides)) {}
+
+  // `is_key`: the location of the key `path` itself rather than of its value.
+  Location locate(const std::string& path, const YAML::Mark& mark, bool is_key = false) const;
+
+  void remember(const std::string& path, const Location& loc) { seen_[path] = loc; }
+  std::map<std::string, std::string> all() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [path, loc] : seen_) out[path] = loc.str();
+    return out;
+  }
+  bool seen(const std::string& path) const { return seen_.count(path) > 0; }
+  Location where(const std::string& path) const {
+    auto it = seen_.find(path);
+    return it == seen_.end() ? Location{origin_, 1, 1} : it->second;
+  }
+
+ private:
+  std::string origin_;
+  std::vector<Override> overrides_;
+  std::map<std::string, Location> seen_;
+};
+
+// Throws ScenarioError "file:line:col: message".
+[[noreturn]] void fail(const Location& loc, const std::string& message);
+
+// " (did you mean 'x'?)" for the candidate nearest to `word`, or "" when none is close.
+std::string nearest_hint(const std::string& word, const std::vector<std::string>& candidates);
+std::string join(const std::vector<std::string>& words);
+
+// The YAML text's root map; `origin` names it in errors, `document` what it should hold.
+YAML::Node read_root_map(const std::string& yaml_text, const std::string& origin, const std::string& document);
+
+// Applies "a.b.c=value" arguments to `root`, creating sections as needed.
+std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::string>& sets);
+
+template <class T> struct IsOptional : std::false_type {};
+template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T> struct IsVector : std::false_type {};
+template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+
+inline double numeric_value(const Bandwidth& v) { return v.bps; }
+inline double numeric_value(const Duration& v) { return v.s; }
+inline double numeric_value(const Fraction& v) { return v.value; }
+
+// Reads one YAML map into a section through its fields() list.
+class FieldReader {
+ public:
+  FieldReader(YAML::Node node, std::string prefix, Origins& origins)
+      : node_(std::move(node)), prefix_(std::move(prefix)), origins_(origins) {}
+
+  template <class T, class... Check>
+  void field(const char* key, T& value, const Check&... checks) {
+    known_.emplace_back(key);
+    const YAML::Node& map = node_;
+    YAML::Node child = map[key];
+    if (!child.IsDefined()) return;
+    std::string path = prefix_ + key;
+    Location loc = origins_.locate(path, child.Mark());
+    // `key: ~` or `key:` is more likely a slip than a wish for the default. A missing value
+    // has no position of its own (yaml-cpp puts it on the next line), so blame the key.
+    if (child.IsNull()) {
+      Location key_loc = loc;
+      for (auto it = map.begin(); it != map.end(); ++it) {
+        if (it->first.Scalar() == key) key_loc = origins_.locate(path, it->first.Mark(), true);
+      }
+      fail(key_loc, "'" + path + "' has no value; give one, or leave the key out for its default");
+    }
+    origins_.remember(path, loc);
+    read(child, path, loc, value);
+    (check(loc, value, checks), ...);
+  }
+
+  // `message(key, known)`: the section's own words for an unknown key ("" for the default).
+  using UnknownKeyMessage = std::function<std::string(const std::string& key, const std::vector<std::string>& known)>;
+  void finish(const UnknownKeyMessage& message = {}) {
+    std::vector<std::string> seen;
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        fail(origins_.locate(prefix_ + key, it->first.Mark(), true), "duplicate key '" + key + "'");
+      }
+      seen.push_back(key);
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      Location loc = origins_.locate(prefix_ + key, it->first.Mark(), true);
+      if (message) {
+        if (std::string own = message(key, known_); !own.empty()) fail(loc, own);
+      }
+      std::string where = prefix_.empty() ? "top level" : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
+      fail(loc, "unknown key '" + key + "' in " + where + nearest_hint(key, known_) +
+                    "; valid keys: " + join(known_));
+    }
+  }
+
+ private:
+  static std::string kind_name(const YAML::Node& n) {
+    if (n.IsMap()) return "a map";
+    if (n.IsSequence()) return "a list";
+    return "'" + n.Scalar() + "'";
+  }
+
+  static const std::string& scalar(const YAML::Node& n, const Location& loc, const char* expected) {
+    if (!n.IsScalar()) fail(loc, std::string("expected ") + expected + ", got " + kind_name(n));
+    return n.Scalar();
+  }
+
+  template <class T>
+  void read(const YAML::Node& n, const std::string& path, const Location& loc, T& value) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = scalar(n, loc, "a string");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!YAML::convert<bool>::decode(n, value)) fail(loc, "expected true or false, got " + kind_name(n));
+    } else if constexpr (std::is_enum_v<T>) {
+      const std::string& s = scalar(n, loc, "a name");
+      for (const auto& [v, name] : EnumNames<T>::all()) {
+        if (name == s) return void(value = v);
+      }
+      fail(loc, "'" + s + "' is not one of: " + join(enum_names<T>()) + nearest_hint(s, enum_names<T>()));
+    } else if constexpr (std::is_integral_v<T>) {
+      const std::string& s = scalar(n, loc, "an integer");
+      long double parsed = 0;
+      size_t used = 0;
+      try {
+        parsed = std::stold(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != s.size() || !std::isfinite(parsed) || parsed != std::truncl(parsed))
+        fail(loc, "expected an integer, got '" + s + "'");
+      if (parsed < static_cast<long double>(std::numeric_limits<T>::min()) ||
+          parsed > static_cast<long double>(std::numeric_limits<T>::max()))
+        fail(loc, "integer '" + s + "' is out of range");
+      value = static_cast<T>(parsed);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      const std::string& s = scalar(n, loc, "a number");
+      auto parsed = parse_fraction(s);  // a number, or a percentage
+      if (!parsed) fail(loc, "expected a number, got '" + s + "'");
+      value = *parsed;
+    } else if constexpr (std::is_same_v<T, Bandwidth>) {
+      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps");
+    } else if constexpr (std::is_same_v<T, Duration>) {
+      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us");
+    } else if constexpr (std::is_same_v<T, Fraction>) {
+      read_unit(n, loc, value.value, parse_fraction, "a fraction such as 0.01 or 1%");
+    } else if constexpr (IsOptional<T>::value) {
+      value.emplace();
+      read(n, path, loc, *value);
+    } else if constexpr (std::is_same_v<T, Partition>) {
+      read_partition(n, path, loc, value);
+    } else if constexpr (IsVector<T>::value) {
+      if (!n.IsSequence()) fail(loc, "expected a list, got " + kind_name(n));
+      value.clear();
+      for (size_t i = 0; i < n.size(); ++i) {
+        std::string item_path = path + "." + std::to_string(i);
+        Location item_loc = origins_.locate(item_path, n[i].Mark());
+        origins_.remember(item_path, item_loc);
+        read(n[i], item_path, item_loc, value.emplace_back());
+      }
+    } else {
+      if (!n.IsMap()) fail(loc, "expected a map of keys for '" + path + "', got " + kind_name(n));
+      FieldReader sub(n, path + ".", origins_);
+      value.fields(sub);
+      sub.finish([&value](const std::string& key, const std::vector<std::string>& known) {
+        if constexpr (requires { value.unknown_key_message(key, known); }) return value.unknown_key_message(key, known);
+        else return std::string();
+      });
+    }
+  }
+
+  // `iid`, `category`, or a one-key map {dirichlet: alpha}.
+  void read_partition(const YAML::Node& n, const std::string& path, const Location& loc, Partition& value) {
+    const std::vector<std::string> kinds = {"iid", "category", "dirichlet"};
+    if (n.IsScalar()) {
+      value.kind = n.Scalar();
+      if (value.kind != "iid" && value.kind != "category") {
+        fail(loc, "partition '" + value.kind + "' is not iid, category or {dirichlet: alpha}" +
+                      nearest_hint(value.kind, kinds));
+      }
+      return;
+    }
+    if (!n.IsMap() || n.size() != 1 || n.begin()->first.Scalar() != "dirichlet") {
+      fail(loc, "partition takes iid, category or {dirichlet: alpha}");
+    }
+    value.kind = "dirichlet";
+    const YAML::Node alpha = n.begin()->second;
+    Location alpha_loc = origins_.locate(path + ".dirichlet", alpha.Mark());
+    read(alpha, path + ".dirichlet", alpha_loc, value.alpha);
+    check(alpha_loc, value.alpha, Range{0, 1e6, true});
+  }
+
+  template <class Parse>
+  static void read_unit(const YAML::Node& n, const Location& loc, double& out, Parse parse,
+                        const char* expected) {
+    const std::string& s = scalar(n, loc, expected);
+    auto parsed = parse(s);
+    if (!parsed) fail(loc, "cannot read '" + s + "' as " + expected);
+    out = *parsed;
+  }
+
+  template <class T>
+  static void check(const Location& loc, const T& value, const Range& r) {
+    if constexpr (IsOptional<T>::value) {
+      if (value) check(loc, *value, r);
+    } else {
+      double v = numeric_value_of(value);
+      bool low = r.lo_open ? !(v > r.lo) : !(v >= r.lo);  // NaN is out of range
+      bool high = r.hi_open ? !(v < r.hi) : !(v <= r.hi);
+      if (low || high) {
+        fail(loc, "value " + format_number(v) + " is out of range " + (r.lo_open ? "(" : "[") +
+                      format_number(r.lo) + ", " + format_number(r.hi) + (r.hi_open ? ")" : "]"));
+      }
+    }
+  }
+
+  template <class T>
+  static double numeric_value_of(const T& value) {
+    if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(value);
+    else return numeric_value(value);
+  }
+
+  static void check(const Location& loc, const std::optional<std::string>& value, const Choices& c) {
+    if (value) check(loc, *value, c);
+  }
+  static void check(const Location& loc, const std::string& value, const Choices& c) {
+    if (std::find(c.allowed.begin(), c.allowed.end(), value) != c.allowed.end()) return;
+    fail(loc, "'" + value + "' is not one of: " + join(c.allowed) + nearest_hint(value, c.allowed));
+  }
+
+  YAML::Node node_;
+  std::string prefix_;
+  Origins& origins_;
+  std::vector<std::string> known_;
+};
+
+// Writes a section through the same fields() list.
+class FieldWriter {
+ public:
+  explicit FieldWriter(YAML::Emitter& out) : out_(out) {}
+
+  template <class T, class... Check>
+  void field(const char* key, const T& value, const Check&...) {
+    if constexpr (IsOptional<T>::value) {
+      if (!value) return;
+      out_ << YAML::Key << key << YAML::Value;
+      write(*value);
+    } else {
+      out_ << YAML::Key << key << YAML::Value;
+      write(value);
+    }
+  }
+
+ private:
+  template <class T>
+  void write(const T& value) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      out_ << value;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      out_ << value;
+    } else if constexpr (std::is_enum_v<T>) {
+      out_ << enum_name(value);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      out_ << (std::is_integral_v<T> ? std::to_string(value) : format_number(static_cast<double>(value)));
+    } else if constexpr (std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
+                         std::is_same_v<T, Fraction>) {
+      out_ << format_number(numeric_value(value));
+    } else if constexpr (std::is_same_v<T, Partition>) {
+      if (value.kind == "dirichlet") {
+        out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value
+             << format_number(value.alpha) << YAML::EndMap;
+      } else {
+        out_ << value.kind;
+      }
+    } else if constexpr (IsVector<T>::value) {
+      bool flat = std::is_arithmetic_v<typename T::value_type> ||
+                  std::is_same_v<typename T::value_type, std::string>;
+      if (flat) out_ << YAML::Flow;
+      out_ << YAML::BeginSeq;
+      for (const auto& item : value) write(item);
+      out_ << YAML::EndSeq;
+    } else {
+      out_ << YAML::BeginMap;
+      const_cast<T&>(value).fields(*this);
+      out_ << YAML::EndMap;
+    }
+  }
+
+  YAML::Emitter& out_;
+};
+
+}  // namespace testbed

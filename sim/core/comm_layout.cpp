@@ -1,0 +1,42 @@
+// CommOp <-> flat collective buffers: blocks of the op's size, views rather than copies.
+#include "sim/core/comm_layout.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+namespace testbed {
+
+CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options) {
+  switch (kind) {
+    case CommKind::AllReduce: return all_reduce(options, ranks, elements, element_bytes);
+    case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
+    case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
+  }
+  throw std::logic_error("comm_plan: unknown kind");
+}
+
+torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
+  if (op.kind == CommKind::AllReduce) return op.buffer;
+  const int64_t k = op.buffer.numel();
+  auto work = torch::zeros({blocks * k}, op.buffer.options());
+  const int own = op.kind == CommKind::AllGather ? rank : 0;  // an exchange keeps its own block first
+  work.slice(0, own * k, (own + 1) * k).copy_(op.buffer.reshape({-1}));
+  return work;
+}
+
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, const torch::Tensor& arrived) {
+  if (op.kind == CommKind::AllReduce) return;
+  const int64_t k = op.buffer.numel();
+  const int first = op.kind == CommKind::AllGather ? 0 : 1;
+  op.received.clear();
+  for (int b = first; b < blocks; ++b) op.received.push_back(work.slice(0, b * k, (b + 1) * k));
+  op.received_mask.clear();
+  // Empty when everything arrived, so that lossless runs take the algorithms' unmasked path
+  // and stay bit-identical to TCP.
+  if (!arrived.defined() || arrived.all().item<bool>()) return;
+  for (int b = first; b < blocks; ++b) op.received_mask.push_back(arrived.slice(0, b * k, (b + 1) * k));
+}
+
+}  // namespace testbed

@@ -1,0 +1,230 @@
+// Compute model: fixed seconds per step, a roofline of the model's layers on a device, or
+// measured host time, scaled per node by a relative speed and per step by lognormal noise.
+#include "sim/core/compute_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <random>
+
+#include "training/seed_streams.h"
+
+namespace testbed {
+
+namespace {
+
+constexpr double kTwoPow53Inv = 1.0 / 9007199254740992.0;  // 2^-53
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;        // splitmix64 increment
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// [0, 1) from the top 53 bits.
+double unit_closed_open(uint64_t x) { return static_cast<double>(x >> 11) * kTwoPow53Inv; }
+// (0, 1]: safe for log.
+double unit_open_closed(uint64_t x) { return static_cast<double>((x >> 11) + 1) * kTwoPow53Inv; }
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+}  // namespace
+
+double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum) {
+  // Optimizer state stays fp32 whatever the training dtype (mixed precision keeps fp32 master
+  // weights and moments), and the update is assumed fused: one read of each input, one write of
+  // each output. Every step also zeroes the flat gradient buffer (4 bytes written).
+  constexpr double zero_grad = 4;
+  if (optimizer == "adamw" || optimizer == "adam") return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
+  if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;  // reads p g [buf], writes p [buf]
+  throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
+}
+
+StepCost roofline(const TrainingWork& work, const Roof& roof) {
+  StepCost cost;
+  const double B = work.batch, e = roof.bytes_per_element;
+  // One pass (one GEMM or elementwise sweep) runs at whichever limit binds.
+  auto pass = [&](double flops, double bytes, int64_t kernels) {
+    const double t_compute = flops / roof.flops, t_memory = bytes / roof.memory_bandwidth;
+    cost.flops += flops;
+    cost.bytes += bytes;
+    cost.kernels += kernels;
+    if (t_compute >= t_memory) {
+      cost.compute_bound += t_compute;
+    } else {
+      cost.memory_bound += t_memory;
+    }
+  };
+  bool grad_flows = false;  // something earlier trains, so this layer's input needs a gradient
+  double trainable = 0;
+  int64_t trainable_tensors = 0;
+  for (const auto& l : work.layers) {
+    const double in = B * l.inputs, out = B * l.outputs;
+    // forward: read W and X, write Y
+    pass(B * l.flops, e * (l.weights + in + out), l.kernels);
+    // input gradient, per operand: read W, dY (and saved activations), write dX
+    if (grad_flows && l.grad_operands > 0) {
+      const double g = l.grad_operands;
+      pass(g * B * l.flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
+    }
+    // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
+    if (l.trains && l.weights > 0) {
+      pass(B * l.flops, e * (l.weights + in + out), l.tensors);
+      trainable += l.weights;
+      trainable_tensors += l.tensors;
+    }
+    grad_flows = grad_flows || l.trains;
+  }
+  if (trainable > 0) {
+    const double bytes = trainable * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
+    cost.bytes += bytes;
+    cost.memory_bound += bytes / roof.memory_bandwidth;
+    cost.kernels += trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
+  }
+  cost.launch = static_cast<double>(cost.kernels) * roof.launch_latency;
+  return cost;
+}
+
+Roof compute_roof(const ComputeSection& section) {
+  const DevicePreset* preset = nullptr;
+  for (const auto& p : device_presets()) {
+    if (p.name == section.device) preset = &p;
+  }
+  const bool bf16 = section.dtype == "bf16";
+  if (!bf16 && section.dtype != "fp32")
+    throw std::invalid_argument("compute.dtype must be fp32 or bf16, got '" + section.dtype + "'");
+  // An unknown device is fine only when every figure it would give is set explicitly.
+  auto from_preset = [&](const char* key) -> const DevicePreset& {
+    if (preset) return *preset;
+    std::string known;
+    for (const auto& p : device_presets()) known += (known.empty() ? "" : ", ") + p.name;
+    throw std::invalid_argument("compute.device: unknown device preset '" + section.device + "' (known: " + known +
+                                "; or set compute." + key + ")");
+  };
+  Roof roof;
+  const double peak = section.peak_flops > 0
+                          ? section.peak_flops
+                          : (bf16 ? from_preset("peak_flops").bf16_flops : from_preset("peak_flops").fp32_flops);
+  if (!(section.mfu > 0) || section.mfu > 1)
+    throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
+  roof.flops = peak * section.mfu;
+  roof.memory_bandwidth = section.memory_bandwidth.bps > 0 ? section.memory_bandwidth.bps / 8
+                                                           : from_preset("memory_bandwidth").memory_bandwidth;
+  roof.launch_latency =
+      section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
+  if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))
+    throw std::invalid_argument("compute.memory_bandwidth must be positive");
+  if (!(roof.launch_latency >= 0) || !std::isfinite(roof.launch_latency))
+    throw std::invalid_argument("compute.launch_latency must be finite and non-negative, got " +
+                                num(roof.launch_latency));
+  roof.bytes_per_element = bf16 ? 2 : 4;
+  return roof;
+}
+
+namespace {
+
+// A step of pure arithmetic: one layer with FLOPs and nothing else.
+TrainingWork flops_only(double flops_per_step) {
+  if (!(flops_per_step >= 0) || !std::isfinite(flops_per_step))
+    throw std::invalid_argument("compute model: flops per step must be finite and non-negative");
+  LayerCost step;
+  step.name = "step";
+  step.flops = flops_per_step;
+  step.kernels = 0;
+  step.grad_operands = 0;
+  TrainingWork work;
+  work.layers.push_back(step);
+  return work;
+}
+
+}  // namespace
+
+ComputeModel::ComputeModel(const ComputeSection& section, double flops_per_step, int nodes, uint64_t seed)
+    : ComputeModel(section, flops_only(flops_per_step), nodes, seed) {}
+
+ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& work, int nodes, uint64_t seed)
+    : section_(section), nodes_(nodes), seed_(seed) {
+  if (nodes < 1) throw std::invalid_argument("compute model: nodes must be >= 1, got " + std::to_string(nodes));
+  if (work.batch < 1) throw std::invalid_argument("compute model: batch must be >= 1");
+
+  if (section.model == "flops") {
+    cost_ = roofline(work, compute_roof(section));
+    base_seconds_ = cost_.seconds();
+  } else {
+    // FLOPs are still reported (Engine::flops_per_step); they do not depend on the roof.
+    cost_.flops = roofline(work, Roof{1, 1, 0, 4}).flops;
+  }
+  if (section.model == "fixed") {
+    if (!(section.step_time.s >= 0) || !std::isfinite(section.step_time.s))
+      throw std::invalid_argument("compute.step_time must be a finite non-negative duration, got " +
+                                  num(section.step_time.s));
+    base_seconds_ = section.step_time.s;
+  } else if (section.model == "measured") {
+    if (!(section.measured_scale > 0) || !std::isfinite(section.measured_scale))
+      throw std::invalid_argument("compute.measured_scale must be positive, got " +
+                                  num(section.measured_scale));
+    measured_ = true;
+  } else if (section.model != "flops") {
+    throw std::invalid_argument("compute.model: unknown model '" + section.model +
+                                "' (expected fixed, flops or measured)");
+  }
+
+  if (!(section.straggler_sigma >= 0) || !std::isfinite(section.straggler_sigma))
+    throw std::invalid_argument("compute.straggler_sigma must be finite and non-negative, got " +
+                                num(section.straggler_sigma));
+
+  speeds_.resize(static_cast<size_t>(nodes));
+  if (!section.speeds.empty()) {
+    for (size_t i = 0; i < section.speeds.size(); ++i) {
+      double v = section.speeds[i];
+      if (!(v > 0) || !std::isfinite(v))
+        throw std::invalid_argument("compute.speeds[" + std::to_string(i) +
+                                    "] must be a positive finite speed, got " + num(v));
+    }
+    for (int n = 0; n < nodes; ++n) speeds_[n] = section.speeds[n % section.speeds.size()];
+  } else {
+    double lo = section.speed_min, hi = section.speed_max;
+    if (!(lo > 0) || !std::isfinite(lo))
+      throw std::invalid_argument("compute.speed_min must be a positive finite speed, got " + num(lo));
+    if (!(hi > 0) || !std::isfinite(hi))
+      throw std::invalid_argument("compute.speed_max must be a positive finite speed, got " + num(hi));
+    if (lo > hi)
+      throw std::invalid_argument("compute.speed_min (" + num(lo) + ") must not exceed compute.speed_max (" +
+                                  num(hi) + ")");
+    if (lo == hi) {
+      for (auto& s : speeds_) s = lo;
+    } else {
+      std::mt19937_64 rng(stream_seed(seed, "speeds"));
+      for (int n = 0; n < nodes; ++n) speeds_[n] = lo + (hi - lo) * unit_closed_open(rng());
+    }
+  }
+}
+
+double ComputeModel::speed(int node) const {
+  if (node < 0 || node >= nodes_)
+    throw std::out_of_range("compute model: node " + std::to_string(node) + " outside fleet of " +
+                            std::to_string(nodes_));
+  return speeds_[static_cast<size_t>(node)];
+}
+
+// exp(sigma z) with z ~ N(0,1) a pure function of (seed, node, step): Box-Muller on two
+// splitmix64 outputs of the node's straggler stream at positions 2 step and 2 step + 1.
+double ComputeModel::noise(int node, int step) const {
+  const double sigma = section_.straggler_sigma;
+  if (sigma == 0) return 1.0;
+  const uint64_t base = stream_seed(seed_, "stragglers", static_cast<uint64_t>(node));
+  const uint64_t k = 2 * static_cast<uint64_t>(static_cast<int64_t>(step));
+  const double u1 = unit_open_closed(mix64(base + k * kGamma));
+  const double u2 = unit_closed_open(mix64(base + (k + 1) * kGamma));
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+  return std::exp(sigma * z);
+}
+
+double ComputeModel::step_seconds(int node, int step, double host_seconds) const {
+  const double base = measured_ ? host_seconds * section_.measured_scale : base_seconds_;
+  return base / speed(node) * noise(node, step);
+}
+
+bool ComputeModel::deterministic() const { return !measured_; }
+
+}  // namespace testbed

@@ -1,0 +1,392 @@
+// The run loop. Every action is an event on the one clock: a step starts (real LibTorch
+// compute happens here), its modelled compute ends, its messages go out and arrive.
+#include "sim/core/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "sim/config/collective_options.h"
+#include "sim/core/comm_layout.h"
+#include "sim/core/compute_model.h"
+#include "sim/core/evaluation.h"
+#include "sim/core/network_factory.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/core/memo_policy.h"
+#include "netmodels/event_clock.h"
+#include "netmodels/phase_memo.h"
+#include "training/seed_streams.h"
+#include "sim/config/workload.h"
+#include "training/checkpoint.h"
+#include "training/metrics.h"
+#include "topologies/routing.h"
+
+namespace testbed {
+namespace {
+
+bool is_eval_step(int steps_done, const Scenario& s) {
+  return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
+}
+
+}  // namespace
+
+Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
+    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
+  configure_host(scenario);
+  torch::Device device(scenario.device);
+
+  auto samplers = make_samplers(scenario, data);
+  std::vector<int64_t> shard_sizes;
+  for (int n = 0; n < nodes_; ++n) {
+    shard_sizes.push_back(samplers[n].shard_size());
+    replicas_.push_back(std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
+                                                  std::move(samplers[n]), device, data.task));
+  }
+  eval_model_ = make_model(scenario);
+  eval_model_->to(device);
+  parameters_ = count_parameters(*eval_model_);
+  std::vector<int64_t> tensor_sizes;
+  for (const auto& p : trainable_parameters(*eval_model_)) tensor_sizes.push_back(p.numel());
+  compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), nodes_,
+                                            scenario.seed);
+
+  evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
+
+  clock_ = std::make_unique<EventClock>();
+  topology_ = build_topology(topology_spec(scenario));
+  network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
+  memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
+  host_neighbours_ = host_neighbours(topology_);
+  node_clusters_ = node_clusters(scenario);
+  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
+  state_.resize(nodes_);
+  summary_.model_parameters = parameters_;
+}
+
+Engine::~Engine() {
+  collectives_.clear();
+  memo_.reset();
+  network_.reset();
+  clock_.reset();
+}
+
+double Engine::flops_per_step() const { return compute_->flops_per_step(); }
+
+RunInfo Engine::run_info() const {
+  RunInfo info;
+  info.scenario_yaml = to_yaml(scenario_);
+  info.nodes = nodes_;
+  info.model_parameters = parameters_;
+  info.trainable_parameters = count_parameters(*eval_model_, true);
+  info.device = scenario_.device;
+  info.deterministic = compute_->deterministic();
+  for (int n = 0; n < nodes_; ++n) info.node_speeds.push_back(compute_->speed(n));
+  for (const auto& v : data_.test_variants) info.test_variants.push_back(v.name);
+  return info;
+}
+
+RunSummary Engine::run(Recorder& recorder) {
+  recorder_ = &recorder;
+  summary_.status = "running";
+  {
+    HostTimer timer(times_.run);
+    for (int n = 0; n < nodes_; ++n) clock_->schedule(0, [this, n] { start_step(n); });
+    try {
+      clock_->run();
+    } catch (const std::exception& e) {
+      summary_.status = "failed";
+      summary_.error = e.what();
+    }
+  }
+  // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.
+  for (const auto& [step, pending] : rows_) recorder_->train(pending.row);
+  rows_.clear();
+  if (summary_.status == "running") {
+    bool all_done = true;
+    for (const auto& s : state_) all_done = all_done && s.finished;
+    summary_.status = all_done ? "completed" : "failed";
+    if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
+  }
+  // The last eval left the averaged model in eval_model_.
+  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
+    save_checkpoint(*eval_model_, scenario_.output.checkpoint);
+  }
+  // Not clock_->now(): ns-3 timers (delayed ACKs, RTOs, TIME_WAIT) outlive the last message.
+  summary_.projected_time_s = last_step_end_;
+  summary_.total_bytes = total_bytes_;
+  summary_.host_time_s = times_.run;
+  const PhaseMemo::Stats& phases = memo_->stats();
+  summary_.phases_replayed = phases.replayed;
+  summary_.phases_simulated = phases.recorded + phases.simulated;
+  int done = scenario_.workload.steps;
+  for (const auto& s : state_) done = std::min(done, s.step);
+  summary_.steps_completed = done;
+  recorder_->finish(summary_);
+  return summary_;
+}
+
+void Engine::stop(const std::string& status, const std::string& error) {
+  if (summary_.status != "running") return;
+  summary_.status = status;
+  summary_.error = error;
+  clock_->stop();
+}
+
+// A node's step (docs/architecture.md, decision 4): start_step runs the local compute; when its modelled
+// time has passed, compute_done issues the step's ops; advance then waits, if it must, for
+// the ops due before the next step, applies them in issue order, and ends the step.
+void Engine::start_step(int node) {
+  HostTimer timer(times_.engine);
+  if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
+  auto& s = state_[node];
+  StepPlan plan;
+  double host_seconds = 0;
+  {
+    HostTimer compute_timer(host_seconds);
+    plan = algorithm_->local_step(node, s.step, *replicas_[node], data_);
+  }
+  times_.local_compute += host_seconds;
+  s.loss = plan.loss;
+  s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
+  s.to_issue = std::move(plan.comm);
+  s.computing = true;
+  s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
+  if (!std::isfinite(plan.loss)) {
+    record_step(node);
+    return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
+                                std::to_string(s.step));
+  }
+  // Computes that end at one tick end in node order, whatever order the steps started in:
+  // the same fleet state then always enters its collectives the same way (memoization).
+  auto [batch, fresh] = compute_batches_.try_emplace(s.compute_end_ticks);
+  batch->second.push_back(node);
+  if (fresh) {
+    clock_->schedule_ticks(s.compute_end_ticks - clock_->now_ticks(), [this, end = s.compute_end_ticks] {
+      auto nodes = std::move(compute_batches_.at(end));
+      compute_batches_.erase(end);
+      std::sort(nodes.begin(), nodes.end());
+      for (int n : nodes) compute_done(n);
+    });
+  }
+}
+
+void Engine::compute_done(int node) {
+  HostTimer timer(times_.engine);
+  auto& s = state_[node];
+  s.computing = false;
+  for (auto& op : s.to_issue) issue(node, std::move(op));
+  s.to_issue.clear();
+  advance(node);
+}
+
+void Engine::issue(int node, CommOp op) {
+  auto& s = state_[node];
+  const int steps = scenario_.workload.steps;
+  InFlight f;
+  f.issued_step = s.step;
+  // Everything still in flight when training ends is applied then.
+  f.due_step = op.delay >= steps ? steps : std::min(steps, s.step + 1 + op.delay);
+  std::vector<int> participants = op.nodes;
+  if (participants.empty()) {
+    participants.resize(nodes_);
+    for (int n = 0; n < nodes_; ++n) participants[n] = n;
+  }
+  const auto rank_it = std::find(participants.begin(), participants.end(), node);
+  if (rank_it == participants.end())
+    throw std::logic_error(algorithm_->name() + ": node " + std::to_string(node) + " issued '" + op.tag +
+                           "' without being one of its nodes");
+  const int rank = static_cast<int>(rank_it - participants.begin());
+  Collective& c = collective(node, s.step, op, participants);
+  f.blocks = op.kind == CommKind::AllGather ? static_cast<int>(participants.size())
+                                            : 1 + static_cast<int>(c.plan->inbox[rank].size());
+  if (op.kind == CommKind::NeighbourExchange) {
+    for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
+  }
+  f.work = comm_work_buffer(op, rank, f.blocks);
+  if (c.transport.datagrams) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
+  // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
+  // the op, even when the op outlives the step (overlap) and its messages leave later.
+  pending_row(s.step).row.bytes[node] += c.bytes_per_rank[rank];
+  total_bytes_ += c.bytes_per_rank[rank];
+  f.op = std::move(op);
+  const std::string tag = f.op.tag;
+  torch::Tensor work = f.work, arrived = f.arrived;
+  s.in_flight.push_back(std::move(f));
+  c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
+}
+
+void Engine::op_complete(int node, int issued_step, const std::string& tag) {
+  auto& s = state_[node];
+  for (auto& f : s.in_flight) {
+    if (f.issued_step == issued_step && f.op.tag == tag) f.complete = true;
+  }
+  // A fresh event, so the step ends outside the network's delivery callback. Once: other
+  // ops may complete before that event runs, and advance() waits again if it must.
+  if (s.waiting) {
+    s.waiting = false;
+    clock_->schedule(0, [this, node] {
+      HostTimer timer(times_.engine);
+      advance(node);
+    });
+  }
+}
+
+void Engine::advance(int node) {
+  auto& s = state_[node];
+  const int next = s.step + 1;
+  for (const auto& f : s.in_flight) {
+    if (f.due_step <= next && !f.complete) {
+      s.waiting = true;  // exposed communication: op_complete brings the node back
+      return;
+    }
+  }
+  s.waiting = false;
+  {
+    HostTimer compute_timer(times_.local_compute);
+    for (auto& f : s.in_flight) {
+      if (f.due_step > next) continue;
+      comm_unpack(f.op, f.work, f.blocks, f.arrived);
+      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+    }
+  }
+  std::erase_if(s.in_flight, [next](const InFlight& f) { return f.due_step <= next; });
+  record_step(node);
+  s.step = next;
+  if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
+  if (next == scenario_.workload.steps) {
+    s.finished = true;
+    // Background flows run to their own end and FlowMonitor checks for lost packets every
+    // second without end: with either, the events never run dry, so the run ends here.
+    if (!hooks_.captures.flowmon_file.empty() || !scenario_.network.background.empty()) {
+      bool all_done = true;
+      for (const auto& other : state_) all_done = all_done && other.finished;
+      if (all_done) clock_->stop();
+    }
+    return;
+  }
+  clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
+  const std::pair<int, std::string> key{step, op.tag};
+  auto& slot = collectives_[key];
+  if (slot.run) return slot;
+  const int64_t elements = op.buffer.numel();
+  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element, options.algorithm,
+                       options.slices, options.server, options.cluster_of}];
+  if (!plan) {
+    // Neighbours among the participants, in rank space.
+    std::vector<std::vector<int>> neighbours(participants.size());
+    if (op.kind == CommKind::NeighbourExchange) {
+      for (size_t r = 0; r < participants.size(); ++r) {
+        for (int peer : host_neighbours_[participants[r]]) {
+          auto it = std::find(participants.begin(), participants.end(), peer);
+          if (it != participants.end()) neighbours[r].push_back(static_cast<int>(it - participants.begin()));
+        }
+      }
+    }
+    plan = std::make_shared<const CollectivePlan>(
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options));
+  }
+  CollectiveHooks hooks;
+  hooks.rank_done = [this, key, participants](int rank) {
+    op_complete(participants[rank], key.first, key.second);
+    auto it = collectives_.find(key);
+    if (it != collectives_.end() && it->second.run->finished()) {
+      clock_->schedule(0, [this, key] { collectives_.erase(key); });
+    }
+  };
+  hooks.delivered = [this, tag = op.tag](const Delivery& d) {
+    recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
+  };
+  slot.plan = plan;
+  slot.bytes_per_rank = bytes_sent_per_rank(*plan);
+  // Only a neighbour exchange may lose parts (its receivers average what arrived); a
+  // reduction or gather needs every byte and stays on TCP whatever network.transport says.
+  slot.transport.datagrams = op.kind == CommKind::NeighbourExchange && scenario_.network.transport == "udp";
+  slot.transport.element_bytes = op.bytes_per_element;
+  slot.channel = std::make_unique<TimedNetwork>(phase_channel(node, step, op, participants, *plan), times_);
+  slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
+                                             slot.transport);
+  return slot;
+}
+
+// The memo policy (memo_policy.h) sees each node as it stands when the collective is entered.
+std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
+                                               const std::vector<int>& participants, const CollectivePlan& plan) {
+  PhaseEntry entry;
+  entry.memoize = scenario_.network.memoize && compute_->deterministic();
+  entry.node = node;
+  entry.step = step;
+  entry.op = &op;
+  entry.participants = &participants;
+  entry.plan = &plan;
+  for (const auto& s : state_) entry.nodes.push_back({s.step, s.computing, s.compute_end_ticks, &s.to_issue});
+  entry.now_ticks = clock_->now_ticks();
+  entry.steps = scenario_.workload.steps;
+  entry.compute_seconds = [this](int n, int st) { return compute_->step_seconds(n, st, 0); };
+  return open_phase(*memo_, entry);
+}
+
+Engine::PendingRow& Engine::pending_row(int step) {
+  auto& pending = rows_[step];
+  if (pending.row.loss.empty()) {
+    pending.row.step = step;
+    pending.row.loss.assign(nodes_, std::nan(""));
+    pending.row.time.assign(nodes_, std::nan(""));
+    pending.row.compute_time.assign(nodes_, 0.0);
+    pending.row.bytes.assign(nodes_, 0);
+  }
+  return pending;
+}
+
+void Engine::record_step(int node) {
+  const auto& s = state_[node];
+  auto& pending = pending_row(s.step);
+  pending.row.loss[node] = s.loss;
+  pending.row.time[node] = clock_->now();
+  last_step_end_ = std::max(last_step_end_, clock_->now());
+  pending.row.compute_time[node] = s.compute_time;
+  ++pending.filled;
+  // Rows leave in step order, once every node has finished that step.
+  while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
+    const auto& row = rows_.begin()->second.row;
+    recorder_->train(row);
+    if (hooks_.progress) {
+      double mean_loss = 0;
+      for (double l : row.loss) mean_loss += l / nodes_;
+      hooks_.progress({row.step + 1, scenario_.workload.steps, mean_loss, clock_->now()});
+    }
+    rows_.erase(rows_.begin());
+  }
+}
+
+void Engine::snapshot_for_eval(int node, int steps_done) {
+  auto& snaps = snapshots_[steps_done];
+  if (snaps.empty()) snaps.resize(nodes_);
+  snaps[node] = flatten_parameters(replicas_[node]->model());  // torch::cat: already a copy
+  for (const auto& t : snaps) {
+    if (!t.defined()) return;
+  }
+  auto ready = std::move(snaps);
+  snapshots_.erase(steps_done);
+  run_eval(steps_done, ready);
+}
+
+void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots) {
+  EvalRow row;
+  {
+    HostTimer timer(times_.eval);
+    row = evaluator_->evaluate_step(steps_done, snapshots);
+  }
+  recorder_->eval(row);
+  summary_.final_eval_loss = row.loss;
+  summary_.final_accuracy = row.accuracy;
+  summary_.final_perplexity = row.perplexity;
+  summary_.eval_samples = evaluator_->sample_size();
+  summary_.final_eval_samples = evaluator_->averaged_samples();
+}
+
+}  // namespace testbed

@@ -1,0 +1,144 @@
+// The run loop: N replicas train on the event clock while their messages cross the network.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "netmodels/collectives/collectives.h"
+#include "netmodels/network.h"
+#include "sim/core/collective_run.h"
+#include "sim/core/host_times.h"
+#include "sim/core/network_factory.h"
+#include "sim/output/recorder.h"
+#include "sim/config/scenario.h"
+#include "topologies/topology.h"
+#include "training/algorithm.h"
+#include "training/dataset.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+class ComputeModel;
+class EventClock;
+class Evaluator;
+class PhaseMemo;
+
+struct Progress {
+  int step = 0, steps = 0;
+  double loss = 0;
+  double projected_time_s = 0;
+};
+
+struct EngineHooks {
+  const std::atomic<bool>* interrupted = nullptr;     // checked before every step
+  std::function<void(const Progress&)> progress;       // after every completed step row
+  NetworkCaptures captures;                            // packet captures of the ns3 backend
+};
+
+class Engine {
+ public:
+  Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks = {});
+  ~Engine();
+
+  // What the recorder's file header needs to know about this run.
+  RunInfo run_info() const;
+  // Runs to the end (or divergence, or interruption), streaming results to `recorder`.
+  RunSummary run(Recorder& recorder);
+
+  const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+  const Algorithm& algorithm() const { return *algorithm_; }
+  const HostTimes& host_times() const { return times_; }
+  int64_t model_parameters() const { return parameters_; }
+  double flops_per_step() const;
+
+ private:
+  // An op a node issued, until it is applied.
+  struct InFlight {
+    int issued_step = 0;
+    int due_step = 0;       // applied before this step starts (the run's end at the latest)
+    CommOp op;
+    torch::Tensor work;     // this rank's buffer in the collective
+    int blocks = 1;         // of op.buffer's size in `work`
+    torch::Tensor arrived;  // lossy exchanges: which elements of `work` arrived (CollectiveRun::enter)
+    bool complete = false;
+  };
+  struct NodeState {
+    int step = 0;
+    double compute_time = 0, loss = 0;
+    bool computing = false;        // between start_step and compute_done
+    int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks)
+    std::vector<CommOp> to_issue;      // the step's ops, until its compute ends
+    std::vector<InFlight> in_flight;   // in issue order
+    bool waiting = false;              // idle until the ops due at the next step complete
+    bool finished = false;
+  };
+  struct Collective {
+    std::shared_ptr<const CollectivePlan> plan;
+    std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
+    MessageTransport transport;
+    std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
+    std::unique_ptr<CollectiveRun> run;
+  };
+  struct PendingRow {
+    TrainRow row;
+    int filled = 0;
+  };
+
+  void start_step(int node);
+  void compute_done(int node);
+  void issue(int node, CommOp op);
+  void op_complete(int node, int issued_step, const std::string& tag);
+  void advance(int node);
+  void record_step(int node);
+  void snapshot_for_eval(int node, int steps_done);
+  void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
+  void stop(const std::string& status, const std::string& error);
+  PendingRow& pending_row(int step);
+  Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
+  std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,
+                                         const CollectivePlan& plan);
+
+  const Scenario& scenario_;
+  const Dataset& data_;
+  Recorder* recorder_ = nullptr;  // set for the duration of run()
+  EngineHooks hooks_;
+  int nodes_;
+
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::unique_ptr<Algorithm> algorithm_;
+  std::shared_ptr<Model> eval_model_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<ComputeModel> compute_;
+  int64_t parameters_ = 0;
+
+  // Destruction order matters: collectives use the network, the network the clock.
+  std::unique_ptr<EventClock> clock_;
+  Topology topology_;
+  std::unique_ptr<Network> network_;
+  std::unique_ptr<PhaseMemo> memo_;
+  std::vector<std::vector<int>> host_neighbours_;
+  std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
+  std::vector<int> node_clusters_;  // for the hierarchical collective (empty: none)
+  // By kind, participants, elements, bytes per element, algorithm, slices, server rank and
+  // each rank's cluster: everything the plan depends on.
+  using PlanKey =
+      std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
+  std::map<PlanKey, std::shared_ptr<const CollectivePlan>> plans_;
+
+  std::vector<NodeState> state_;
+  std::map<int, PendingRow> rows_;
+  std::map<int, std::vector<torch::Tensor>> snapshots_;
+  uint64_t next_message_id_ = 0;
+  std::map<int64_t, std::vector<int>> compute_batches_;  // nodes whose compute ends at a tick
+  uint64_t total_bytes_ = 0;
+  double last_step_end_ = 0;  // projected time: when the last node finished its last step
+  RunSummary summary_;
+  HostTimes times_;
+};
+
+}  // namespace testbed

@@ -1,0 +1,38 @@
+// Evaluation and replica agreement at an eval step, from the replicas' parameter snapshots.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "sim/config/scenario.h"
+#include "sim/output/recorder.h"
+#include "training/dataset.h"
+#include "training/models.h"
+
+namespace testbed {
+
+class Evaluator {
+ public:
+  // `model` is the evaluation model: each snapshot is loaded into it in turn.
+  Evaluator(const Scenario& scenario, const Dataset& data, std::shared_ptr<Model> model);
+
+  // The row for `steps_done` from each node's flat parameters. Leaves the average in the model
+  // (the final checkpoint is that model).
+  EvalRow evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots);
+
+  int64_t sample_size() const { return eval_inputs_.size(0); }  // a replica's evaluation
+  int64_t averaged_samples() const { return averaged_samples_; }  // the average's, last time
+
+ private:
+  const Scenario& scenario_;
+  const Dataset& data_;
+  std::shared_ptr<Model> model_;
+  torch::Tensor eval_inputs_, eval_targets_;  // the seeded evaluation sample of the test split
+  std::vector<torch::Tensor> eval_variants_;   // the same samples of each shifted test set
+  int64_t averaged_samples_ = 0;
+};
+
+}  // namespace testbed

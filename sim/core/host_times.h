@@ -1,0 +1,52 @@
+// Host seconds spent where (for testbed_bench's overhead split between the testbed and ns-3):
+// a scope timer and a Network wrapper that charges send() and delivery callbacks apart.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "netmodels/network.h"
+
+namespace testbed {
+
+struct HostTimes {
+  double run = 0;       // the whole event loop
+  double engine = 0;    // inside the engine's own events (training, collectives, eval, recording)
+  double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
+  double eval = 0;
+  double network_send = 0;   // inside Network::send, called from engine events
+  double ns3() const { return run - engine + network_send; }
+  double testbed() const { return engine - eval - network_send; }
+};
+
+// Adds the host seconds of a scope to a counter.
+class HostTimer {
+ public:
+  explicit HostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~HostTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Charges delivery callbacks to the engine and send() calls to the network.
+class TimedNetwork : public Network {
+ public:
+  TimedNetwork(std::unique_ptr<Network> inner, HostTimes& times) : inner_(std::move(inner)), times_(times) {}
+  void send(const Message& message, OnDelivered on_delivered) override;
+  std::string name() const override { return inner_->name(); }
+  std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override {
+    return inner_->quiescent_state(pairs);
+  }
+
+ private:
+  std::unique_ptr<Network> inner_;
+  HostTimes& times_;
+};
+
+}  // namespace testbed

@@ -1,0 +1,278 @@
+// HDF5 output: extendible chunked datasets, one row appended per step or eval.
+#include "sim/output/hdf5_recorder.h"
+
+#include <H5Cpp.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+namespace testbed {
+namespace {
+
+const char* const kVersion = "0.1.0";
+
+// Correlation matrices beyond this many nodes would dominate the file; only their mean
+// and minimum are kept then.
+constexpr int kMaxMatrixNodes = 256;
+
+// An extendible dataset that grows by whole rows of shape `row` (empty: scalars).
+class Appendable {
+ public:
+  Appendable() = default;
+  Appendable(H5::Group& group, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row)
+      : type_(type), row_(std::move(row)) {
+    hsize_t row_size = 1;
+    for (auto d : row_) row_size *= d;
+    std::vector<hsize_t> dims{0}, max{H5S_UNLIMITED}, chunk{std::max<hsize_t>(1, 4096 / row_size)};
+    dims.insert(dims.end(), row_.begin(), row_.end());
+    max.insert(max.end(), row_.begin(), row_.end());
+    chunk.insert(chunk.end(), row_.begin(), row_.end());
+    H5::DSetCreatPropList props;
+    props.setChunk(static_cast<int>(chunk.size()), chunk.data());
+    dataset_ = group.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data(), max.data()),
+                                   props);
+  }
+
+  void append(const void* data, hsize_t rows = 1) {
+    if (rows == 0) return;
+    std::vector<hsize_t> size{rows_ + rows}, start{rows_}, count{rows};
+    size.insert(size.end(), row_.begin(), row_.end());
+    start.insert(start.end(), row_.size(), 0);
+    count.insert(count.end(), row_.begin(), row_.end());
+    dataset_.extend(size.data());
+    H5::DataSpace file_space = dataset_.getSpace();
+    file_space.selectHyperslab(H5S_SELECT_SET, count.data(), start.data());
+    H5::DataSpace memory(static_cast<int>(count.size()), count.data());
+    dataset_.write(data, type_, memory, file_space);
+    rows_ += rows;
+  }
+
+ private:
+  H5::DataSet dataset_;
+  H5::DataType type_;
+  std::vector<hsize_t> row_;
+  hsize_t rows_ = 0;
+};
+
+// A message's kind is its op's tag (`pseudo_gradient/12`, `dct_coefficients`): room for 31
+// characters, and a longer tag is an error rather than a silently shortened name.
+constexpr size_t kKindChars = 32;
+constexpr size_t kMessageBatch = 1 << 16;  // rows (5 MB) kept before they are written
+
+struct MessageRow {
+  int32_t src, dst;
+  uint64_t bytes;
+  double t_send, t_recv;
+  uint64_t lost_bytes;
+  char kind[kKindChars];
+};
+
+H5::CompType message_type() {
+  H5::CompType type(sizeof(MessageRow));
+  type.insertMember("src", HOFFSET(MessageRow, src), H5::PredType::NATIVE_INT32);
+  type.insertMember("dst", HOFFSET(MessageRow, dst), H5::PredType::NATIVE_INT32);
+  type.insertMember("bytes", HOFFSET(MessageRow, bytes), H5::PredType::NATIVE_UINT64);
+  type.insertMember("t_send", HOFFSET(MessageRow, t_send), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("t_recv", HOFFSET(MessageRow, t_recv), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("lost_bytes", HOFFSET(MessageRow, lost_bytes), H5::PredType::NATIVE_UINT64);
+  type.insertMember("kind", HOFFSET(MessageRow, kind), H5::StrType(H5::PredType::C_S1, kKindChars));
+  return type;
+}
+
+template <class T>
+void set_attribute(H5::H5Object& object, const std::string& name, const T& value, const H5::PredType& type) {
+  if (object.attrExists(name)) object.removeAttr(name);
+  object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &value);
+}
+
+void set_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  if (object.attrExists(name)) object.removeAttr(name);
+  const char* text = value.c_str();
+  object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &text);
+}
+
+// HDF5's C++ exceptions are not std::exceptions; give callers one they can catch.
+template <class Body>
+void guarded(const std::string& path, const char* what, Body body) {
+  try {
+    body();
+  } catch (const H5::Exception& e) {
+    throw std::runtime_error("HDF5 output " + path + ": cannot " + what + " (" + e.getDetailMsg() + ")");
+  }
+}
+
+// Functions, not namespace-scope references: HDF5's type constants are themselves
+// initialised at library start-up.
+const H5::PredType& f64() { return H5::PredType::NATIVE_DOUBLE; }
+const H5::PredType& i64() { return H5::PredType::NATIVE_INT64; }
+
+}  // namespace
+
+struct Hdf5Recorder::Impl {
+  std::string path;
+  H5::H5File file;
+  H5::Group train, comm, eval, replicas, summary, nodes_group;
+  hsize_t nodes;
+  Appendable train_step, train_loss, train_time, train_compute, comm_bytes;
+  Appendable eval_step, eval_loss, eval_accuracy, eval_perplexity, eval_replica_loss, eval_replica_accuracy;
+  std::map<std::string, std::pair<Appendable, Appendable>> variants;  // loss, accuracy
+  Appendable correlation, min_correlation, distance, correlation_matrix;
+  Appendable messages;
+  std::vector<MessageRow> pending_messages;
+  uint64_t lost_bytes = 0;  // over every message, for /summary
+
+  Impl(const std::string& p, const RunInfo& info)
+      : path(p),
+        file(p, H5F_ACC_TRUNC),
+        train(file.createGroup("/train")),
+        comm(file.createGroup("/comm")),
+        eval(file.createGroup("/eval")),
+        replicas(file.createGroup("/replicas")),
+        summary(file.createGroup("/summary")),
+        nodes_group(file.createGroup("/nodes")),
+        nodes(info.nodes),
+        train_step(train, "step", i64(), {}),
+        train_loss(train, "loss", f64(), {nodes}),
+        train_time(train, "time", f64(), {nodes}),
+        train_compute(train, "compute_time", f64(), {nodes}),
+        comm_bytes(comm, "bytes", H5::PredType::NATIVE_UINT64, {nodes}),
+        eval_step(eval, "step", i64(), {}),
+        eval_loss(eval, "loss", f64(), {}),
+        eval_accuracy(eval, "accuracy", f64(), {}),
+        eval_perplexity(eval, "perplexity", f64(), {}),
+        eval_replica_loss(eval, "replica_loss", f64(), {nodes}),
+        eval_replica_accuracy(eval, "replica_accuracy", f64(), {nodes}),
+        correlation(replicas, "correlation", f64(), {}),
+        min_correlation(replicas, "min_correlation", f64(), {}),
+        distance(replicas, "distance", f64(), {}),
+        messages(comm, "messages", message_type(), {}) {
+    if (info.nodes <= kMaxMatrixNodes) {
+      correlation_matrix = Appendable(replicas, "correlation_matrix", f64(), {nodes, nodes});
+    }
+    if (!info.test_variants.empty()) {
+      H5::Group group = eval.createGroup("variants");
+      for (const auto& name : info.test_variants) {
+        H5::Group g = group.createGroup(name);
+        variants[name] = {Appendable(g, "loss", f64(), {}), Appendable(g, "accuracy", f64(), {})};
+      }
+    }
+    if (!info.node_speeds.empty()) {
+      hsize_t n = info.node_speeds.size();
+      nodes_group.createDataSet("speed", f64(), H5::DataSpace(1, &n)).write(info.node_speeds.data(), f64());
+    }
+  }
+
+  void append_train(const TrainRow& row);
+  void append_eval(const EvalRow& row);
+  void write_summary(const RunSummary& summary);
+  void write_messages() {
+    messages.append(pending_messages.data(), pending_messages.size());
+    pending_messages.clear();
+  }
+  void flush() {
+    write_messages();
+    file.flush(H5F_SCOPE_GLOBAL);
+  }
+};
+
+Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  H5::Exception::dontPrint();
+  guarded(path, "create the file", [&] {
+    impl_ = std::make_unique<Impl>(path, info);
+    set_attribute(impl_->file, "scenario", info.scenario_yaml);
+    set_attribute(impl_->file, "testbed_version", std::string(kVersion));
+    set_attribute(impl_->file, "status", std::string("running"));
+    set_attribute(impl_->file, "device", info.device);
+    set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
+    set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
+    set_attribute(impl_->summary, "model_parameters", info.model_parameters, i64());
+    set_attribute(impl_->summary, "trainable_parameters", info.trainable_parameters, i64());
+    impl_->flush();
+  });
+}
+
+Hdf5Recorder::~Hdf5Recorder() = default;
+
+void Hdf5Recorder::train(const TrainRow& row) {
+  guarded(impl_->path, "append a training row", [&] { impl_->append_train(row); });
+}
+
+void Hdf5Recorder::Impl::append_train(const TrainRow& row) {
+  int64_t step = row.step;
+  train_step.append(&step);
+  train_loss.append(row.loss.data());
+  train_time.append(row.time.data());
+  train_compute.append(row.compute_time.data());
+  comm_bytes.append(row.bytes.data());
+}
+
+void Hdf5Recorder::eval(const EvalRow& row) {
+  guarded(impl_->path, "append an eval row", [&] { impl_->append_eval(row); });
+}
+
+void Hdf5Recorder::Impl::append_eval(const EvalRow& row) {
+  int64_t step = row.step;
+  eval_step.append(&step);
+  eval_loss.append(&row.loss);
+  eval_accuracy.append(&row.accuracy);
+  eval_perplexity.append(&row.perplexity);
+  eval_replica_loss.append(row.replica_loss.data());
+  eval_replica_accuracy.append(row.replica_accuracy.data());
+  for (const auto& v : row.variants) {
+    auto& [loss, accuracy] = variants.at(v.name);
+    loss.append(&v.loss);
+    accuracy.append(&v.accuracy);
+  }
+  correlation.append(&row.correlation);
+  min_correlation.append(&row.min_correlation);
+  distance.append(&row.distance);
+  if (nodes <= kMaxMatrixNodes) correlation_matrix.append(row.correlation_matrix.data());
+  flush();
+}
+
+void Hdf5Recorder::message(const MessageRecord& r) {
+  MessageRow row{r.src, r.dst, r.bytes, r.t_send, r.t_recv, r.lost_bytes, {}};
+  if (r.kind.size() >= kKindChars)
+    throw std::logic_error("message kind '" + r.kind + "' is longer than " + std::to_string(kKindChars - 1) +
+                           " characters, the HDF5 column's width");
+  std::strncpy(row.kind, r.kind.c_str(), kKindChars - 1);
+  impl_->pending_messages.push_back(row);
+  impl_->lost_bytes += r.lost_bytes;
+  // Written in bounded batches: a ring all-reduce sends 2N(N-1) messages a step, so
+  // holding them until the next eval would grow with N^2 x eval_every (GBs at N=256).
+  if (impl_->pending_messages.size() >= kMessageBatch) {
+    guarded(impl_->path, "write messages", [&] { impl_->write_messages(); });
+  }
+}
+
+void Hdf5Recorder::finish(const RunSummary& s) {
+  guarded(impl_->path, "write the summary", [&] { impl_->write_summary(s); });
+}
+
+void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
+  auto& g = summary;
+  set_attribute(g, "projected_time_s", s.projected_time_s, f64());
+  set_attribute(g, "total_bytes", s.total_bytes, H5::PredType::NATIVE_UINT64);
+  set_attribute(g, "lost_bytes", lost_bytes, H5::PredType::NATIVE_UINT64);
+  set_attribute(g, "final_eval_loss", s.final_eval_loss, f64());
+  set_attribute(g, "final_accuracy", s.final_accuracy, f64());
+  set_attribute(g, "final_perplexity", s.final_perplexity, f64());
+  set_attribute(g, "host_time_s", s.host_time_s, f64());
+  set_attribute(g, "model_parameters", s.model_parameters, i64());
+  set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
+  set_attribute(g, "phases_replayed", s.phases_replayed, i64());
+  set_attribute(g, "phases_simulated", s.phases_simulated, i64());
+  set_attribute(g, "eval_samples", s.eval_samples, i64());
+  set_attribute(g, "final_eval_samples", s.final_eval_samples, i64());
+  set_attribute(file, "status", s.status);
+  if (!s.error.empty()) set_attribute(file, "error", s.error);
+  flush();
+}
+
+}  // namespace testbed

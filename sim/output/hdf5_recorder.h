@@ -1,0 +1,27 @@
+// Writes a run to HDF5 in the layout README documents, flushed at every eval.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/output/recorder.h"
+
+namespace testbed {
+
+class Hdf5Recorder : public Recorder {
+ public:
+  // Creates (or truncates) `path` and its parent folder; status is "running" until finish().
+  Hdf5Recorder(const std::string& path, const RunInfo& info);
+  ~Hdf5Recorder() override;
+  void train(const TrainRow& row) override;
+  void eval(const EvalRow& row) override;
+  void message(const MessageRecord& record) override;
+  void finish(const RunSummary& summary) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace testbed

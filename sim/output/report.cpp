@@ -1,0 +1,112 @@
+// Reports read only what runs wrote (HDF5 and sweep.csv), so they work on any finished
+// or cut run without the scenario or the data set.
+#include "sim/output/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/output/run_file.h"
+#include "sim/config/input_error.h"
+#include "sim/config/scenario_loader.h"
+
+namespace testbed {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fmt(const char* format, double v) {
+  if (std::isnan(v)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+void report_run(const std::string& path, std::ostream& out) {
+  auto file = read_run_file(path);
+  if (!file) throw InputError(path + ":1:1: not a readable run file (HDF5)");
+  const RunFile& r = *file;
+  out << "run               " << path << "\n";
+  out << "status            " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+  out << "steps completed   " << fmt("%.0f", r.steps_completed) << "\n";
+  out << "final accuracy    " << fmt("%.4f", r.final_accuracy) << "\n";
+  out << "final eval loss   " << fmt("%.4f", r.final_eval_loss) << "\n";
+  if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
+  out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
+  out << "total bytes       " << fmt("%.0f", r.total_bytes) << "\n";
+  out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";
+  // Exposed communication is the projected time no node spent computing: the mean node's
+  // compute per step, summed, against the whole.
+  double exposed = r.projected_time_s - r.compute_time_s;
+  auto share = [&](double part) { return fmt("%.1f", 100 * part / r.projected_time_s); };
+  out << "compute           " << fmt("%.3f", r.compute_time_s) << " s (" << share(r.compute_time_s) << " %)\n";
+  out << "exposed comm      " << fmt("%.3f", exposed) << " s (" << share(exposed) << " %)\n";
+}
+
+void report_sweep(const std::string& dir, std::ostream& out) {
+  fs::path manifest = fs::path(dir) / "sweep.csv";
+  std::ifstream in(manifest);
+  if (!in) throw InputError(dir + ":1:1: no sweep.csv here; give a run .h5 or a sweep output folder");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto rows = parse_csv(text.str());
+  size_t columns = 0;
+  for (const auto& row : rows) columns = std::max(columns, row.size());
+  std::vector<size_t> width(columns, 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c] + (c + 1 < row.size() ? std::string(width[c] - row[c].size() + 2, ' ') : "");
+    }
+    out << line << "\n";
+  }
+  size_t completed = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    completed += std::count(rows[i].begin(), rows[i].end(), "completed") > 0;
+  }
+  out << completed << " of " << (rows.empty() ? 0 : rows.size() - 1) << " runs completed\n";
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    any = true;
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(field), field.clear();
+    } else if (c == '\n') {
+      row.push_back(field), field.clear();
+      rows.push_back(row), row.clear();
+      any = false;
+    } else {
+      field += c;
+    }
+  }
+  if (any) row.push_back(field), rows.push_back(row);
+  return rows;
+}
+
+void report(const std::string& path, std::ostream& out) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return report_sweep(path, out);
+  if (!fs::exists(path, ec)) throw InputError(path + ":1:1: no such run file or sweep folder");
+  report_run(path, out);
+}
+
+}  // namespace testbed

@@ -1,0 +1,259 @@
+// The testbed command line: run and validate scenarios.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <cstdio>
+#include <iostream>
+
+#include "sim/core/engine.h"
+#include "sim/output/hdf5_recorder.h"
+#include "sim/tools/netbench.h"
+#include "sim/core/network_factory.h"
+#include "topologies/describe.h"
+#include "sim/output/report.h"
+#include "sim/config/units.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/tools/sweep_runner.h"
+#include "sim/config/workload.h"
+
+namespace {
+
+// Signal handlers can only reach a global; the engine polls it before every step.
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int) { g_interrupted = true; }
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %s", bytes, units[u]);
+  return text;
+}
+
+// Checks --pcap and --flowmon against the scenario and makes their folders, before any output
+// exists; bad ones are bad input (InputError, exit 2) named by the option.
+testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, const std::string& pcap_dir,
+                                          const std::string& flowmon_file) {
+  namespace fs = std::filesystem;
+  testbed::NetworkCaptures captures{pcap_dir, flowmon_file};
+  for (const auto& [option, value] : {std::pair{"--pcap ", pcap_dir}, std::pair{"--flowmon ", flowmon_file}}) {
+    if (value.empty()) continue;
+    if (scenario.network.backend != "ns3")
+      throw testbed::InputError(option + value + ":1:1: the " + scenario.network.backend +
+                                   " backend has no packets to capture; use network.backend ns3");
+  }
+  std::error_code ec;
+  if (!pcap_dir.empty() && !fs::is_directory(pcap_dir, ec) && !fs::create_directories(pcap_dir, ec))
+    throw testbed::InputError("--pcap " + pcap_dir + ":1:1: cannot create the folder: " + ec.message());
+  if (!flowmon_file.empty()) {
+    if (fs::is_directory(flowmon_file, ec))
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: is a folder; give a file such as flows.xml");
+    const fs::path parent = fs::path(flowmon_file).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: cannot create its folder: " + ec.message());
+  }
+  return captures;
+}
+
+int run_command(const std::string& path, const std::vector<std::string>& sets, const std::string& out,
+                bool quiet, const std::string& pcap_dir, const std::string& flowmon_file) {
+  using namespace testbed;
+  Scenario scenario = load_scenario(path, sets);
+  if (!out.empty()) scenario.output.path = out;
+  const NetworkCaptures captures = checked_captures(scenario, pcap_dir, flowmon_file);
+  Dataset data = load_dataset(scenario);
+
+  auto host_start = std::chrono::steady_clock::now();
+  EngineHooks hooks;
+  hooks.interrupted = &g_interrupted;
+  hooks.captures = captures;
+  bool show_progress = !quiet && isatty(STDERR_FILENO);
+  if (show_progress) {
+    hooks.progress = [host_start](const Progress& p) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+      double eta = elapsed / p.step * (p.steps - p.step);
+      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps,
+                   p.loss, p.projected_time_s, eta);
+    };
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  Engine engine(scenario, data, hooks);
+  Hdf5Recorder recorder(scenario.output.path, engine.run_info());
+  RunSummary summary = engine.run(recorder);
+  if (show_progress) std::fprintf(stderr, "\n");
+
+  std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
+              summary.error.c_str());
+  std::printf("steps completed   %d\n", summary.steps_completed);
+  std::printf("final accuracy    %.4f\n", summary.final_accuracy);
+  std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
+  std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
+              static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
+  if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
+  std::printf("projected time    %.3f s\n", summary.projected_time_s);
+  std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
+              human_bytes(static_cast<double>(summary.total_bytes)).c_str());
+  std::printf("host time         %.2f s\n", summary.host_time_s);
+  std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", engine.host_times().ns3(),
+              summary.steps_completed > 0 ? 1e3 * engine.host_times().ns3() / summary.steps_completed : 0.0);
+  if (summary.phases_replayed > 0)
+    std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
+                static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
+  std::printf("parameters        %lld\n", static_cast<long long>(summary.model_parameters));
+  std::printf("output            %s\n", scenario.output.path.c_str());
+  if (summary.status == "completed") return 0;
+  return summary.status == "diverged" ? 3 : 1;
+}
+
+int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::string& collective,
+                     const std::string& size) {
+  using namespace testbed;
+  const auto bytes = parse_bytes(size);
+  if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  const Scenario scenario = load_scenario(path, sets);
+  const NetbenchResult r = netbench(scenario, collective, *bytes);
+  std::printf("backend           %s\n", scenario.network.backend.c_str());
+  std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
+  std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
+              collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
+  std::printf("simulated         %.6f s\n", r.simulated_s);
+  std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
+  std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);
+  std::printf("host              %.3f s\n", r.host_s);
+  std::printf("payload per host second  %s/s\n",
+              human_bytes(r.host_s > 0 ? static_cast<double>(r.payload_bytes) / r.host_s : 0).c_str());
+  return 0;
+}
+
+int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
+  using namespace testbed;
+  SweepOptions options;
+  options.jobs = jobs;
+  try {
+    if (!shard.empty()) parse_shard(shard, options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "testbed: " << e.what() << "\n";
+    return 2;
+  }
+  Sweep sweep = load_sweep(path);
+  const int threads = child_threads(sweep, options);
+  // Every run, not only this shard's: a bad value is a bad sweep wherever it falls.
+  validate_sweep(sweep, threads);
+  auto runs = shard_runs(sweep, options);
+  if (dry_run) {
+    std::printf("%zu of %zu runs (shard %d/%d) -> %s\n", runs.size(), sweep.runs.size(), options.shard_index,
+                options.shard_count, sweep.out.c_str());
+    for (const auto* run : runs) {
+      std::printf("%s", run->name.c_str());
+      for (const auto& set : run_overrides(sweep, *run, threads)) std::printf("  --set %s", set.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
+  return run_sweep(sweep, options, std::cerr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"testbed: real LibTorch training over a simulated ns-3 network"};
+  app.require_subcommand(1);
+
+  std::string scenario_path, out;
+  std::vector<std::string> sets;
+  bool quiet = false;
+
+  auto* run = app.add_subcommand("run", "Train the scenario's replicas over its network and write HDF5");
+  run->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  run->add_option("-o,--output", out, "HDF5 output path (overrides output.path)");
+  run->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  run->add_flag("-q,--quiet", quiet, "No progress line");
+  std::string pcap_dir, flowmon_file;
+  run->add_option("--pcap", pcap_dir, "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
+  run->add_option("--flowmon", flowmon_file, "ns3: write ns-3 FlowMonitor statistics (XML) to this file at the end");
+
+  auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
+  validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  validate->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+
+  std::string sweep_path, shard, report_path;
+  int jobs = 1;
+  bool dry_run = false;
+  auto* sweep = app.add_subcommand("sweep", "Run a grid of scenarios, each as a child process, into a folder");
+  sweep->add_option("sweep", sweep_path, "Sweep YAML file")->required();
+  sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::Range(1, 4096));
+  sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
+  sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
+
+  std::string collective = "allreduce", size = "10MB";
+  auto* netbench = app.add_subcommand("netbench", "Time one collective on a scenario's network against alpha-beta");
+  netbench->add_option("scenario", scenario_path, "Scenario YAML file (its topology, nodes and network)")->required();
+  netbench->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  netbench->add_option("--collective", collective, "allreduce | allgather | p2p")
+      ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
+  netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
+
+  bool dot = false, paths = false;
+  auto* topology = app.add_subcommand(
+      "topology", "Print a scenario's topology and every host pair's route (hops, latency, bottleneck) under network.routing");
+  topology->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  topology->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  topology->add_flag("--dot", dot, "Graphviz DOT instead of the summary");
+  topology->add_flag("--paths", paths,
+                     "Also each ordered host pair's path (vertex list; with ecmp the path its connection's hash chose)");
+
+  auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
+  report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors are bad input like a bad scenario: exit 2, not CLI11's own codes.
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (*validate) {
+      // Everything run checks before it writes: the scenario, then what depends on the data.
+      testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      testbed::make_samplers(scenario, testbed::load_dataset(scenario));
+      std::cout << testbed::to_yaml(scenario);
+      return 0;
+    }
+    if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
+    if (*netbench) return netbench_command(scenario_path, sets, collective, size);
+    if (*topology) {
+      const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      const auto built = testbed::build_topology(testbed::topology_spec(scenario));
+      if (dot) {
+        testbed::write_dot(built, std::cout);
+      } else {
+        testbed::describe_topology(built, std::cout, testbed::routing_options(scenario), paths);
+      }
+      return 0;
+    }
+    if (*report) {
+      testbed::report(report_path, std::cout);
+      return 0;
+    }
+    return run_command(scenario_path, sets, out, quiet, pcap_dir, flowmon_file);
+  } catch (const testbed::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "testbed: error: " << e.what() << "\n";
+    return 1;
+  }
+}

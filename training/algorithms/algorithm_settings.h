@@ -1,0 +1,24 @@
+// What an algorithm is built from: its options and what it may know of the run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "training/algorithms/registry.h"
+#include "training/replica.h"
+
+namespace testbed {
+
+struct AlgorithmSettings {
+  AlgorithmOptions options;  // the alternative of the algorithm's registry entry
+  int nodes = 1;
+  int batch_size = 1;
+  int steps = 1;
+  uint64_t seed = 0;                           // the scenario seed; algorithms derive named streams
+  std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
+  std::vector<int64_t> shard_sizes;            // each node's training samples
+  std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
+  OptimizerConfig optimizer;                   // the inner (local) optimizer
+};
+
+}  // namespace testbed

@@ -1,0 +1,79 @@
+// SPARTA's scenario keys (sparse_exchange.h carries them out), and sparta_diloco's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "training/algorithms/option_fields.h"
+#include "training/algorithms/outer_sync_options.h"
+
+namespace testbed {
+
+// Which parameters a round exchanges.
+enum class SpartaSelection {
+  Random,              // a fresh seeded draw of p d indices each round
+  ShuffledSequential,  // consecutive windows of one seeded permutation
+  Partitioned,         // consecutive windows of the parameters in order
+  Layerwise,           // a fraction p of one parameter tensor, tensors in turn
+};
+// With whom: everyone, or topology neighbours (uniform mean, or Metropolis-Hastings weights).
+enum class SparseExchangeWith { AllReduce, Ring, Gossip };
+
+template <> struct EnumNames<SpartaSelection> {
+  static const std::vector<std::pair<SpartaSelection, std::string>>& all() {
+    static const std::vector<std::pair<SpartaSelection, std::string>> names = {
+        {SpartaSelection::Random, "random"},
+        {SpartaSelection::ShuffledSequential, "shuffled_sequential"},
+        {SpartaSelection::Partitioned, "partitioned"},
+        {SpartaSelection::Layerwise, "layerwise"}};
+    return names;
+  }
+};
+template <> struct EnumNames<SparseExchangeWith> {
+  static const std::vector<std::pair<SparseExchangeWith, std::string>>& all() {
+    static const std::vector<std::pair<SparseExchangeWith, std::string>> names = {
+        {SparseExchangeWith::AllReduce, "allreduce"}, {SparseExchangeWith::Ring, "ring"},
+        {SparseExchangeWith::Gossip, "gossip"}};
+    return names;
+  }
+};
+
+struct SparseExchangeOptions {
+  double p = 0.005;            // fraction of the parameters exchanged
+  SpartaSelection selection = SpartaSelection::Random;
+  SparseExchangeWith exchange = SparseExchangeWith::AllReduce;
+  int interval = 1;            // exchange after every `interval` steps
+  int delay = 0;               // apply the average this many steps late (asynchronous SPARTA)
+
+  template <class V> void fields(V& v) {
+    v.field("p", p, Range{0, 1, true});
+    v.field("selection", selection);
+    v.field("exchange", exchange);
+    v.field("interval", interval, Range{1, 1e9});
+    v.field("delay", delay, Range{0, 1e9});
+  }
+  // The key to blame when a node has no topology neighbour to exchange with.
+  std::optional<std::string> neighbour_key() const {
+    if (exchange == SparseExchangeWith::AllReduce) return std::nullopt;
+    return "exchange";
+  }
+  bool operator==(const SparseExchangeOptions&) const = default;
+};
+
+// sparta_diloco: SPARTA's exchange every step and DiLoCo's outer step every H.
+struct SpartaDilocoOptions {
+  SparseExchangeOptions sparse;
+  OuterSyncOptions outer;
+
+  template <class V> void fields(V& v) {
+    sparse.fields(v);
+    outer.fields(v);
+  }
+  std::optional<OptionError> check() const { return outer.check(); }
+  std::optional<std::string> neighbour_key() const { return sparse.neighbour_key(); }
+  bool operator==(const SpartaDilocoOptions&) const = default;
+};
+
+}  // namespace testbed

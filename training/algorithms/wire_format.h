@@ -1,0 +1,23 @@
+// The number formats an outer (pseudo-)gradient can travel in.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "training/algorithms/option_fields.h"
+
+namespace testbed {
+
+// fp32 4 bytes an element, bf16 and fp16 2, fp4 half a byte (e2m1 with one scale per tensor).
+enum class WireFormat { Fp32, Bf16, Fp16, Fp4 };
+
+template <> struct EnumNames<WireFormat> {
+  static const std::vector<std::pair<WireFormat, std::string>>& all() {
+    static const std::vector<std::pair<WireFormat, std::string>> names = {
+        {WireFormat::Fp32, "fp32"}, {WireFormat::Bf16, "bf16"}, {WireFormat::Fp16, "fp16"}, {WireFormat::Fp4, "fp4"}};
+    return names;
+  }
+};
+
+}  // namespace testbed
