@@ -1,5 +1,6 @@
-// Memoized network phases: runs with network.memoize on and off are bit-identical (h5diff),
-// replays happen where phases repeat exactly, and never where a condition differs.
+// Memoized network phases: runs with network.memoize on and off are bit-identical (in memory,
+// and once through the binary with h5diff), replays happen where phases repeat exactly, and
+// never where a condition differs.
 #include <gtest/gtest.h>
 
 #include <H5Cpp.h>
@@ -8,7 +9,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "tests/memo_compare.h"
+
+namespace testbed {
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,35 +34,36 @@ workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 6, train_samples:
 compute: {model: fixed, step_time: 50ms}
 )";
 
-class Memoization : public ::testing::Test {
+// Runs the scenario with memoization on and off, in this process; both must complete and agree
+// bit for bit (tests/memo_compare.h). Returns how many collectives the memoized run replayed.
+// `sets` are --set arguments, "key=value" each.
+int64_t compare(const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> on = sets, off = sets;
+  on.push_back("network.memoize=true");
+  off.push_back("network.memoize=false");
+  const Scenario memo_on = parse_scenario(kLockstep, "memo", on);
+  const Scenario memo_off = parse_scenario(kLockstep, "memo", off);
+  const Dataset data = load_dataset(memo_on);
+  const Outcome a = run_outcome(memo_on, data);
+  const Outcome b = run_outcome(memo_off, data);
+  std::string label;
+  for (const auto& set : sets) label += " --set " + set;
+  EXPECT_EQ(a.summary.status, "completed") << label << ": " << a.summary.error;
+  EXPECT_EQ(b.summary.status, "completed") << label << ": " << b.summary.error;
+  EXPECT_EQ(differences(a, b), "") << "memoize on and off differ with" << label;
+  EXPECT_EQ(b.summary.phases_replayed, 0);
+  return a.summary.phases_replayed;
+}
+
+// Through the binary once: the files themselves, h5diff'ed.
+class MemoizationFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("testbed_memo_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("testbed_memo_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kLockstep;
   }
   void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs the scenario with memoization on and off; both must complete and agree bit for bit.
-  // Returns how many collectives the memoized run replayed.
-  int64_t compare(const std::string& sets) {
-    for (const char* memo : {"true", "false"}) {
-      std::string cmd = std::string(TESTBED_BINARY) + " run " + (dir_ / "s.yaml").string() + " -q -o " +
-                        (dir_ / (std::string(memo) + ".h5")).string() + " --set network.memoize=" + memo + " " +
-                        sets + " > " + (dir_ / "stdout").string() + " 2>&1";
-      const int status = std::system(cmd.c_str());
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
-    }
-    for (const char* object : {"/train", "/comm", "/eval", "/replicas"}) {
-      const std::string cmd = std::string("h5diff -q ") + (dir_ / "true.h5").string() + " " +
-                              (dir_ / "false.h5").string() + " " + object + " " + object;
-      const int status = std::system(cmd.c_str());
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << object << " differs with " << sets;
-    }
-    EXPECT_EQ(summary(dir_ / "false.h5", "phases_replayed"), 0);
-    return summary(dir_ / "true.h5", "phases_replayed");
-  }
 
   static int64_t summary(const fs::path& file, const std::string& name) {
     H5::H5File f(file.string(), H5F_ACC_RDONLY);
@@ -67,51 +76,70 @@ class Memoization : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(Memoization, LockstepDdpReplaysAlmostEveryAllReduceAndChangesNothing) {
+TEST_F(MemoizationFiles, OnAndOffWriteTheSameResults) {
+  for (const char* memo : {"true", "false"}) {
+    std::string cmd = std::string(TESTBED_BINARY) + " run " + (dir_ / "s.yaml").string() + " -q -o " +
+                      (dir_ / (std::string(memo) + ".h5")).string() + " --set network.memoize=" + memo + " > " +
+                      (dir_ / "stdout").string() + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+  }
+  for (const char* object : {"/train", "/comm", "/eval", "/replicas"}) {
+    const std::string cmd = std::string("h5diff -q ") + (dir_ / "true.h5").string() + " " +
+                            (dir_ / "false.h5").string() + " " + object + " " + object;
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << object << " differs";
+  }
+  EXPECT_EQ(summary(dir_ / "false.h5", "phases_replayed"), 0);
+  EXPECT_GE(summary(dir_ / "true.h5", "phases_replayed"), 15);
+}
+
+TEST(Memoization, LockstepDdpReplaysAlmostEveryAllReduceAndChangesNothing) {
   // The first all-reduce opens the connections and grows cwnd; from the second or third on
   // the state repeats (cwnd stops growing once it no longer limits: ns3_tcp.h).
-  EXPECT_GE(compare(""), 15);
+  EXPECT_GE(compare(), 15);
 }
 
-TEST_F(Memoization, SharedLinksOfAStarStayIdentical) {
-  EXPECT_GT(compare("--set topology.kind=star"), 0);
+TEST(Memoization, SharedLinksOfAStarStayIdentical) {
+  EXPECT_GT(compare({"topology.kind=star"}), 0);
 }
 
-TEST_F(Memoization, IdleLongerThanTheRtoRestartsSlowStartInBothRuns) {
+TEST(Memoization, IdleLongerThanTheRtoRestartsSlowStartInBothRuns) {
   // 0.5 s of compute > MinRto: every all-reduce starts from the initial window again.
-  EXPECT_GT(compare("--set compute.step_time=0.5"), 0);
+  EXPECT_GT(compare({"compute.step_time=0.5"}), 0);
 }
 
-TEST_F(Memoization, RanksOutOfStepNeverReplayAndStayIdentical) {
+TEST(Memoization, RanksOutOfStepNeverReplayAndStayIdentical) {
   // Hidden 8: 2*8*32 + 16 + 2*64 + 8 + 80 + 10 = 754 parameters, chunks of 188 and 189:
   // ranks drift apart by nanoseconds every step, so no phase repeats exactly.
-  EXPECT_EQ(compare("--set workload.synthetic.hidden=8"), 0);
+  EXPECT_EQ(compare({"workload.synthetic.hidden=8"}), 0);
 }
 
-TEST_F(Memoization, NeverOnALossyNetwork) {
-  EXPECT_EQ(compare("--set topology.link.loss=0.001"), 0);
+TEST(Memoization, NeverOnALossyNetwork) {
+  EXPECT_EQ(compare({"topology.link.loss=0.001"}), 0);
 }
 
-TEST_F(Memoization, NeverWithStragglers) {
-  EXPECT_EQ(compare("--set compute.straggler_sigma=0.2"), 0);
+TEST(Memoization, NeverWithStragglers) {
+  EXPECT_EQ(compare({"compute.straggler_sigma=0.2"}), 0);
 }
 
-TEST_F(Memoization, NeverWithDelayedAcksOrAnotherTcp) {
-  EXPECT_EQ(compare("--set network.delayed_ack=true"), 0);
-  EXPECT_EQ(compare("--set network.tcp=cubic"), 0);
+TEST(Memoization, NeverWithDelayedAcksOrAnotherTcp) {
+  EXPECT_EQ(compare({"network.delayed_ack=true"}), 0);
+  EXPECT_EQ(compare({"network.tcp=cubic"}), 0);
 }
 
-TEST_F(Memoization, OtherAlgorithmsStayIdentical) {
-  compare("--set algorithm.name=diloco --set algorithm.H=4");
-  compare("--set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.delay=1");
-  compare("--set algorithm.name=fedavg --set algorithm.H=3 --set algorithm.fraction=0.5");
-  compare("--set algorithm.name=demo --set algorithm.chunk=8 --set algorithm.k=2");
+TEST(Memoization, OtherAlgorithmsStayIdentical) {
+  compare({"algorithm.name=diloco", "algorithm.H=4"});
+  compare({"algorithm.name=sparta", "algorithm.p=0.1", "algorithm.delay=1"});
+  compare({"algorithm.name=fedavg", "algorithm.H=3", "algorithm.fraction=0.5"});
+  compare({"algorithm.name=demo", "algorithm.chunk=8", "algorithm.k=2"});
   // Other collective plans: more messages per phase, other dependencies (halving-doubling's
   // partners two hops apart share ring links, so its ranks need not stay in lockstep).
-  compare("--set collective.algorithm=halving_doubling");
-  EXPECT_GT(compare("--set collective.slices=4"), 0);
+  compare({"collective.algorithm=halving_doubling"});
+  EXPECT_GT(compare({"collective.slices=4"}), 0);
   // Neighbour exchanges as datagrams: lossless, so memoization may replay them too.
-  compare("--set network.transport=udp --set algorithm.name=sparta --set algorithm.p=0.1 --set algorithm.exchange=ring");
+  compare({"network.transport=udp", "algorithm.name=sparta", "algorithm.p=0.1", "algorithm.exchange=ring"});
 }
 
 }  // namespace
+}  // namespace testbed
