@@ -48,6 +48,52 @@ TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
   EXPECT_EQ(s.output.path, "results/scenario.h5");  // derived from the name
 }
 
+// Each algorithm's defaults, written here from docs/algorithms.md's table, against what the
+// loader gives for `algorithm: {name: X}` (a default typed wrong in an *_options.h fails here).
+TEST(ScenarioDefaults, EachAlgorithmGetsItsOwnDefaults) {
+  auto options = [](const std::string& name) {
+    return parse_scenario("algorithm: {name: " + name + "}\n", "t.yaml").algorithm.options;
+  };
+  const auto fedavg = std::get<FedAvgOptions>(options("fedavg"));
+  EXPECT_EQ(fedavg.H, 1);
+  EXPECT_EQ(fedavg.fraction, 1.0);
+  const auto diloco = std::get<OuterSyncOptions>(options("diloco"));
+  EXPECT_EQ(diloco.H, 500);
+  EXPECT_EQ(diloco.lr, 0.7);
+  EXPECT_EQ(diloco.momentum, 0.9);
+  EXPECT_EQ(diloco.dtype, WireFormat::Fp32);
+  EXPECT_EQ(diloco.fragments, 1);
+  EXPECT_EQ(diloco.tau, 0);
+  const auto streaming = std::get<StreamingOptions>(options("streaming_diloco")).outer;
+  EXPECT_EQ(streaming.H, 100);
+  EXPECT_EQ(streaming.dtype, WireFormat::Fp4);
+  EXPECT_EQ(streaming.fragments, 4);
+  EXPECT_EQ(streaming.tau, 1);
+  EXPECT_EQ(streaming.alpha, 0.5);
+  const auto sparta = std::get<SparseExchangeOptions>(options("sparta"));
+  EXPECT_EQ(sparta.p, 0.005);
+  EXPECT_EQ(sparta.selection, SpartaSelection::Random);
+  EXPECT_EQ(sparta.exchange, SparseExchangeWith::AllReduce);
+  EXPECT_EQ(sparta.interval, 1);
+  EXPECT_EQ(sparta.delay, 0);
+  const auto both = std::get<SpartaDilocoOptions>(options("sparta_diloco"));
+  EXPECT_EQ(both.sparse.p, 0.005);
+  EXPECT_EQ(both.outer.H, 500);
+  const auto demo = std::get<DemoOptions>(options("demo"));
+  EXPECT_EQ(demo.beta, 0.999);
+  EXPECT_EQ(demo.chunk, 64);
+  EXPECT_EQ(demo.k, 32);
+  EXPECT_TRUE(demo.sign);
+  // Names on the wire are the scenario's words, and they read back.
+  const auto ring = std::get<SparseExchangeOptions>(
+      parse_scenario("algorithm: {name: sparta, selection: layerwise, exchange: gossip}\n", "t.yaml").algorithm.options);
+  EXPECT_EQ(ring.selection, SpartaSelection::Layerwise);
+  EXPECT_EQ(ring.exchange, SparseExchangeWith::Gossip);
+  const auto bf16 = std::get<OuterSyncOptions>(
+      parse_scenario("algorithm: {name: diloco, outer_dtype: bf16}\n", "t.yaml").algorithm.options);
+  EXPECT_EQ(bf16.dtype, WireFormat::Bf16);
+}
+
 TEST(ScenarioErrors, FileWithoutAMapping) {
   for (const char* text : {"", "# nothing here\n", "\n\n", "~\n"})
     expect_error(text, "s.yaml:1:1", "the file holds no scenario");

@@ -101,7 +101,12 @@ Topology build_checked_topology(const Scenario& s, const Origins& origins) {
       fail(origins.where("topology.links." + std::to_string(i)), e.what());
     }
   }
-  return build_topology(spec);  // overrides that only fail together: blamed on the topology
+  // Link entries that fail only together: blamed on the list of them.
+  try {
+    return build_topology(spec);
+  } catch (const std::invalid_argument& e) {
+    fail(origins.where("topology.links"), e.what());
+  }
 }
 
 // Loss, jitter and datagrams are packets' business: flow and analytical model reliable byte
