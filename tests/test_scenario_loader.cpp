@@ -296,6 +296,22 @@ TEST(ScenarioErrors, OutOfRange) {
   expect_error("nodes: 3000000000\n", "s.yaml:1:8", "out of range");
 }
 
+// `name` makes results/<name>.h5: a name that leaves results/ or is no file name is refused.
+TEST(ScenarioErrors, NameIsOneFileName) {
+  expect_error("name: ../../x\n", "s.yaml:1:7", "a name cannot hold '/'");
+  expect_error("name: a/b\n", "s.yaml:1:7", "a name cannot hold '/'");
+  expect_error("name: '..'\n", "s.yaml:1:7", "'..' is not a name");
+  expect_error("name: .\n", "s.yaml:1:7", "'.' is not a name");
+  expect_error("name: \"a\\0b\"\n", "s.yaml:1:7", "control characters (byte 0)");
+  expect_error("name: 'a\\b'\n", "s.yaml:1:7", "a name cannot hold '\\'");
+  expect_error("name: ''\n", "s.yaml:1:7", "cannot be empty");
+  expect_error("name: " + std::string(201, 'n') + "\n", "s.yaml:1:7", "at most 200 bytes (this one has 201)");
+  expect_error("{}\n", "--set name=../x:1:6", "a name cannot hold '/'", {"name=../x"});
+  // Dots inside a name and 200 bytes are fine.
+  EXPECT_EQ(error_of("name: a..b\n"), "");
+  EXPECT_EQ(error_of("name: " + std::string(200, 'n') + "\n"), "");
+}
+
 TEST(ScenarioErrors, NanIsNotANumber) {
   expect_error("optimizer: {lr: nan}\n", "s.yaml:1:17", "expected a number, got 'nan'");
 }

@@ -26,4 +26,11 @@ struct Choices {
   std::vector<std::string> allowed;
 };
 
+// A string that becomes one file name (a run's `name` names results/<name>.h5 and a sweep's
+// runs): no folder separators, no `.` or `..`, no control characters, at most `max_length`
+// bytes, so a scenario writes only where its output path says.
+struct FileName {
+  size_t max_length = 200;  // file names hold 255 bytes; room for ".h5.resume"
+};
+
 }  // namespace testbed

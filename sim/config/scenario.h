@@ -75,7 +75,7 @@ struct TopologySection {
   int k = 4;     // fat_tree: switch radix (even)
   int clusters = 2;     // hierarchical: number of clusters
   int per_cluster = 0;  // hierarchical: hosts per cluster (0: nodes / clusters)
-  LinkSection wan{Bandwidth{1e9}, Duration{0.050}, Fraction{0}};  // hierarchical: the WAN ring
+  LinkSection wan{.bandwidth = Bandwidth{1e9}, .latency = Duration{0.050}};  // hierarchical: the WAN ring
   double p = 0.5;       // erdos_renyi: link probability
   int degree = 4;       // watts_strogatz: lattice degree (even)
   double beta = 0.1;    // watts_strogatz: rewiring probability
@@ -362,7 +362,7 @@ struct Scenario {
   ComputeSection compute;
   OutputSection output;
   template <class V> void fields(V& v) {
-    v.field("name", name);
+    v.field("name", name, FileName{});
     v.field("seed", seed);
     v.field("nodes", nodes, Range{1, 1e5});
     v.field("device", device);

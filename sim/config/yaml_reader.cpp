@@ -66,6 +66,19 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
+std::string file_name_problem(const std::string& name, size_t max_length) {
+  if (name.empty()) return "a name cannot be empty";
+  if (name.size() > max_length) {
+    return "a name is at most " + std::to_string(max_length) + " bytes (this one has " + std::to_string(name.size()) + ")";
+  }
+  if (name == "." || name == "..") return "'" + name + "' is not a name: it names a folder";
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\') return "a name cannot hold '" + std::string(1, static_cast<char>(c)) + "': it becomes a file name";
+    if (c < 0x20 || c == 0x7f) return "a name cannot hold control characters (byte " + std::to_string(c) + ")";
+  }
+  return "";
+}
+
 YAML::Node read_root_map(const std::string& yaml_text, const std::string& origin, const std::string& document) {
   YAML::Node root;
   try {

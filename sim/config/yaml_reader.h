@@ -70,6 +70,9 @@ class Origins {
 std::string nearest_hint(const std::string& word, const std::vector<std::string>& candidates);
 std::string join(const std::vector<std::string>& words);
 
+// Why `name` cannot be one file name (FileName in field_types.h), or "" when it can.
+std::string file_name_problem(const std::string& name, size_t max_length);
+
 // The YAML text's root map; `origin` names it in errors, `document` what it should hold.
 YAML::Node read_root_map(const std::string& yaml_text, const std::string& origin, const std::string& document);
 
@@ -266,6 +269,10 @@ class FieldReader {
   static void check(const Location& loc, const std::string& value, const Choices& c) {
     if (std::find(c.allowed.begin(), c.allowed.end(), value) != c.allowed.end()) return;
     fail(loc, "'" + value + "' is not one of: " + join(c.allowed) + nearest_hint(value, c.allowed));
+  }
+
+  static void check(const Location& loc, const std::string& value, const FileName& f) {
+    if (std::string why = file_name_problem(value, f.max_length); !why.empty()) fail(loc, why);
   }
 
   YAML::Node node_;
