@@ -21,7 +21,9 @@ cli: deps $(BUILD)/CMakeCache.txt
 run: cli
 	$(BUILD)/testbed run scenarios/100mbps_ring.yaml
 
-test: build
+# The test programs only (the benchmarks build with `make bench`).
+test: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target testbed_tests
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 bench: build

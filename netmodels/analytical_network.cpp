@@ -31,7 +31,7 @@ class AnalyticalNetwork final : public Network {
     // Delivered in an event of its own, as the packet-level backend does, so a callback
     // that sends again never runs inside send().
     clock_.schedule(took, [message, t_send, this, on_delivered = std::move(on_delivered)] {
-      on_delivered(Delivery{message, t_send, clock_.now(), 0});
+      on_delivered(Delivery{message, t_send, clock_.now(), 0, {}});
     });
   }
   std::string name() const override { return "analytical"; }

@@ -159,7 +159,7 @@ class FlowNetwork final : public Network {
 
   void deliver(Flow f) {
     clock_.schedule(f.latency_s, [this, f = std::move(f)] {
-      f.on_delivered(Delivery{f.message, f.t_send, clock_.now(), 0});
+      f.on_delivered(Delivery{f.message, f.t_send, clock_.now(), 0, {}});
     });
   }
 

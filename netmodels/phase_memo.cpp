@@ -49,7 +49,7 @@ class PhaseMemo::Replay final : public Network {
         expected.message.bytes != message.bytes || expected.sent != now - start_)
       throw std::logic_error("memoized phase: message " + std::to_string(k) + " differs from its record");
     state_->callbacks[k] = std::move(on_delivered);
-    state_->deliveries[k] = Delivery{message, clock_.now(), 0, 0};
+    state_->deliveries[k] = Delivery{message, clock_.now(), 0, 0, {}};
     // ns-3 hands a message over in an event scheduled from the packet's arrival, at that
     // tick: so does the replay, and the one it hands over is the next in recorded order.
     clock_.schedule_ticks(start_ + expected.delivered - now, [this, state = state_] {

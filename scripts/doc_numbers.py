@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import h5py
@@ -542,6 +543,7 @@ def main():
         tb = Testbed(args.binary, scratch, args.jobs)
         for name in names:
             path, old = docs[name]
+            began = time.monotonic()
             try:
                 new = BLOCKS[name].make(tb)
             except Skip as why:
@@ -552,7 +554,7 @@ def main():
                 failed.append(name)
                 continue
             if new == old:
-                print(f"{name}: up to date")
+                print(f"{name}: up to date ({time.monotonic() - began:.1f} s)")
                 continue
             if args.write:
                 text = path.read_text()

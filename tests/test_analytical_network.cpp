@@ -10,6 +10,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace analytical_network {  // its own names: network_tests compiles as one unity file
 namespace {
 
 Topology make(const std::string& kind, int hosts, double bandwidth, double latency) {
@@ -80,4 +81,5 @@ TEST(AnalyticalNetwork, RejectsUnknownHosts) {
 }
 
 }  // namespace
+}  // namespace analytical_network
 }  // namespace testbed

@@ -17,6 +17,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace collective_backends {  // its own names: network_tests compiles as one unity file
 namespace {
 
 enum class Backend { Ns3, Flow, Analytical };
@@ -83,4 +84,5 @@ TEST(CollectiveBackends, Ns3AndFlowAgreeAndNeitherBeatsAlphaBeta) {
 }
 
 }  // namespace
+}  // namespace collective_backends
 }  // namespace testbed

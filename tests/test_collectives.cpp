@@ -9,6 +9,7 @@
 #include "netmodels/collectives/collectives.h"
 
 namespace testbed {
+namespace collectives {  // its own names: network_tests compiles as one unity file
 namespace {
 
 // Rank r's buffer starts with value r*1000 + i at element i.
@@ -402,4 +403,5 @@ TEST(AllGatherAlgorithms, DirectAndSlicedRingGatherEveryBlock) {
 }
 
 }  // namespace
+}  // namespace collectives
 }  // namespace testbed

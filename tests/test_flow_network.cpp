@@ -14,6 +14,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace flow_network {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kOverhead = (9000.0 + 2) / (9000 - 52);  // wire bytes per payload byte at MTU 9000
@@ -401,4 +402,5 @@ TEST(FlowNetwork, RttSharingAgainstPacketLevelOnTheParkingLot) {
 }
 
 }  // namespace
+}  // namespace flow_network
 }  // namespace testbed

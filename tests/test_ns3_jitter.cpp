@@ -18,6 +18,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace ns3_jitter {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kRate = 100e6;
@@ -190,4 +191,5 @@ TEST(Jitter, NegativeJitterIsRejected) {
 }
 
 }  // namespace
+}  // namespace ns3_jitter
 }  // namespace testbed

@@ -15,6 +15,7 @@
 #include "topologies/routing.h"
 
 namespace testbed {
+namespace ns3_links {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kLatency = 0.010;
@@ -276,4 +277,5 @@ TEST(LossModels, GilbertElliottSlowsTcpLikeLoss) {
 }
 
 }  // namespace
+}  // namespace ns3_links
 }  // namespace testbed

@@ -11,6 +11,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace ns3_network {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kBandwidth = 100e6;
@@ -201,4 +202,5 @@ TEST(EventClock, FreshAfterDestroy) {
 }
 
 }  // namespace
+}  // namespace ns3_network
 }  // namespace testbed

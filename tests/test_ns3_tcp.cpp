@@ -11,6 +11,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace ns3_tcp {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kBandwidth = 100e6;
@@ -92,4 +93,5 @@ TEST(Ns3Tcp, NoRestartWhenIdleIsShorterThanTheRto) {
 }
 
 }  // namespace
+}  // namespace ns3_tcp
 }  // namespace testbed

@@ -9,6 +9,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace ns3_traffic {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kLatency = 0.005;
@@ -182,4 +183,5 @@ TEST(Ns3Background, NetworkRejectsBadFlows) {
 }
 
 }  // namespace
+}  // namespace ns3_traffic
 }  // namespace testbed

@@ -25,6 +25,7 @@
 #include "training/seed_streams.h"
 
 namespace testbed {
+namespace reference_sparse {  // its own names: reference_tests compiles as one unity file
 namespace {
 
 // The engine and the references agree to float rounding only: the engine's ring all-reduce
@@ -620,4 +621,5 @@ INSTANTIATE_TEST_SUITE_P(Cases, DemoReference, ::testing::ValuesIn(kDemoCases),
                          });
 
 }  // namespace
+}  // namespace reference_sparse
 }  // namespace testbed

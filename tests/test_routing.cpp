@@ -21,6 +21,7 @@
 #include "topologies/routing.h"
 
 namespace testbed {
+namespace routing {  // its own names: network_tests compiles as one unity file
 namespace {
 
 enum class Backend { Ns3, Flow, Analytical };
@@ -320,4 +321,5 @@ TEST(EcmpFaults, ConnectionTakesAnEqualCostPathThatIsLeft) {
 }
 
 }  // namespace
+}  // namespace routing
 }  // namespace testbed

@@ -13,6 +13,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace tcp_loss {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kBandwidth = 100e6;
@@ -243,4 +244,5 @@ TEST(TcpLoss, LostSynCostsTheSynTimeout) {
 }
 
 }  // namespace
+}  // namespace tcp_loss
 }  // namespace testbed

@@ -17,6 +17,7 @@
 #include "topologies/routing.h"
 
 namespace testbed {
+namespace topologies {  // its own names: network_tests compiles as one unity file
 namespace {
 
 TopologySpec spec(const std::string& kind, int hosts) {
@@ -705,4 +706,5 @@ TEST_F(GraphmlFiles, BadFilesNameFileAndLine) {
 }
 
 }  // namespace
+}  // namespace topologies
 }  // namespace testbed

@@ -19,6 +19,7 @@
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {
+namespace udp_training {  // its own names: algorithm_tests compiles as one unity file
 namespace {
 
 constexpr int64_t kD = kMlpParameters;
@@ -186,4 +187,5 @@ TEST(MaskedAveraging, LostElementsAverageOverWhatArrived) {
 }
 
 }  // namespace
+}  // namespace udp_training
 }  // namespace testbed

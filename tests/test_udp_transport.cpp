@@ -11,6 +11,7 @@
 #include "topologies/builders.h"
 
 namespace testbed {
+namespace udp_transport {  // its own names: network_tests compiles as one unity file
 namespace {
 
 constexpr double kBandwidth = 100e6;
@@ -162,4 +163,5 @@ TEST(UdpTransport, Fp4DatagramsSplitOnWholeBytes) {
 }
 
 }  // namespace
+}  // namespace udp_transport
 }  // namespace testbed

@@ -387,7 +387,7 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
   ns3::Simulator::Schedule(ns3::Seconds(delay_s), [this, alive = alive_, p = std::move(p)]() {
     if (!*alive) return;
     --undelivered_;
-    Delivery d{p.message, p.t_send, ns3::Simulator::Now().GetSeconds(), 0};
+    Delivery d{p.message, p.t_send, ns3::Simulator::Now().GetSeconds(), 0, {}};
     p.on_delivered(d);
   });
 }
