@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
 
-.PHONY: deps build cli run test bench figures docs docs-check clean
+.PHONY: deps build cli run test bench fuzz figures docs docs-check clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -25,6 +25,15 @@ run: cli
 test: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS) --target testbed_tests
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# libFuzzer harnesses (tests/fuzz/) under ASan and UBSan, FUZZ_SECONDS each, in their own
+# clang build folder.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 120
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESTBED_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
+	bash scripts/fuzz.sh $(abspath $(FUZZ_BUILD)) $(FUZZ_SECONDS)
 
 bench: build
 	$(BUILD)/testbed_bench scenarios/100mbps_ring.yaml

@@ -11,6 +11,7 @@ packages=(
   dataset-fashion-mnist
   python3-h5py python3-matplotlib python3-pytest python3-numpy python3-yaml
   zlib1g-dev
+  clang libclang-rt-14-dev  # make fuzz: libFuzzer, AddressSanitizer, UBSan
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/config/scenario_loader.h"
+#include "sim/core/memory_estimate.h"
 
 namespace fs = std::filesystem;
 
@@ -45,9 +46,10 @@ class Cli : public ::testing::Test {
     return path;
   }
 
-  // `args` is appended to the command line as is (quote paths yourself).
-  Result run(const std::string& args) {
-    std::string command = "cd '" + dir_.string() + "' && '" + TESTBED_BINARY + "' " + args + " >'" +
+  // `args` is appended to the command line as is (quote paths yourself); `shell` runs before
+  // the binary in the same shell (a ulimit).
+  Result run(const std::string& args, const std::string& shell = "") {
+    std::string command = "cd '" + dir_.string() + "' && " + shell + " '" + TESTBED_BINARY + "' " + args + " >'" +
                           (dir_ / "stdout.txt").string() + "' 2>'" + (dir_ / "stderr.txt").string() + "'";
     int status = std::system(command.c_str());
     Result r;
@@ -231,6 +233,28 @@ TEST_F(Cli, PartitionThatStarvesANodeExits2) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(r.err.rfind(bad.string() + ":5:14: ", 0), 0u) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// A run that cannot fit is refused before it starts: exit 2, the estimate and what the machine
+// has, no output file. 20000 MLP replicas under AdamW need 87.6 GiB (+ 0.21 GiB of data, 5 x 4
+// bytes x 235146 parameters each); under `ulimit -v` 4 GiB, 1500 (6.78 GiB) cannot fit either.
+TEST_F(Cli, RunThatCannotFitExits2) {
+  if (testbed::machine_memory().available_bytes > 80.0 * (1 << 30)) GTEST_SKIP() << "this machine could hold 87.8 GiB";
+  fs::path scenario = write("big.yaml", "nodes: 20000\nworkload: {model: mlp, batch_size: 2, steps: 1}\n");
+  fs::path out = dir_ / "out.h5";
+  Result r = run("run '" + scenario.string() + "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind(scenario.string() + ":1:8: the run needs about 87.80 GiB", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("20000 replicas x 5 vectors of 235146 parameters"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("available (/proc/meminfo MemAvailable)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  const std::string limit = "ulimit -v 4194304 &&";  // 4 GiB of address space
+  Result limited = run("run '" + scenario.string() + "' --set nodes=1500 -o '" + out.string() + "'", limit);
+  EXPECT_EQ(limited.code, 2) << limited.err;
+  EXPECT_NE(limited.err.find("the run needs about 6.78 GiB"), std::string::npos) << limited.err;
+  EXPECT_NE(limited.err.find("limited to 4.00 GiB (ulimit -v)"), std::string::npos) << limited.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(Cli, AlgorithmKeysAreChecked) {

@@ -9,7 +9,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -40,6 +43,21 @@ compute: {model: flops, device: rtx4090}
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // Starts a long run (100000 steps, an eval every `eval_every`) writing `out`, and returns
+  // once `out` exists (the run renames it into place after writing its header).
+  pid_t start_long_run(const fs::path& out, int eval_every) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::string scenario = (dir_ / "s.yaml").string();
+      std::string eval = "workload.eval_every=" + std::to_string(eval_every);
+      execl(TESTBED_BINARY, TESTBED_BINARY, "run", scenario.c_str(), "-q", "-o", out.c_str(), "--set",
+            "workload.steps=100000", "--set", eval.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; pid > 0 && i < 1500 && !fs::exists(out); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return pid;
+  }
   static int h5diff(const fs::path& a, const fs::path& b, const std::string& object) {
     std::string cmd = "h5diff -q " + a.string() + " " + b.string() + " " + object + " " + object;
     int status = std::system(cmd.c_str());
@@ -77,16 +95,9 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
 
 TEST_F(RunTest, KilledRunLeavesReadableFile) {
   auto out = dir_ / "k.h5";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::string scenario = (dir_ / "s.yaml").string();
-    execl(TESTBED_BINARY, TESTBED_BINARY, "run", scenario.c_str(), "-q", "-o", out.c_str(), "--set",
-          "workload.steps=100000", "--set", "workload.eval_every=5", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = start_long_run(out, 5);
+  ASSERT_GT(pid, 0);
   // Wait until training has started and an eval has been flushed.
-  for (int i = 0; i < 600 && !fs::exists(out); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::seconds(3));
   kill(pid, SIGTERM);
   int status = 0;
@@ -98,6 +109,45 @@ TEST_F(RunTest, KilledRunLeavesReadableFile) {
   hsize_t rows = 0;
   f.openDataSet("/train/loss").getSpace().getSimpleExtentDims(&rows);
   EXPECT_GT(rows, 0u);
+}
+
+// SIGKILL cannot be caught: at any moment, the file must still open (HDF5 read-only, no lock),
+// say `running` (no final status), and hold whole rows; `testbed report` says where it was cut.
+// Kill times spread from just after the file appears (before any flush) to mid-run.
+TEST_F(RunTest, SigkilledRunLeavesReadableFile) {
+  for (int delay_ms : {0, 400, 2500}) {
+    SCOPED_TRACE("SIGKILL " + std::to_string(delay_ms) + " ms after the file appeared");
+    auto out = dir_ / ("kill" + std::to_string(delay_ms) + ".h5");
+    pid_t pid = start_long_run(out, 2);
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    H5::FileAccPropList access;
+    H5Pset_file_locking(access.getId(), false, true);
+    H5::H5File f(out.string(), H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, access);
+    auto attr = f.openAttribute("status");
+    std::string value;
+    attr.read(attr.getStrType(), value);
+    EXPECT_EQ(value, "running");
+    hsize_t steps = 0, losses[2] = {0, 0};
+    f.openDataSet("/train/step").getSpace().getSimpleExtentDims(&steps);
+    f.openDataSet("/train/loss").getSpace().getSimpleExtentDims(losses);
+    EXPECT_EQ(steps, losses[0]);  // whole rows: every column as long as the others
+    std::vector<int64_t> step(steps);
+    if (steps > 0) f.openDataSet("/train/step").read(step.data(), H5::PredType::NATIVE_INT64);
+    for (hsize_t i = 0; i < steps; ++i) EXPECT_EQ(step[i], static_cast<int64_t>(i));
+    f.close();
+    std::string cmd = std::string(TESTBED_BINARY) + " report " + out.string() + " > " + (dir_ / "report").string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(dir_ / "report");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string expected = steps > 0 ? "cut at step " + std::to_string(step.back()) + " (no final status)"
+                                           : "cut at step - (no final status)";
+    EXPECT_NE(text.find(expected), std::string::npos) << text;
+  }
 }
 
 }  // namespace

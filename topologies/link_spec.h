@@ -26,7 +26,7 @@ struct LinkSpec {
   double loss_bad = 1;
   // Bandwidth over time (a CSV trace, times increasing): until the first change the rates
   // above hold; each change then sets both directions. Only the ns3 backend follows it.
-  std::vector<RateChange> trace;
+  std::vector<RateChange> trace = {};
 
   // The fastest rate the link ever carries in any direction.
   double max_rate_bps() const {

@@ -27,7 +27,7 @@ struct LinkSection {
   Fraction loss_bad{1};
   // Bandwidth over time: a CSV of `time_s,bandwidth` rows (relative: to the scenario file;
   // sim/config/bandwidth_trace.h), ns3 only.
-  std::string trace;
+  std::string trace = {};
   Duration jitter{0.0};  // extra per-packet delay, uniform in [0, jitter] (ns3 only)
   template <class V> void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});

@@ -1,6 +1,7 @@
 // The run loop. Every action is an event on the one clock: a step starts (real LibTorch
 // compute happens here), its modelled compute ends, its messages go out and arrive.
 #include "sim/core/engine.h"
+#include "sim/core/error_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,7 +97,7 @@ RunSummary Engine::run(Recorder& recorder) {
       clock_->run();
     } catch (const std::exception& e) {
       summary_.status = "failed";
-      summary_.error = e.what();
+      summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
     }
   }
   // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.

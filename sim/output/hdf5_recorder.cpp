@@ -125,9 +125,12 @@ struct Hdf5Recorder::Impl {
   std::vector<MessageRow> pending_messages;
   uint64_t lost_bytes = 0;  // over every message, for /summary
 
+  // The file is made under a temporary name and renamed once its groups and attributes are on
+  // disk (the constructor's flush), so the output path never names a file HDF5 cannot open:
+  // a run killed in between leaves `PATH.part` and any earlier file at PATH untouched.
   Impl(const std::string& p, const RunInfo& info)
       : path(p),
-        file(p, H5F_ACC_TRUNC),
+        file(p + ".part", H5F_ACC_TRUNC),
         train(file.createGroup("/train")),
         comm(file.createGroup("/comm")),
         eval(file.createGroup("/eval")),
@@ -195,6 +198,9 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
     set_attribute(impl_->summary, "trainable_parameters", info.trainable_parameters, i64());
     impl_->flush();
   });
+  std::error_code ec;
+  std::filesystem::rename(path + ".part", path, ec);  // the open handle follows the file
+  if (ec) throw std::runtime_error("HDF5 output " + path + ": cannot create the file (" + ec.message() + ")");
 }
 
 Hdf5Recorder::~Hdf5Recorder() = default;

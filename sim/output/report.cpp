@@ -29,7 +29,12 @@ void report_run(const std::string& path, std::ostream& out) {
   if (!file) throw InputError(path + ":1:1: not a readable run file (HDF5)");
   const RunFile& r = *file;
   out << "run               " << path << "\n";
-  out << "status            " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+  if (r.status == "running") {
+    // Only the end of a run writes a final status: this one was killed or lost power.
+    out << "status            cut at step " << fmt("%.0f", r.last_step) << " (no final status)\n";
+  } else {
+    out << "status            " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+  }
   out << "steps completed   " << fmt("%.0f", r.steps_completed) << "\n";
   out << "final accuracy    " << fmt("%.4f", r.final_accuracy) << "\n";
   out << "final eval loss   " << fmt("%.4f", r.final_eval_loss) << "\n";

@@ -44,6 +44,18 @@ double compute_time(const H5::H5File& file) {
   return total;
 }
 
+double last_step(const H5::H5File& file) {
+  if (!file.nameExists("/train") || !file.nameExists("/train/step")) return NAN;
+  H5::DataSet set = file.openDataSet("/train/step");
+  hsize_t rows = 0;
+  if (set.getSpace().getSimpleExtentNdims() != 1) return NAN;
+  set.getSpace().getSimpleExtentDims(&rows);
+  if (rows == 0) return NAN;
+  std::vector<int64_t> steps(rows);
+  set.read(steps.data(), H5::PredType::NATIVE_INT64);
+  return static_cast<double>(steps.back());
+}
+
 }  // namespace
 
 std::optional<RunFile> read_run_file(const std::string& path) {
@@ -70,6 +82,7 @@ std::optional<RunFile> read_run_file(const std::string& path) {
       r.steps_completed = number_attr(g, "steps_completed");
     }
     r.compute_time_s = compute_time(file);
+    r.last_step = last_step(file);
     return r;
   } catch (const H5::Exception&) {
     return std::nullopt;

@@ -14,6 +14,8 @@ struct RunFile {
   double host_time_s = NAN, total_bytes = NAN, steps_completed = NAN;
   // Sum over steps of the mean over nodes of /train/compute_time; NaN without that dataset.
   double compute_time_s = NAN;
+  // The last step in /train/step (what a cut run reached); NaN without rows.
+  double last_step = NAN;
 };
 
 // nullopt when there is no file or HDF5 cannot read it (such as one cut mid-write).

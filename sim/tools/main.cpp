@@ -13,6 +13,8 @@
 
 #include "sim/core/engine.h"
 #include "sim/output/hdf5_recorder.h"
+#include "sim/core/error_text.h"
+#include "sim/core/memory_estimate.h"
 #include "sim/tools/netbench.h"
 #include "sim/core/network_factory.h"
 #include "topologies/describe.h"
@@ -68,8 +70,12 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   using namespace testbed;
   Scenario scenario = load_scenario(path, sets);
   if (!out.empty()) scenario.output.path = out;
-  const NetworkCaptures captures = checked_captures(scenario, pcap_dir, flowmon_file);
   Dataset data = load_dataset(scenario);
+  const int64_t parameters = count_parameters(*make_model(scenario));
+  const std::string refusal =
+      memory_refusal(estimate_memory(scenario, data, parameters), machine_memory(), scenario.nodes);
+  if (!refusal.empty()) throw InputError(scenario.where("nodes") + ": " + refusal);
+  const NetworkCaptures captures = checked_captures(scenario, pcap_dir, flowmon_file);
 
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
@@ -253,7 +259,7 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "testbed: error: " << e.what() << "\n";
+    std::cerr << "testbed: error: " << testbed::error_sentence(e) << "\n";
     return 1;
   }
 }

@@ -4,16 +4,17 @@
 namespace testbed {
 
 const std::vector<AlgorithmEntry>& algorithm_registry() {
+  // {name, options with defaults, factory, parameter-sized state vectors per node}
   static const std::vector<AlgorithmEntry> entries = {
-      {"ddp", NoOptions{}, make_ddp},
-      {"lofi", NoOptions{}, make_lofi},
-      {"fedavg", FedAvgOptions{}, make_fedavg},
-      {"diloco", OuterSyncOptions{}, make_diloco},
-      {"streaming_diloco", StreamingOptions{}, make_streaming_diloco},
-      {"sparta", SparseExchangeOptions{}, make_sparta},
-      {"sparta_diloco", SpartaDilocoOptions{}, make_sparta_diloco},
-      {"demo", DemoOptions{}, make_demo},
-      {"gossip", GossipOptions{}, make_gossip},
+      {"ddp", NoOptions{}, make_ddp, 0},
+      {"lofi", NoOptions{}, make_lofi, 0},
+      {"fedavg", FedAvgOptions{}, make_fedavg, 0},
+      {"diloco", OuterSyncOptions{}, make_diloco, 2},
+      {"streaming_diloco", StreamingOptions{}, make_streaming_diloco, 2},
+      {"sparta", SparseExchangeOptions{}, make_sparta, 0},
+      {"sparta_diloco", SpartaDilocoOptions{}, make_sparta_diloco, 2},
+      {"demo", DemoOptions{}, make_demo, 1},
+      {"gossip", GossipOptions{}, make_gossip, 0},
   };
   return entries;
 }

@@ -46,6 +46,9 @@ struct AlgorithmEntry {
   std::string name;
   AlgorithmOptions defaults;  // its keys' alternative, with its defaults
   AlgorithmFactory make;
+  // Parameter-sized vectors the algorithm keeps per node beyond the replica (outer copy and
+  // momentum, DeMo's momentum), for the memory estimate a run is refused on.
+  int state_vectors = 0;
 };
 
 const std::vector<AlgorithmEntry>& algorithm_registry();

@@ -1,0 +1,37 @@
+// What a run will hold in memory, estimated before its replicas exist, against what the
+// machine has: a run that cannot fit is refused before it starts instead of failing hours in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace testbed {
+
+struct Scenario;
+struct Dataset;
+
+struct MemoryEstimate {
+  int64_t parameters = 0;
+  int vectors_per_replica = 0;  // parameter-sized float vectors each node holds (see the .cpp)
+  double replicas_bytes = 0;    // nodes x vectors x parameters x 4
+  double eval_model_bytes = 0;  // the averaged model evaluation runs on
+  double data_bytes = 0;        // the loaded data set, exact
+  double total_bytes() const { return replicas_bytes + eval_model_bytes + data_bytes; }
+};
+
+// `parameters`: the model's parameter count (make_model); `data`: the loaded data set.
+MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, int64_t parameters);
+
+struct MachineMemory {
+  double available_bytes = 0;                 // /proc/meminfo MemAvailable
+  std::optional<double> address_space_limit;  // RLIMIT_AS, when one is set
+  double address_space_used = 0;              // this process's VmSize now (libraries, data)
+};
+MachineMemory machine_memory();
+
+// The sentence a run is refused with (estimate, its parts, what the machine has), or "" when
+// the estimate fits.
+std::string memory_refusal(const MemoryEstimate& estimate, const MachineMemory& machine, int nodes);
+
+}  // namespace testbed
