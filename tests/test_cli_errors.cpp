@@ -425,6 +425,28 @@ TEST_F(Cli, NetbenchComparesWithAlphaBeta) {
   EXPECT_LE(ratio_of(packets.out), 1.15);
   EXPECT_EQ(run("netbench '" + s.string() + "' --size lots").code, 2);
   EXPECT_EQ(run("netbench '" + s.string() + "' --collective broadcast").code, 2);
+
+  // --vary: every combination in one process, first key outermost, each block what its own
+  // process prints (the ns3 one above, the analytical bound above).
+  Result grid = run("netbench '" + s.string() + "' --size 4MB --vary network.backend=ns3 --vary network.backend=analytical"
+                    " --vary nodes=4 --vary nodes=2");
+  ASSERT_EQ(grid.code, 0) << grid.err;
+  std::vector<std::string> blocks;
+  for (size_t at = 0; at < grid.out.size();) {
+    size_t end = grid.out.find("\n\n", at);
+    if (end == std::string::npos) end = grid.out.size();
+    blocks.push_back(grid.out.substr(at, end - at + 1));
+    at = end + 2;
+  }
+  ASSERT_EQ(blocks.size(), 4u) << grid.out;
+  EXPECT_EQ(blocks[0].rfind("vary              network.backend=ns3 nodes=4\n", 0), 0u) << blocks[0];
+  EXPECT_EQ(blocks[3].rfind("vary              network.backend=analytical nodes=2\n", 0), 0u) << blocks[3];
+  auto simulated = [](const std::string& out) { return out.substr(out.find("simulated"), 30); };
+  EXPECT_EQ(simulated(blocks[0]), simulated(packets.out));
+  EXPECT_EQ(simulated(blocks[2]), simulated(bound.out));
+  // 2 nodes: 2 x 10 ms + 4e6 x 8 / 1e8 s.
+  EXPECT_NE(blocks[3].find("alpha-beta bound  0.340000 s"), std::string::npos) << blocks[3];
+  EXPECT_EQ(run("netbench '" + s.string() + "' --vary =ns3").code, 2);
 }
 
 }  // namespace

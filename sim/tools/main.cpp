@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <chrono>
@@ -121,23 +122,66 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   return summary.status == "diverged" ? 3 : 1;
 }
 
-int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::string& collective,
-                     const std::string& size) {
+// `--vary key=value` options grouped by key (first appearance order): every combination of
+// one value per key, each a list of `key=value` overrides. No --vary: one empty combination.
+std::vector<std::vector<std::string>> combinations(const std::vector<std::string>& varies) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> keys;
+  for (const auto& v : varies) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw testbed::InputError("--vary " + v + ":1:1: expected key=value, such as network.backend=flow");
+    const std::string key = v.substr(0, eq);
+    auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return k.first == key; });
+    if (it == keys.end()) it = keys.insert(keys.end(), {key, {}});
+    it->second.push_back(v);
+  }
+  std::vector<std::vector<std::string>> out{{}};
+  for (const auto& [key, values] : keys) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& prefix : out) {
+      for (const auto& value : values) {
+        next.push_back(prefix);
+        next.back().push_back(value);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::vector<std::string>& varies,
+                     const std::string& collective, const std::string& size) {
   using namespace testbed;
   const auto bytes = parse_bytes(size);
   if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
-  const Scenario scenario = load_scenario(path, sets);
-  const NetbenchResult r = netbench(scenario, collective, *bytes);
-  std::printf("backend           %s\n", scenario.network.backend.c_str());
-  std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
-  std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
-              collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
-  std::printf("simulated         %.6f s\n", r.simulated_s);
-  std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
-  std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);
-  std::printf("host              %.3f s\n", r.host_s);
-  std::printf("payload per host second  %s/s\n",
-              human_bytes(r.host_s > 0 ? static_cast<double>(r.payload_bytes) / r.host_s : 0).c_str());
+  const auto combos = combinations(varies);
+  // Every combination is read (and refused) before any is simulated.
+  std::vector<Scenario> scenarios;
+  for (const auto& combo : combos) {
+    std::vector<std::string> all = sets;
+    all.insert(all.end(), combo.begin(), combo.end());
+    scenarios.push_back(load_scenario(path, all));
+  }
+  for (size_t i = 0; i < combos.size(); ++i) {
+    const Scenario& scenario = scenarios[i];
+    const NetbenchResult r = netbench(scenario, collective, *bytes);
+    if (i > 0) std::printf("\n");
+    if (!varies.empty()) {
+      std::string label;
+      for (const auto& v : combos[i]) label += (label.empty() ? "" : " ") + v;
+      std::printf("vary              %s\n", label.c_str());
+    }
+    std::printf("backend           %s\n", scenario.network.backend.c_str());
+    std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
+    std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
+                collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
+    std::printf("simulated         %.6f s\n", r.simulated_s);
+    std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
+    std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);
+    std::printf("host              %.3f s\n", r.host_s);
+    std::printf("payload per host second  %s/s\n",
+                human_bytes(r.host_s > 0 ? static_cast<double>(r.payload_bytes) / r.host_s : 0).c_str());
+  }
   return 0;
 }
 
@@ -208,6 +252,10 @@ int main(int argc, char** argv) {
   netbench->add_option("--collective", collective, "allreduce | allgather | p2p")
       ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
   netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
+  std::vector<std::string> varies;
+  netbench->add_option("--vary", varies,
+                       "key=value; repeat a key for its values: every combination of the varied keys is timed, "
+                       "one block each, in one process (repeatable)");
 
   bool dot = false, paths = false;
   auto* topology = app.add_subcommand(
@@ -239,7 +287,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
-    if (*netbench) return netbench_command(scenario_path, sets, collective, size);
+    if (*netbench) return netbench_command(scenario_path, sets, varies, collective, size);
     if (*topology) {
       const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
       const auto built = testbed::build_topology(testbed::topology_spec(scenario));
