@@ -19,12 +19,12 @@ for h in "${harnesses[@]}"; do
   (cd "$root" && "$build/tests/fuzz/$h" "$work/corpus" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
       -artifact_prefix="$work/" -print_final_stats=1 > "$work/log.txt" 2>&1)
   rc=$?
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$')
-  cov=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -1)
+  runs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -a -o '[0-9]*$')
+  cov=$(grep -a -o 'cov: [0-9]*' "$work/log.txt" | tail -1)
   echo "$h: exit $rc, ${runs:-?} inputs in ${seconds} s, ${cov:-cov: ?} edges, corpus $(ls "$work/corpus" | wc -l) files"
   if [ $rc -ne 0 ]; then
     failed=1
-    grep -m3 -E 'ERROR|SUMMARY|deadly|Test unit written' "$work/log.txt"
+    grep -a -m3 -E 'ERROR|SUMMARY|deadly|Test unit written' "$work/log.txt"
   fi
 done
 exit $failed
