@@ -1,5 +1,5 @@
 // Test helper: two whole runs in memory compared bit for bit (rows, messages, evaluations and
-// final parameters), for the memoization tests (memoize on against off).
+// final parameters): memoize on against off, a resumed run against an uninterrupted one.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -370,6 +370,33 @@ TEST_F(Sweeps, ACutOrFailedRunIsRedoneOnRerun) {
   for (const auto& [name, row] : manifest(dir_ / "out")) EXPECT_EQ(row.at("status"), "completed") << name;
 }
 
+// The child killed halfway through its second checkpoint (the fault injection reaches the
+// child through the environment); the sweep started again continues it from its first
+// checkpoint, and the result equals a sweep never interrupted.
+TEST_F(Sweeps, ACutRunContinuesFromItsCheckpoint) {
+  const std::string grid = "grid: {seed: [0]}\nzip: {workload.steps: [30], output.resume_every: [10]}\n";
+  write("s.yaml", "base: base.yaml\nout: out\n" + grid);
+  write("clean.yaml", "base: base.yaml\nout: clean\n" + grid);
+  const std::string cd = "cd '" + dir_.string() + "' && ";
+  std::system((cd + "TESTBED_KILL_IN_CHECKPOINT=2 '" + TESTBED_BINARY + "' sweep s.yaml > /dev/null 2>&1").c_str());
+  for (const auto& [name, row] : manifest(dir_ / "out")) EXPECT_EQ(row.at("status"), "failed") << name;  // killed by SIGKILL
+  const std::string run = "seed=0,steps=30,resume_every=10";
+  ASSERT_TRUE(fs::exists(dir_ / "out" / (run + ".h5.resume") / "step-00000010.ckpt"));
+
+  Result r = cli("sweep s.yaml");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(dir_ / "out" / (run + ".log")).find("resuming from step 10"), std::string::npos);
+  ASSERT_EQ(cli("sweep clean.yaml").code, 0);
+  for (const auto& [name, row] : manifest(dir_ / "out")) {
+    EXPECT_EQ(row.at("status"), "completed") << name;
+    for (const char* group : {"/train", "/comm", "/eval", "/replicas"}) {
+      const std::string diff = "h5diff -q '" + (dir_ / "out" / (name + ".h5")).string() + "' '" +
+                               (dir_ / "clean" / (name + ".h5")).string() + "' " + group + " > /dev/null 2>&1";
+      EXPECT_EQ(std::system(diff.c_str()), 0) << name << " " << group << " differs from the uninterrupted sweep's";
+    }
+  }
+}
+
 TEST_F(Sweeps, ATerminatedSweepStopsItsChildAndLeavesTheRestPending) {
   // Long enough that the TERM arrives mid-run: once the child's file exists (it handles
   // signals from then on; a fixed sleep raced with a slow start on a loaded machine). The

@@ -29,7 +29,10 @@ constexpr int kDueAtEnd = std::numeric_limits<int>::max();  // `delay` for lo-fi
 struct CommOp {
   CommKind kind = CommKind::AllReduce;
   std::string tag;      // names the op within its step; recorded as the messages' kind
-  torch::Tensor buffer; // 1-D float32 (values already rounded to the wire format)
+  // 1-D float32 (values already rounded to the wire format). It owns its storage, never a view
+  // of the replica or of the algorithm's state: a resumed run rebuilds in-flight ops from
+  // their saved values alone.
+  torch::Tensor buffer;
   double bytes_per_element = 4;  // on the wire: 2 for bf16/fp16, 0.5 for fp4
   // 0: the result is applied before the next step starts (blocking, as DDP); k: the node
   // trains k more steps while it is in flight; kDueAtEnd: applied once training ends.
@@ -49,8 +52,9 @@ struct StepPlan {
   std::vector<CommOp> comm;  // ops issued when the step's compute ends
 };
 
-// An algorithm's per-node state (outer optimizer, momentum, error feedback, schedules) by
-// name, so that any run can be checkpointed and resumed.
+// An algorithm's per-node state (outer optimizer, momentum, error feedback, copies of what
+// delayed ops sent) by name: everything `apply` and later steps read besides the replica and
+// the op, so that any run can be checkpointed and resumed bit for bit.
 struct AlgorithmState {
   std::map<std::string, torch::Tensor> tensors;
   std::map<std::string, int64_t> counters;
@@ -66,6 +70,7 @@ class Algorithm {
   // the same time are applied in the order they were issued.
   virtual void apply(int node, int issued_step, Replica& replica, CommOp& op) = 0;
   virtual AlgorithmState state(int /*node*/) const { return {}; }
+  // Replaces the node's state with `state` (the algorithm may keep the tensors).
   virtual void load_state(int /*node*/, const AlgorithmState& /*state*/) {}
 };
 

@@ -2,6 +2,7 @@
 #include "training/partition.h"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -114,6 +115,24 @@ ShardSampler::ShardSampler(std::vector<int64_t> shard, uint64_t seed) : shard_(s
 void ShardSampler::reshuffle() {
   shuffle(shard_, rng_);
   cursor_ = 0;
+}
+
+ShardSampler::State ShardSampler::state() const {
+  std::ostringstream generator;
+  generator << rng_;
+  return {torch::tensor(shard_, torch::kInt64), static_cast<int64_t>(cursor_), generator.str()};
+}
+
+void ShardSampler::load_state(const State& state) {
+  if (state.order.numel() != static_cast<int64_t>(shard_.size()) || state.cursor < 0 ||
+      state.cursor > state.order.numel())
+    throw std::invalid_argument("the saved sampler does not fit this node's data shard");
+  auto order = state.order.contiguous();
+  shard_.assign(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
+  cursor_ = static_cast<size_t>(state.cursor);
+  std::istringstream generator(state.generator);
+  generator >> rng_;
+  if (!generator) throw std::invalid_argument("the saved sampler's generator state does not read");
 }
 
 torch::Tensor ShardSampler::next(int batch_size) {

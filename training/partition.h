@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -36,6 +37,15 @@ class ShardSampler {
   ShardSampler(std::vector<int64_t> shard, uint64_t seed);
   torch::Tensor next(int batch_size);  // int64 indices into the training set
   int64_t shard_size() const { return static_cast<int64_t>(shard_.size()); }
+
+  // Where the sampler stands (the epoch's order, the cursor, the generator), for resuming.
+  struct State {
+    torch::Tensor order;  // int64
+    int64_t cursor = 0;
+    std::string generator;  // std::mt19937_64's text form
+  };
+  State state() const;
+  void load_state(const State& state);
 
  private:
   std::vector<int64_t> shard_;

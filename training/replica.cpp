@@ -98,4 +98,43 @@ double Replica::forward_backward(const Batch& batch) {
 
 void Replica::optimizer_step() { optimizer_->step(); }
 
+void Replica::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("parameters", parameters_);
+  archive.write("gradients", gradients_);
+  int i = 0;  // keys are TorchScript attribute names: no dots or slashes
+  for (const auto& b : model_->buffers()) archive.write("buffer_" + std::to_string(i++), b, /*is_buffer=*/true);
+  torch::serialize::OutputArchive optimizer(archive.compilation_unit());
+  optimizer_->save(optimizer);
+  archive.write("optimizer", optimizer);
+  const auto sampler = sampler_.state();
+  archive.write("sampler_order", sampler.order);
+  archive.write("sampler_cursor", c10::IValue(sampler.cursor));
+  archive.write("sampler_generator", c10::IValue(sampler.generator));
+}
+
+void Replica::load(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  auto copy_into = [&](const std::string& key, torch::Tensor& into) {
+    torch::Tensor saved;
+    archive.read(key, saved);
+    if (!saved.sizes().equals(into.sizes())) throw std::invalid_argument("checkpoint: '" + key + "' has another shape");
+    into.copy_(saved);
+  };
+  copy_into("parameters", parameters_);
+  copy_into("gradients", gradients_);
+  int i = 0;
+  for (auto b : model_->buffers()) copy_into("buffer_" + std::to_string(i++), b);
+  torch::serialize::InputArchive optimizer;
+  archive.read("optimizer", optimizer);
+  optimizer_->load(optimizer);
+  ShardSampler::State sampler;
+  archive.read("sampler_order", sampler.order);
+  c10::IValue value;
+  archive.read("sampler_cursor", value);
+  sampler.cursor = value.toInt();
+  archive.read("sampler_generator", value);
+  sampler.generator = value.toStringRef();
+  sampler_.load_state(sampler);
+}
+
 }  // namespace testbed

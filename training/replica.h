@@ -6,6 +6,7 @@
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
+#include <torch/serialize/archive.h>
 
 #include "training/dataset.h"
 #include "training/models.h"
@@ -58,6 +59,12 @@ class Replica {
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+
+  // Everything that decides this replica's future (parameters, gradients, buffers, optimizer
+  // state, the sampler's position), for checkpoints. load() writes into the existing tensors,
+  // so the parameters' views and the optimizer's references stay valid.
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
   torch::Device device() const { return device_; }
 
  private:

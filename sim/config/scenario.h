@@ -341,9 +341,11 @@ struct ComputeSection {
 struct OutputSection {
   std::string path;        // default: results/<name>.h5
   std::string checkpoint;  // where to save the averaged model at the end (empty: nowhere)
+  int resume_every = 0;    // steps between resume checkpoints in <path>.resume/ (0: none)
   template <class V> void fields(V& v) {
     v.field("path", path);
     v.field("checkpoint", checkpoint);
+    v.field("resume_every", resume_every, Range{0, 1e9});
   }
 };
 

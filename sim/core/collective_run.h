@@ -31,6 +31,9 @@ class CollectiveRun {
   // where a message's elements were lost: those elements of the buffer keep their value.
   void enter(int rank, torch::Tensor buffer, torch::Tensor arrived = {});
   bool finished() const { return runner_.all_delivered() && ranks_done_ == plan_->ranks; }
+  // Per message: its values as sent, while they have not landed (undefined otherwise). A
+  // checkpoint saves them; a resumed run writes them back into the replay's copies.
+  std::vector<torch::Tensor>& payloads() { return payloads_; }
 
  private:
   void arrive(int message, const Delivery& delivery);

@@ -15,6 +15,7 @@
 #include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/core/memo_policy.h"
+#include "sim/output/resume_file.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/phase_memo.h"
 #include "training/seed_streams.h"
@@ -29,6 +30,16 @@ namespace {
 bool is_eval_step(int steps_done, const Scenario& s) {
   return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
 }
+
+// Where a resumed run's replay sends its rows: the file holds them already.
+class DiscardingRecorder : public Recorder {
+ public:
+  void train(const TrainRow&) override {}
+  void eval(const EvalRow&) override {}
+  void message(const MessageRecord&) override {}
+  void finish(const RunSummary&) override {}
+  RecorderMark mark() override { return {}; }
+};
 
 }  // namespace
 
@@ -62,6 +73,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   node_clusters_ = node_clusters(scenario);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
   state_.resize(nodes_);
+  schedule_.resize(nodes_);
   summary_.model_parameters = parameters_;
 }
 
@@ -88,8 +100,15 @@ RunInfo Engine::run_info() const {
 }
 
 RunSummary Engine::run(Recorder& recorder) {
-  recorder_ = &recorder;
+  recorder_ = output_ = &recorder;
   summary_.status = "running";
+  if (hooks_.resume) {
+    schedule_ = read_schedule(hooks_.resume->payload);
+    schedule_.resize(nodes_);
+    discard_ = std::make_unique<DiscardingRecorder>();
+    recorder_ = discard_.get();
+    replaying_ = true;
+  }
   {
     HostTimer timer(times_.run);
     for (int n = 0; n < nodes_; ++n) clock_->schedule(0, [this, n] { start_step(n); });
@@ -100,6 +119,11 @@ RunSummary Engine::run(Recorder& recorder) {
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
     }
   }
+  if (replaying_ && summary_.status == "running") {
+    summary_.status = "failed";
+    summary_.error = "the replay never reached the checkpoint's step " + std::to_string(hooks_.resume->step);
+  }
+  recorder_ = output_;
   // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.
   for (const auto& [step, pending] : rows_) recorder_->train(pending.row);
   rows_.clear();
@@ -145,11 +169,20 @@ void Engine::start_step(int node) {
   double host_seconds = 0;
   {
     HostTimer compute_timer(host_seconds);
-    plan = algorithm_->local_step(node, s.step, *replicas_[node], data_);
+    plan = replaying_ ? replayed_step(node, s.step) : algorithm_->local_step(node, s.step, *replicas_[node], data_);
   }
   times_.local_compute += host_seconds;
   s.loss = plan.loss;
-  s.compute_time = compute_->step_seconds(node, s.step, host_seconds);
+  s.compute_time = replaying_ ? schedule_[node][s.step].compute_time : compute_->step_seconds(node, s.step, host_seconds);
+  if (!replaying_ && !hooks_.checkpoint_dir.empty()) {
+    if (schedule_[node].size() != static_cast<size_t>(s.step))
+      throw std::logic_error("op schedule: node " + std::to_string(node) + " starts step " + std::to_string(s.step) +
+                             " with " + std::to_string(schedule_[node].size()) + " steps recorded");
+    ScheduledStep entry{s.compute_time, {}};
+    for (const auto& op : plan.comm)
+      entry.ops.push_back({static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes});
+    schedule_[node].push_back(std::move(entry));
+  }
   s.to_issue = std::move(plan.comm);
   s.computing = true;
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
@@ -246,7 +279,7 @@ void Engine::advance(int node) {
   {
     HostTimer compute_timer(times_.local_compute);
     for (auto& f : s.in_flight) {
-      if (f.due_step > next) continue;
+      if (f.due_step > next || replaying_) continue;  // a replay's ops carry no values
       comm_unpack(f.op, f.work, f.blocks, f.arrived);
       algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
     }
@@ -354,26 +387,33 @@ void Engine::record_step(int node) {
   // Rows leave in step order, once every node has finished that step.
   while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
     const auto& row = rows_.begin()->second.row;
+    const int steps_done = row.step + 1;
     recorder_->train(row);
-    if (hooks_.progress) {
+    if (hooks_.progress && !replaying_) {
       double mean_loss = 0;
       for (double l : row.loss) mean_loss += l / nodes_;
       hooks_.progress({row.step + 1, scenario_.workload.steps, mean_loss, clock_->now()});
     }
     rows_.erase(rows_.begin());
+    // Every node has finished `steps_done` steps: the moment a checkpoint is taken (or, when
+    // resuming, the moment the replay has rebuilt and the saved values go back in).
+    const int every = scenario_.output.resume_every;
+    if (every > 0 && steps_done % every == 0 && steps_done < scenario_.workload.steps) at_checkpoint(steps_done);
   }
 }
 
 void Engine::snapshot_for_eval(int node, int steps_done) {
   auto& snaps = snapshots_[steps_done];
   if (snaps.empty()) snaps.resize(nodes_);
-  snaps[node] = flatten_parameters(replicas_[node]->model());  // torch::cat: already a copy
+  // A replay's parameters are not the run's: a placeholder holds the place (the eval row is
+  // in the file already, and a snapshot still waiting at the checkpoint is loaded from it).
+  snaps[node] = replaying_ ? torch::empty({0}) : flatten_parameters(replicas_[node]->model());  // cat: a copy
   for (const auto& t : snaps) {
     if (!t.defined()) return;
   }
   auto ready = std::move(snaps);
   snapshots_.erase(steps_done);
-  run_eval(steps_done, ready);
+  if (!replaying_) run_eval(steps_done, ready);
 }
 
 void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots) {

@@ -14,6 +14,7 @@
 #include "sim/core/collective_run.h"
 #include "sim/core/host_times.h"
 #include "sim/core/network_factory.h"
+#include "sim/core/op_schedule.h"
 #include "sim/output/recorder.h"
 #include "sim/config/scenario.h"
 #include "topologies/topology.h"
@@ -24,6 +25,7 @@
 namespace testbed {
 
 class ComputeModel;
+struct Checkpoint;
 class EventClock;
 class Evaluator;
 class PhaseMemo;
@@ -38,6 +40,11 @@ struct EngineHooks {
   const std::atomic<bool>* interrupted = nullptr;     // checked before every step
   std::function<void(const Progress&)> progress;       // after every completed step row
   NetworkCaptures captures;                            // packet captures of the ns3 backend
+  // Checkpoints every output.resume_every steps go to this folder (empty: none are written).
+  std::string checkpoint_dir;
+  // Continue from this checkpoint: the recorder already holds the rows it counts.
+  const Checkpoint* resume = nullptr;
+  int kill_in_checkpoint = 0;  // fault injection for tests: SIGKILL halfway through writing the n-th
 };
 
 class Engine {
@@ -98,6 +105,13 @@ class Engine {
   void snapshot_for_eval(int node, int steps_done);
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
   void stop(const std::string& status, const std::string& error);
+  // Resume (engine_resume.cpp): every output.resume_every steps the state is saved; a resumed
+  // run replays the op schedule without training up to that moment, then loads the values.
+  void at_checkpoint(int steps_done);
+  std::string save_state();
+  void load_state(const std::string& payload);
+  StepPlan replayed_step(int node, int step);
+  static OpSchedule read_schedule(const std::string& payload);
   PendingRow& pending_row(int step);
   Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
   std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,
@@ -139,6 +153,12 @@ class Engine {
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;
   HostTimes times_;
+
+  OpSchedule schedule_;            // every step's ops and compute time, for checkpoints
+  bool replaying_ = false;         // resuming: re-running the schedule up to the checkpoint
+  std::unique_ptr<Recorder> discard_;  // takes the rows of a replay (they are in the file already)
+  Recorder* output_ = nullptr;     // the recorder given to run()
+  int checkpoints_written_ = 0;
 };
 
 }  // namespace testbed

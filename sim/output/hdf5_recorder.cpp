@@ -35,6 +35,20 @@ class Appendable {
     dataset_ = group.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data(), max.data()),
                                    props);
   }
+  // The existing dataset `name`, cut back to its first `keep` rows (a resumed run).
+  Appendable(H5::Group& group, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row,
+             hsize_t keep)
+      : dataset_(group.openDataSet(name)), type_(type), row_(std::move(row)), rows_(keep) {
+    std::vector<hsize_t> size(row_.size() + 1);
+    dataset_.getSpace().getSimpleExtentDims(size.data());
+    if (size[0] < keep)
+      throw std::runtime_error("dataset " + name + " holds " + std::to_string(size[0]) + " rows, fewer than the " +
+                               std::to_string(keep) + " the checkpoint saw");
+    size[0] = keep;
+    dataset_.extend(size.data());
+  }
+
+  hsize_t rows() const { return rows_; }
 
   void append(const void* data, hsize_t rows = 1) {
     if (rows == 0) return;
@@ -125,50 +139,60 @@ struct Hdf5Recorder::Impl {
   std::vector<MessageRow> pending_messages;
   uint64_t lost_bytes = 0;  // over every message, for /summary
 
-  // The file is made under a temporary name and renamed once its groups and attributes are on
-  // disk (the constructor's flush), so the output path never names a file HDF5 cannot open:
-  // a run killed in between leaves `PATH.part` and any earlier file at PATH untouched.
-  Impl(const std::string& p, const RunInfo& info)
+  // A new file (`keep` null), or the existing one cut back to the rows `keep` counts. One list
+  // of datasets serves both, so a resumed file has exactly the layout of a fresh one.
+  Impl(const std::string& p, H5::H5File f, const RunInfo& info, const RecorderMark* keep)
       : path(p),
-        file(p + ".part", H5F_ACC_TRUNC),
-        train(file.createGroup("/train")),
-        comm(file.createGroup("/comm")),
-        eval(file.createGroup("/eval")),
-        replicas(file.createGroup("/replicas")),
-        summary(file.createGroup("/summary")),
-        nodes_group(file.createGroup("/nodes")),
-        nodes(info.nodes),
-        train_step(train, "step", i64(), {}),
-        train_loss(train, "loss", f64(), {nodes}),
-        train_time(train, "time", f64(), {nodes}),
-        train_compute(train, "compute_time", f64(), {nodes}),
-        comm_bytes(comm, "bytes", H5::PredType::NATIVE_UINT64, {nodes}),
-        eval_step(eval, "step", i64(), {}),
-        eval_loss(eval, "loss", f64(), {}),
-        eval_accuracy(eval, "accuracy", f64(), {}),
-        eval_perplexity(eval, "perplexity", f64(), {}),
-        eval_replica_loss(eval, "replica_loss", f64(), {nodes}),
-        eval_replica_accuracy(eval, "replica_accuracy", f64(), {nodes}),
-        correlation(replicas, "correlation", f64(), {}),
-        min_correlation(replicas, "min_correlation", f64(), {}),
-        distance(replicas, "distance", f64(), {}),
-        messages(comm, "messages", message_type(), {}) {
+        file(std::move(f)),
+        train(group(file, "/train", keep)),
+        comm(group(file, "/comm", keep)),
+        eval(group(file, "/eval", keep)),
+        replicas(group(file, "/replicas", keep)),
+        summary(group(file, "/summary", keep)),
+        nodes_group(group(file, "/nodes", keep)),
+        nodes(info.nodes) {
+    auto column = [&](H5::Group& g, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row,
+                      int64_t rows) {
+      return keep ? Appendable(g, name, type, std::move(row), static_cast<hsize_t>(rows))
+                  : Appendable(g, name, type, std::move(row));
+    };
+    const int64_t t = keep ? keep->train_rows : 0, e = keep ? keep->eval_rows : 0;
+    train_step = column(train, "step", i64(), {}, t);
+    train_loss = column(train, "loss", f64(), {nodes}, t);
+    train_time = column(train, "time", f64(), {nodes}, t);
+    train_compute = column(train, "compute_time", f64(), {nodes}, t);
+    comm_bytes = column(comm, "bytes", H5::PredType::NATIVE_UINT64, {nodes}, t);
+    eval_step = column(eval, "step", i64(), {}, e);
+    eval_loss = column(eval, "loss", f64(), {}, e);
+    eval_accuracy = column(eval, "accuracy", f64(), {}, e);
+    eval_perplexity = column(eval, "perplexity", f64(), {}, e);
+    eval_replica_loss = column(eval, "replica_loss", f64(), {nodes}, e);
+    eval_replica_accuracy = column(eval, "replica_accuracy", f64(), {nodes}, e);
+    correlation = column(replicas, "correlation", f64(), {}, e);
+    min_correlation = column(replicas, "min_correlation", f64(), {}, e);
+    distance = column(replicas, "distance", f64(), {}, e);
+    messages = column(comm, "messages", message_type(), {}, keep ? keep->messages : 0);
     if (info.nodes <= kMaxMatrixNodes) {
-      correlation_matrix = Appendable(replicas, "correlation_matrix", f64(), {nodes, nodes});
+      correlation_matrix = column(replicas, "correlation_matrix", f64(), {nodes, nodes}, e);
     }
     if (!info.test_variants.empty()) {
-      H5::Group group = eval.createGroup("variants");
+      H5::Group all = keep ? eval.openGroup("variants") : eval.createGroup("variants");
       for (const auto& name : info.test_variants) {
-        H5::Group g = group.createGroup(name);
-        variants[name] = {Appendable(g, "loss", f64(), {}), Appendable(g, "accuracy", f64(), {})};
+        H5::Group g = keep ? all.openGroup(name) : all.createGroup(name);
+        variants[name] = {column(g, "loss", f64(), {}, e), column(g, "accuracy", f64(), {}, e)};
       }
     }
-    if (!info.node_speeds.empty()) {
+    if (keep) {
+      lost_bytes = keep->lost_bytes;
+    } else if (!info.node_speeds.empty()) {
       hsize_t n = info.node_speeds.size();
       nodes_group.createDataSet("speed", f64(), H5::DataSpace(1, &n)).write(info.node_speeds.data(), f64());
     }
   }
 
+  static H5::Group group(H5::H5File& file, const char* name, const RecorderMark* keep) {
+    return keep ? file.openGroup(name) : file.createGroup(name);
+  }
   void append_train(const TrainRow& row);
   void append_eval(const EvalRow& row);
   void write_summary(const RunSummary& summary);
@@ -182,12 +206,15 @@ struct Hdf5Recorder::Impl {
   }
 };
 
+// The file is made under a temporary name and renamed once its groups and attributes are on
+// disk (the first flush), so the output path never names a file HDF5 cannot open: a run killed
+// in between leaves `PATH.part` and any earlier file at PATH untouched.
 Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   H5::Exception::dontPrint();
   guarded(path, "create the file", [&] {
-    impl_ = std::make_unique<Impl>(path, info);
+    impl_ = std::make_unique<Impl>(path, H5::H5File(path + ".part", H5F_ACC_TRUNC), info, nullptr);
     set_attribute(impl_->file, "scenario", info.scenario_yaml);
     set_attribute(impl_->file, "testbed_version", std::string(kVersion));
     set_attribute(impl_->file, "status", std::string("running"));
@@ -203,7 +230,25 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
   if (ec) throw std::runtime_error("HDF5 output " + path + ": cannot create the file (" + ec.message() + ")");
 }
 
+Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info, const RecorderMark& keep) {
+  H5::Exception::dontPrint();
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("HDF5 output " + path + ": the file to resume is missing");
+  guarded(path, "reopen the file to resume it", [&] {
+    impl_ = std::make_unique<Impl>(path, H5::H5File(path, H5F_ACC_RDWR), info, &keep);
+    set_attribute(impl_->file, "status", std::string("running"));
+    if (impl_->file.attrExists("error")) impl_->file.removeAttr("error");
+    impl_->flush();
+  });
+}
+
 Hdf5Recorder::~Hdf5Recorder() = default;
+
+RecorderMark Hdf5Recorder::mark() {
+  guarded(impl_->path, "flush", [&] { impl_->flush(); });
+  return {static_cast<int64_t>(impl_->train_step.rows()), static_cast<int64_t>(impl_->eval_step.rows()),
+          static_cast<int64_t>(impl_->messages.rows()), impl_->lost_bytes};
+}
 
 void Hdf5Recorder::train(const TrainRow& row) {
   guarded(impl_->path, "append a training row", [&] { impl_->append_train(row); });

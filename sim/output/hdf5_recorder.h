@@ -13,11 +13,14 @@ class Hdf5Recorder : public Recorder {
  public:
   // Creates (or truncates) `path` and its parent folder; status is "running" until finish().
   Hdf5Recorder(const std::string& path, const RunInfo& info);
+  // Reopens `path` to continue a run: rows after `keep` are dropped, status is "running" again.
+  Hdf5Recorder(const std::string& path, const RunInfo& info, const RecorderMark& keep);
   ~Hdf5Recorder() override;
   void train(const TrainRow& row) override;
   void eval(const EvalRow& row) override;
   void message(const MessageRecord& record) override;
   void finish(const RunSummary& summary) override;
+  RecorderMark mark() override;
 
  private:
   struct Impl;

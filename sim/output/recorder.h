@@ -65,6 +65,13 @@ struct RunSummary {
   int64_t phases_replayed = 0, phases_simulated = 0;
 };
 
+// How many rows a recorder holds, all of them on disk: a checkpoint keeps this, and a resumed
+// run drops the rows after it before it appends (none duplicated, none lost).
+struct RecorderMark {
+  int64_t train_rows = 0, eval_rows = 0, messages = 0;
+  uint64_t lost_bytes = 0;  // over those messages, for /summary
+};
+
 class Recorder {
  public:
   virtual ~Recorder() = default;
@@ -72,6 +79,8 @@ class Recorder {
   virtual void eval(const EvalRow& row) = 0;
   virtual void message(const MessageRecord& record) = 0;
   virtual void finish(const RunSummary& summary) = 0;
+  // Writes out what is held back and says how many rows there are.
+  virtual RecorderMark mark() = 0;
 };
 
 // Keeps everything in memory: for tests and benchmarks.
@@ -85,6 +94,18 @@ class MemoryRecorder : public Recorder {
   void eval(const EvalRow& row) override { eval_rows.push_back(row); }
   void message(const MessageRecord& record) override { messages.push_back(record); }
   void finish(const RunSummary& s) override { summary = s; }
+  RecorderMark mark() override {
+    RecorderMark m{static_cast<int64_t>(train_rows.size()), static_cast<int64_t>(eval_rows.size()),
+                   static_cast<int64_t>(messages.size()), 0};
+    for (const auto& r : messages) m.lost_bytes += r.lost_bytes;
+    return m;
+  }
+  // Drops the rows after `m`, as a resumed HDF5 file does.
+  void truncate(const RecorderMark& m) {
+    train_rows.resize(static_cast<size_t>(m.train_rows));
+    eval_rows.resize(static_cast<size_t>(m.eval_rows));
+    messages.resize(static_cast<size_t>(m.messages));
+  }
 };
 
 }  // namespace testbed

@@ -75,6 +75,7 @@ std::optional<RunFile> read_run_file(const std::string& path) {
     H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, access);
     RunFile r;
     r.status = string_attr(file, "status");
+    r.scenario = string_attr(file, "scenario");
     r.error = string_attr(file, "error");
     if (file.nameExists("/summary")) {
       H5::Group g = file.openGroup("/summary");

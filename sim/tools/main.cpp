@@ -10,10 +10,14 @@
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "sim/core/engine.h"
 #include "sim/output/hdf5_recorder.h"
+#include "sim/output/resume_file.h"
+#include "sim/output/run_file.h"
 #include "sim/core/error_text.h"
 #include "sim/core/memory_estimate.h"
 #include "sim/tools/netbench.h"
@@ -66,9 +70,37 @@ testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, con
   return captures;
 }
 
-int run_command(const std::string& path, const std::vector<std::string>& sets, const std::string& out,
-                bool quiet, const std::string& pcap_dir, const std::string& flowmon_file) {
+struct RunOptions {
+  std::string out, pcap_dir, flowmon_file;
+  bool quiet = false;
+  bool resume = false;  // continue from the newest checkpoint in OUT.h5.resume/ (if there is one)
+};
+
+// The checkpoint to continue from, checked before anything is written: it must belong to this
+// scenario and its output file must still exist. Nothing (a fresh start) when there is none.
+std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario& scenario) {
   using namespace testbed;
+  const std::string dir = checkpoint_dir(scenario.output.path);
+  auto checkpoint = latest_checkpoint(dir);
+  if (!checkpoint) {
+    std::fprintf(stderr, "testbed: no checkpoint in %s: starting from step 0\n", dir.c_str());
+    return std::nullopt;
+  }
+  const std::string here = scenario_fingerprint(scenario);
+  if (checkpoint->fingerprint != here)
+    throw InputError(dir + ": the checkpoint was made by another scenario (fingerprint " + checkpoint->fingerprint +
+                     ", this one " + here + "); nothing was changed (run without --resume to start over)");
+  if (!std::filesystem::exists(scenario.output.path))
+    throw InputError(scenario.output.path + ": the output file the checkpoint continues is missing; nothing was "
+                     "changed (run without --resume to start over)");
+  std::fprintf(stderr, "testbed: resuming from step %d (%s)\n", checkpoint->step, dir.c_str());
+  return checkpoint;
+}
+
+int run_command(const std::string& path, const std::vector<std::string>& sets, const RunOptions& options) {
+  using namespace testbed;
+  const std::string& out = options.out;
+  const bool quiet = options.quiet;
   Scenario scenario = load_scenario(path, sets);
   if (!out.empty()) scenario.output.path = out;
   Dataset data = load_dataset(scenario);
@@ -76,12 +108,26 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   const std::string refusal =
       memory_refusal(estimate_memory(scenario, data, parameters), machine_memory(), scenario.nodes);
   if (!refusal.empty()) throw InputError(scenario.where("nodes") + ": " + refusal);
-  const NetworkCaptures captures = checked_captures(scenario, pcap_dir, flowmon_file);
+  const NetworkCaptures captures = checked_captures(scenario, options.pcap_dir, options.flowmon_file);
+  if (options.resume) {
+    // A run that completed leaves no checkpoint: --resume must not start it over.
+    const auto earlier = read_run_file(scenario.output.path);
+    if (earlier && earlier->status == "completed" && earlier->scenario == to_yaml(scenario)) {
+      std::printf("status            completed earlier: nothing to resume\noutput            %s\n",
+                  scenario.output.path.c_str());
+      return 0;
+    }
+  }
+  const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario) : std::nullopt;
 
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
   hooks.interrupted = &g_interrupted;
   hooks.captures = captures;
+  if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoint_dir(scenario.output.path);
+  if (resume) hooks.resume = &*resume;
+  // Fault injection for the resume tests: SIGKILL halfway through writing the n-th checkpoint.
+  if (const char* n = std::getenv("TESTBED_KILL_IN_CHECKPOINT")) hooks.kill_in_checkpoint = std::atoi(n);
   bool show_progress = !quiet && isatty(STDERR_FILENO);
   if (show_progress) {
     hooks.progress = [host_start](const Progress& p) {
@@ -95,8 +141,13 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::signal(SIGTERM, on_signal);
 
   Engine engine(scenario, data, hooks);
-  Hdf5Recorder recorder(scenario.output.path, engine.run_info());
-  RunSummary summary = engine.run(recorder);
+  // A fresh run drops the checkpoints of an earlier one at this path; a resumed one cuts the
+  // file back to the rows its checkpoint counted.
+  if (!resume) remove_checkpoints(checkpoint_dir(scenario.output.path));
+  auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info(), resume->mark)
+                         : std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info());
+  RunSummary summary = engine.run(*recorder);
+  if (summary.status == "completed") remove_checkpoints(checkpoint_dir(scenario.output.path));
   if (show_progress) std::fprintf(stderr, "\n");
 
   std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
@@ -230,6 +281,9 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "No progress line");
   std::string pcap_dir, flowmon_file;
   run->add_option("--pcap", pcap_dir, "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
+  bool resume = false;
+  run->add_flag("--resume", resume,
+                "Continue from the newest checkpoint in OUT.h5.resume/ (output.resume_every); none: start from step 0");
   run->add_option("--flowmon", flowmon_file, "ns3: write ns-3 FlowMonitor statistics (XML) to this file at the end");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
@@ -302,7 +356,7 @@ int main(int argc, char** argv) {
       testbed::report(report_path, std::cout);
       return 0;
     }
-    return run_command(scenario_path, sets, out, quiet, pcap_dir, flowmon_file);
+    return run_command(scenario_path, sets, {out, pcap_dir, flowmon_file, quiet, resume});
   } catch (const testbed::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

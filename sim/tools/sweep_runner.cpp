@@ -52,7 +52,8 @@ pid_t spawn_run(const Sweep& sweep, const SweepRun& run, const SweepOptions& opt
     args.push_back("--set");
     args.push_back(set);
   }
-  args.insert(args.end(), {"-o", run_path(sweep, run), "-q"});
+  // --resume: a run cut earlier continues from its checkpoint (output.resume_every), if it has one.
+  args.insert(args.end(), {"-o", run_path(sweep, run), "-q", "--resume"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -10,16 +10,17 @@ namespace testbed {
 StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
   StepPlan plan;
   plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
-  // The all-reduce sums the replica's gradient buffer in place; the update waits for it.
+  // The all-reduce sums a copy of the replica's gradient buffer; the update waits for it. A copy,
+  // not the buffer itself: an op owns its storage (algorithm.h), so a resumed run can rebuild it.
   CommOp op;
   op.tag = "gradient";
-  op.buffer = replica.gradients();
+  op.buffer = replica.gradients().clone();
   plan.comm.push_back(std::move(op));
   return plan;
 }
 
 void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op) {
-  op.buffer.div_(nodes_);  // the parameters' .grad() now hold the mean gradient
+  replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
   replica.optimizer_step();
 }
 

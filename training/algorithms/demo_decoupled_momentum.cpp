@@ -74,7 +74,10 @@ class Demo : public Algorithm {
     if (momentum_[node].defined()) s.tensors["momentum"] = momentum_[node];
     return s;
   }
-  void load_state(int node, const AlgorithmState& s) override { momentum_[node] = s.tensors.at("momentum").clone(); }
+  void load_state(int node, const AlgorithmState& s) override {
+    auto m = s.tensors.find("momentum");
+    momentum_[node] = m == s.tensors.end() ? torch::Tensor() : m->second.clone();
+  }
 
  private:
   int nodes_, batch_;

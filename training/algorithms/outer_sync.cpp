@@ -70,13 +70,15 @@ void OuterSync::apply(int node, Replica& replica, CommOp& op) {
 }
 
 void OuterSync::save(int node, AlgorithmState& state) const {
+  if (!global_[node].defined()) return;  // before the node's first step
   state.tensors["outer/global"] = global_[node];
   state.tensors["outer/momentum"] = momentum_[node];
 }
 
 void OuterSync::load(int node, const AlgorithmState& state) {
-  global_[node] = state.tensors.at("outer/global").clone();
-  momentum_[node] = state.tensors.at("outer/momentum").clone();
+  auto global = state.tensors.find("outer/global");
+  global_[node] = global == state.tensors.end() ? torch::Tensor() : global->second.clone();
+  momentum_[node] = global == state.tensors.end() ? torch::Tensor() : state.tensors.at("outer/momentum").clone();
 }
 
 }  // namespace testbed

@@ -112,6 +112,20 @@ void SparseExchange::issue(int node, int step, Replica& replica, std::vector<Com
   }
 }
 
+void SparseExchange::save(int node, AlgorithmState& state) const {
+  for (const auto& [key, values] : sent_) {
+    if (key.first == node) state.tensors["sparse/sent/" + std::to_string(key.second)] = values;
+  }
+}
+
+void SparseExchange::load(int node, const AlgorithmState& state) {
+  std::erase_if(sent_, [node](const auto& entry) { return entry.first.first == node; });
+  const std::string prefix = "sparse/sent/";
+  for (const auto& [name, values] : state.tensors) {
+    if (name.rfind(prefix, 0) == 0) sent_[{node, std::stoi(name.substr(prefix.size()))}] = values.clone();
+  }
+}
+
 bool SparseExchange::owns(const CommOp& op) { return op.tag == kTag; }
 
 void SparseExchange::apply(int node, int issued_step, Replica& replica, CommOp& op) {

@@ -21,6 +21,9 @@ class SparseExchange {
   void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm);
   static bool owns(const CommOp& op);
   void apply(int node, int issued_step, Replica& replica, CommOp& op);
+  // The copies of delayed ops' values (delay > 0) that `apply` still needs.
+  void save(int node, AlgorithmState& state) const;
+  void load(int node, const AlgorithmState& state);
   // The indices exchanged after `step` (sorted); the same on every node.
   torch::Tensor indices(int step) const;
 

@@ -36,10 +36,12 @@ class Sparta : public Algorithm {
   }
   AlgorithmState state(int node) const override {
     AlgorithmState s;
+    sparse_.save(node, s);
     if (outer_) outer_->save(node, s);
     return s;
   }
   void load_state(int node, const AlgorithmState& s) override {
+    sparse_.load(node, s);
     if (outer_) outer_->load(node, s);
   }
 

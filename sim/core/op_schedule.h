@@ -1,0 +1,33 @@
+// What every node computed and sent at every step, without the values: the record a resumed
+// run replays to bring the network back to where the checkpoint left it (message sizes and
+// compute times never depend on tensor values, docs/architecture.md, decision 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace testbed {
+
+struct ScheduledOp {
+  int kind = 0;  // CommKind
+  std::string tag;
+  int64_t elements = 0;
+  double bytes_per_element = 4;
+  int delay = 0;
+  std::vector<int> nodes;
+};
+
+struct ScheduledStep {
+  double compute_time = 0;  // modelled seconds (so `measured` compute replays exactly too)
+  std::vector<ScheduledOp> ops;
+};
+
+// [node][step], each node's steps in order from 0.
+using OpSchedule = std::vector<std::vector<ScheduledStep>>;
+
+// Text, one step a line; doubles in hexadecimal, so they read back to the same bits.
+std::string encode_schedule(const OpSchedule& schedule);
+OpSchedule decode_schedule(const std::string& text);
+
+}  // namespace testbed
