@@ -9,7 +9,7 @@ build=${1:?build folder}
 seconds=${2:?seconds per harness}
 shift 2
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_units fuzz_bandwidth_trace fuzz_graphml)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_units fuzz_bandwidth_trace fuzz_graphml fuzz_scenario fuzz_sweep)
 root=$(cd "$(dirname "$0")/.." && pwd)
 failed=0
 for h in "${harnesses[@]}"; do

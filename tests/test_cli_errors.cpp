@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,8 @@
 
 #include "sim/config/scenario_loader.h"
 #include "sim/core/memory_estimate.h"
+#include "sim/output/run_file.h"
+#include "sim/tools/fatal_errors.h"
 
 namespace fs = std::filesystem;
 
@@ -255,6 +258,51 @@ TEST_F(Cli, RunThatCannotFitExits2) {
   EXPECT_NE(limited.err.find("the run needs about 6.78 GiB"), std::string::npos) << limited.err;
   EXPECT_NE(limited.err.find("limited to 4.00 GiB (ulimit -v)"), std::string::npos) << limited.err;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// ns-3 ends the process on a fatal error (it prints, then calls std::terminate): the user reads
+// one sentence, the file says failed with that sentence and keeps its flushed rows, and no
+// "terminate called" or backtrace appears. The error is ns-3's own NS_FATAL_ERROR, scheduled
+// at 0.25 s of simulated time by the tests' fault injection.
+TEST_F(Cli, Ns3FatalErrorEndsTheRunWithOneSentence) {
+  write("s.yaml",
+        "nodes: 2\nthreads: 1\nworkload: {model: mlp, dataset: synthetic, synthetic: {train_samples: 512, "
+        "test_samples: 64}, batch_size: 8, steps: 200, eval_every: 100}\ncompute: {model: fixed, step_time: 10ms}\n");
+  Result r = run("run s.yaml -q -o out.h5", "TESTBED_NS3_FATAL_AT=0.25");
+  EXPECT_EQ(r.code, 1) << r.err;
+  const std::string sentence = "ns-3 stopped the run: fault injected by TESTBED_NS3_FATAL_AT (ns3_network.cpp:";
+  EXPECT_NE(r.err.find("testbed: error: " + sentence), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  const auto file = testbed::read_run_file((dir_ / "out.h5").string());
+  ASSERT_TRUE(file.has_value()) << "the file does not open";
+  EXPECT_EQ(file->status, "failed");
+  EXPECT_EQ(file->error.rfind(sentence, 0), 0u) << file->error;
+  // No eval (the file's own flush) comes before 0.25 s; the rows of the ~16 steps done by then
+  // are on disk because the failure flushes them.
+  EXPECT_GE(file->last_step, 5) << "the rows recorded before the error were lost";
+}
+
+// HDF5 cannot create the file (/proc takes no files, even from root): one sentence naming the
+// file, what failed and HDF5's reason; exit 1.
+TEST_F(Cli, Hdf5FailureIsOneSentence) {
+  write("s.yaml", "nodes: 2\nworkload: {model: mlp, dataset: synthetic, steps: 2}\n");
+  Result r = run("run s.yaml -q -o /proc/testbed_out.h5");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("testbed: error: HDF5 output /proc/testbed_out.h5: cannot create the file (", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(FatalErrors, Ns3MessagesBecomeOneSentence) {
+  using testbed::ns3_fatal_sentence;
+  EXPECT_EQ(ns3_fatal_sentence("step 3\nmsg=\"Could not set default value for ns3::X\", "
+                               "file=/build/ns3/src/core/model/config.cc, line=871\n"),
+            "ns-3 stopped the run: Could not set default value for ns3::X (config.cc:871)");
+  EXPECT_EQ(ns3_fatal_sentence("assert failed. cond=\"m_size > 0\", msg=\"empty queue\", file=src/queue.h, line=12\n"),
+            "ns-3 stopped the run: assertion m_size > 0 failed: empty queue (queue.h:12)");
+  EXPECT_EQ(ns3_fatal_sentence("assert failed. cond=\"p != 0\", file=a/b.cc, line=7\n"),
+            "ns-3 stopped the run: assertion p != 0 failed (b.cc:7)");
+  EXPECT_EQ(ns3_fatal_sentence("file=x.cc, line=3\n"), "ns-3 stopped the run: a fatal error (x.cc:3)");
+  EXPECT_EQ(ns3_fatal_sentence("nothing useful\n"), "ns-3 stopped the run (it printed no message)");
 }
 
 TEST_F(Cli, AlgorithmKeysAreChecked) {

@@ -8,11 +8,6 @@
 
 namespace testbed {
 
-const std::vector<std::string>& image_shift_names() {
-  static const std::vector<std::string> names = {"noise", "rotation", "invert"};
-  return names;
-}
-
 torch::Tensor shift_images(const torch::Tensor& images, const std::string& shift, uint64_t seed) {
   if (shift == "noise") {
     auto generator = at::detail::createCPUGenerator(seed);

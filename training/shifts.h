@@ -7,10 +7,9 @@
 
 #include <torch/types.h>
 
-namespace testbed {
+#include "training/shift_names.h"  // the shift names a scenario may ask for
 
-// The shift names a scenario may ask for.
-const std::vector<std::string>& image_shift_names();
+namespace testbed {
 
 // `images` float [N, 1, H, W] (normalised). noise: + N(0, 0.5^2) per pixel from `seed`;
 // rotation: each image rotated by 30 degrees (bilinear, zero fill); invert: pixel

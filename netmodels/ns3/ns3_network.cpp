@@ -220,6 +220,10 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
     flowmon_helper_ = std::make_unique<ns3::FlowMonitorHelper>();
     flowmon_ = flowmon_helper_->InstallAll();
   }
+  if (options.fatal_error_at_s >= 0) {
+    ns3::Simulator::Schedule(ns3::Seconds(options.fatal_error_at_s),
+                             [] { NS_FATAL_ERROR("fault injected by TESTBED_NS3_FATAL_AT"); });
+  }
   listen();
 }
 

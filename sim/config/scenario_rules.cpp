@@ -8,10 +8,11 @@
 #include <regex>
 
 #include "sim/config/bandwidth_trace.h"
-#include "sim/config/workload.h"
+#include "sim/config/data_dirs.h"
+#include "sim/config/model_check.h"
 #include "topologies/routing.h"
 #include "training/algorithms/registry.h"
-#include "training/shifts.h"
+#include "training/shift_names.h"
 
 namespace testbed {
 namespace {
@@ -227,7 +228,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
   }
   // Building the model (once) checks shapes (adapter rank, heads) and any checkpoint it starts from.
   try {
-    make_model(s);
+    check_model(s);
   } catch (const std::invalid_argument& e) {
     std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
                             ? "workload.adapter.rank"

@@ -1,5 +1,6 @@
 // Factories from scenario sections; all randomness comes from named seed streams.
 #include "sim/config/workload.h"
+#include "sim/config/model_check.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -36,11 +37,7 @@ void configure_host(const Scenario& scenario) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-std::string default_data_dir(const std::string& dataset) {
-  if (dataset == "fashion_mnist") return "/usr/share/datasets/fashion-mnist";
-  if (dataset == "brown") return std::string(TESTBED_DATA_DIR) + "/brown";
-  return "";
-}
+void check_model(const Scenario& scenario) { make_model(scenario); }
 
 namespace {
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/config/data_dirs.h"
 #include "sim/config/scenario.h"
 #include "training/algorithm.h"
 #include "training/dataset.h"
@@ -16,9 +17,6 @@ namespace testbed {
 // Process-wide compute settings: LibTorch intra-op threads from the scenario (0: all
 // cores; Debian's build starts with one), OpenBLAS kept single-threaded, allocator tuned.
 void configure_host(const Scenario& scenario);
-
-// Where a data set is installed by scripts/install-deps.sh.
-std::string default_data_dir(const std::string& dataset);
 
 // The data set with its shifted test variants. Throws std::runtime_error naming the
 // install script when files are missing.

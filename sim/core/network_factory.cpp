@@ -41,6 +41,7 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.seed = stream_seed(scenario.seed, "network");
   options.pcap_dir = captures.pcap_dir;
   options.flowmon_file = captures.flowmon_file;
+  options.fatal_error_at_s = captures.fatal_error_at_s;
   for (const auto& f : n.faults) {
     Fault fault;
     if (f.link.size() == 2) fault.a = f.link[0], fault.b = f.link[1];

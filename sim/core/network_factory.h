@@ -17,6 +17,7 @@ struct NetworkCaptures {
   std::string pcap_dir;      // a pcap file per link device in this folder (empty: none)
   std::string flowmon_file;  // ns-3 FlowMonitor statistics as XML, written when the network ends (empty: none)
   bool any() const { return !pcap_dir.empty() || !flowmon_file.empty(); }
+  double fatal_error_at_s = -1;  // tests: an ns-3 fatal error at this simulated time (Ns3Options)
 };
 
 // network.routing with its ECMP salt, the seed's "routing" stream: what every backend routes by.

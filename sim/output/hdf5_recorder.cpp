@@ -306,6 +306,14 @@ void Hdf5Recorder::finish(const RunSummary& s) {
   guarded(impl_->path, "write the summary", [&] { impl_->write_summary(s); });
 }
 
+void Hdf5Recorder::fail(const std::string& error) {
+  guarded(impl_->path, "record the failure", [&] {
+    set_attribute(impl_->file, "status", std::string("failed"));
+    set_attribute(impl_->file, "error", error);
+    impl_->flush();
+  });
+}
+
 void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   auto& g = summary;
   set_attribute(g, "projected_time_s", s.projected_time_s, f64());

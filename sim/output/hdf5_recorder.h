@@ -21,6 +21,9 @@ class Hdf5Recorder : public Recorder {
   void message(const MessageRecord& record) override;
   void finish(const RunSummary& summary) override;
   RecorderMark mark() override;
+  // The run was ended from below (an ns-3 fatal error): what is held back is written, status
+  // becomes "failed" with `error`, and the file is flushed. Nothing else is written after.
+  void fail(const std::string& error);
 
  private:
   struct Impl;

@@ -26,6 +26,7 @@
 #include "sim/output/report.h"
 #include "sim/config/units.h"
 #include "sim/config/scenario_loader.h"
+#include "sim/tools/fatal_errors.h"
 #include "sim/tools/sweep_runner.h"
 #include "sim/config/workload.h"
 
@@ -126,8 +127,10 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   hooks.captures = captures;
   if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoint_dir(scenario.output.path);
   if (resume) hooks.resume = &*resume;
-  // Fault injection for the resume tests: SIGKILL halfway through writing the n-th checkpoint.
+  // Tests' fault injection: SIGKILL halfway through writing the n-th checkpoint; an ns-3 fatal
+  // error at a simulated time.
   if (const char* n = std::getenv("TESTBED_KILL_IN_CHECKPOINT")) hooks.kill_in_checkpoint = std::atoi(n);
+  if (const char* t = std::getenv("TESTBED_NS3_FATAL_AT")) hooks.captures.fatal_error_at_s = std::atof(t);
   bool show_progress = !quiet && isatty(STDERR_FILENO);
   if (show_progress) {
     hooks.progress = [host_start](const Progress& p) {
@@ -146,7 +149,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   if (!resume) remove_checkpoints(checkpoint_dir(scenario.output.path));
   auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info(), resume->mark)
                          : std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info());
+  on_fatal_error([&recorder](const std::string& sentence) { recorder->fail(sentence); });
   RunSummary summary = engine.run(*recorder);
+  on_fatal_error({});
   if (summary.status == "completed") remove_checkpoints(checkpoint_dir(scenario.output.path));
   if (show_progress) std::fprintf(stderr, "\n");
 
@@ -267,6 +272,7 @@ int sweep_command(const std::string& path, int jobs, const std::string& shard, b
 }  // namespace
 
 int main(int argc, char** argv) {
+  testbed::catch_fatal_errors();
   CLI::App app{"testbed: real LibTorch training over a simulated ns-3 network"};
   app.require_subcommand(1);
 

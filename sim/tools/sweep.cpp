@@ -58,7 +58,9 @@ std::vector<Axis> read_axes(const YAML::Node& node, const std::string& section, 
       fail(axis.key_where, "'" + axis.key + "' is swept twice (keys are unique across grid and zip)");
     }
     all_keys.push_back(axis.key);
-    const YAML::Node& list = it->second;
+    // A copy (a Node is a handle): `it->second` belongs to a temporary the iterator's
+    // operator-> returns, so a reference to it dangles (found by fuzz_sweep under ASan).
+    const YAML::Node list = it->second;
     if (!list.IsSequence()) {
       fail(at(origin, list.Mark()), "'" + section + "." + axis.key + "' must be a list of values, such as [1, 2]");
     }

@@ -1,0 +1,15 @@
+// What only the model can tell about a scenario (an adapter's rank against its layers, heads
+// against width, the checkpoint `init_from` names), asked by the scenario's rules and answered
+// by building the model once (sim/config/workload.cpp). Declared here without LibTorch, so the
+// rules compile wherever LibTorch's headers do not (the clang fuzzing build).
+#pragma once
+
+#include "sim/config/scenario.h"
+
+namespace testbed {
+
+// Throws std::invalid_argument for shapes that do not fit, std::runtime_error for a checkpoint
+// that cannot be read.
+void check_model(const Scenario& scenario);
+
+}  // namespace testbed
