@@ -25,19 +25,25 @@ void load_checkpoint(torch::nn::Module& module, const std::string& path) {
   } catch (const c10::Error& e) {
     throw std::runtime_error("checkpoint " + path + " is not readable: " + e.what_without_backtrace());
   }
-  torch::NoGradGuard no_grad;
   int loaded = 0;
-  for (auto& item : module.named_parameters()) {
-    torch::Tensor saved;
-    if (!archive.try_read(item.key(), saved)) continue;
-    if (!saved.sizes().equals(item.value().sizes())) {
-      throw std::runtime_error("checkpoint " + path + ": '" + item.key() + "' has shape " +
-                               c10::str(saved.sizes()) + ", the model has " + c10::str(item.value().sizes()));
-    }
-    item.value().copy_(saved);
-    ++loaded;
+  try {
+    for (auto& item : module.named_parameters()) loaded += read_into(archive, item.key(), item.value());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("checkpoint " + path + ": " + e.what());
   }
   if (loaded == 0) throw std::runtime_error("checkpoint " + path + " holds none of this model's parameters");
+}
+
+bool read_into(torch::serialize::InputArchive& archive, const std::string& key, torch::Tensor& into) {
+  torch::Tensor saved;
+  if (!archive.try_read(key, saved)) return false;
+  if (!saved.sizes().equals(into.sizes())) {
+    throw std::runtime_error("'" + key + "' has shape " + c10::str(saved.sizes()) + ", where " +
+                             c10::str(into.sizes()) + " is expected");
+  }
+  torch::NoGradGuard no_grad;
+  into.copy_(saved);
+  return true;
 }
 
 }  // namespace testbed

@@ -1,5 +1,6 @@
 // Replica bookkeeping: optimizers, flattening, one step of local training.
 #include "training/replica.h"
+#include "training/checkpoint.h"
 
 #include <stdexcept>
 
@@ -113,12 +114,8 @@ void Replica::save(torch::serialize::OutputArchive& archive) const {
 }
 
 void Replica::load(torch::serialize::InputArchive& archive) {
-  torch::NoGradGuard no_grad;
   auto copy_into = [&](const std::string& key, torch::Tensor& into) {
-    torch::Tensor saved;
-    archive.read(key, saved);
-    if (!saved.sizes().equals(into.sizes())) throw std::invalid_argument("checkpoint: '" + key + "' has another shape");
-    into.copy_(saved);
+    if (!read_into(archive, key, into)) throw std::runtime_error("checkpoint: the replica's '" + key + "' is missing");
   };
   copy_into("parameters", parameters_);
   copy_into("gradients", gradients_);

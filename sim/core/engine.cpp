@@ -31,16 +31,6 @@ bool is_eval_step(int steps_done, const Scenario& s) {
   return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
 }
 
-// Where a resumed run's replay sends its rows: the file holds them already.
-class DiscardingRecorder : public Recorder {
- public:
-  void train(const TrainRow&) override {}
-  void eval(const EvalRow&) override {}
-  void message(const MessageRecord&) override {}
-  void finish(const RunSummary&) override {}
-  RecorderMark mark() override { return {}; }
-};
-
 }  // namespace
 
 Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
@@ -102,13 +92,7 @@ RunInfo Engine::run_info() const {
 RunSummary Engine::run(Recorder& recorder) {
   recorder_ = output_ = &recorder;
   summary_.status = "running";
-  if (hooks_.resume) {
-    schedule_ = read_schedule(hooks_.resume->payload);
-    schedule_.resize(nodes_);
-    discard_ = std::make_unique<DiscardingRecorder>();
-    recorder_ = discard_.get();
-    replaying_ = true;
-  }
+  if (hooks_.resume) start_replay();
   {
     HostTimer timer(times_.run);
     for (int n = 0; n < nodes_; ++n) clock_->schedule(0, [this, n] { start_step(n); });

@@ -107,11 +107,11 @@ class Engine {
   void stop(const std::string& status, const std::string& error);
   // Resume (engine_resume.cpp): every output.resume_every steps the state is saved; a resumed
   // run replays the op schedule without training up to that moment, then loads the values.
+  void start_replay();
   void at_checkpoint(int steps_done);
   std::string save_state();
-  void load_state(const std::string& payload);
+  void load_state(torch::serialize::InputArchive& archive);
   StepPlan replayed_step(int node, int step);
-  static OpSchedule read_schedule(const std::string& payload);
   PendingRow& pending_row(int step);
   Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
   std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,
@@ -156,6 +156,7 @@ class Engine {
 
   OpSchedule schedule_;            // every step's ops and compute time, for checkpoints
   bool replaying_ = false;         // resuming: re-running the schedule up to the checkpoint
+  std::unique_ptr<torch::serialize::InputArchive> resume_archive_;  // the checkpoint's payload, read once
   std::unique_ptr<Recorder> discard_;  // takes the rows of a replay (they are in the file already)
   Recorder* output_ = nullptr;     // the recorder given to run()
   int checkpoints_written_ = 0;

@@ -16,6 +16,7 @@
 
 #include "netmodels/event_clock.h"
 #include "sim/output/resume_file.h"
+#include "training/checkpoint.h"
 
 namespace testbed {
 namespace {
@@ -39,18 +40,15 @@ c10::IValue read_value(torch::serialize::InputArchive& a, const std::string& k) 
   return v;
 }
 
-// Writes the saved value into the tensor the replay built, which must have its shape.
+// Writes the saved value into the tensor the replay built: saved exactly where the replay built
+// one, of its shape.
 void restore(torch::serialize::InputArchive& a, const std::string& k, torch::Tensor& into) {
-  torch::Tensor saved;
-  const bool present = a.try_read(k, saved);
-  if (present != into.defined())
-    throw std::runtime_error("resume: '" + k + "' is " + (present ? "saved but not rebuilt" : "rebuilt but not saved") +
-                             ": the replay did not reach the checkpoint's state");
-  if (!present) return;
-  if (!saved.sizes().equals(into.sizes()))
-    throw std::runtime_error("resume: '" + k + "' has another shape than the replay's");
-  torch::NoGradGuard no_grad;
-  into.copy_(saved);
+  if (!into.defined()) {
+    torch::Tensor saved;
+    if (a.try_read(k, saved)) throw std::runtime_error("resume: '" + k + "' is saved but the replay did not rebuild it");
+    return;
+  }
+  if (!read_into(a, k, into)) throw std::runtime_error("resume: '" + k + "' was rebuilt by the replay but not saved");
 }
 
 torch::Tensor doubles(const std::vector<double>& v) { return torch::tensor(v, torch::kFloat64); }
@@ -60,7 +58,28 @@ std::vector<double> doubles(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
+// Where a resumed run's replay sends its rows: the file holds them already.
+class DiscardingRecorder : public Recorder {
+ public:
+  void train(const TrainRow&) override {}
+  void eval(const EvalRow&) override {}
+  void message(const MessageRecord&) override {}
+  void finish(const RunSummary&) override {}
+  RecorderMark mark() override { return {}; }
+};
+
 }  // namespace
+
+// The checkpoint's archive is read once: its schedule now, its values at the checkpoint's moment.
+void Engine::start_replay() {
+  resume_archive_ = std::make_unique<torch::serialize::InputArchive>();
+  resume_archive_->load_from(hooks_.resume->payload.data(), hooks_.resume->payload.size());
+  schedule_ = decode_schedule(read_value(*resume_archive_, "schedule").toStringRef());
+  schedule_.resize(nodes_);
+  discard_ = std::make_unique<DiscardingRecorder>();
+  recorder_ = discard_.get();
+  replaying_ = true;
+}
 
 StepPlan Engine::replayed_step(int node, int step) {
   if (static_cast<size_t>(step) >= schedule_[node].size())
@@ -83,7 +102,8 @@ StepPlan Engine::replayed_step(int node, int step) {
 void Engine::at_checkpoint(int steps_done) {
   if (replaying_) {
     if (steps_done != hooks_.resume->step) return;
-    load_state(hooks_.resume->payload);
+    load_state(*resume_archive_);
+    resume_archive_.reset();
     replaying_ = false;
     recorder_ = output_;
     return;
@@ -96,12 +116,6 @@ void Engine::at_checkpoint(int steps_done) {
   c.payload = save_state();
   ++checkpoints_written_;
   write_checkpoint(hooks_.checkpoint_dir, c, checkpoints_written_ == hooks_.kill_in_checkpoint);
-}
-
-OpSchedule Engine::read_schedule(const std::string& payload) {
-  torch::serialize::InputArchive a;
-  a.load_from(payload.data(), payload.size());
-  return decode_schedule(read_value(a, "schedule").toStringRef());
 }
 
 std::string Engine::save_state() {
@@ -170,9 +184,7 @@ std::string Engine::save_state() {
   return out.str();
 }
 
-void Engine::load_state(const std::string& payload) {
-  torch::serialize::InputArchive a;
-  a.load_from(payload.data(), payload.size());
+void Engine::load_state(torch::serialize::InputArchive& a) {
   at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle: this sets the global one
   generator.set_state(read_tensor(a, "generator"));
   for (int n = 0; n < nodes_; ++n) {

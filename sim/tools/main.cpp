@@ -79,9 +79,8 @@ struct RunOptions {
 
 // The checkpoint to continue from, checked before anything is written: it must belong to this
 // scenario and its output file must still exist. Nothing (a fresh start) when there is none.
-std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario& scenario) {
+std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario& scenario, const std::string& dir) {
   using namespace testbed;
-  const std::string dir = checkpoint_dir(scenario.output.path);
   auto checkpoint = latest_checkpoint(dir);
   if (!checkpoint) {
     std::fprintf(stderr, "testbed: no checkpoint in %s: starting from step 0\n", dir.c_str());
@@ -119,13 +118,14 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
       return 0;
     }
   }
-  const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario) : std::nullopt;
+  const std::string checkpoints = checkpoint_dir(scenario.output.path);
+  const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario, checkpoints) : std::nullopt;
 
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
   hooks.interrupted = &g_interrupted;
   hooks.captures = captures;
-  if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoint_dir(scenario.output.path);
+  if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoints;
   if (resume) hooks.resume = &*resume;
   // Tests' fault injection: SIGKILL halfway through writing the n-th checkpoint; an ns-3 fatal
   // error at a simulated time.
@@ -146,13 +146,13 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   Engine engine(scenario, data, hooks);
   // A fresh run drops the checkpoints of an earlier one at this path; a resumed one cuts the
   // file back to the rows its checkpoint counted.
-  if (!resume) remove_checkpoints(checkpoint_dir(scenario.output.path));
+  if (!resume) remove_checkpoints(checkpoints);
   auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info(), resume->mark)
                          : std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info());
   on_fatal_error([&recorder](const std::string& sentence) { recorder->fail(sentence); });
   RunSummary summary = engine.run(*recorder);
   on_fatal_error({});
-  if (summary.status == "completed") remove_checkpoints(checkpoint_dir(scenario.output.path));
+  if (summary.status == "completed") remove_checkpoints(checkpoints);
   if (show_progress) std::fprintf(stderr, "\n");
 
   std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
