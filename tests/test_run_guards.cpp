@@ -5,9 +5,12 @@
 
 #include <torch/torch.h>
 
+#include "netmodels/collectives/collectives.h"
+#include "sim/config/scenario.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/core/error_text.h"
 #include "sim/core/memory_estimate.h"
+#include "topologies/builders.h"
 #include "training/dataset.h"
 
 namespace testbed {
@@ -28,45 +31,94 @@ Dataset small_data() {
 }
 constexpr double kDataBytes = 313600 + 800 + 62720 + 160 + 800 + 62720;
 
+// The estimate of a scenario, with its own topology and the MLP's size (6 parameter tensors).
+MemoryEstimate estimate(const std::string& yaml, const Dataset& data) {
+  const Scenario s = parse_scenario(yaml, "s.yaml");
+  return estimate_memory(s, data, {kParameters, 6}, build_topology(topology_spec(s)));
+}
+
+// The measured constants the estimate uses (docs/guarantees.md), written out here.
+constexpr double kReplicaObjects = 100e3, kVertex = 19e3, kLink = 14e3, kConnection = 160e3;
+
 TEST(MemoryEstimate, CountsEachReplicasVectors) {
-  // Per node: parameters, gradients, one op buffer, plus the optimizer's and the algorithm's.
+  // Per node: parameters, gradients, one op buffer, one eval snapshot, plus the optimizer's and
+  // the algorithm's.
   struct Case {
     std::string yaml;
     int vectors;
   };
   const std::vector<Case> cases = {
-      {"nodes: 7\n", 2 + 2 + 1},                                                 // adamw's two moments
-      {"nodes: 7\nalgorithm: {name: diloco}\n", 2 + 2 + 2 + 1},                  // outer copy + momentum
-      {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 2 + 2 + 2 + 1},
-      {"nodes: 7\noptimizer: {name: sgd}\n", 2 + 0 + 1},                         // no momentum buffer
-      {"nodes: 7\noptimizer: {name: sgd, momentum: 0.9}\nalgorithm: {name: demo}\n", 2 + 1 + 1 + 1},
-      {"nodes: 7\noptimizer: {name: adam}\nalgorithm: {name: sparta}\n", 2 + 2 + 1},
+      {"nodes: 7\n", 2 + 2 + 2},                                                 // adamw's two moments
+      {"nodes: 7\nalgorithm: {name: diloco}\n", 2 + 2 + 2 + 2},                  // outer copy + momentum
+      {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 2 + 2 + 2 + 2},
+      {"nodes: 7\noptimizer: {name: sgd}\n", 2 + 0 + 2},                         // no momentum buffer
+      {"nodes: 7\noptimizer: {name: sgd, momentum: 0.9}\nalgorithm: {name: demo}\n", 2 + 1 + 1 + 2},
+      {"nodes: 7\noptimizer: {name: adam}\nalgorithm: {name: sparta}\n", 2 + 2 + 2},
   };
   const Dataset data = small_data();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.yaml);
-    const MemoryEstimate e = estimate_memory(parse_scenario(c.yaml, "s.yaml"), data, kParameters);
+    const MemoryEstimate e = estimate(c.yaml, data);
     EXPECT_EQ(e.vectors_per_replica, c.vectors);
-    EXPECT_DOUBLE_EQ(e.replicas_bytes, 7.0 * c.vectors * 4 * kParameters);
+    EXPECT_DOUBLE_EQ(e.replicas_bytes, 7.0 * (c.vectors * 4 * kParameters + kReplicaObjects));
     EXPECT_DOUBLE_EQ(e.eval_model_bytes, 4.0 * kParameters);
     EXPECT_DOUBLE_EQ(e.data_bytes, kDataBytes);
-    EXPECT_DOUBLE_EQ(e.total_bytes(), 7.0 * c.vectors * 4 * kParameters + 4.0 * kParameters + kDataBytes);
   }
+}
+
+// Messages of the plans a run keeps, counted by hand for 7 nodes on the default ring: a ring
+// all-reduce is 2 (p - 1) steps of p messages, a ring all-gather p - 1 steps, a neighbour
+// exchange one message per neighbour (2 on a ring).
+TEST(MemoryEstimate, CountsThePlansTheRunKeeps) {
+  struct Case {
+    std::string yaml;
+    int64_t messages;
+  };
+  const int64_t all_reduce = 2 * 6 * 7, all_gather = 6 * 7, exchange = 7 * 2;
+  const std::vector<Case> cases = {
+      {"nodes: 7\n", all_reduce},
+      {"nodes: 7\ncollective: {slices: 3}\n", 3 * all_reduce},                          // pieces
+      {"nodes: 7\ncollective: {algorithm: direct}\n", 2 * 7 * 6},
+      {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 4 * all_reduce},              // a plan per fragment
+      {"nodes: 7\nalgorithm: {name: demo}\n", all_gather},
+      {"nodes: 7\nalgorithm: {name: gossip}\n", exchange},
+      {"nodes: 7\nalgorithm: {name: sparta, selection: layerwise}\n", 6 * all_reduce},  // a plan per tensor
+      {"nodes: 7\nalgorithm: {name: sparta_diloco, exchange: gossip}\n", exchange + all_reduce},
+      // A subset of 3 or 4 of 7 each round, 300 steps / H 10 = 30 rounds: counted as 30 plans
+      // over all 7 (an upper bound).
+      {"nodes: 7\nalgorithm: {name: fedavg, H: 10, fraction: 0.5}\n", 30 * all_reduce},
+  };
+  const Dataset data = small_data();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    const MemoryEstimate e = estimate(c.yaml, data);
+    EXPECT_EQ(e.plan_messages, c.messages);
+    // Each message is at least a CollectiveMessage and a per-message slot of the run.
+    EXPECT_GE(e.message_tables_bytes, static_cast<double>(c.messages) * (sizeof(CollectiveMessage) + 8));
+    EXPECT_LE(e.message_tables_bytes, static_cast<double>(c.messages) * 400 + 7 * 200);
+  }
+  // ns-3: 7 hosts and 7 links of the ring, 7 connections (each rank to the next); the other
+  // backends hold no per-packet state worth counting.
+  EXPECT_DOUBLE_EQ(estimate("nodes: 7\n", data).network_bytes, 7 * kVertex + 7 * kLink + 7 * kConnection);
+  EXPECT_DOUBLE_EQ(estimate("nodes: 7\nnetwork: {backend: flow}\n", data).network_bytes, 0);
 }
 
 TEST(MemoryEstimate, RefusesWhatTheMachineCannotHold) {
   const Dataset data = small_data();
-  // 20000 replicas of the MLP under AdamW: 20000 x 5 x 4 x 235146 bytes, about 87.6 GiB.
-  const MemoryEstimate big = estimate_memory(parse_scenario("nodes: 20000\n", "s.yaml"), data, kParameters);
-  EXPECT_NEAR(big.total_bytes() / (1 << 30), 20000.0 * 5 * 4 * kParameters / (1 << 30), 0.01);
+  // 20000 replicas of the MLP under AdamW, 20000 x (6 x 4 x 235146 + 100e3) bytes, about 106.98
+  // GiB, and a ring all-reduce plan of 2 x 19999 x 20000 = 8.0e8 messages.
+  const MemoryEstimate big = estimate("nodes: 20000\n", data);
+  EXPECT_NEAR(big.replicas_bytes / (1 << 30), 20000.0 * (6 * 4 * kParameters + kReplicaObjects) / (1 << 30), 0.01);
+  EXPECT_EQ(big.plan_messages, int64_t{2} * 19999 * 20000);
+  EXPECT_GT(big.message_tables_bytes, big.replicas_bytes);
   MachineMemory machine;
   machine.available_bytes = 24.0 * (1 << 30);
   const std::string why = memory_refusal(big, machine, 20000);
-  EXPECT_NE(why.find("needs about 87.6"), std::string::npos) << why;
-  EXPECT_NE(why.find("20000 replicas x 5 vectors of 235146 parameters"), std::string::npos) << why;
+  EXPECT_NE(why.find("20000 replicas x 6 vectors of 235146 parameters: 106.98 GiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("collective plans of 799960000 messages"), std::string::npos) << why;
   EXPECT_NE(why.find("24.00 GiB available"), std::string::npos) << why;
 
-  const MemoryEstimate small = estimate_memory(parse_scenario("nodes: 4\n", "s.yaml"), data, kParameters);
+  const MemoryEstimate small = estimate("nodes: 4\n", data);
   EXPECT_EQ(memory_refusal(small, machine, 4), "");
   // Under ulimit -v, what the process maps already counts too.
   machine.address_space_limit = 2.0 * (1 << 30);

@@ -1,16 +1,22 @@
-// The memory estimate: per node, the replica's parameter-sized vectors; once, the evaluation
-// model and the data set. Messages, HDF5 rows and the simulated network are small next to
-// these at the sizes where the estimate matters (thousands of replicas or a large model).
+// The memory estimate: per node, the replica's parameter-sized vectors and LibTorch's objects;
+// once, the evaluation model and the data set; the collective plans the run keeps (quadratic in
+// the nodes for a ring or direct all-reduce); and ns-3's nodes, links and connections. The
+// constants were measured here (docs/guarantees.md, "What the memory estimate counts").
 #include "sim/core/memory_estimate.h"
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "netmodels/collectives/plan_size.h"
+#include "sim/config/collective_options.h"
 #include "sim/config/scenario.h"
+#include "topologies/routing.h"
+#include "topologies/topology.h"
 #include "training/algorithms/registry.h"
 #include "training/dataset.h"
 
@@ -47,21 +53,69 @@ std::string gib(double bytes) {
   return text;
 }
 
+// Measured peak RSS slopes (docs/guarantees.md): a replica's modules, autograd and optimizer
+// objects beyond its parameter-sized vectors (an MLP of 1 k parameters, 128 -> 512 nodes, less
+// the plans' share); an ns-3 node with its stack, a point-to-point link with its two devices and
+// queues (netbench p2p on rings and meshes of 32 to 1024 hosts); a TCP connection with its
+// buffers (netbench ring all-reduce, 128 -> 512 hosts, less the plans' share).
+constexpr double kReplicaObjectBytes = 100e3;
+constexpr double kNs3VertexBytes = 19e3;
+constexpr double kNs3LinkBytes = 14e3;
+constexpr double kNs3ConnectionBytes = 160e3;
+
+PlanSize sync_plan_size(SyncCollective collective, const CollectiveOptions& options, const Topology& topology,
+                        int nodes) {
+  switch (collective) {
+    case SyncCollective::AllReduce: return all_reduce_size(options, nodes);
+    case SyncCollective::AllGather: return all_gather_size(options, nodes);
+    case SyncCollective::NeighbourExchange: {
+      std::vector<int> degrees;
+      for (const auto& n : host_neighbours(topology)) degrees.push_back(static_cast<int>(n.size()));
+      return neighbour_exchange_size(degrees);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
-MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, int64_t parameters) {
+MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, const ModelSize& model,
+                               const Topology& topology) {
   MemoryEstimate e;
+  const int64_t parameters = model.parameters;
   e.parameters = parameters;
   const AlgorithmEntry* algorithm = find_algorithm(scenario.algorithm.name);
   // Parameters and gradients (flat buffers), the optimizer's state, the algorithm's own state,
-  // and one op buffer (the vector a collective reduces) per node.
-  e.vectors_per_replica = 2 + optimizer_vectors(scenario.optimizer) + (algorithm ? algorithm->state_vectors : 0) + 1;
+  // one op buffer (the vector a collective reduces) and one evaluation snapshot (each node's
+  // parameters at an eval step, held until every node has reached it; the final eval always
+  // runs) per node.
+  e.vectors_per_replica =
+      2 + optimizer_vectors(scenario.optimizer) + (algorithm ? algorithm->state_vectors : 0) + 1 + 1;
   const double vector_bytes = 4.0 * static_cast<double>(parameters);
-  e.replicas_bytes = static_cast<double>(scenario.nodes) * e.vectors_per_replica * vector_bytes;
+  e.replicas_bytes = static_cast<double>(scenario.nodes) * (e.vectors_per_replica * vector_bytes + kReplicaObjectBytes);
   e.eval_model_bytes = vector_bytes;
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
                  tensor_bytes(data.test_targets) + tensor_bytes(data.train_groups);
   for (const auto& v : data.test_variants) e.data_bytes += tensor_bytes(v.inputs);
+
+  // Plans over every node (the largest an op can have), as many as the algorithm keeps.
+  std::vector<int> all(scenario.nodes);
+  for (int n = 0; n < scenario.nodes; ++n) all[n] = n;
+  const CollectiveOptions options = collective_options(scenario, node_clusters(scenario), all);
+  int64_t connections = 0;
+  if (algorithm) {
+    for (const HeldPlans& held : held_plans(*algorithm, scenario.algorithm.options, model.tensors, scenario.nodes,
+                                            scenario.workload.steps)) {
+      const PlanSize size = sync_plan_size(held.collective, options, topology, scenario.nodes);
+      e.plan_messages += held.count * size.messages;
+      e.message_tables_bytes += static_cast<double>(held.count) * plan_memory_bytes(size, scenario.nodes);
+      connections = std::max(connections, size.pairs);
+    }
+  }
+  if (scenario.network.backend == "ns3") {
+    e.network_bytes = kNs3VertexBytes * topology.num_vertices() + kNs3LinkBytes * topology.num_links() +
+                      kNs3ConnectionBytes * static_cast<double>(connections);
+  }
   return e;
 }
 
@@ -80,7 +134,9 @@ std::string memory_refusal(const MemoryEstimate& e, const MachineMemory& m, int 
   std::ostringstream parts;
   parts << "the run needs about " << gib(e.total_bytes()) << " (" << nodes << " replicas x " << e.vectors_per_replica
         << " vectors of " << e.parameters << " parameters: " << gib(e.replicas_bytes) << "; data "
-        << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes) << ")";
+        << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes) << "; collective plans of "
+        << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
+        << gib(e.network_bytes) << ")";
   if (m.available_bytes > 0 && e.total_bytes() > m.available_bytes) {
     return parts.str() + " but this machine has " + gib(m.available_bytes) +
            " available (/proc/meminfo MemAvailable); use fewer nodes or a smaller model";

@@ -10,18 +10,29 @@ namespace testbed {
 
 struct Scenario;
 struct Dataset;
+struct Topology;
+
+struct ModelSize {
+  int64_t parameters = 0;
+  int tensors = 0;  // parameter tensors (a layerwise selection builds a plan per tensor)
+};
 
 struct MemoryEstimate {
   int64_t parameters = 0;
   int vectors_per_replica = 0;  // parameter-sized float vectors each node holds (see the .cpp)
-  double replicas_bytes = 0;    // nodes x vectors x parameters x 4
+  double replicas_bytes = 0;    // nodes x (vectors x parameters x 4 + LibTorch's objects)
   double eval_model_bytes = 0;  // the averaged model evaluation runs on
   double data_bytes = 0;        // the loaded data set, exact
-  double total_bytes() const { return replicas_bytes + eval_model_bytes + data_bytes; }
+  int64_t plan_messages = 0;    // messages of every collective plan the run keeps
+  double message_tables_bytes = 0;  // those plans and one run of each
+  double network_bytes = 0;     // the simulated network: nodes, links, connections (ns-3)
+  double total_bytes() const {
+    return replicas_bytes + eval_model_bytes + data_bytes + message_tables_bytes + network_bytes;
+  }
 };
 
-// `parameters`: the model's parameter count (make_model); `data`: the loaded data set.
-MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, int64_t parameters);
+MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, const ModelSize& model,
+                               const Topology& topology);
 
 struct MachineMemory {
   double available_bytes = 0;                 // /proc/meminfo MemAvailable

@@ -104,9 +104,11 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   Scenario scenario = load_scenario(path, sets);
   if (!out.empty()) scenario.output.path = out;
   Dataset data = load_dataset(scenario);
-  const int64_t parameters = count_parameters(*make_model(scenario));
+  const auto model = make_model(scenario);
+  const ModelSize model_size{count_parameters(*model), static_cast<int>(trainable_parameters(*model).size())};
   const std::string refusal =
-      memory_refusal(estimate_memory(scenario, data, parameters), machine_memory(), scenario.nodes);
+      memory_refusal(estimate_memory(scenario, data, model_size, build_topology(topology_spec(scenario))),
+                     machine_memory(), scenario.nodes);
   if (!refusal.empty()) throw InputError(scenario.where("nodes") + ": " + refusal);
   const NetworkCaptures captures = checked_captures(scenario, options.pcap_dir, options.flowmon_file);
   if (options.resume) {

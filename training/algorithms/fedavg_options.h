@@ -1,6 +1,9 @@
 // FedAvg's scenario keys (fedavg.cpp).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 #include "training/algorithms/option_fields.h"
 
 namespace testbed {
@@ -12,6 +15,10 @@ struct FedAvgOptions {
   template <class V> void fields(V& v) {
     v.field("H", H, Range{1, 1e9});
     v.field("fraction", fraction, Range{0, 1, true});
+  }
+  // A round of a fraction below 1 averages over its own subset of nodes: a plan per round.
+  int64_t plans_held(int, int nodes, int steps) const {
+    return fraction < 1 && nodes > 1 ? std::max(1, steps / H) : 1;
   }
   bool operator==(const FedAvgOptions&) const = default;
 };

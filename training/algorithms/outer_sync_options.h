@@ -1,6 +1,7 @@
 // DiLoCo's and Streaming DiLoCo's scenario keys (outer_sync.h carries them out).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,8 @@ struct StreamingOptions {
                                            std::to_string(outer.H) + "): a fragment's sync must land before its next one is issued"};
     return std::nullopt;
   }
+  // Fragments differ in size by at most one element: a plan each, at most.
+  int64_t plans_held(int, int, int) const { return outer.fragments; }
   bool operator==(const StreamingOptions&) const = default;
 };
 

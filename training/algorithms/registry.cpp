@@ -4,7 +4,7 @@
 namespace testbed {
 
 const std::vector<AlgorithmEntry>& algorithm_registry() {
-  // {name, options with defaults, factory, parameter-sized state vectors per node}
+  // {name, options with defaults, factory, parameter-sized state vectors per node, collective}
   static const std::vector<AlgorithmEntry> entries = {
       {"ddp", NoOptions{}, make_ddp, 0},
       {"lofi", NoOptions{}, make_lofi, 0},
@@ -13,8 +13,8 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"streaming_diloco", StreamingOptions{}, make_streaming_diloco, 2},
       {"sparta", SparseExchangeOptions{}, make_sparta, 0},
       {"sparta_diloco", SpartaDilocoOptions{}, make_sparta_diloco, 2},
-      {"demo", DemoOptions{}, make_demo, 1},
-      {"gossip", GossipOptions{}, make_gossip, 0},
+      {"demo", DemoOptions{}, make_demo, 1, SyncCollective::AllGather},
+      {"gossip", GossipOptions{}, make_gossip, 0, SyncCollective::NeighbourExchange},
   };
   return entries;
 }
@@ -46,6 +46,21 @@ std::optional<std::string> neighbour_key(const AlgorithmOptions& options) {
       [](const auto& o) -> std::optional<std::string> {
         if constexpr (requires { o.neighbour_key(); }) return o.neighbour_key();
         else return std::nullopt;
+      },
+      options);
+}
+
+std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options,
+                                  int parameter_tensors, int nodes, int steps) {
+  const SyncCollective main = neighbour_key(options) ? SyncCollective::NeighbourExchange : entry.sync;
+  return std::visit(
+      [&](const auto& o) {
+        std::vector<HeldPlans> out{{main, 1}};
+        if constexpr (requires { o.plans_held(parameter_tensors, nodes, steps); })
+          out[0].count = o.plans_held(parameter_tensors, nodes, steps);
+        if constexpr (requires { o.outer_all_reduce_plans(); })
+          out.push_back({SyncCollective::AllReduce, o.outer_all_reduce_plans()});
+        return out;
       },
       options);
 }

@@ -4,6 +4,7 @@
 // factory's declaration and its line in registry.cpp, and its options type in the variant.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,10 @@ std::optional<std::string> neighbour_key(const AlgorithmOptions& options);
 
 using AlgorithmFactory = std::unique_ptr<Algorithm> (*)(const AlgorithmSettings&);
 
+// The collective an algorithm's exchange runs over the nodes, for the memory estimate's
+// message tables (a neighbour exchange is chosen by the options: see sync_collective).
+enum class SyncCollective { AllReduce, AllGather, NeighbourExchange };
+
 struct AlgorithmEntry {
   std::string name;
   AlgorithmOptions defaults;  // its keys' alternative, with its defaults
@@ -49,7 +54,18 @@ struct AlgorithmEntry {
   // Parameter-sized vectors the algorithm keeps per node beyond the replica (outer copy and
   // momentum, DeMo's momentum), for the memory estimate a run is refused on.
   int state_vectors = 0;
+  SyncCollective sync = SyncCollective::AllReduce;
 };
+
+// The collective plans a run builds and keeps (the engine caches one per participants and
+// size): one per fragment, per tensor of a layerwise selection, per sampled subset of clients;
+// a neighbour exchange where the options exchange with neighbours.
+struct HeldPlans {
+  SyncCollective collective = SyncCollective::AllReduce;
+  int64_t count = 1;
+};
+std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options,
+                                  int parameter_tensors, int nodes, int steps);
 
 const std::vector<AlgorithmEntry>& algorithm_registry();
 const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown

@@ -1,6 +1,7 @@
 // SPARTA's scenario keys (sparse_exchange.h carries them out), and sparta_diloco's.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,6 +55,10 @@ struct SparseExchangeOptions {
     v.field("interval", interval, Range{1, 1e9});
     v.field("delay", delay, Range{0, 1e9});
   }
+  // A layerwise selection exchanges a share of one tensor at a time: a plan per tensor.
+  int64_t plans_held(int parameter_tensors, int, int) const {
+    return selection == SpartaSelection::Layerwise ? parameter_tensors : 1;
+  }
   // The key to blame when a node has no topology neighbour to exchange with.
   std::optional<std::string> neighbour_key() const {
     if (exchange == SparseExchangeWith::AllReduce) return std::nullopt;
@@ -73,6 +78,11 @@ struct SpartaDilocoOptions {
   }
   std::optional<OptionError> check() const { return outer.check(); }
   std::optional<std::string> neighbour_key() const { return sparse.neighbour_key(); }
+  // The sparse exchange's plans; the outer sync all-reduces the whole model besides.
+  int64_t plans_held(int parameter_tensors, int nodes, int steps) const {
+    return sparse.plans_held(parameter_tensors, nodes, steps);
+  }
+  int64_t outer_all_reduce_plans() const { return 1; }
   bool operator==(const SpartaDilocoOptions&) const = default;
 };
 
