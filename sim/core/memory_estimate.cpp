@@ -1,7 +1,7 @@
 // The memory estimate: per node, the replica's parameter-sized vectors and LibTorch's objects;
 // once, the evaluation model and the data set; the collective plans the run keeps (quadratic in
 // the nodes for a ring or direct all-reduce); and ns-3's nodes, links and connections. The
-// constants were measured here (docs/guarantees.md, "What the memory estimate counts").
+// constants were measured here (docs/guarantees.md, "The memory estimate").
 #include "sim/core/memory_estimate.h"
 
 #include <sys/resource.h>
