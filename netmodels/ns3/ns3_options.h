@@ -60,7 +60,7 @@ struct Ns3Options {
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
   bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
   // Tests' fault injection: ns-3's own NS_FATAL_ERROR at this simulated time (< 0: never), so
-  // the path an ns-3 fatal error takes to the user (sim/tools/main.cpp) can be tested.
+  // the path an ns-3 fatal error takes to the user (sim/tools/cli.cpp) can be tested.
   double fatal_error_at_s = -1;
 };
 

@@ -1,0 +1,377 @@
+// The testbed command line: run, validate, sweep, netbench, topology and report, as one function
+// (main calls it; tests call it in a forked child, without paying LibTorch's start-up again).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "sim/core/engine.h"
+#include "sim/output/hdf5_recorder.h"
+#include "sim/output/resume_file.h"
+#include "sim/output/run_file.h"
+#include "sim/core/error_text.h"
+#include "sim/core/memory_estimate.h"
+#include "sim/tools/netbench.h"
+#include "sim/core/network_factory.h"
+#include "topologies/describe.h"
+#include "sim/output/report.h"
+#include "sim/config/units.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/tools/cli.h"
+#include "sim/tools/fatal_errors.h"
+#include "sim/tools/sweep_runner.h"
+#include "sim/config/workload.h"
+
+namespace {
+
+// Signal handlers can only reach a global; the engine polls it before every step.
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int) { g_interrupted = true; }
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %s", bytes, units[u]);
+  return text;
+}
+
+// Checks --pcap and --flowmon against the scenario and makes their folders, before any output
+// exists; bad ones are bad input (InputError, exit 2) named by the option.
+testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, const std::string& pcap_dir,
+                                          const std::string& flowmon_file) {
+  namespace fs = std::filesystem;
+  testbed::NetworkCaptures captures{pcap_dir, flowmon_file};
+  for (const auto& [option, value] : {std::pair{"--pcap ", pcap_dir}, std::pair{"--flowmon ", flowmon_file}}) {
+    if (value.empty()) continue;
+    if (scenario.network.backend != "ns3")
+      throw testbed::InputError(option + value + ":1:1: the " + scenario.network.backend +
+                                   " backend has no packets to capture; use network.backend ns3");
+  }
+  std::error_code ec;
+  if (!pcap_dir.empty() && !fs::is_directory(pcap_dir, ec) && !fs::create_directories(pcap_dir, ec))
+    throw testbed::InputError("--pcap " + pcap_dir + ":1:1: cannot create the folder: " + ec.message());
+  if (!flowmon_file.empty()) {
+    if (fs::is_directory(flowmon_file, ec))
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: is a folder; give a file such as flows.xml");
+    const fs::path parent = fs::path(flowmon_file).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
+      throw testbed::InputError("--flowmon " + flowmon_file + ":1:1: cannot create its folder: " + ec.message());
+  }
+  return captures;
+}
+
+struct RunOptions {
+  std::string out, pcap_dir, flowmon_file;
+  bool quiet = false;
+  bool resume = false;  // continue from the newest checkpoint in OUT.h5.resume/ (if there is one)
+};
+
+// The checkpoint to continue from, checked before anything is written: it must belong to this
+// scenario and its output file must still exist. Nothing (a fresh start) when there is none.
+std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario& scenario, const std::string& dir) {
+  using namespace testbed;
+  auto checkpoint = latest_checkpoint(dir);
+  if (!checkpoint) {
+    std::fprintf(stderr, "testbed: no checkpoint in %s: starting from step 0\n", dir.c_str());
+    return std::nullopt;
+  }
+  const std::string here = scenario_fingerprint(scenario);
+  if (checkpoint->fingerprint != here)
+    throw InputError(dir + ": the checkpoint was made by another scenario (fingerprint " + checkpoint->fingerprint +
+                     ", this one " + here + "); nothing was changed (run without --resume to start over)");
+  if (!std::filesystem::exists(scenario.output.path))
+    throw InputError(scenario.output.path + ": the output file the checkpoint continues is missing; nothing was "
+                     "changed (run without --resume to start over)");
+  std::fprintf(stderr, "testbed: resuming from step %d (%s)\n", checkpoint->step, dir.c_str());
+  return checkpoint;
+}
+
+int run_command(const std::string& path, const std::vector<std::string>& sets, const RunOptions& options) {
+  using namespace testbed;
+  const std::string& out = options.out;
+  const bool quiet = options.quiet;
+  Scenario scenario = load_scenario(path, sets);
+  if (!out.empty()) scenario.output.path = out;
+  Dataset data = load_dataset(scenario);
+  const auto model = make_model(scenario);
+  const ModelSize model_size{count_parameters(*model), static_cast<int>(trainable_parameters(*model).size())};
+  const std::string refusal =
+      memory_refusal(estimate_memory(scenario, data, model_size, build_topology(topology_spec(scenario))),
+                     machine_memory(), scenario.nodes);
+  if (!refusal.empty()) throw InputError(scenario.where("nodes") + ": " + refusal);
+  const NetworkCaptures captures = checked_captures(scenario, options.pcap_dir, options.flowmon_file);
+  if (options.resume) {
+    // A run that completed leaves no checkpoint: --resume must not start it over.
+    const auto earlier = read_run_file(scenario.output.path);
+    if (earlier && earlier->status == "completed" && earlier->scenario == to_yaml(scenario)) {
+      std::printf("status            completed earlier: nothing to resume\noutput            %s\n",
+                  scenario.output.path.c_str());
+      return 0;
+    }
+  }
+  const std::string checkpoints = checkpoint_dir(scenario.output.path);
+  const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario, checkpoints) : std::nullopt;
+
+  auto host_start = std::chrono::steady_clock::now();
+  EngineHooks hooks;
+  hooks.interrupted = &g_interrupted;
+  hooks.captures = captures;
+  if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoints;
+  if (resume) hooks.resume = &*resume;
+  // Tests' fault injection: SIGKILL halfway through writing the n-th checkpoint; an ns-3 fatal
+  // error at a simulated time.
+  if (const char* n = std::getenv("TESTBED_KILL_IN_CHECKPOINT")) hooks.kill_in_checkpoint = std::atoi(n);
+  if (const char* t = std::getenv("TESTBED_NS3_FATAL_AT")) hooks.captures.fatal_error_at_s = std::atof(t);
+  bool show_progress = !quiet && isatty(STDERR_FILENO);
+  if (show_progress) {
+    hooks.progress = [host_start](const Progress& p) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+      double eta = elapsed / p.step * (p.steps - p.step);
+      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps,
+                   p.loss, p.projected_time_s, eta);
+    };
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  Engine engine(scenario, data, hooks);
+  // A fresh run drops the checkpoints of an earlier one at this path; a resumed one cuts the
+  // file back to the rows its checkpoint counted.
+  if (!resume) remove_checkpoints(checkpoints);
+  auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info(), resume->mark)
+                         : std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info());
+  on_fatal_error([&recorder](const std::string& sentence) { recorder->fail(sentence); });
+  RunSummary summary = engine.run(*recorder);
+  on_fatal_error({});
+  if (summary.status == "completed") remove_checkpoints(checkpoints);
+  if (show_progress) std::fprintf(stderr, "\n");
+
+  std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
+              summary.error.c_str());
+  std::printf("steps completed   %d\n", summary.steps_completed);
+  std::printf("final accuracy    %.4f\n", summary.final_accuracy);
+  std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
+  std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
+              static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
+  if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
+  std::printf("projected time    %.3f s\n", summary.projected_time_s);
+  std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
+              human_bytes(static_cast<double>(summary.total_bytes)).c_str());
+  std::printf("host time         %.2f s\n", summary.host_time_s);
+  std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", engine.host_times().ns3(),
+              summary.steps_completed > 0 ? 1e3 * engine.host_times().ns3() / summary.steps_completed : 0.0);
+  if (summary.phases_replayed > 0)
+    std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
+                static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
+  std::printf("parameters        %lld\n", static_cast<long long>(summary.model_parameters));
+  std::printf("output            %s\n", scenario.output.path.c_str());
+  if (summary.status == "completed") return 0;
+  return summary.status == "diverged" ? 3 : 1;
+}
+
+// `--vary key=value` options grouped by key (first appearance order): every combination of
+// one value per key, each a list of `key=value` overrides. No --vary: one empty combination.
+std::vector<std::vector<std::string>> combinations(const std::vector<std::string>& varies) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> keys;
+  for (const auto& v : varies) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw testbed::InputError("--vary " + v + ":1:1: expected key=value, such as network.backend=flow");
+    const std::string key = v.substr(0, eq);
+    auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return k.first == key; });
+    if (it == keys.end()) it = keys.insert(keys.end(), {key, {}});
+    it->second.push_back(v);
+  }
+  std::vector<std::vector<std::string>> out{{}};
+  for (const auto& [key, values] : keys) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& prefix : out) {
+      for (const auto& value : values) {
+        next.push_back(prefix);
+        next.back().push_back(value);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::vector<std::string>& varies,
+                     const std::string& collective, const std::string& size) {
+  using namespace testbed;
+  const auto bytes = parse_bytes(size);
+  if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  const auto combos = combinations(varies);
+  // Every combination is read (and refused) before any is simulated.
+  std::vector<Scenario> scenarios;
+  for (const auto& combo : combos) {
+    std::vector<std::string> all = sets;
+    all.insert(all.end(), combo.begin(), combo.end());
+    scenarios.push_back(load_scenario(path, all));
+  }
+  for (size_t i = 0; i < combos.size(); ++i) {
+    const Scenario& scenario = scenarios[i];
+    const NetbenchResult r = netbench(scenario, collective, *bytes);
+    if (i > 0) std::printf("\n");
+    if (!varies.empty()) {
+      std::string label;
+      for (const auto& v : combos[i]) label += (label.empty() ? "" : " ") + v;
+      std::printf("vary              %s\n", label.c_str());
+    }
+    std::printf("backend           %s\n", scenario.network.backend.c_str());
+    std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
+    std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
+                collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
+    std::printf("simulated         %.6f s\n", r.simulated_s);
+    std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
+    std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);
+    std::printf("host              %.3f s\n", r.host_s);
+    std::printf("payload per host second  %s/s\n",
+                human_bytes(r.host_s > 0 ? static_cast<double>(r.payload_bytes) / r.host_s : 0).c_str());
+  }
+  return 0;
+}
+
+int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
+  using namespace testbed;
+  SweepOptions options;
+  options.jobs = jobs;
+  try {
+    if (!shard.empty()) parse_shard(shard, options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "testbed: " << e.what() << "\n";
+    return 2;
+  }
+  Sweep sweep = load_sweep(path);
+  const int threads = child_threads(sweep, options);
+  // Every run, not only this shard's: a bad value is a bad sweep wherever it falls.
+  validate_sweep(sweep, threads);
+  auto runs = shard_runs(sweep, options);
+  if (dry_run) {
+    std::printf("%zu of %zu runs (shard %d/%d) -> %s\n", runs.size(), sweep.runs.size(), options.shard_index,
+                options.shard_count, sweep.out.c_str());
+    for (const auto* run : runs) {
+      std::printf("%s", run->name.c_str());
+      for (const auto& set : run_overrides(sweep, *run, threads)) std::printf("  --set %s", set.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
+  return run_sweep(sweep, options, std::cerr);
+}
+
+}  // namespace
+
+int testbed::run_cli(int argc, char** argv) {
+  testbed::catch_fatal_errors();
+  CLI::App app{"testbed: real LibTorch training over a simulated ns-3 network"};
+  app.require_subcommand(1);
+
+  std::string scenario_path, out;
+  std::vector<std::string> sets;
+  bool quiet = false;
+
+  auto* run = app.add_subcommand("run", "Train the scenario's replicas over its network and write HDF5");
+  run->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  run->add_option("-o,--output", out, "HDF5 output path (overrides output.path)");
+  run->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  run->add_flag("-q,--quiet", quiet, "No progress line");
+  std::string pcap_dir, flowmon_file;
+  run->add_option("--pcap", pcap_dir, "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
+  bool resume = false;
+  run->add_flag("--resume", resume,
+                "Continue from the newest checkpoint in OUT.h5.resume/ (output.resume_every); none: start from step 0");
+  run->add_option("--flowmon", flowmon_file, "ns3: write ns-3 FlowMonitor statistics (XML) to this file at the end");
+
+  auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
+  validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  validate->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+
+  std::string sweep_path, shard, report_path;
+  int jobs = 1;
+  bool dry_run = false;
+  auto* sweep = app.add_subcommand("sweep", "Run a grid of scenarios, each as a child process, into a folder");
+  sweep->add_option("sweep", sweep_path, "Sweep YAML file")->required();
+  sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::Range(1, 4096));
+  sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
+  sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
+
+  std::string collective = "allreduce", size = "10MB";
+  auto* netbench = app.add_subcommand("netbench", "Time one collective on a scenario's network against alpha-beta");
+  netbench->add_option("scenario", scenario_path, "Scenario YAML file (its topology, nodes and network)")->required();
+  netbench->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  netbench->add_option("--collective", collective, "allreduce | allgather | p2p")
+      ->check(CLI::IsMember({"allreduce", "allgather", "p2p"}));
+  netbench->add_option("--size", size, "Bytes (per rank for allgather), e.g. 10MB");
+  std::vector<std::string> varies;
+  netbench->add_option("--vary", varies,
+                       "key=value; repeat a key for its values: every combination of the varied keys is timed, "
+                       "one block each, in one process (repeatable)");
+
+  bool dot = false, paths = false;
+  auto* topology = app.add_subcommand(
+      "topology", "Print a scenario's topology and every host pair's route (hops, latency, bottleneck) under network.routing");
+  topology->add_option("scenario", scenario_path, "Scenario YAML file")->required();
+  topology->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
+  topology->add_flag("--dot", dot, "Graphviz DOT instead of the summary");
+  topology->add_flag("--paths", paths,
+                     "Also each ordered host pair's path (vertex list; with ecmp the path its connection's hash chose)");
+
+  auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
+  report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors are bad input like a bad scenario: exit 2, not CLI11's own codes.
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (*validate) {
+      // Everything run checks before it writes: the scenario, then what depends on the data.
+      testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      testbed::make_samplers(scenario, testbed::load_dataset(scenario));
+      std::cout << testbed::to_yaml(scenario);
+      return 0;
+    }
+    if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
+    if (*netbench) return netbench_command(scenario_path, sets, varies, collective, size);
+    if (*topology) {
+      const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
+      const auto built = testbed::build_topology(testbed::topology_spec(scenario));
+      if (dot) {
+        testbed::write_dot(built, std::cout);
+      } else {
+        testbed::describe_topology(built, std::cout, testbed::routing_options(scenario), paths);
+      }
+      return 0;
+    }
+    if (*report) {
+      testbed::report(report_path, std::cout);
+      return 0;
+    }
+    return run_command(scenario_path, sets, {out, pcap_dir, flowmon_file, quiet, resume});
+  } catch (const testbed::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "testbed: error: " << testbed::error_sentence(e) << "\n";
+    return 1;
+  }
+}
