@@ -1,18 +1,11 @@
 // Tests the testbed CLI on bad input: exit code 2, "file:line:col: " on stderr, no output file; validate and --help.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <wordexp.h>
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,7 +13,7 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/core/memory_estimate.h"
 #include "sim/output/run_file.h"
-#include "sim/tools/cli.h"
+#include "tests/cli_child.h"
 #include "sim/tools/fatal_errors.h"
 
 namespace fs = std::filesystem;
@@ -33,11 +26,6 @@ std::string read_file(const fs::path& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-// The tests fork this process to run the command line, and GNU OpenMP's threads do not survive
-// a fork: with one intra-op thread LibTorch never starts them here (each forked run sets its own
-// count from its scenario, as the binary does).
-const bool kNoOpenMpThreadsBeforeFork = (at::set_num_threads(1), true);
 
 struct Result {
   int code = -1;
@@ -62,36 +50,19 @@ class Cli : public ::testing::Test {
     return path;
   }
 
-  // `testbed ARGS` with `args` split as the shell would (quote paths yourself), `env` set
-  // ("KEY=value"), and with at most `address_space_kib` of address space (ulimit -v) when not 0.
-  // It runs the binary's own function (sim/tools/cli.h) in a forked child of this test process:
-  // the same code as the binary, with its exit code, output and files, but without paying
-  // LibTorch's ~1.3 s start-up for every case.
+  // `testbed ARGS` in this test's folder, with `args` split as the shell would (quote paths
+  // yourself), `env` set ("KEY=value"), and at most `address_space_kib` of address space
+  // (ulimit -v) when not 0.
   Result run(const std::string& args, const std::string& env = "", long address_space_kib = 0) {
     const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::fflush(nullptr);
-    std::cout.flush();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (::chdir(dir_.c_str()) != 0) _exit(126);
-      if (!env.empty()) putenv(strdup(env.c_str()));
-      if (address_space_kib > 0) {
-        const rlimit limit{static_cast<rlim_t>(address_space_kib) * 1024, static_cast<rlim_t>(address_space_kib) * 1024};
-        setrlimit(RLIMIT_AS, &limit);
-      }
-      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
-      wordexp_t words{};
-      if (wordexp(("testbed " + args).c_str(), &words, WRDE_NOCMD) != 0) _exit(126);
-      const int code = testbed::run_cli(static_cast<int>(words.we_wordc), words.we_wordv);
-      std::cout.flush();
-      std::cerr.flush();
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
+    wordexp_t words{};
+    if (wordexp(args.c_str(), &words, WRDE_NOCMD) != 0) throw std::runtime_error("cannot split: " + args);
+    const std::vector<std::string> argv(words.we_wordv, words.we_wordv + words.we_wordc);
+    wordfree(&words);
+    testbed::cli_child::Options options{dir_.string(), out.string(), err.string(), {}, address_space_kib};
+    if (!env.empty()) options.env.push_back(env);
     Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.code = testbed::cli_child::run(argv, options);
     r.out = read_file(out);
     r.err = read_file(err);
     fs::remove(out);

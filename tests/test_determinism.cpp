@@ -2,9 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <H5Cpp.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -14,7 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cli_child.h"
+
 namespace {
+
+using testbed::cli_child::Options;
 
 namespace fs = std::filesystem;
 
@@ -36,24 +37,19 @@ compute: {model: flops, device: rtx4090}
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  int run(const std::string& args) {
-    std::string cmd = std::string(TESTBED_BINARY) + " run " + (dir_ / "s.yaml").string() + " -q " + args +
-                      " > " + (dir_ / "stdout").string() + " 2>&1";
-    int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int run(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"run", (dir_ / "s.yaml").string(), "-q"};
+    all.insert(all.end(), args.begin(), args.end());
+    const std::string log = (dir_ / "stdout").string();
+    return testbed::cli_child::run(all, Options{"", log, log});
   }
 
   // Starts a long run (100000 steps, an eval every `eval_every`) writing `out`, and returns
   // once `out` exists (the run renames it into place after writing its header).
   pid_t start_long_run(const fs::path& out, int eval_every) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      std::string scenario = (dir_ / "s.yaml").string();
-      std::string eval = "workload.eval_every=" + std::to_string(eval_every);
-      execl(TESTBED_BINARY, TESTBED_BINARY, "run", scenario.c_str(), "-q", "-o", out.c_str(), "--set",
-            "workload.steps=100000", "--set", eval.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    const pid_t pid = testbed::cli_child::start(
+        {"run", (dir_ / "s.yaml").string(), "-q", "-o", out.string(), "--set", "workload.steps=100000", "--set",
+         "workload.eval_every=" + std::to_string(eval_every)});
     for (int i = 0; pid > 0 && i < 1500 && !fs::exists(out); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return pid;
@@ -76,20 +72,22 @@ compute: {model: flops, device: rtx4090}
 };
 
 TEST_F(RunTest, SameSeedSameData) {
-  ASSERT_EQ(run("-o " + (dir_ / "a.h5").string()), 0);
-  ASSERT_EQ(run("-o " + (dir_ / "b.h5").string()), 0);
+  ASSERT_EQ(run({"-o", (dir_ / "a.h5").string()}), 0);
+  ASSERT_EQ(run({"-o", (dir_ / "b.h5").string()}), 0);
   for (const char* group : {"/train", "/comm", "/eval", "/replicas"}) {
     EXPECT_EQ(h5diff(dir_ / "a.h5", dir_ / "b.h5", group), 0) << group;
   }
   // The check can fail: another seed changes the data.
-  ASSERT_EQ(run("-o " + (dir_ / "c.h5").string() + " --set seed=8"), 0);
+  ASSERT_EQ(run({"-o", (dir_ / "c.h5").string(), "--set", "seed=8"}), 0);
   EXPECT_EQ(h5diff(dir_ / "a.h5", dir_ / "c.h5", "/train"), 1);
   EXPECT_EQ(attribute(dir_ / "a.h5", "status"), "completed");
 }
 
 TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
   auto out = dir_ / "d.h5";
-  EXPECT_EQ(run("-o " + out.string() + " --set optimizer.name=sgd --set optimizer.lr=1000 --set workload.steps=40"), 3);
+  EXPECT_EQ(run({"-o", out.string(), "--set", "optimizer.name=sgd", "--set", "optimizer.lr=1000", "--set",
+                 "workload.steps=40"}),
+            3);
   EXPECT_EQ(attribute(out, "status"), "diverged");
 }
 
@@ -140,8 +138,8 @@ TEST_F(RunTest, SigkilledRunLeavesReadableFile) {
     if (steps > 0) f.openDataSet("/train/step").read(step.data(), H5::PredType::NATIVE_INT64);
     for (hsize_t i = 0; i < steps; ++i) EXPECT_EQ(step[i], static_cast<int64_t>(i));
     f.close();
-    std::string cmd = std::string(TESTBED_BINARY) + " report " + out.string() + " > " + (dir_ / "report").string();
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    fs::remove(dir_ / "report");
+    ASSERT_EQ(testbed::cli_child::run({"report", out.string()}, Options{"", (dir_ / "report").string(), ""}), 0);
     std::ifstream in(dir_ / "report");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string expected = steps > 0 ? "cut at step " + std::to_string(step.back()) + " (no final status)"

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <H5Cpp.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+
+#include "tests/cli_child.h"
 
 namespace {
 
@@ -52,10 +53,10 @@ topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 5ms}}
 workload: {model: mlp, batch_size: 32, steps: 6, eval_every: 3, eval_samples: 500, shifts: [noise]}
 compute: {model: fixed, step_time: 20ms, speeds: [1, 0.5, 0.25]}
 )";
-    std::string cmd = std::string(TESTBED_BINARY) + " run " + (*dir_ / "s.yaml").string() + " -q -o " +
-                      (*dir_ / "r.h5").string() + " > " + (*dir_ / "log").string() + " 2>&1";
-    int status = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const std::string log = (*dir_ / "log").string();
+    ASSERT_EQ(testbed::cli_child::run({"run", (*dir_ / "s.yaml").string(), "-q", "-o", (*dir_ / "r.h5").string()},
+                                      {"", log, log}),
+              0);
     file_ = new H5::H5File((*dir_ / "r.h5").string(), H5F_ACC_RDONLY);
   }
   static void TearDownTestSuite() {
@@ -118,9 +119,9 @@ TEST_F(Hdf5Contents, RootAttributes) {
   const std::string scenario = text_attribute(*file_, "scenario");
   EXPECT_NE(scenario.find("step_time: 0.02"), std::string::npos) << scenario;
   std::ofstream(*dir_ / "resolved.yaml") << scenario;
-  std::string cmd = std::string(TESTBED_BINARY) + " validate " + (*dir_ / "resolved.yaml").string() + " > " +
-                    (*dir_ / "again.yaml").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_EQ(testbed::cli_child::run({"validate", (*dir_ / "resolved.yaml").string()},
+                                    {"", (*dir_ / "again.yaml").string(), ""}),
+            0);
   std::stringstream again;
   again << std::ifstream(*dir_ / "again.yaml").rdbuf();
   EXPECT_EQ(again.str(), scenario);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <wordexp.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,12 +12,14 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "sim/output/report.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/tools/sweep.h"
 #include "sim/tools/sweep_runner.h"
+#include "tests/cli_child.h"
 
 namespace fs = std::filesystem;
 using namespace testbed;
@@ -64,10 +67,16 @@ class Sweeps : public ::testing::Test {
     int code = -1;
     std::string out, err;
   };
+  // `testbed ARGS` (split as the shell would) in this test's folder, run by the command line's
+  // function in a forked child (tests/cli_child.h); the tests that signal or kill a sweep start
+  // the binary itself.
   Result cli(const std::string& args) {
-    std::string command = "cd '" + dir_.string() + "' && '" + TESTBED_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
-    int status = std::system(command.c_str());
-    Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout.txt"), slurp(dir_ / "stderr.txt")};
+    wordexp_t words{};
+    if (wordexp(args.c_str(), &words, WRDE_NOCMD) != 0) throw std::runtime_error("cannot split: " + args);
+    const std::vector<std::string> argv(words.we_wordv, words.we_wordv + words.we_wordc);
+    wordfree(&words);
+    const int code = cli_child::run(argv, {dir_.string(), (dir_ / "stdout.txt").string(), (dir_ / "stderr.txt").string()});
+    Result r{code, slurp(dir_ / "stdout.txt"), slurp(dir_ / "stderr.txt")};
     fs::remove(dir_ / "stdout.txt");
     fs::remove(dir_ / "stderr.txt");
     return r;

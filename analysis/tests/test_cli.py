@@ -1,18 +1,33 @@
 """The command line: files written, figures skipped with a note, exit code 2 on missing data."""
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import types
 
+from analysis import figures
 from analysis.tests.synth import write_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _cli(*args):
+    """`python3 -m analysis.figures ARGS` in this process (its main(), without a new interpreter
+    importing matplotlib each time); test_module_entry_point runs the real command once."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = figures.main([str(a) for a in args])
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def test_module_entry_point(tmp_path):
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "analysis.figures", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-m", "analysis.figures", str(tmp_path / "nothing.h5"), "--out",
+                        str(tmp_path / "figs")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "nothing.h5: no such file" in r.stderr
 
 
 def test_single_run_writes_figures_and_skips_heatmap(tmp_path):

@@ -247,6 +247,10 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
 
 int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
   using namespace testbed;
+  // This process trains nothing, and its runs are forks of it: one intra-op thread keeps
+  // OpenMP from starting threads here (while validating), which a fork would not carry; each
+  // run sets its own count from its scenario.
+  at::set_num_threads(1);
   SweepOptions options;
   options.jobs = jobs;
   try {
@@ -270,6 +274,14 @@ int sweep_command(const std::string& path, int jobs, const std::string& shard, b
     }
     return 0;
   }
+  // Each run is a fork of this process calling the command line again (its LibTorch is loaded
+  // already); see the thread count above.
+  options.child_main = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return testbed::run_cli(static_cast<int>(args.size()), argv.data());
+  };
   return run_sweep(sweep, options, std::cerr);
 }
 

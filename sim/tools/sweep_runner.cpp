@@ -1,5 +1,6 @@
-// Each run is a child process so that a crash or a diverged run is recorded and the
-// others go on; the manifest is rewritten (temp file + rename) whenever a run ends.
+// Each run is a child process (a fork, or the binary started again) so that a crash or a
+// diverged run is recorded and the others go on; the manifest is rewritten (temp file + rename)
+// whenever a run ends.
 #include "sim/tools/sweep_runner.h"
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -54,12 +56,25 @@ pid_t spawn_run(const Sweep& sweep, const SweepRun& run, const SweepOptions& opt
   }
   // --resume: a run cut earlier continues from its checkpoint (output.resume_every), if it has one.
   args.insert(args.end(), {"-o", run_path(sweep, run), "-q", "--resume"});
+  // The child's own summary and errors go to out/<name>.log, beside its .h5.
+  std::string log = (fs::path(sweep.out) / (run.name + ".log")).string();
+  if (options.child_main) {
+    std::fflush(nullptr);  // nothing buffered here may be written twice
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("cannot fork a run: ") + std::strerror(errno));
+    if (pid > 0) return pid;
+    std::signal(SIGINT, SIG_DFL);  // the sweep's handlers are not the run's
+    std::signal(SIGTERM, SIG_DFL);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(127);
+    ::close(fd);
+    const int code = options.child_main(args);
+    std::fflush(nullptr);
+    _exit(code);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-
-  // The child's own summary and errors go to out/<name>.log, beside its .h5.
-  std::string log = (fs::path(sweep.out) / (run.name + ".log")).string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

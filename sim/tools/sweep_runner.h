@@ -1,6 +1,7 @@
 // Runs a sweep's runs as child processes of the testbed binary and keeps out/sweep.csv current.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -15,6 +16,11 @@ struct SweepOptions {
   int shard_index = 0, shard_count = 1;   // run only runs whose index % shard_count == shard_index
   int cores = 0;                          // 0: the machine's
   std::string binary = "/proc/self/exe";  // what runs each child: `binary run base --set ... -o ... -q`
+  // When set, each child is a fork of this process that calls child_main(argv) (argv[0] is
+  // `binary`) instead of starting the binary again: the same code without LibTorch's ~1.3 s
+  // start-up a run. Only for a process that has started no OpenMP threads (they do not
+  // survive a fork).
+  std::function<int(std::vector<std::string>)> child_main;
 };
 
 // What this invocation saw of a run it started.
