@@ -178,12 +178,12 @@ TEST_F(Algorithms, SpartaRingExchangeSendsToNeighbours) {
   for (const auto& m : r.record.messages) EXPECT_EQ(std::abs(m.src - m.dst) % 2, 1);  // neighbours on a ring of 4
 }
 
-// With k = chunk every DCT coefficient travels and error feedback empties the momentum at
-// every step, so without the sign DeMo's update is the mean gradient: gradient descent on
-// the large batch, here by hand.
+// With k at least a block's size every DCT coefficient travels and error feedback empties the
+// residual at every step, so without the sign DeMo's update is the residual's mean, lr times the
+// mean gradient: gradient descent on the large batch, here by hand.
 TEST_F(Algorithms, DemoWithEveryCoefficientAndNoSignIsMeanGradientDescent) {
   const int nodes = 3, steps = 3;
-  Scenario s = scenario(nodes, steps, "{name: demo, chunk: 64, k: 64, sign: false, beta: 0.9}");
+  Scenario s = scenario(nodes, steps, "{name: demo, chunk: 64, k: 4096, sign: false, beta: 0.9}");
   auto expected = replicas(s);
   for (int step = 0; step < steps; ++step) {
     auto grad = torch::zeros_like(expected[0]->gradients());
@@ -197,9 +197,85 @@ TEST_F(Algorithms, DemoWithEveryCoefficientAndNoSignIsMeanGradientDescent) {
   }
   const Run d = run(s);
   for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(d.parameters[n], expected[0]->parameters()), 1e-5);
-  // An all-gather of (index, value) pairs: (N-1) peers' ceil(d/64) x 64 of each, 4 bytes each.
-  const uint64_t chunks = (kD + 63) / 64;
-  for (uint64_t b : bytes_of(d, 0)) EXPECT_EQ(b, (nodes - 1) * 2 * chunks * 64 * 4);
+  // Blocks tile each tensor, so every parameter is one (index, value) pair: 8 + 4 bytes, to each
+  // of N - 1 peers (a ring all-gather forwards every node's pairs once around).
+  for (uint64_t b : bytes_of(d, 0)) EXPECT_EQ(b, static_cast<uint64_t>((nodes - 1) * kD * 12));
+}
+
+// DeMo's pairs a step, from the block rule written out here: a tensor is rows x cols (rows =
+// its first dimension when it has two or more, after flattening the rest; 1-D: one row); h
+// and w are the largest divisors of rows and cols not above `chunk` (h = 1 for one row); each
+// h x w block sends min(k, h w) pairs.
+int64_t demo_pairs(const torch::nn::Module& model, int64_t chunk, int64_t k) {
+  auto divisor = [chunk](int64_t n) {
+    int64_t best = 1;
+    for (int64_t d = 1; d <= std::min(n, chunk); ++d)
+      if (n % d == 0) best = d;
+    return best;
+  };
+  int64_t pairs = 0;
+  for (const auto& p : trainable_parameters(model)) {
+    const int64_t rows = p.dim() >= 2 ? p.size(0) : 1, cols = p.numel() / rows;
+    const int64_t h = p.dim() >= 2 ? divisor(rows) : 1, w = divisor(cols);
+    pairs += rows / h * (cols / w) * std::min(k, h * w);
+  }
+  return pairs;
+}
+
+// Bytes of the CNN (conv kernels flattened to (out, in kh kw)) and of a GPT with int64 indices
+// (the reference's), and of the MLP with 16-bit ones, against the block rule.
+TEST_F(Algorithms, DemoBytesFollowTheBlockRuleForTheCnnAndTheGpt) {
+  const int nodes = 3;
+  const std::string cnn = R"(
+name: demo_cnn
+nodes: 3
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
+workload: {model: cnn, batch_size: 8, steps: 2, eval_every: 1000, eval_samples: 100}
+compute: {model: fixed, step_time: 10ms}
+)";
+  // By hand for the CNN (chunk 64, k 32): conv1 16 x 25: one 16 x 25 block, 32 pairs; its bias
+  // 16; conv2 32 x 400: 32 x 50 blocks, 8 x 32; bias 32; fc1 128 x 512: 64 x 64 blocks,
+  // 16 x 32; bias 128: 2 x 32; fc2 10 x 128: 10 x 64 blocks, 2 x 32; bias 10.
+  const int64_t cnn_pairs = 32 + 16 + 8 * 32 + 32 + 16 * 32 + 2 * 32 + 2 * 32 + 10;
+  {
+    const Scenario s = parse_scenario(cnn + "algorithm: {name: demo}\n", "demo_cnn");
+    EXPECT_EQ(demo_pairs(*make_model(s), 64, 32), cnn_pairs);
+    const Run d = run(s);
+    for (uint64_t b : bytes_of(d, 1)) EXPECT_EQ(b, static_cast<uint64_t>((nodes - 1) * cnn_pairs * 12));
+  }
+  {
+    // The MLP with 16-bit indices. By hand: fc1 256 x 784 is 4 x 14 blocks of 64 x 56; its bias
+    // 4 chunks of 64; fc2 128 x 256 is 2 x 4 blocks of 64 x 64; its bias 2 chunks; fc3 10 x 128
+    // two blocks of 10 x 64; its bias one chunk of 10, all of it.
+    const Scenario s = scenario(nodes, 2, "{name: demo, index: int16}");
+    const int64_t pairs = demo_pairs(*make_model(s), 64, 32);
+    EXPECT_EQ(pairs, 4 * 14 * 32 + 4 * 32 + 2 * 4 * 32 + 2 * 32 + 2 * 32 + 10);
+    for (uint64_t b : bytes_of(run(s), 1)) EXPECT_EQ(b, static_cast<uint64_t>((nodes - 1) * pairs * 6));
+  }
+  {
+    const Scenario s = parse_scenario(R"(
+name: demo_gpt
+nodes: 3
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
+workload: {model: gpt, dataset: brown, batch_size: 2, steps: 2, eval_every: 1000, eval_samples: 8,
+           gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}}
+compute: {model: fixed, step_time: 10ms}
+algorithm: {name: demo, chunk: 32, k: 16}
+)",
+                                      "demo_gpt");
+    // One node's step is enough: what it puts on the wire (the CNN above checks that the
+    // engine counts exactly that), without a whole run's final evaluation of the held-out text.
+    const Dataset text = load_dataset(s);
+    auto gpt = make_replicas(s, text);
+    auto demo = make_algorithm(s, {1, 1, 1}, {}, {{1, 2}, {0, 2}, {0, 1}});
+    const StepPlan plan = demo->local_step(0, 0, *gpt[0], text);
+    ASSERT_EQ(plan.comm.size(), 1u);
+    const int64_t pairs = demo_pairs(gpt[0]->model(), 32, 16);
+    EXPECT_EQ(plan.comm[0].buffer.numel(), 2 * pairs);
+    EXPECT_EQ(plan.comm[0].bytes_per_element, 6.0);  // an 8-byte index and a 4-byte value a pair
+  }
 }
 
 TEST_F(Algorithms, DemoWithSignMovesEveryParameterByTheLearningRate) {
@@ -284,7 +360,7 @@ TEST_F(Algorithms, OverlappedStepsAreEachComputedAndSent) {
 }
 
 // Per-node state is named tensors that a checkpoint can carry: DiLoCo's global parameters
-// (which the node adopted at its last sync) and outer momentum, DeMo's momentum.
+// (which the node adopted at its last sync) and outer momentum, DeMo's residual.
 TEST_F(Algorithms, AlgorithmStateIsNamedTensors) {
   MemoryRecorder rec;
   {
@@ -303,7 +379,7 @@ TEST_F(Algorithms, AlgorithmStateIsNamedTensors) {
   const Scenario d = scenario(2, 2, "{name: demo}");
   Engine demo(d, *data_);
   ASSERT_EQ(demo.run(rec).status, "completed");
-  EXPECT_EQ(demo.algorithm().state(1).tensors.count("momentum"), 1u);
+  EXPECT_EQ(demo.algorithm().state(1).tensors.count("delta"), 1u);
 }
 
 // With heterogeneous speeds chunks reach nodes before those enter the collective; DDP's

@@ -305,7 +305,11 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("nodes: 1\nalgorithm: {name: sparta, exchange: ring}\n", "2:37", "no topology neighbour");
   expect_rejected("nodes: 1\nalgorithm: {name: gossip}\n", "2:19", "no topology neighbour");
   expect_rejected("algorithm: {name: diloco, outer_dtype: fp4}\n", "1:40", "streaming_diloco");
-  expect_rejected("algorithm: {name: demo, chunk: 16, k: 32}\n", "1:39", "k must not exceed chunk");
+  expect_rejected("algorithm: {name: demo, chunk: 0}\n", "1:32", "out of range");
+  expect_rejected("algorithm: {name: demo, k: 0}\n", "1:28", "out of range");
+  // 16-bit in-block indices cover blocks of up to 256 x 256.
+  expect_rejected("algorithm: {name: demo, chunk: 257}\n", "1:32", "out of range");
+  expect_rejected("algorithm: {name: demo, index: int32}\n", "1:32", "not one of: int64, int16");
   // A fragment's sync must land before its next one: tau below H, blamed on whichever was given.
   expect_rejected("algorithm: {name: streaming_diloco, H: 4, tau: 4}\n", "1:48", "tau (4) must be below H (4)");
   expect_rejected("algorithm: {name: streaming_diloco, H: 1}\n", "1:40", "tau (1) must be below H (1)");

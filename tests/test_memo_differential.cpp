@@ -149,7 +149,10 @@ Generated generate(int index) {
   } else {
     const int chunk = pick<int>(rng, {8, 16, 32});
     const int k = draw(rng, 1, chunk / 4);
-    per_parameter = 2.0 * k / chunk;  // every rank's block: an index and a value per coefficient kept
+    // Every rank's pairs: k of each block of up to chunk x chunk (a bias: of chunk), an index and
+    // a value each, 12 bytes a pair; about a parameter in chunk^2 / k sends one.
+    per_parameter = 2.0 * k / (chunk * chunk);
+    wire = 6;
     share = 1;
     a << "{name: demo, chunk: " << chunk << ", k: " << k << "}";
   }

@@ -84,6 +84,7 @@ TEST(ScenarioDefaults, EachAlgorithmGetsItsOwnDefaults) {
   EXPECT_EQ(demo.chunk, 64);
   EXPECT_EQ(demo.k, 32);
   EXPECT_TRUE(demo.sign);
+  EXPECT_EQ(demo.index, DemoIndex::Int64);
   // Names on the wire are the scenario's words, and they read back.
   const auto ring = std::get<SparseExchangeOptions>(
       parse_scenario("algorithm: {name: sparta, selection: layerwise, exchange: gossip}\n", "t.yaml").algorithm.options);

@@ -1,91 +1,156 @@
-// DeMo, Decoupled Momentum (arXiv 2411.19870): each node keeps a local momentum
-// m = beta m + g, sends only the k largest DCT coefficients of each `chunk` of m (with their
-// indices; index bytes count), subtracts what it sent from m (error feedback), and applies
-// the sign of the decoded mean of everyone's coefficients as the update.
+// DeMo, Decoupled Momentum (arXiv 2411.19870), as its reference optimizer (bloc97/DeMo) does
+// it, per parameter tensor: the residual delta <- beta delta + lr g; delta is cut into blocks
+// (each dimension split by its largest divisor <= chunk; a 2-D tensor into h x w blocks, a conv
+// kernel first flattened to (out, in kh kw), a 1-D tensor into chunks), each block gets an
+// orthonormal DCT-II (2-D for 2-D blocks), and the k coefficients of largest magnitude of each
+// block travel as (index, value) pairs; what was sent leaves delta (error feedback). Every node
+// all-gathers the pairs, averages each coefficient over the nodes that sent it, inverts the
+// DCT and steps theta <- (1 - lr wd) theta - lr sign(update) (with `sign: false`, an option
+// the reference lacks: theta - update, which delta's lr already scales).
+//
+// One difference in scheduling, not in values or bytes: the reference all-gathers indices and
+// values separately for each tensor in turn; here one all-gather carries every tensor's pairs.
+#include <algorithm>
 #include <stdexcept>
 
 #include <torch/torch.h>
 
+#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/algorithms/dct.h"
-#include "training/algorithms/algorithm_settings.h"
 
 namespace testbed {
 namespace {
 
+// The largest divisor of n not above `limit` (the reference's _get_smaller_split).
+int64_t block_side(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d) {
+    if (n % d == 0) return d;
+  }
+  return 1;
+}
+
+// How one parameter tensor is cut into blocks: rows x cols as transformed (1-D: one row).
+struct Blocks {
+  int64_t offset = 0;         // in the flat parameter vector
+  int64_t rows = 1, cols = 1;  // 2-D view (conv kernels flattened to (out, in kh kw))
+  int64_t h = 1, w = 1;       // block sides
+  int64_t k = 1;              // coefficients kept per block
+  bool two_d = false;
+  int64_t count() const { return rows / h * (cols / w); }
+  int64_t pairs() const { return count() * k; }
+};
+
+// [rows, cols] -> [blocks, h w]: the 2-D DCT of each h x w block (the DCT of each w-chunk for 1-D).
+torch::Tensor encode(const torch::Tensor& x, const Blocks& b) {
+  auto blocks = x.reshape({b.rows / b.h, b.h, b.cols / b.w, b.w}).permute({0, 2, 1, 3});
+  auto c = dct(blocks);                                              // along w
+  if (b.two_d) c = dct(c.transpose(-1, -2)).transpose(-1, -2);       // along h
+  return c.reshape({b.count(), b.h * b.w});
+}
+
+torch::Tensor decode(const torch::Tensor& c, const Blocks& b) {
+  auto blocks = c.reshape({b.rows / b.h, b.cols / b.w, b.h, b.w});
+  if (b.two_d) blocks = idct(blocks.transpose(-1, -2)).transpose(-1, -2);
+  blocks = idct(blocks);
+  return blocks.permute({0, 2, 1, 3}).reshape({b.rows, b.cols});
+}
+
 class Demo : public Algorithm {
  public:
   explicit Demo(const AlgorithmSettings& s)
-      : nodes_(s.nodes),
+      : options_(std::get<DemoOptions>(s.options)),
         batch_(s.batch_size),
-        beta_(std::get<DemoOptions>(s.options).beta),
-        chunk_(std::get<DemoOptions>(s.options).chunk),
-        k_(std::get<DemoOptions>(s.options).k),
-        sign_(std::get<DemoOptions>(s.options).sign),
         lr_(s.optimizer.lr),
         weight_decay_(s.optimizer.weight_decay),
-        momentum_(s.nodes) {
-    if (chunk_ < 1 || k_ < 1 || k_ > chunk_) throw std::invalid_argument("demo: need 1 <= k <= chunk");
-  }
+        delta_(s.nodes) {}
   std::string name() const override { return "demo"; }
 
   StepPlan local_step(int node, int, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     torch::NoGradGuard no_grad;
-    const int64_t d = replica.gradients().numel();
-    const int64_t chunks = (d + chunk_ - 1) / chunk_;
-    auto& m = momentum_[node];
-    if (!m.defined()) m = torch::zeros({chunks * chunk_}, replica.gradients().options());
-    m.mul_(beta_).slice(0, 0, d).add_(replica.gradients());
-    auto coefficients = dct(m.view({chunks, chunk_}));
-    auto top = coefficients.abs().topk(k_, /*dim=*/1);
-    auto index = std::get<1>(top);
-    auto values = coefficients.gather(1, index);
-    // Error feedback: what is sent leaves the local momentum.
-    auto sent = torch::zeros_like(coefficients).scatter_(1, index, values);
-    m.sub_(idct(sent).reshape(-1));
-    // Indices below 2^24 are exact in float32, so one buffer carries both halves.
-    plan.comm.push_back(make_op(CommKind::AllGather, "dct_coefficients",
-                                torch::cat({index.to(torch::kFloat32).reshape(-1), values.reshape(-1)})));
+    if (layout_.empty()) cut(replica);
+    auto& delta = delta_[node];
+    if (!delta.defined()) delta = torch::zeros_like(replica.gradients());
+    delta.mul_(options_.beta).add_(replica.gradients(), lr_);
+    std::vector<torch::Tensor> wire;
+    for (const auto& b : layout_) {
+      auto part = delta.slice(0, b.offset, b.offset + b.rows * b.cols).view({b.rows, b.cols});
+      const auto coefficients = encode(part, b);
+      const auto index = std::get<1>(coefficients.abs().topk(b.k, /*dim=*/1, /*largest=*/true, /*sorted=*/false));
+      const auto values = coefficients.gather(1, index);
+      // Error feedback: what is sent leaves delta.
+      part.sub_(decode(torch::zeros_like(coefficients).scatter_(1, index, values), b));
+      // In-block indices (< chunk^2) are exact in float32, so one buffer carries both.
+      wire.push_back(index.to(torch::kFloat32).reshape(-1));
+      wire.push_back(values.reshape(-1));
+    }
+    CommOp op = make_op(CommKind::AllGather, "dct_coefficients", torch::cat(wire));
+    op.bytes_per_element = ((options_.index == DemoIndex::Int64 ? 8.0 : 2.0) + 4.0) / 2.0;
+    plan.comm.push_back(std::move(op));
     return plan;
   }
 
   void apply(int, int, Replica& replica, CommOp& op) override {
     torch::NoGradGuard no_grad;
     auto& params = replica.parameters();
-    const int64_t d = params.numel();
-    const int64_t chunks = (d + chunk_ - 1) / chunk_;
-    const int64_t half = chunks * k_;
-    auto mean = torch::zeros({chunks, chunk_}, params.options());
-    for (const auto& r : op.received) {
-      auto index = r.slice(0, 0, half).to(torch::kInt64).view({chunks, k_});
-      mean.scatter_add_(1, index, r.slice(0, half, 2 * half).view({chunks, k_}));
-    }
-    mean.div_(nodes_);
-    auto update = idct(mean).reshape(-1).slice(0, 0, d);
-    if (sign_) update = update.sign();
     if (weight_decay_ > 0) params.mul_(1.0 - lr_ * weight_decay_);
-    params.sub_(update, lr_);
+    int64_t at = 0;  // in each node's buffer
+    for (const auto& b : layout_) {
+      std::vector<torch::Tensor> index, values;
+      for (const auto& r : op.received) {
+        index.push_back(r.slice(0, at, at + b.pairs()).to(torch::kInt64).view({b.count(), b.k}));
+        values.push_back(r.slice(0, at + b.pairs(), at + 2 * b.pairs()).view({b.count(), b.k}));
+      }
+      at += 2 * b.pairs();
+      // Each coefficient: the mean over the nodes that sent it, not over all nodes (the
+      // reference's scatter_reduce "mean" without self; LibTorch 1.13 warns that it is beta).
+      const auto all = torch::cat(index, 1);
+      auto sum = torch::zeros({b.count(), b.h * b.w}, params.options()).scatter_add_(1, all, torch::cat(values, 1));
+      const auto senders = torch::zeros_like(sum).scatter_add_(1, all, torch::ones(all.sizes(), sum.options()));
+      const auto mean = sum.div_(senders.clamp_min_(1));
+      // delta carries lr already: without the sign, the decoded mean is the step itself.
+      const auto update = decode(mean, b).reshape(-1);
+      auto part = params.slice(0, b.offset, b.offset + update.numel());
+      if (options_.sign) part.sub_(update.sign(), lr_);
+      else part.sub_(update);
+    }
   }
 
   AlgorithmState state(int node) const override {
     AlgorithmState s;
-    if (momentum_[node].defined()) s.tensors["momentum"] = momentum_[node];
+    if (delta_[node].defined()) s.tensors["delta"] = delta_[node];
     return s;
   }
   void load_state(int node, const AlgorithmState& s) override {
-    auto m = s.tensors.find("momentum");
-    momentum_[node] = m == s.tensors.end() ? torch::Tensor() : m->second.clone();
+    auto d = s.tensors.find("delta");
+    delta_[node] = d == s.tensors.end() ? torch::Tensor() : d->second.clone();
   }
 
  private:
-  int nodes_, batch_;
-  double beta_;
-  int chunk_, k_;
-  bool sign_;
+  // The blocks of each trainable tensor, in flat order (the same on every node).
+  void cut(const Replica& replica) {
+    int64_t offset = 0;
+    for (const auto& p : trainable_parameters(replica.model())) {
+      Blocks b;
+      b.offset = offset;
+      b.two_d = p.dim() >= 2;
+      b.rows = b.two_d ? p.size(0) : 1;
+      b.cols = p.numel() / b.rows;
+      b.h = b.two_d ? block_side(b.rows, options_.chunk) : 1;
+      b.w = block_side(b.cols, options_.chunk);
+      b.k = std::clamp<int64_t>(options_.k, 1, b.h * b.w);
+      layout_.push_back(b);
+      offset += p.numel();
+    }
+  }
+
+  DemoOptions options_;
+  int batch_;
   double lr_, weight_decay_;
-  std::vector<torch::Tensor> momentum_;  // per node, padded to whole chunks
+  std::vector<Blocks> layout_;
+  std::vector<torch::Tensor> delta_;  // per node: the residual, flat like the gradients
 };
 
 }  // namespace
