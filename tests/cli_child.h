@@ -17,13 +17,11 @@
 #include <string>
 #include <vector>
 
-#include <ATen/Parallel.h>
-
 #include "sim/tools/cli.h"
 
 namespace testbed::cli_child {
 
-inline const bool kNoOpenMpThreadsBeforeFork = (at::set_num_threads(1), true);
+inline const bool kNoOpenMpThreadsBeforeFork = (one_thread_before_forks(), true);
 
 struct Options {
   std::string dir;                 // the child's working directory; empty: this one

@@ -175,6 +175,49 @@ TEST(Roofline, AddsLaunchLatencyPerKernel) {
   EXPECT_EQ(roofline(work, Roof{1e12, 1e11, 5e-6, 4}).kernels, 5 + 1 + 2 + 2);
 }
 
+// Two trainable layers on a roof of 1 TFLOP/s, 100 GB/s and 5 us a launch, worked by hand:
+// layer 0: 1e9 FLOPs a sample (compute bound), 100 weights in 2 tensors; layer 1: 1e3 FLOPs,
+// 1e6 elements in and out (memory bound), 10 weights in 1 tensor; batch 2, SGD without momentum.
+TEST(Roofline, SecondsByPassInStepOrder) {
+  const Roof roof{1e12, 1e11, 5e-6, 4};
+  LayerCost a = layer(1e9, 1, 1), b = layer(1e3, 1e6, 1e6);
+  a.weights = 100, a.tensors = 2, a.trains = true;
+  b.weights = 10, b.tensors = 1, b.trains = true;
+  const TrainingWork work{{a, b}, 2, "sgd", false};
+  const StepCost c = roofline(work, roof);
+  ASSERT_EQ(c.forward.size(), 2u);
+  ASSERT_EQ(c.backward.size(), 2u);
+  // forward: 2e9 FLOPs at 1e12, one launch; 4 x (10 + 4e6) bytes at 1e11, one launch
+  EXPECT_DOUBLE_EQ(c.forward[0], 2e9 / 1e12 + 5e-6);
+  EXPECT_DOUBLE_EQ(c.forward[1], 4 * (10 + 4e6) / 1e11 + 5e-6);
+  // layer 0: nothing trains before it, so only its weight gradient (2e9 FLOPs, 2 launches)
+  EXPECT_DOUBLE_EQ(c.backward[0], 2e9 / 1e12 + 2 * 5e-6);
+  // layer 1: input gradient (reads W, dY, X: 4 x (10 + 2e6 + 2e6)) and weight gradient
+  // (4 x (10 + 4e6)), memory bound, one launch each
+  EXPECT_DOUBLE_EQ(c.backward[1], 4 * (10 + 4e6) / 1e11 + 5e-6 + 4 * (10 + 4e6) / 1e11 + 5e-6);
+  // update: SGD reads p and g and writes p (12 bytes) and zeroes g (4) for 110 weights; 3 + 1 launches
+  EXPECT_DOUBLE_EQ(c.update, 110 * 16 / 1e11 + 4 * 5e-6);
+  EXPECT_NEAR(c.forward[0] + c.forward[1] + c.backward[0] + c.backward[1] + c.update, c.seconds(), 1e-15);
+
+  // As shares of the step, in order: forward 0, forward 1, backward 1, backward 0, update.
+  const StepShares shares = step_shares(work, c, /*by_flops=*/false);
+  const double total = c.seconds();
+  EXPECT_NEAR(shares.backward_done(1), (c.forward[0] + c.forward[1] + c.backward[1]) / total, 1e-12);
+  EXPECT_NEAR(shares.backward_end(), 1 - c.update / total, 1e-12);
+  // By FLOPs (the fixed and measured models): forward 2e9 and 2e3; backward 2e9 (weights only)
+  // and 2 x 2e3 (input and weight gradients); the update none.
+  const StepShares flops = step_shares(work, c, /*by_flops=*/true);
+  const double all = 2e9 + 2e3 + 2e9 + 4e3;
+  EXPECT_NEAR(flops.forward[0], 2e9 / all, 1e-12);
+  EXPECT_NEAR(flops.backward[1], 4e3 / all, 1e-15);
+  EXPECT_NEAR(flops.backward_done(1), (2e9 + 2e3 + 4e3) / all, 1e-12);
+  EXPECT_EQ(flops.update, 0);
+  // No FLOPs at all: the gradients exist only when the step ends.
+  const StepShares none = step_shares(TrainingWork{{layer(0, 1, 1), layer(0, 1, 1)}, 2}, StepCost{}, true);
+  EXPECT_EQ(none.backward_done(1), 0);
+  EXPECT_EQ(none.backward_end(), 1);
+}
+
 TEST(Roofline, FrozenLayersCostNoWeightGradient) {
   LayerCost l = layer(1e6, 100, 50);
   l.weights = 5000;

@@ -2,8 +2,10 @@
 // measured host time, scaled per node by a relative speed and per step by lognormal noise.
 #include "sim/core/compute_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <random>
 
@@ -43,7 +45,8 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
 StepCost roofline(const TrainingWork& work, const Roof& roof) {
   StepCost cost;
   const double B = work.batch, e = roof.bytes_per_element;
-  // One pass (one GEMM or elementwise sweep) runs at whichever limit binds.
+  // One pass (one GEMM or elementwise sweep) runs at whichever limit binds; returns its
+  // seconds, launches included.
   auto pass = [&](double flops, double bytes, int64_t kernels) {
     const double t_compute = flops / roof.flops, t_memory = bytes / roof.memory_bandwidth;
     cost.flops += flops;
@@ -54,6 +57,7 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     } else {
       cost.memory_bound += t_memory;
     }
+    return std::max(t_compute, t_memory) + static_cast<double>(kernels) * roof.launch_latency;
   };
   bool grad_flows = false;  // something earlier trains, so this layer's input needs a gradient
   double trainable = 0;
@@ -61,15 +65,17 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
   for (const auto& l : work.layers) {
     const double in = B * l.inputs, out = B * l.outputs;
     // forward: read W and X, write Y
-    pass(B * l.flops, e * (l.weights + in + out), l.kernels);
+    cost.forward.push_back(pass(B * l.flops, e * (l.weights + in + out), l.kernels));
+    cost.backward.push_back(0);
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
-      pass(g * B * l.flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
+      cost.backward.back() +=
+          pass(g * B * l.flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
     }
     // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
     if (l.trains && l.weights > 0) {
-      pass(B * l.flops, e * (l.weights + in + out), l.tensors);
+      cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.tensors);
       trainable += l.weights;
       trainable_tensors += l.tensors;
     }
@@ -77,12 +83,50 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
   }
   if (trainable > 0) {
     const double bytes = trainable * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
+    const int64_t kernels = trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
     cost.bytes += bytes;
     cost.memory_bound += bytes / roof.memory_bandwidth;
-    cost.kernels += trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
+    cost.kernels += kernels;
+    cost.update = bytes / roof.memory_bandwidth + static_cast<double>(kernels) * roof.launch_latency;
   }
   cost.launch = static_cast<double>(cost.kernels) * roof.launch_latency;
   return cost;
+}
+
+double StepShares::backward_done(int layer) const {
+  double t = 0;
+  for (double f : forward) t += f;
+  for (int l = static_cast<int>(backward.size()) - 1; l >= layer; --l) t += backward[l];
+  return t;
+}
+
+double StepShares::backward_end() const { return backward_done(0); }
+
+StepShares step_shares(const TrainingWork& work, const StepCost& roofline_cost, bool by_flops) {
+  StepShares s;
+  if (by_flops) {
+    // The roofline's FLOPs by pass (on a roof where a FLOP takes a second and bytes nothing).
+    const StepCost flops = roofline(work, Roof{1, std::numeric_limits<double>::infinity(), 0, 4});
+    s.forward = flops.forward;
+    s.backward = flops.backward;
+  } else {
+    s.forward = roofline_cost.forward;
+    s.backward = roofline_cost.backward;
+    s.update = roofline_cost.update;
+  }
+  double total = s.update;
+  for (size_t l = 0; l < s.forward.size(); ++l) total += s.forward[l] + s.backward[l];
+  if (s.forward.empty()) s.forward.push_back(0), s.backward.push_back(0);
+  if (!(total > 0)) {
+    std::fill(s.forward.begin(), s.forward.end(), 0.0);
+    std::fill(s.backward.begin(), s.backward.end(), 0.0);
+    s.backward[0] = 1;
+    s.update = 0;
+    return s;
+  }
+  for (size_t l = 0; l < s.forward.size(); ++l) s.forward[l] /= total, s.backward[l] /= total;
+  s.update /= total;
+  return s;
 }
 
 Roof compute_roof(const ComputeSection& section) {
@@ -154,6 +198,7 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
     // FLOPs are still reported (Engine::flops_per_step); they do not depend on the roof.
     cost_.flops = roofline(work, Roof{1, 1, 0, 4}).flops;
   }
+  shares_ = step_shares(work, cost_, section.model != "flops");
   if (section.model == "fixed") {
     if (!(section.step_time.s >= 0) || !std::isfinite(section.step_time.s))
       throw std::invalid_argument("compute.step_time must be a finite non-negative duration, got " +

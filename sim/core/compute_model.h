@@ -27,8 +27,30 @@ struct StepCost {
   double compute_bound = 0;  // seconds of passes limited by FLOPs
   double memory_bound = 0;   // seconds of passes limited by bandwidth (optimizer included)
   double launch = 0;         // kernels x launch latency
+  // The same seconds by pass, launches included: each layer's forward, each layer's backward
+  // (input and weight gradients), in TrainingWork::layers order, and the optimizer update.
+  std::vector<double> forward, backward;
+  double update = 0;
   double seconds() const { return compute_bound + memory_bound + launch; }
 };
+
+// Where a step's compute time goes, as shares of it that sum to 1: each layer's forward pass,
+// each layer's backward pass (indexed like the forward; run in reverse), then the optimizer
+// update. A node runs them in that order, so a layer's gradients exist from the end of its
+// backward pass on (when DDP's buckets can leave).
+struct StepShares {
+  std::vector<double> forward, backward;
+  double update = 0;
+  // Share of the step elapsed when layer `layer`'s backward pass ends.
+  double backward_done(int layer) const;
+  double backward_end() const;  // all of forward and backward
+};
+
+// The flops model's shares are the roofline's seconds by pass; the fixed and measured models
+// split the step by FLOPs (forward B x f, input gradient g x B x f, weight gradient B x f; the
+// update, which has none, takes no share). A step without FLOPs is all backward of layer 0:
+// gradients exist only when it ends.
+StepShares step_shares(const TrainingWork& work, const StepCost& roofline_cost, bool by_flops);
 
 // Bytes the optimizer moves per trainable parameter, zeroing the gradient buffer included.
 double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum);
@@ -59,12 +81,14 @@ class ComputeModel {
   bool deterministic() const;              // false for the measured model
   double flops_per_step() const { return cost_.flops; }
   const StepCost& step_cost() const { return cost_; }  // the flops model's breakdown
+  const StepShares& shares() const { return shares_; }  // a step's passes, in order
 
  private:
   double noise(int node, int step) const;
 
   ComputeSection section_;
   StepCost cost_;
+  StepShares shares_;
   int nodes_;
   uint64_t seed_;
   double base_seconds_ = 0;    // fixed and flops models

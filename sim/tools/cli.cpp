@@ -247,10 +247,9 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
 
 int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
   using namespace testbed;
-  // This process trains nothing, and its runs are forks of it: one intra-op thread keeps
-  // OpenMP from starting threads here (while validating), which a fork would not carry; each
-  // run sets its own count from its scenario.
-  at::set_num_threads(1);
+  // This process trains nothing, and its runs are forks of it (before validating, which
+  // builds models).
+  testbed::one_thread_before_forks();
   SweepOptions options;
   options.jobs = jobs;
   try {
@@ -286,6 +285,8 @@ int sweep_command(const std::string& path, int jobs, const std::string& shard, b
 }
 
 }  // namespace
+
+void testbed::one_thread_before_forks() { at::set_num_threads(1); }
 
 int testbed::run_cli(int argc, char** argv) {
   testbed::catch_fatal_errors();

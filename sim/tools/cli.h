@@ -7,4 +7,9 @@ namespace testbed {
 // 130/143 interrupted. Installs signal and std::terminate handlers: call once per process.
 int run_cli(int argc, char** argv);
 
+// For a process whose children are forks calling run_cli (a sweep, the CLI tests): LibTorch on
+// one intra-op thread, so GNU OpenMP starts no threads here (they would not survive a fork).
+// Each run sets its own count from its scenario, as the binary does.
+void one_thread_before_forks();
+
 }  // namespace testbed
