@@ -9,11 +9,13 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <wordexp.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,10 +50,7 @@ inline pid_t start(const std::vector<std::string>& args, const Options& options 
   if (!options.err.empty() && !std::freopen(options.err.c_str(), "a", stderr)) _exit(126);
   std::vector<std::string> all = {"testbed"};
   all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int code = run_cli(static_cast<int>(all.size()), argv.data());
+  const int code = run_cli(std::move(all));
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
@@ -67,6 +66,15 @@ inline int finish(pid_t pid) {
 
 inline int run(const std::vector<std::string>& args, const Options& options = {}) {
   return finish(start(args, options));
+}
+
+// A command line as the shell would split it (quotes, no command substitution).
+inline std::vector<std::string> shell_words(const std::string& line) {
+  wordexp_t words{};
+  if (wordexp(line.c_str(), &words, WRDE_NOCMD) != 0) throw std::runtime_error("cannot split: " + line);
+  std::vector<std::string> out(words.we_wordv, words.we_wordv + words.we_wordc);
+  wordfree(&words);
+  return out;
 }
 
 }  // namespace testbed::cli_child

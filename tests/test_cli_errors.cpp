@@ -1,11 +1,9 @@
 // Tests the testbed CLI on bad input: exit code 2, "file:line:col: " on stderr, no output file; validate and --help.
 #include <gtest/gtest.h>
-#include <wordexp.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,14 +53,10 @@ class Cli : public ::testing::Test {
   // (ulimit -v) when not 0.
   Result run(const std::string& args, const std::string& env = "", long address_space_kib = 0) {
     const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    wordexp_t words{};
-    if (wordexp(args.c_str(), &words, WRDE_NOCMD) != 0) throw std::runtime_error("cannot split: " + args);
-    const std::vector<std::string> argv(words.we_wordv, words.we_wordv + words.we_wordc);
-    wordfree(&words);
     testbed::cli_child::Options options{dir_.string(), out.string(), err.string(), {}, address_space_kib};
     if (!env.empty()) options.env.push_back(env);
     Result r;
-    r.code = testbed::cli_child::run(argv, options);
+    r.code = testbed::cli_child::run(testbed::cli_child::shell_words(args), options);
     r.out = read_file(out);
     r.err = read_file(err);
     fs::remove(out);

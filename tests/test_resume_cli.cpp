@@ -40,9 +40,8 @@ class ResumeCli : public ::testing::Test {
     if (!env.empty()) options.env.push_back(env);
     return cli_child::start(all, options);
   }
-  int finish(pid_t pid) { return cli_child::finish(pid); }
   int run(const std::string& out, const std::vector<std::string>& args, const std::string& env = "") {
-    return finish(start(out, args, env));
+    return cli_child::finish(start(out, args, env));
   }
   std::string log() {
     std::ifstream in(dir_ / "log.txt");
@@ -83,7 +82,7 @@ TEST_F(ResumeCli, SigkilledRunsResumeToTheSameData) {
       // The first attempts are cut early, the later ones run long enough to finish.
       std::this_thread::sleep_for(std::chrono::milliseconds(100 + 500 * attempts + rng() % 700));
       kill(pid, SIGKILL);
-      code = finish(pid);
+      code = cli_child::finish(pid);
       ASSERT_TRUE(code == 0 || code == 128 + SIGKILL) << log();
     }
     ASSERT_EQ(code, 0) << "never completed in " << attempts << " attempts\n" << log();

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <wordexp.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,7 +11,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
 #include "sim/output/report.h"
@@ -71,11 +69,7 @@ class Sweeps : public ::testing::Test {
   // function in a forked child (tests/cli_child.h); the tests that signal or kill a sweep start
   // the binary itself.
   Result cli(const std::string& args) {
-    wordexp_t words{};
-    if (wordexp(args.c_str(), &words, WRDE_NOCMD) != 0) throw std::runtime_error("cannot split: " + args);
-    const std::vector<std::string> argv(words.we_wordv, words.we_wordv + words.we_wordc);
-    wordfree(&words);
-    const int code = cli_child::run(argv, {dir_.string(), (dir_ / "stdout.txt").string(), (dir_ / "stderr.txt").string()});
+    const int code = cli_child::run(cli_child::shell_words(args), {dir_.string(), (dir_ / "stdout.txt").string(), (dir_ / "stderr.txt").string()});
     Result r{code, slurp(dir_ / "stdout.txt"), slurp(dir_ / "stderr.txt")};
     fs::remove(dir_ / "stdout.txt");
     fs::remove(dir_ / "stderr.txt");

@@ -275,18 +275,20 @@ int sweep_command(const std::string& path, int jobs, const std::string& shard, b
   }
   // Each run is a fork of this process calling the command line again (its LibTorch is loaded
   // already); see the thread count above.
-  options.child_main = [](std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    return testbed::run_cli(static_cast<int>(args.size()), argv.data());
-  };
+  options.child_main = [](std::vector<std::string> args) { return testbed::run_cli(std::move(args)); };
   return run_sweep(sweep, options, std::cerr);
 }
 
 }  // namespace
 
 void testbed::one_thread_before_forks() { at::set_num_threads(1); }
+
+int testbed::run_cli(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return run_cli(static_cast<int>(args.size()), argv.data());
+}
 
 int testbed::run_cli(int argc, char** argv) {
   testbed::catch_fatal_errors();
