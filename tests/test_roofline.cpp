@@ -200,20 +200,20 @@ TEST(Roofline, SecondsByPassInStepOrder) {
   EXPECT_NEAR(c.forward[0] + c.forward[1] + c.backward[0] + c.backward[1] + c.update, c.seconds(), 1e-15);
 
   // As shares of the step, in order: forward 0, forward 1, backward 1, backward 0, update.
-  const StepShares shares = step_shares(work, c, /*by_flops=*/false);
+  const StepShares shares = step_shares(c);
   const double total = c.seconds();
   EXPECT_NEAR(shares.backward_done(1), (c.forward[0] + c.forward[1] + c.backward[1]) / total, 1e-12);
   EXPECT_NEAR(shares.backward_end(), 1 - c.update / total, 1e-12);
   // By FLOPs (the fixed and measured models): forward 2e9 and 2e3; backward 2e9 (weights only)
   // and 2 x 2e3 (input and weight gradients); the update none.
-  const StepShares flops = step_shares(work, c, /*by_flops=*/true);
+  const StepShares flops = step_shares(roofline(work, flop_count_roof()));
   const double all = 2e9 + 2e3 + 2e9 + 4e3;
   EXPECT_NEAR(flops.forward[0], 2e9 / all, 1e-12);
   EXPECT_NEAR(flops.backward[1], 4e3 / all, 1e-15);
   EXPECT_NEAR(flops.backward_done(1), (2e9 + 2e3 + 4e3) / all, 1e-12);
   EXPECT_EQ(flops.update, 0);
   // No FLOPs at all: the gradients exist only when the step ends.
-  const StepShares none = step_shares(TrainingWork{{layer(0, 1, 1), layer(0, 1, 1)}, 2}, StepCost{}, true);
+  const StepShares none = step_shares(roofline(TrainingWork{{layer(0, 1, 1), layer(0, 1, 1)}, 2}, flop_count_roof()));
   EXPECT_EQ(none.backward_done(1), 0);
   EXPECT_EQ(none.backward_end(), 1);
 }

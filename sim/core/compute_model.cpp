@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <stdexcept>
 #include <random>
 
@@ -102,18 +101,8 @@ double StepShares::backward_done(int layer) const {
 
 double StepShares::backward_end() const { return backward_done(0); }
 
-StepShares step_shares(const TrainingWork& work, const StepCost& roofline_cost, bool by_flops) {
-  StepShares s;
-  if (by_flops) {
-    // The roofline's FLOPs by pass (on a roof where a FLOP takes a second and bytes nothing).
-    const StepCost flops = roofline(work, Roof{1, std::numeric_limits<double>::infinity(), 0, 4});
-    s.forward = flops.forward;
-    s.backward = flops.backward;
-  } else {
-    s.forward = roofline_cost.forward;
-    s.backward = roofline_cost.backward;
-    s.update = roofline_cost.update;
-  }
+StepShares step_shares(const StepCost& cost) {
+  StepShares s{cost.forward, cost.backward, cost.update};
   double total = s.update;
   for (size_t l = 0; l < s.forward.size(); ++l) total += s.forward[l] + s.backward[l];
   if (s.forward.empty()) s.forward.push_back(0), s.backward.push_back(0);
@@ -194,11 +183,13 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
   if (section.model == "flops") {
     cost_ = roofline(work, compute_roof(section));
     base_seconds_ = cost_.seconds();
+    shares_ = step_shares(cost_);
   } else {
     // FLOPs are still reported (Engine::flops_per_step); they do not depend on the roof.
-    cost_.flops = roofline(work, Roof{1, 1, 0, 4}).flops;
+    const StepCost counted = roofline(work, flop_count_roof());
+    cost_.flops = counted.flops;
+    shares_ = step_shares(counted);
   }
-  shares_ = step_shares(work, cost_, section.model != "flops");
   if (section.model == "fixed") {
     if (!(section.step_time.s >= 0) || !std::isfinite(section.step_time.s))
       throw std::invalid_argument("compute.step_time must be a finite non-negative duration, got " +

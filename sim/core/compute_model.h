@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -46,11 +47,15 @@ struct StepShares {
   double backward_end() const;  // all of forward and backward
 };
 
-// The flops model's shares are the roofline's seconds by pass; the fixed and measured models
-// split the step by FLOPs (forward B x f, input gradient g x B x f, weight gradient B x f; the
-// update, which has none, takes no share). A step without FLOPs is all backward of layer 0:
+// `cost`'s passes as shares of its step. A step that takes no time is all backward of layer 0:
 // gradients exist only when it ends.
-StepShares step_shares(const TrainingWork& work, const StepCost& roofline_cost, bool by_flops);
+StepShares step_shares(const StepCost& cost);
+
+// A roof on which a pass takes as many seconds as it has FLOPs, and bytes and launches take
+// none. The flops model's shares are its roofline's seconds by pass; the fixed and measured
+// models split the step by the roofline on this roof (forward B x f, input gradient g x B x f,
+// weight gradient B x f; the update, which has no FLOPs, takes no share).
+inline Roof flop_count_roof() { return Roof{1, std::numeric_limits<double>::infinity(), 0, 4}; }
 
 // Bytes the optimizer moves per trainable parameter, zeroing the gradient buffer included.
 double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum);
