@@ -292,7 +292,9 @@ TEST(FatalErrors, Ns3MessagesBecomeOneSentence) {
 TEST_F(Cli, AlgorithmKeysAreChecked) {
   // A key of another algorithm is blamed at the key, as any unknown key is.
   expect_rejected("algorithm:\n  name: sparta\n  H: 5\n", "3:3", "'H' is not a key of algorithm 'sparta'");
-  expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:24", "it takes none");
+  expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:24", "'p' is not a key of algorithm 'ddp'");
+  expect_rejected("algorithm: {name: ddp, bucket_mb: 0}\n", "1:35", "out of range");
+  expect_rejected("algorithm: {name: ddp, overlap: maybe}\n", "1:33", "expected true or false");
   expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: sparta, p: 1.5}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: diloco, H: 0}\n", "1:30", "out of range");

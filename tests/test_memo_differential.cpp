@@ -96,7 +96,7 @@ Generated generate(int index) {
   bool neighbour = false;
   const int which = restart ? 30 : draw(rng, 0, 99);
   if (which < 16) {
-    a << "{name: ddp}";
+    a << "{name: ddp, overlap: false}";  // buckets during backward are never memoized
   } else if (which < 22) {
     period = draw(rng, 2, 4);
     a << "{name: diloco, H: " << period << "}";

@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ResumeInProcess, ::testing::ValuesIn(kCases
 
 TEST(OpSchedule, ReadsBackToTheSameBits) {
   OpSchedule s(2);
-  s[0].push_back({0.1 + 0.2, {{0, "gradient", 1234, 4, 0, {}}, {2, "sparse", 7, 0.5, 1, {0, 3}}}});
+  s[0].push_back({0.1 + 0.2, {{0, "gradient", 1234, 4, 0, {}}, {2, "sparse", 7, 0.5, 1, {0, 3}, 5}}});
   s[0].push_back({1.0 / 3.0, {}});
   s[1].push_back({2.5e-7, {{1, "pseudo_gradient/2", 99, 2, 1000000, {1}}}});
   const OpSchedule back = decode_schedule(encode_schedule(s));
@@ -113,6 +113,8 @@ TEST(OpSchedule, ReadsBackToTheSameBits) {
   EXPECT_EQ(back[0][0].ops[1].bytes_per_element, 0.5);
   EXPECT_EQ(back[0][0].ops[1].delay, 1);
   EXPECT_EQ(back[0][0].ops[1].nodes, (std::vector<int>{0, 3}));
+  EXPECT_EQ(back[0][0].ops[1].after_gradient, 5);
+  EXPECT_EQ(back[0][0].ops[0].after_gradient, -1);
   EXPECT_EQ(back[1][0].ops[0].tag, "pseudo_gradient/2");
   EXPECT_EQ(back[1][0].ops[0].delay, 1000000);
   EXPECT_TRUE(same(back[1][0].compute_time, 2.5e-7));

@@ -8,7 +8,9 @@
 
 #include "sim/core/compute_model.h"
 #include "training/gpt.h"
+#include "training/layer_cost.h"
 #include "training/models.h"
+#include "training/replica.h"
 
 namespace testbed {
 namespace {
@@ -216,6 +218,57 @@ TEST(Roofline, SecondsByPassInStepOrder) {
   const StepShares none = step_shares(roofline(TrainingWork{{layer(0, 1, 1), layer(0, 1, 1)}, 2}, flop_count_roof()));
   EXPECT_EQ(none.backward_done(1), 0);
   EXPECT_EQ(none.backward_end(), 1);
+}
+
+// Which layer's backward pass produces each trainable tensor's gradient (when DDP's buckets
+// may leave): by hand for the CNN and the GPT's first block; for every model, each training
+// layer gets as many tensors as it says it has, holding its weights.
+std::vector<std::string> trainable_names(const Model& model) {
+  std::vector<std::string> out;
+  for (const auto& p : model.named_parameters())
+    if (p.value().requires_grad()) out.push_back(p.key());
+  return out;
+}
+
+TEST(Roofline, GradientLayersFollowTheModelsTensors) {
+  auto cnn = make_image_model("cnn", 10);
+  // conv1 (w, b), relu1, pool1, conv2 (w, b), relu2, pool2, fc1 (w, b), relu3, fc2 (w, b), loss
+  EXPECT_EQ(gradient_layers(TrainingWork{cnn->layer_costs()}, trainable_names(*cnn)),
+            (std::vector<int>{0, 0, 3, 3, 6, 6, 8, 8}));
+  EXPECT_THROW(gradient_layers(TrainingWork{cnn->layer_costs()}, {"conv3.weight"}), std::logic_error);
+  // The GPT registers ln_f and head before its blocks, and runs them after.
+  auto gpt = make_gpt(gpt_preset("tiny"));
+  const auto costs = gpt->layer_costs();
+  const auto layer_of = gradient_layers(TrainingWork{costs}, trainable_names(*gpt));
+  const auto names = trainable_names(*gpt);
+  for (size_t t = 0; t < names.size(); ++t) {
+    const std::string& layer = costs[layer_of[t]].name;
+    if (names[t] == "ln_f.weight") EXPECT_EQ(layer, "ln_f");
+    if (names[t] == "head.weight") EXPECT_EQ(layer, "head");
+    if (names[t] == "blocks.0.attn.qkv.bias") EXPECT_EQ(layer, "blocks.0.attn.qkv");
+    if (names[t] == "blocks.0.ln2.weight") EXPECT_EQ(layer, "blocks.0.ln2");
+  }
+  AdapterConfig lora;
+  lora.kind = "lora";
+  AdapterConfig lora_fa;
+  lora_fa.kind = "lora_fa";
+  for (const auto& model : {cnn, make_mlp(784, 128, 10), gpt, make_mlp(784, 128, 10, lora),
+                            make_mlp(784, 128, 10, lora_fa)}) {
+    const auto layers = model->layer_costs();
+    const auto tensors = trainable_parameters(*model);
+    const auto owner = gradient_layers(TrainingWork{layers}, trainable_names(*model));
+    std::vector<double> elements(layers.size(), 0);
+    std::vector<int> count(layers.size(), 0);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      elements[owner[t]] += static_cast<double>(tensors[t].numel());
+      ++count[owner[t]];
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      if (!layers[l].trains) continue;
+      EXPECT_EQ(count[l], layers[l].tensors) << layers[l].name;
+      EXPECT_EQ(elements[l], layers[l].weights) << layers[l].name;
+    }
+  }
 }
 
 TEST(Roofline, FrozenLayersCostNoWeightGradient) {

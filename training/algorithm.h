@@ -38,6 +38,10 @@ struct CommOp {
   // trains k more steps while it is in flight; kDueAtEnd: applied once training ends.
   int delay = 0;
   std::vector<int> nodes;  // participants in rank order; empty: every node
+  // -1: issued when the step's compute ends. i >= 0: issued during backward, as soon as the
+  // gradient of trainable tensor i (registration order) exists; the step's update then waits
+  // for every such op (DDP's buckets). Only algorithms that say issues_during_backward().
+  int after_gradient = -1;
   // Filled in by the engine when the op completes:
   std::vector<torch::Tensor> received;  // AllGather: one per participant; NeighbourExchange: one per peer
   std::vector<int> peers;               // NeighbourExchange: the neighbours `received` came from
@@ -49,7 +53,7 @@ struct CommOp {
 
 struct StepPlan {
   double loss = 0;           // the node's training loss this step
-  std::vector<CommOp> comm;  // ops issued when the step's compute ends
+  std::vector<CommOp> comm;  // ops in issue order (each when its after_gradient says)
 };
 
 // An algorithm's per-node state (outer optimizer, momentum, error feedback, copies of what
@@ -64,6 +68,10 @@ class Algorithm {
  public:
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
+  // Whether ops may set after_gradient: such steps time each layer's backward pass, and their
+  // collectives are not memoized (netmodels/phase_memo.h: a phase needs every node's entry
+  // time known ahead, and the next step's sends after the phase).
+  virtual bool issues_during_backward() const { return false; }
   // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;
   // An op the node issued at `issued_step` has completed and is due: apply it. Ops due at

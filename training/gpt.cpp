@@ -179,7 +179,7 @@ class Gpt : public Model {
     c.push_back(elementwise_cost("embed_add", 2 * T * C, T * C, 1, false));
     append_dropout(c, "embed_dropout", config_.dropout, T * C);
     for (size_t l = 0; l < block_list_.size(); ++l) {
-      block_list_[l]->append_costs(c, "block" + std::to_string(l), T, C);
+      block_list_[l]->append_costs(c, "blocks." + std::to_string(l), T, C);
     }
     c.push_back(layer_norm_cost("ln_f", ln_f_, T, C));
     head_->append_costs(c, "head", T);

@@ -1,5 +1,8 @@
-// Builders for the layer kinds every model shares.
+// Builders for the layer kinds every model shares, and which layer owns each trainable tensor.
 #include "training/layer_cost.h"
+
+#include <stdexcept>
+#include <string>
 
 namespace testbed {
 
@@ -24,6 +27,23 @@ LayerCost elementwise_cost(const std::string& name, double in, double out, int k
   c.kernels = kernels;
   c.grad_reads_input = grad_reads_input;
   return c;
+}
+
+std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std::string>& trainable_names) {
+  std::vector<int> layer_of;
+  for (const auto& name : trainable_names) {
+    int owner = -1;
+    for (size_t l = 0; l < work.layers.size(); ++l) {
+      const std::string& layer = work.layers[l].name;
+      const bool owns = name == layer || (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
+                                          name[layer.size()] == '.');
+      if (work.layers[l].trains && owns && (owner < 0 || layer.size() > work.layers[owner].name.size()))
+        owner = static_cast<int>(l);
+    }
+    if (owner < 0) throw std::logic_error("no training layer of the model's costs owns parameter '" + name + "'");
+    layer_of.push_back(owner);
+  }
+  return layer_of;
 }
 
 }  // namespace testbed

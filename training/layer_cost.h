@@ -10,7 +10,7 @@ namespace testbed {
 // compute model can apply the training dtype). Per-sample quantities scale with the batch;
 // weights are read once per batch. Plain data: no LibTorch, so sim/ can pass it on freely.
 struct LayerCost {
-  std::string name;
+  std::string name;          // the module path of its parameters, as registered ("blocks.0.attn.qkv")
   double flops = 0;          // forward FLOPs per sample (2 per multiply-add; elementwise ops count 0)
   double weights = 0;        // parameter elements: read by forward and input-gradient, written by weight-gradient
   int tensors = 0;           // parameter tensors (weight, bias, ...): one weight-gradient and one optimizer kernel each
@@ -32,6 +32,12 @@ struct TrainingWork {
   std::string optimizer = "adamw";  // adamw | adam | sgd
   bool momentum = false;            // sgd keeps a momentum buffer
 };
+
+// For each trainable parameter, by its registered name ("fc1.weight", "fc1.lora_b"), the index
+// in work.layers of the layer whose backward pass produces its gradient: the training layer
+// with the longest name that is the parameter's own or a dotted prefix of it. Throws
+// std::logic_error for a parameter no training layer owns.
+std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std::string>& trainable_names);
 
 // Builders for the common kinds, so every model describes them the same way.
 // y = x W^T + b over `rows` rows per sample (one addmm).

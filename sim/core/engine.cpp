@@ -50,8 +50,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   parameters_ = count_parameters(*eval_model_);
   std::vector<int64_t> tensor_sizes;
   for (const auto& p : trainable_parameters(*eval_model_)) tensor_sizes.push_back(p.numel());
-  compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), nodes_,
-                                            scenario.seed);
+  const TrainingWork work = training_work(scenario, *eval_model_);
+  compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
 
   evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
 
@@ -62,6 +62,12 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
   algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
+  if (algorithm_->issues_during_backward()) {
+    std::vector<std::string> names;
+    for (const auto& p : eval_model_->named_parameters())
+      if (p.value().requires_grad()) names.push_back(p.key());
+    gradient_layer_ = gradient_layers(work, names);
+  }
   state_.resize(nodes_);
   schedule_.resize(nodes_);
   summary_.model_parameters = parameters_;
@@ -164,12 +170,14 @@ void Engine::start_step(int node) {
                              " with " + std::to_string(schedule_[node].size()) + " steps recorded");
     ScheduledStep entry{s.compute_time, {}};
     for (const auto& op : plan.comm)
-      entry.ops.push_back({static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes});
+      entry.ops.push_back(
+          {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient});
     schedule_[node].push_back(std::move(entry));
   }
-  s.to_issue = std::move(plan.comm);
   s.computing = true;
+  s.update_ticks = 0;
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
+  s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
   if (!std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
@@ -187,6 +195,44 @@ void Engine::start_step(int node) {
       for (int n : nodes) compute_done(n);
     });
   }
+}
+
+// A node's step with ops that wait for a gradient (docs/compute.md): its passes run in order
+// (each layer's forward, then each layer's backward in reverse, then the update), each op
+// leaves when the backward pass of its tensor's layer ends, compute_done comes at the end of
+// backward, and the update runs once the ops due before the next step are complete.
+std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> ops) {
+  const bool any = std::any_of(ops.begin(), ops.end(), [](const CommOp& op) { return op.after_gradient >= 0; });
+  if (!any) return ops;
+  if (gradient_layer_.empty())
+    throw std::logic_error(algorithm_->name() + " issued an op during backward without saying it would");
+  auto& s = state_[node];
+  const StepShares& shares = compute_->shares();
+  const int64_t now = clock_->now_ticks();
+  // The update gets what backward leaves of the step's ticks, so that the passes add up to the
+  // step exactly, as without ops during backward.
+  s.compute_end_ticks = now + EventClock::ticks(s.compute_time * shares.backward_end());
+  s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - now);
+  std::vector<CommOp> at_end;
+  for (auto& op : ops) {
+    if (op.after_gradient >= static_cast<int>(gradient_layer_.size()))
+      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for tensor " +
+                             std::to_string(op.after_gradient) + " of " + std::to_string(gradient_layer_.size()));
+    const int64_t at =
+        op.after_gradient < 0
+            ? s.compute_end_ticks
+            : now + EventClock::ticks(s.compute_time * shares.backward_done(gradient_layer_[op.after_gradient]));
+    // Ops due when backward ends leave from compute_done, in order with the step's other ops.
+    if (at >= s.compute_end_ticks) {
+      at_end.push_back(std::move(op));
+      continue;
+    }
+    clock_->schedule_ticks(at - now, [this, node, op = std::move(op)]() mutable {
+      HostTimer timer(times_.engine);
+      issue(node, std::move(op));
+    });
+  }
+  return at_end;
 }
 
 void Engine::compute_done(int node) {
@@ -228,16 +274,43 @@ void Engine::issue(int node, CommOp op) {
   pending_row(s.step).row.bytes[node] += c.bytes_per_rank[rank];
   total_bytes_ += c.bytes_per_rank[rank];
   f.op = std::move(op);
-  const std::string tag = f.op.tag;
+  f.rank = rank;
+  // Ops issued during backward run one after another, as collectives on one communication
+  // stream do (NCCL's, a Gloo process group's): each waits for the node's previous one.
+  if (f.op.after_gradient >= 0) {
+    f.entered = std::none_of(s.in_flight.begin(), s.in_flight.end(),
+                             [](const InFlight& g) { return g.op.after_gradient >= 0 && !g.complete; });
+  }
+  const bool enter = f.entered;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
-  c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
+  if (enter) c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
+}
+
+void Engine::enter_next_queued(int node) {
+  for (auto& f : state_[node].in_flight) {
+    if (f.entered) continue;
+    f.entered = true;
+    collectives_.at({f.issued_step, f.op.tag}).run->enter(f.rank, f.work, f.arrived);
+    return;
+  }
 }
 
 void Engine::op_complete(int node, int issued_step, const std::string& tag) {
   auto& s = state_[node];
+  bool streamed = false;
   for (auto& f : s.in_flight) {
-    if (f.issued_step == issued_step && f.op.tag == tag) f.complete = true;
+    if (f.issued_step == issued_step && f.op.tag == tag) {
+      f.complete = true;
+      streamed = f.op.after_gradient >= 0;
+    }
+  }
+  // Outside the delivery callback, as the step's end below.
+  if (streamed) {
+    clock_->schedule(0, [this, node] {
+      HostTimer timer(times_.engine);
+      enter_next_queued(node);
+    });
   }
   // A fresh event, so the step ends outside the network's delivery callback. Once: other
   // ops may complete before that event runs, and advance() waits again if it must.
@@ -260,6 +333,14 @@ void Engine::advance(int node) {
     }
   }
   s.waiting = false;
+  if (s.update_ticks > 0) {  // the update of a step whose ops left during backward
+    clock_->schedule_ticks(s.update_ticks, [this, node] {
+      HostTimer timer(times_.engine);
+      advance(node);
+    });
+    s.update_ticks = 0;
+    return;
+  }
   {
     HostTimer compute_timer(times_.local_compute);
     for (auto& f : s.in_flight) {
@@ -335,7 +416,7 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
 std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
                                                const std::vector<int>& participants, const CollectivePlan& plan) {
   PhaseEntry entry;
-  entry.memoize = scenario_.network.memoize && compute_->deterministic();
+  entry.memoize = scenario_.network.memoize && compute_->deterministic() && !algorithm_->issues_during_backward();
   entry.node = node;
   entry.step = step;
   entry.op = &op;

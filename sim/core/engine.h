@@ -72,14 +72,20 @@ class Engine {
     torch::Tensor work;     // this rank's buffer in the collective
     int blocks = 1;         // of op.buffer's size in `work`
     torch::Tensor arrived;  // lossy exchanges: which elements of `work` arrived (CollectiveRun::enter)
+    int rank = 0;           // the node's rank among the op's participants
+    bool entered = true;    // false while it queues behind the node's previous op (backward's stream)
     bool complete = false;
   };
   struct NodeState {
     int step = 0;
     double compute_time = 0, loss = 0;
     bool computing = false;        // between start_step and compute_done
-    int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks)
-    std::vector<CommOp> to_issue;      // the step's ops, until its compute ends
+    int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks): the end of backward
+                                    // when the step issues ops during backward, else of the step
+    std::vector<CommOp> to_issue;      // the step's ops issued when its compute ends
+    // A step that issues ops during backward: the update's ticks, spent once its due ops are
+    // complete (0 once spent, and for every other step: their compute time includes it).
+    int64_t update_ticks = 0;
     std::vector<InFlight> in_flight;   // in issue order
     bool waiting = false;              // idle until the ops due at the next step complete
     bool finished = false;
@@ -97,9 +103,12 @@ class Engine {
   };
 
   void start_step(int node);
+  // Issues the ops that wait for a gradient at that layer's end of backward; returns the rest.
+  std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
   void compute_done(int node);
   void issue(int node, CommOp op);
   void op_complete(int node, int issued_step, const std::string& tag);
+  void enter_next_queued(int node);
   void advance(int node);
   void record_step(int node);
   void snapshot_for_eval(int node, int steps_done);
@@ -129,6 +138,7 @@ class Engine {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
   int64_t parameters_ = 0;
+  std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model (empty: unknown)
 
   // Destruction order matters: collectives use the network, the network the clock.
   std::unique_ptr<EventClock> clock_;

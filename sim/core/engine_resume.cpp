@@ -94,6 +94,7 @@ StepPlan Engine::replayed_step(int node, int step) {
     op.bytes_per_element = s.bytes_per_element;
     op.delay = s.delay;
     op.nodes = s.nodes;
+    op.after_gradient = s.after_gradient;
     plan.comm.push_back(std::move(op));
   }
   return plan;

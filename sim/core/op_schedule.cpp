@@ -1,5 +1,5 @@
 // The op schedule as text: "node step compute_time op_count" then, per op, "kind tag elements
-// bytes_per_element delay node_count nodes...".
+// bytes_per_element delay node_count nodes... after_gradient".
 #include "sim/core/op_schedule.h"
 
 #include <ios>
@@ -19,6 +19,7 @@ std::string encode_schedule(const OpSchedule& schedule) {
         out << " " << op.kind << " " << op.tag << " " << op.elements << " " << op.bytes_per_element << " " << op.delay
             << " " << op.nodes.size();
         for (int n : op.nodes) out << " " << n;
+        out << " " << op.after_gradient;
       }
       out << "\n";
     }
@@ -55,6 +56,7 @@ OpSchedule decode_schedule(const std::string& text) {
       in >> op.delay >> count;
       op.nodes.resize(count);
       for (auto& n : op.nodes) in >> n;
+      in >> op.after_gradient;
       s.ops.push_back(std::move(op));
     }
     if (!in) throw std::invalid_argument("op schedule: unreadable line '" + line + "'");

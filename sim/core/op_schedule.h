@@ -16,6 +16,7 @@ struct ScheduledOp {
   double bytes_per_element = 4;
   int delay = 0;
   std::vector<int> nodes;
+  int after_gradient = -1;
 };
 
 struct ScheduledStep {

@@ -7,25 +7,56 @@
 
 namespace testbed {
 
+namespace {
+// A bucket's op tag: its place in the step's order of all-reduces.
+std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
+}  // namespace
+
+Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const DdpOptions& options)
+    : nodes_(nodes), batch_size_(batch_size) {
+  if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, options.bucket_mb * 1024 * 1024);
+}
+
 StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
   StepPlan plan;
   plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
-  // The all-reduce sums a copy of the replica's gradient buffer; the update waits for it. A copy,
-  // not the buffer itself: an op owns its storage (algorithm.h), so a resumed run can rebuild it.
-  CommOp op;
-  op.tag = "gradient";
-  op.buffer = replica.gradients().clone();
-  plan.comm.push_back(std::move(op));
+  if (buckets_.empty()) {
+    // The all-reduce sums a copy of the replica's gradient buffer; the update waits for it. A copy,
+    // not the buffer itself: an op owns its storage (algorithm.h), so a resumed run can rebuild it.
+    CommOp op;
+    op.tag = "gradient";
+    op.buffer = replica.gradients().clone();
+    plan.comm.push_back(std::move(op));
+    return plan;
+  }
+  // One all-reduce per bucket, each issued when backward has produced its last gradient.
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    CommOp op;
+    op.tag = bucket_tag(b);
+    op.buffer = replica.gradients().narrow(0, buckets_[b].offset, buckets_[b].elements).clone();
+    op.after_gradient = buckets_[b].first_tensor;
+    plan.comm.push_back(std::move(op));
+  }
   return plan;
 }
 
 void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op) {
-  replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
-  replica.optimizer_step();
+  if (buckets_.empty()) {
+    replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
+    replica.optimizer_step();
+    return;
+  }
+  // Buckets are applied in issue order; the update follows the last (the step's optimizer
+  // step needs every gradient, as in DDP).
+  size_t b = 0;
+  while (b < buckets_.size() && bucket_tag(b) != op.tag) ++b;
+  if (b == buckets_.size()) throw std::logic_error("ddp: no bucket is tagged '" + op.tag + "'");
+  replica.gradients().narrow(0, buckets_[b].offset, buckets_[b].elements).copy_(op.buffer.div_(nodes_));
+  if (b + 1 == buckets_.size()) replica.optimizer_step();
 }
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
-  return std::make_unique<Ddp>(s.nodes, s.batch_size);
+  return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, std::get<DdpOptions>(s.options));
 }
 
 }  // namespace testbed

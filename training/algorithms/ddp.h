@@ -1,20 +1,26 @@
 // Data-parallel SGD: every step, gradients are averaged across all nodes before the update.
 #pragma once
 
+#include <vector>
+
 #include "training/algorithm.h"
+#include "training/algorithms/ddp_options.h"
+#include "training/algorithms/gradient_buckets.h"
 
 namespace testbed {
 
 class Ddp : public Algorithm {
  public:
-  Ddp(int nodes, int batch_size) : nodes_(nodes), batch_size_(batch_size) {}
+  Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const DdpOptions& options);
   std::string name() const override { return "ddp"; }
+  bool issues_during_backward() const override { return !buckets_.empty(); }
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
   void apply(int node, int issued_step, Replica& replica, CommOp& op) override;
 
  private:
   int nodes_;
   int batch_size_;
+  std::vector<GradientBucket> buckets_;  // empty without overlap: one all-reduce of the whole vector
 };
 
 }  // namespace testbed

@@ -6,7 +6,7 @@ namespace testbed {
 const std::vector<AlgorithmEntry>& algorithm_registry() {
   // {name, options with defaults, factory, parameter-sized state vectors per node, collective}
   static const std::vector<AlgorithmEntry> entries = {
-      {"ddp", NoOptions{}, make_ddp, 0},
+      {"ddp", DdpOptions{}, make_ddp, 0},
       {"lofi", NoOptions{}, make_lofi, 0},
       {"fedavg", FedAvgOptions{}, make_fedavg, 0},
       {"diloco", OuterSyncOptions{}, make_diloco, 2},

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "training/algorithms/ddp_options.h"
 #include "training/algorithms/demo_options.h"
 #include "training/algorithms/fedavg_options.h"
 #include "training/algorithms/outer_sync_options.h"
@@ -21,7 +22,7 @@ namespace testbed {
 class Algorithm;
 struct AlgorithmSettings;
 
-// ddp and lofi take no keys.
+// lofi takes no keys.
 struct NoOptions {
   template <class V> void fields(V&) {}
   bool operator==(const NoOptions&) const = default;
@@ -34,7 +35,7 @@ struct GossipOptions {
 };
 
 using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
-                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions>;
+                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
