@@ -295,6 +295,11 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("algorithm: {name: ddp, p: 0.1}\n", "1:24", "'p' is not a key of algorithm 'ddp'");
   expect_rejected("algorithm: {name: ddp, bucket_mb: 0}\n", "1:35", "out of range");
   expect_rejected("algorithm: {name: ddp, overlap: maybe}\n", "1:33", "expected true or false");
+  expect_rejected("algorithm: {name: topk, ratio: 0}\n", "1:32", "out of range (0, 1]");
+  expect_rejected("algorithm: {name: topk, ratio: 1.5}\n", "1:32", "out of range (0, 1]");
+  expect_rejected("algorithm: {name: signsgd, variant: vote}\n", "1:37", "not one of: majority, signum, ef_sign");
+  expect_rejected("algorithm: {name: signsgd, momentum: 1}\n", "1:38", "out of range");
+  expect_rejected("algorithm: {name: powersgd, rank: 0}\n", "1:35", "out of range");
   expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: sparta, p: 1.5}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: diloco, H: 0}\n", "1:30", "out of range");

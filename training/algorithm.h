@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include "training/dataset.h"
+#include "training/layer_cost.h"
 #include "training/replica.h"
 
 namespace testbed {
@@ -54,6 +55,15 @@ struct CommOp {
 struct StepPlan {
   double loss = 0;           // the node's training loss this step
   std::vector<CommOp> comm;  // ops in issue order (each when its after_gradient says)
+  ExtraWork work;            // compressing what it sends: charged to the step after backward
+};
+
+// More communication in the same step, once the ops due at its end are applied (PowerSGD's
+// second all-reduce needs the first one's result): issued after `work`, applied like the
+// step's own before the next step starts.
+struct Round {
+  std::vector<CommOp> comm;
+  ExtraWork work;
 };
 
 // An algorithm's per-node state (outer optimizer, momentum, error feedback, copies of what
@@ -72,6 +82,12 @@ class Algorithm {
   // collectives are not memoized (netmodels/phase_memo.h: a phase needs every node's entry
   // time known ahead, and the next step's sends after the phase).
   virtual bool issues_during_backward() const { return false; }
+  // Whether next_round may return ops (their collectives are not memoized either: a phase
+  // needs the node's next send to wait for its next step's compute).
+  virtual bool has_rounds() const { return false; }
+  // Called once the ops due before the next step are applied: the step's next round of ops,
+  // or none, and the step ends. Round ops have delay 0 and leave when `work` is done.
+  virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }
   // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;
   // An op the node issued at `issued_step` has completed and is due: apply it. Ops due at

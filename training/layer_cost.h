@@ -1,6 +1,7 @@
 // What one layer of a model costs per training sample, as the roofline compute model reads it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ struct TrainingWork {
   int batch = 1;
   std::string optimizer = "adamw";  // adamw | adam | sgd
   bool momentum = false;            // sgd keeps a momentum buffer
+};
+
+// Work a step does besides the model's passes (an algorithm compressing what it sends: top-k,
+// transforms, matmuls), counted as a pass is: FLOPs, bytes moved, kernels launched.
+struct ExtraWork {
+  double flops = 0, bytes = 0;
+  int64_t kernels = 0;
+  ExtraWork& operator+=(const ExtraWork& o) {
+    flops += o.flops, bytes += o.bytes, kernels += o.kernels;
+    return *this;
+  }
 };
 
 // For each trainable parameter, by its registered name ("fc1.weight", "fc1.lora_b"), the index

@@ -181,7 +181,8 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
   if (work.batch < 1) throw std::invalid_argument("compute model: batch must be >= 1");
 
   if (section.model == "flops") {
-    cost_ = roofline(work, compute_roof(section));
+    roof_ = compute_roof(section);
+    cost_ = roofline(work, roof_);
     base_seconds_ = cost_.seconds();
     shares_ = step_shares(cost_);
   } else {
@@ -259,6 +260,14 @@ double ComputeModel::noise(int node, int step) const {
 double ComputeModel::step_seconds(int node, int step, double host_seconds) const {
   const double base = measured_ ? host_seconds * section_.measured_scale : base_seconds_;
   return base / speed(node) * noise(node, step);
+}
+
+double ComputeModel::extra_seconds(int node, int step, const ExtraWork& work, double host_seconds) const {
+  if (measured_) return step_seconds(node, step, host_seconds);
+  if (section_.model != "flops") return 0;
+  const double pass = std::max(work.flops / roof_.flops, work.bytes / roof_.memory_bandwidth) +
+                      static_cast<double>(work.kernels) * roof_.launch_latency;
+  return pass / speed(node) * noise(node, step);
 }
 
 bool ComputeModel::deterministic() const { return !measured_; }

@@ -82,6 +82,10 @@ class ComputeModel {
   // Seconds of compute for node's step. host_seconds is the host time the real local step took
   // (used only by the measured model).
   double step_seconds(int node, int step, double host_seconds) const;
+  // Seconds of an algorithm's extra work in node's step: on the roof under `flops`, with the
+  // node's speed and noise; 0 under `fixed` (the step time is given); under `measured`, the
+  // host seconds it took (0 for work already inside the step's host time).
+  double extra_seconds(int node, int step, const ExtraWork& work, double host_seconds = 0) const;
   double speed(int node) const;            // relative speed factor of the node (1 = nominal)
   bool deterministic() const;              // false for the measured model
   double flops_per_step() const { return cost_.flops; }
@@ -97,6 +101,7 @@ class ComputeModel {
   int nodes_;
   uint64_t seed_;
   double base_seconds_ = 0;    // fixed and flops models
+  Roof roof_;                  // flops model
   bool measured_ = false;
   std::vector<double> speeds_;  // per node
 };

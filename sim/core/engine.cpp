@@ -163,18 +163,21 @@ void Engine::start_step(int node) {
   }
   times_.local_compute += host_seconds;
   s.loss = plan.loss;
-  s.compute_time = replaying_ ? schedule_[node][s.step].compute_time : compute_->step_seconds(node, s.step, host_seconds);
+  if (replaying_) {
+    s.compute_time = schedule_[node][s.step].compute_time;
+    s.extra_time = schedule_[node][s.step].extra_time;
+  } else {
+    s.extra_time = compute_->extra_seconds(node, s.step, plan.work);
+    s.compute_time = compute_->step_seconds(node, s.step, host_seconds) + s.extra_time;
+  }
   if (!replaying_ && !hooks_.checkpoint_dir.empty()) {
     if (schedule_[node].size() != static_cast<size_t>(s.step))
       throw std::logic_error("op schedule: node " + std::to_string(node) + " starts step " + std::to_string(s.step) +
                              " with " + std::to_string(schedule_[node].size()) + " steps recorded");
-    ScheduledStep entry{s.compute_time, {}};
-    for (const auto& op : plan.comm)
-      entry.ops.push_back(
-          {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient});
-    schedule_[node].push_back(std::move(entry));
+    schedule_[node].push_back({s.compute_time, s.extra_time, scheduled_ops(plan.comm), {}});
   }
   s.computing = true;
+  s.round = 0;
   s.update_ticks = 0;
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
@@ -211,7 +214,8 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
   const int64_t now = clock_->now_ticks();
   // The update gets what backward leaves of the step's ticks, so that the passes add up to the
   // step exactly, as without ops during backward.
-  s.compute_end_ticks = now + EventClock::ticks(s.compute_time * shares.backward_end());
+  const double passes = s.compute_time - s.extra_time;
+  s.compute_end_ticks = now + EventClock::ticks(passes * shares.backward_end() + s.extra_time);
   s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - now);
   std::vector<CommOp> at_end;
   for (auto& op : ops) {
@@ -221,7 +225,7 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     const int64_t at =
         op.after_gradient < 0
             ? s.compute_end_ticks
-            : now + EventClock::ticks(s.compute_time * shares.backward_done(gradient_layer_[op.after_gradient]));
+            : now + EventClock::ticks(passes * shares.backward_done(gradient_layer_[op.after_gradient]));
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
     if (at >= s.compute_end_ticks) {
       at_end.push_back(std::move(op));
@@ -350,6 +354,7 @@ void Engine::advance(int node) {
     }
   }
   std::erase_if(s.in_flight, [next](const InFlight& f) { return f.due_step <= next; });
+  if (algorithm_->has_rounds() && start_round(node)) return;
   record_step(node);
   s.step = next;
   if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
@@ -365,6 +370,40 @@ void Engine::advance(int node) {
     return;
   }
   clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+bool Engine::start_round(int node) {
+  auto& s = state_[node];
+  Round round;
+  double seconds = 0;
+  if (replaying_) {
+    const auto& rounds = schedule_[node][s.step].rounds;
+    if (s.round >= rounds.size()) return false;
+    round.comm = replayed_ops(rounds[s.round].ops);
+    seconds = rounds[s.round].extra_time;
+  } else {
+    double host_seconds = 0;
+    {
+      HostTimer compute_timer(host_seconds);
+      round = algorithm_->next_round(node, s.step, *replicas_[node]);
+    }
+    times_.local_compute += host_seconds;
+    if (round.comm.empty()) return false;
+    seconds = compute_->extra_seconds(node, s.step, round.work, host_seconds);
+    if (!hooks_.checkpoint_dir.empty()) schedule_[node][s.step].rounds.push_back({seconds, scheduled_ops(round.comm)});
+  }
+  for (const auto& op : round.comm) {
+    if (op.delay != 0 || op.after_gradient >= 0)
+      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must be due before the next step");
+  }
+  ++s.round;
+  s.compute_time += seconds;
+  clock_->schedule_ticks(EventClock::ticks(seconds), [this, node, ops = std::move(round.comm)]() mutable {
+    HostTimer timer(times_.engine);
+    for (auto& op : ops) issue(node, std::move(op));
+    advance(node);
+  });
+  return true;
 }
 
 Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
@@ -416,7 +455,8 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
 std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
                                                const std::vector<int>& participants, const CollectivePlan& plan) {
   PhaseEntry entry;
-  entry.memoize = scenario_.network.memoize && compute_->deterministic() && !algorithm_->issues_during_backward();
+  entry.memoize = scenario_.network.memoize && compute_->deterministic() && !algorithm_->issues_during_backward() &&
+                  !algorithm_->has_rounds();
   entry.node = node;
   entry.step = step;
   entry.op = &op;

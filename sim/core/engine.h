@@ -79,6 +79,8 @@ class Engine {
   struct NodeState {
     int step = 0;
     double compute_time = 0, loss = 0;
+    double extra_time = 0;         // of compute_time: the algorithm's extra work, after backward
+    size_t round = 0;              // of the step's communication rounds, the next to start
     bool computing = false;        // between start_step and compute_done
     int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks): the end of backward
                                     // when the step issues ops during backward, else of the step
@@ -110,6 +112,8 @@ class Engine {
   void op_complete(int node, int issued_step, const std::string& tag);
   void enter_next_queued(int node);
   void advance(int node);
+  // The step's next round of ops (Algorithm::next_round): true when one started.
+  bool start_round(int node);
   void record_step(int node);
   void snapshot_for_eval(int node, int steps_done);
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
@@ -121,6 +125,9 @@ class Engine {
   std::string save_state();
   void load_state(torch::serialize::InputArchive& archive);
   StepPlan replayed_step(int node, int step);
+  // Ops as the schedule records them (sizes, no values), and back (zero-filled buffers).
+  static std::vector<ScheduledOp> scheduled_ops(const std::vector<CommOp>& ops);
+  static std::vector<CommOp> replayed_ops(const std::vector<ScheduledOp>& ops);
   PendingRow& pending_row(int step);
   Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
   std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,

@@ -81,12 +81,17 @@ void Engine::start_replay() {
   replaying_ = true;
 }
 
-StepPlan Engine::replayed_step(int node, int step) {
-  if (static_cast<size_t>(step) >= schedule_[node].size())
-    throw std::logic_error("resume: node " + std::to_string(node) + " replays step " + std::to_string(step) +
-                           " past the saved schedule");
-  StepPlan plan;
-  for (const auto& s : schedule_[node][step].ops) {
+std::vector<ScheduledOp> Engine::scheduled_ops(const std::vector<CommOp>& ops) {
+  std::vector<ScheduledOp> out;
+  for (const auto& op : ops)
+    out.push_back(
+        {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient});
+  return out;
+}
+
+std::vector<CommOp> Engine::replayed_ops(const std::vector<ScheduledOp>& ops) {
+  std::vector<CommOp> out;
+  for (const auto& s : ops) {
     CommOp op;
     op.kind = static_cast<CommKind>(s.kind);
     op.tag = s.tag;
@@ -95,8 +100,17 @@ StepPlan Engine::replayed_step(int node, int step) {
     op.delay = s.delay;
     op.nodes = s.nodes;
     op.after_gradient = s.after_gradient;
-    plan.comm.push_back(std::move(op));
+    out.push_back(std::move(op));
   }
+  return out;
+}
+
+StepPlan Engine::replayed_step(int node, int step) {
+  if (static_cast<size_t>(step) >= schedule_[node].size())
+    throw std::logic_error("resume: node " + std::to_string(node) + " replays step " + std::to_string(step) +
+                           " past the saved schedule");
+  StepPlan plan;
+  plan.comm = replayed_ops(schedule_[node][step].ops);
   return plan;
 }
 

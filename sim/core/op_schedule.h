@@ -19,9 +19,17 @@ struct ScheduledOp {
   int after_gradient = -1;
 };
 
+// A later round of a step's communication (Algorithm::next_round), after its extra work.
+struct ScheduledRound {
+  double extra_time = 0;
+  std::vector<ScheduledOp> ops;
+};
+
 struct ScheduledStep {
   double compute_time = 0;  // modelled seconds (so `measured` compute replays exactly too)
+  double extra_time = 0;    // of it, the algorithm's extra work (compressing)
   std::vector<ScheduledOp> ops;
+  std::vector<ScheduledRound> rounds;
 };
 
 // [node][step], each node's steps in order from 0.

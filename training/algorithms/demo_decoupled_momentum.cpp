@@ -89,6 +89,7 @@ class Demo : public Algorithm {
     CommOp op = make_op(CommKind::AllGather, "dct_coefficients", torch::cat(wire));
     op.bytes_per_element = ((options_.index == DemoIndex::Int64 ? 8.0 : 2.0) + 4.0) / 2.0;
     plan.comm.push_back(std::move(op));
+    plan.work = work_;
     return plan;
   }
 
@@ -144,12 +145,23 @@ class Demo : public Algorithm {
       layout_.push_back(b);
       offset += p.numel();
     }
+    // The transforms as the reference computes them, products with h x h and w x w basis
+    // matrices: 2 h w (h + w) FLOPs a 2-D block (2 w^2 a 1-D chunk), once to encode and once
+    // to decode the own pairs and again for the mean; elementwise passes over the d entries
+    // (residual update, transforms, top-k, error feedback, sign and update: ~12 of 4 bytes).
+    for (const auto& b : layout_) {
+      const double per_block = b.two_d ? 2.0 * b.h * b.w * (b.h + b.w) : 2.0 * b.w * b.w;
+      work_.flops += 3 * per_block * static_cast<double>(b.count());
+      work_.bytes += 4.0 * 12 * static_cast<double>(b.rows * b.cols);
+      work_.kernels += 12;
+    }
   }
 
   DemoOptions options_;
   int batch_;
   double lr_, weight_decay_;
   std::vector<Blocks> layout_;
+  ExtraWork work_;  // compressing and decoding a step (the same every step)
   std::vector<torch::Tensor> delta_;  // per node: the residual, flat like the gradients
 };
 

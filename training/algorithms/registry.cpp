@@ -15,6 +15,9 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"sparta_diloco", SpartaDilocoOptions{}, make_sparta_diloco, 2},
       {"demo", DemoOptions{}, make_demo, 1, SyncCollective::AllGather},
       {"gossip", GossipOptions{}, make_gossip, 0, SyncCollective::NeighbourExchange},
+      {"topk", TopkOptions{}, make_topk, 1, SyncCollective::AllGather},
+      {"signsgd", SignOptions{}, make_signsgd, 1, SyncCollective::AllGather},
+      {"powersgd", PowerSgdOptions{}, make_powersgd, 1},
   };
   return entries;
 }

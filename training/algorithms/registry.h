@@ -15,7 +15,10 @@
 #include "training/algorithms/demo_options.h"
 #include "training/algorithms/fedavg_options.h"
 #include "training/algorithms/outer_sync_options.h"
+#include "training/algorithms/powersgd_options.h"
+#include "training/algorithms/signsgd_options.h"
 #include "training/algorithms/sparse_exchange_options.h"
+#include "training/algorithms/topk_options.h"
 
 namespace testbed {
 
@@ -35,7 +38,8 @@ struct GossipOptions {
 };
 
 using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
-                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions>;
+                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
+                                      PowerSgdOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
@@ -74,6 +78,9 @@ std::vector<std::string> algorithm_names();                     // in registry o
 
 // Each algorithm's factory, defined in the algorithm's own file.
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_topk(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_signsgd(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_powersgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);

@@ -1,0 +1,97 @@
+// Top-k sparsified SGD with error feedback (Stich et al. 2018; Shi et al.'s TopK-SGD baseline):
+// each node adds its residual to its gradient, keeps the max(1, floor(ratio n)) entries of
+// largest magnitude of each tensor, and the rest stays in the residual. Sparse vectors with
+// different supports do not all-reduce, so the (index, value) pairs are all-gathered; every
+// node sums them into one gradient, divides by N, and takes its optimizer step with it.
+#include <algorithm>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
+
+namespace testbed {
+namespace {
+
+class Topk : public Algorithm {
+ public:
+  explicit Topk(const AlgorithmSettings& s) : nodes_(s.nodes), batch_(s.batch_size), residual_(s.nodes) {
+    const double ratio = std::get<TopkOptions>(s.options).ratio;
+    int64_t offset = 0;
+    for (int64_t n : s.tensor_sizes) {
+      tensors_.push_back({offset, n, std::max<int64_t>(1, static_cast<int64_t>(std::floor(ratio * n)))});
+      offset += n;
+      pairs_ += tensors_.back().k;
+    }
+  }
+  std::string name() const override { return "topk"; }
+
+  StepPlan local_step(int node, int, Replica& replica, const Dataset& data) override {
+    StepPlan plan;
+    plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
+    torch::NoGradGuard no_grad;
+    auto& residual = residual_[node];
+    if (!residual.defined()) residual = torch::zeros_like(replica.gradients());
+    residual.add_(replica.gradients());  // the accumulated gradient, until what is sent leaves it
+    std::vector<torch::Tensor> index, values;
+    for (const auto& t : tensors_) {
+      auto part = residual.slice(0, t.offset, t.offset + t.n);
+      const auto top = std::get<1>(part.abs().topk(t.k, 0, /*largest=*/true, /*sorted=*/false));
+      values.push_back(part.index_select(0, top));
+      part.index_fill_(0, top, 0.0f);
+      index.push_back(top + t.offset);
+    }
+    // Flat indices travel as int32 (4 bytes), their bits carried in float32 slots: an
+    // all-gather copies them, it never computes with them.
+    const auto wire = torch::cat({torch::cat(index).to(torch::kInt32).view(torch::kFloat32), torch::cat(values)});
+    plan.comm.push_back(make_op(CommKind::AllGather, "topk", wire));
+    plan.work = compression_work(replica.gradients().numel());
+    return plan;
+  }
+
+  void apply(int, int, Replica& replica, CommOp& op) override {
+    torch::NoGradGuard no_grad;
+    auto sum = torch::zeros_like(replica.gradients());
+    for (const auto& r : op.received) {
+      const auto index = r.slice(0, 0, pairs_).view(torch::kInt32).to(torch::kInt64);
+      sum.index_add_(0, index, r.slice(0, pairs_, 2 * pairs_));
+    }
+    replica.gradients().copy_(sum.div_(nodes_));
+    replica.optimizer_step();
+  }
+
+  AlgorithmState state(int node) const override {
+    AlgorithmState s;
+    if (residual_[node].defined()) s.tensors["residual"] = residual_[node];
+    return s;
+  }
+  void load_state(int node, const AlgorithmState& s) override {
+    auto r = s.tensors.find("residual");
+    residual_[node] = r == s.tensors.end() ? torch::Tensor() : r->second.clone();
+  }
+
+ private:
+  // Per tensor: the residual add (read g and e, write e), |e| and the selection (read e, write
+  // |e|, read it again), zeroing the sent entries; decoding N k pairs into a zeroed vector.
+  ExtraWork compression_work(int64_t d) const {
+    ExtraWork w;
+    w.bytes = 4.0 * d * (3 + 2 + 1 + 1) + 8.0 * pairs_ * (nodes_ + 2);
+    w.kernels = static_cast<int64_t>(tensors_.size()) * 5 + 2 + nodes_;
+    return w;
+  }
+
+  struct Tensor {
+    int64_t offset, n, k;
+  };
+  int nodes_, batch_;
+  std::vector<Tensor> tensors_;
+  int64_t pairs_ = 0;
+  std::vector<torch::Tensor> residual_;  // per node, flat like the gradients
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_topk(const AlgorithmSettings& s) { return std::make_unique<Topk>(s); }
+
+}  // namespace testbed
