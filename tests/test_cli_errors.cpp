@@ -300,6 +300,7 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("algorithm: {name: signsgd, variant: vote}\n", "1:37", "not one of: majority, signum, ef_sign");
   expect_rejected("algorithm: {name: signsgd, momentum: 1}\n", "1:38", "out of range");
   expect_rejected("algorithm: {name: powersgd, rank: 0}\n", "1:35", "out of range");
+  expect_rejected("algorithm: {name: acpsgd, bucket_mb: -1}\n", "1:38", "out of range");
   expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: sparta, p: 1.5}\n", "1:30", "out of range (0, 1]");
   expect_rejected("algorithm: {name: diloco, H: 0}\n", "1:30", "out of range");

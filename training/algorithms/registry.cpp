@@ -18,6 +18,7 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"topk", TopkOptions{}, make_topk, 1, SyncCollective::AllGather},
       {"signsgd", SignOptions{}, make_signsgd, 1, SyncCollective::AllGather},
       {"powersgd", PowerSgdOptions{}, make_powersgd, 1},
+      {"acpsgd", AcpSgdOptions{}, make_acpsgd, 1},
   };
   return entries;
 }

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "training/algorithms/acpsgd_options.h"
 #include "training/algorithms/ddp_options.h"
 #include "training/algorithms/demo_options.h"
 #include "training/algorithms/fedavg_options.h"
@@ -39,7 +40,7 @@ struct GossipOptions {
 
 using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
                                       SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
-                                      PowerSgdOptions>;
+                                      PowerSgdOptions, AcpSgdOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
@@ -81,6 +82,7 @@ std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_topk(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_signsgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_powersgd(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_acpsgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);

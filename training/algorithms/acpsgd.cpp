@@ -1,0 +1,206 @@
+// ACP-SGD (Shi et al., "Evaluation and Optimization of Gradient Compression for Distributed
+// Deep Learning") as its reference code (lzhangbv/acpsgd, acpsgd.py) runs it: PowerSGD's two
+// factors take turns, one all-reduce a step. Each tensor of two or more dimensions is a matrix
+// M (shape[0] x the rest); with E its error-feedback memory:
+//   P-steps (even): Q <- QR(Q) of the last all-reduced Q, P = (M + E) Q, E = M + E - P Q^T,
+//                   P all-reduced (summed); the gradient is P Q^T / N;
+//   Q-steps (odd):  P <- QR(P) of the last all-reduced P, Q = (M + E)^T P, E likewise,
+//                   Q all-reduced; the gradient is P Q^T / N.
+// 1-D tensors travel raw in the same buffers, without memory. The factors are fused into
+// buckets in gradient-ready order (the threshold scaled by the factors' share of the gradient),
+// each all-reduced as soon as backward has produced it, as DDP's buckets are.
+#include <algorithm>
+
+#include <torch/torch.h>
+
+#include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
+#include "training/algorithms/gradient_buckets.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+namespace {
+
+// An orthonormal basis of m's columns (reduced QR; the same on every node: they factor the
+// same all-reduced matrix).
+torch::Tensor orthonormal(const torch::Tensor& m) { return std::get<0>(torch::linalg_qr(m)); }
+
+class AcpSgd : public Algorithm {
+ public:
+  explicit AcpSgd(const AlgorithmSettings& s)
+      : options_(std::get<AcpSgdOptions>(s.options)), nodes_(s.nodes), batch_(s.batch_size), seed_(s.seed), node_(s.nodes) {}
+  std::string name() const override { return "acpsgd"; }
+  bool issues_during_backward() const override { return true; }
+
+  StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
+    StepPlan plan;
+    plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
+    torch::NoGradGuard no_grad;
+    layout(replica);
+    auto& n = node_[node];
+    if (!n.memory.defined()) start(n);
+    const bool p_step = step % 2 == 0;
+    const auto& g = replica.gradients();
+    const auto& at = p_step ? p_at_ : q_at_;
+    auto wire = torch::empty({p_step ? p_size_ : q_size_});
+    n.ortho = torch::empty({p_step ? q_size_ : p_size_});  // the factor that does not travel
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      const Tensor& x = tensors_[t];
+      if (!x.matrix) {
+        wire.narrow(0, at[t], x.rows).copy_(g.narrow(0, x.offset, x.rows));
+        continue;
+      }
+      auto e = n.memory.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols});
+      const auto m = g.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols}) + e;
+      if (p_step) {
+        const auto q = orthonormal(factor(n.q, q_at_[t], x.cols, x.rank));
+        const auto p = m.matmul(q);
+        e.copy_(m - p.matmul(q.t()));
+        wire.narrow(0, at[t], x.rows * x.rank).copy_(p.reshape(-1));
+        n.ortho.narrow(0, q_at_[t], x.cols * x.rank).copy_(q.reshape(-1));
+      } else {
+        const auto p = orthonormal(factor(n.p, p_at_[t], x.rows, x.rank));
+        const auto q = m.t().matmul(p);
+        e.copy_(m - p.matmul(q.t()));
+        wire.narrow(0, at[t], x.cols * x.rank).copy_(q.reshape(-1));
+        n.ortho.narrow(0, p_at_[t], x.rows * x.rank).copy_(p.reshape(-1));
+      }
+    }
+    const auto& buckets = p_step ? p_buckets_ : q_buckets_;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      CommOp op = make_op(CommKind::AllReduce, (p_step ? "p." : "q.") + std::to_string(b),
+                          wire.narrow(0, buckets[b].offset, buckets[b].elements).clone());
+      op.after_gradient = buckets[b].first_tensor;
+      plan.comm.push_back(std::move(op));
+    }
+    plan.work = p_step ? p_work_ : q_work_;
+    return plan;
+  }
+
+  void apply(int node, int issued_step, Replica& replica, CommOp& op) override {
+    torch::NoGradGuard no_grad;
+    layout(replica);
+    auto& n = node_[node];
+    const bool p_step = issued_step % 2 == 0;
+    const auto& buckets = p_step ? p_buckets_ : q_buckets_;
+    const size_t b = std::stoul(op.tag.substr(2));
+    const GradientBucket& bucket = buckets.at(b);
+    auto& g = replica.gradients();
+    const auto& at = p_step ? p_at_ : q_at_;
+    for (int t = bucket.first_tensor; t < bucket.first_tensor + bucket.tensors; ++t) {
+      const Tensor& x = tensors_[t];
+      const auto sum = op.buffer.narrow(0, at[t] - bucket.offset, p_step ? x.rows * x.rank : x.cols * x.rank);
+      if (!x.matrix) {
+        g.narrow(0, x.offset, x.rows).copy_(op.buffer.narrow(0, at[t] - bucket.offset, x.rows) / nodes_);
+        continue;
+      }
+      // The all-reduced factor (a sum) is the next step's to orthonormalise.
+      (p_step ? n.p : n.q).narrow(0, at[t], sum.numel()).copy_(sum);
+      const auto other = factor(n.ortho, p_step ? q_at_[t] : p_at_[t], p_step ? x.cols : x.rows, x.rank);
+      const auto approx = p_step ? sum.view({x.rows, x.rank}).matmul(other.t()) : other.matmul(sum.view({x.cols, x.rank}).t());
+      g.narrow(0, x.offset, x.rows * x.cols).copy_(approx.reshape(-1) / nodes_);
+    }
+    if (b + 1 == buckets.size()) {
+      n.ortho = torch::Tensor();
+      replica.optimizer_step();
+    }
+  }
+
+  // A checkpoint can find a node between its step's buckets: the factor it kept goes too.
+  AlgorithmState state(int node) const override {
+    AlgorithmState s;
+    const Node& n = node_[node];
+    const std::pair<const char*, const torch::Tensor*> named[] = {
+        {"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}};
+    for (const auto& [name, t] : named)
+      if (t->defined()) s.tensors[name] = *t;
+    return s;
+  }
+  void load_state(int node, const AlgorithmState& s) override {
+    Node& n = node_[node];
+    const std::pair<const char*, torch::Tensor*> named[] = {
+        {"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}};
+    for (const auto& [name, t] : named) {
+      auto it = s.tensors.find(name);
+      *t = it == s.tensors.end() ? torch::Tensor() : it->second.clone();
+    }
+  }
+
+ private:
+  struct Tensor {
+    int64_t offset, rows, cols, rank;  // a vector: rows = its size, cols 1, rank 0
+    bool matrix;
+  };
+  struct Node {
+    torch::Tensor memory, p, q;  // error feedback (flat, d); the last all-reduced P and Q (sums)
+    torch::Tensor ortho;         // within a step: the orthonormalised factor that stayed home
+  };
+
+  static torch::Tensor factor(const torch::Tensor& flat, int64_t at, int64_t rows, int64_t rank) {
+    return flat.narrow(0, at, rows * rank).view({rows, rank});
+  }
+
+  void start(Node& n) {
+    n.memory = torch::zeros({d_});
+    // The reference draws P and Q with torch.randn (its example seeds the process); here one
+    // stream from the run's seed, the same on every node.
+    auto generator = at::detail::createCPUGenerator(stream_seed(seed_, "acpsgd_factors"));
+    n.p = at::normal(0.0, 1.0, {p_size_}, generator);
+    n.q = at::normal(0.0, 1.0, {q_size_}, generator);
+  }
+
+  void layout(const Replica& replica) {
+    if (!tensors_.empty()) return;
+    int64_t offset = 0;
+    std::vector<int64_t> p_sizes, q_sizes, sizes;
+    for (const auto& t : trainable_parameters(replica.model())) {
+      Tensor x{offset, t.numel(), 1, 0, t.dim() >= 2};
+      if (x.matrix) {
+        x.rows = t.size(0);
+        x.cols = t.numel() / x.rows;
+        x.rank = std::min<int64_t>({x.rows, x.cols, options_.rank});
+      }
+      p_at_.push_back(p_size_);
+      q_at_.push_back(q_size_);
+      p_sizes.push_back(x.matrix ? x.rows * x.rank : x.rows);
+      q_sizes.push_back(x.matrix ? x.cols * x.rank : x.rows);
+      p_size_ += p_sizes.back();
+      q_size_ += q_sizes.back();
+      sizes.push_back(t.numel());
+      if (x.matrix) {
+        // QR of the factor (~4 k r^2), M x factor and the local P Q^T (2 rows cols r each), and
+        // the decompression after the all-reduce (2 rows cols r).
+        const double qr = 4.0 * std::max(x.rows, x.cols) * x.rank * x.rank, product = 2.0 * x.rows * x.cols * x.rank;
+        p_work_.flops += qr + 3 * product;
+        q_work_.flops += qr + 3 * product;
+      }
+      tensors_.push_back(x);
+      offset += t.numel();
+    }
+    d_ = offset;
+    // M + E, E written, the gradient written: elementwise passes over d; the factors.
+    p_work_.bytes = 4.0 * (5 * d_ + 3 * (p_size_ + q_size_));
+    q_work_.bytes = p_work_.bytes;
+    p_work_.kernels = q_work_.kernels = 6 * static_cast<int64_t>(tensors_.size());
+    // The reference scales the fusion threshold by each factor's share of the gradient.
+    const double bytes = options_.bucket_mb * 1024 * 1024;
+    p_buckets_ = gradient_buckets(p_sizes, bytes * p_size_ / d_, bytes * p_size_ / d_);
+    q_buckets_ = gradient_buckets(q_sizes, bytes * q_size_ / d_, bytes * q_size_ / d_);
+  }
+
+  AcpSgdOptions options_;
+  int nodes_, batch_;
+  uint64_t seed_;
+  std::vector<Tensor> tensors_;
+  std::vector<int64_t> p_at_, q_at_;  // each tensor's place in the P and Q buffers
+  int64_t d_ = 0, p_size_ = 0, q_size_ = 0;
+  std::vector<GradientBucket> p_buckets_, q_buckets_;
+  ExtraWork p_work_, q_work_;
+  std::vector<Node> node_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_acpsgd(const AlgorithmSettings& s) { return std::make_unique<AcpSgd>(s); }
+
+}  // namespace testbed
