@@ -40,7 +40,7 @@ bench: build
 
 # Reduced paper reproductions end to end (sweeps, then figures and tables into figures/).
 # Finished runs are skipped, so a second `make figures` only redraws.
-FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp
+FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp compression_bandwidth
 figures: cli
 	@for s in $(FIGURE_SWEEPS); do $(BUILD)/testbed sweep scenarios/paper/$$s.yaml -j 2 || exit 1; done
 	@for s in $(FIGURE_SWEEPS); do $(PYTHON) -m analysis.figures results/paper/$$s --out figures/$$s || exit 1; done

@@ -479,6 +479,14 @@ def paper_diloco_h(tb):
 
 
 @block("full")
+def paper_compression(tb):
+    per_step = ("projected time a step", lambda r: f"{1000 * r['projected_time_s'] / r['steps_completed']:.2f} ms")
+    return sweep_table(tb, "scenarios/paper/compression_bandwidth.yaml",
+                       [per_step, ("bytes", lambda r: mb(r["total_bytes"])),
+                        ("accuracy", lambda r: f"{r['final_accuracy']:.4f}")], run_label)
+
+
+@block("full")
 def paper_bandwidth_latency(tb):
     return sweep_table(tb, "scenarios/paper/bandwidth_latency.yaml", SUMMARY, run_label)
 

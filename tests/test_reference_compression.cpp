@@ -12,6 +12,7 @@
 #include "sim/config/workload.h"
 #include "sim/core/engine.h"
 #include "tests/engine_run.h"
+#include "tests/reference_scenario.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -21,30 +22,33 @@ namespace {
 // Node-order sums on both sides; what is left is AdamW's and the transforms' rounding.
 constexpr double kTolerance = 1e-6;
 
-// The synthetic teacher task on 16-64-32-4 (d = 3300 in six tensors: 1024, 64, 2048, 32, 128, 4).
 Scenario scenario(int nodes, int steps, const std::string& optimizer, const std::string& algorithm,
                   const std::vector<std::string>& sets = {}) {
-  return parse_scenario(R"(
-name: compression
-seed: 13
-nodes: )" + std::to_string(nodes) + R"(
-threads: 1
-topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
-workload:
-  model: mlp
-  dataset: synthetic
-  synthetic: {inputs: 16, outputs: 4, hidden: 32, train_samples: 2000, test_samples: 200}
-  batch_size: 32
-  steps: )" + std::to_string(steps) + R"(
-  eval_every: 1000
-  eval_samples: 100
-optimizer: )" + optimizer + R"(
-compute: {model: fixed, step_time: 10ms}
-algorithm: )" + algorithm + "\n",
-                        "compression", sets);
+  return reference_scenario(13, nodes, steps, "{kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}", optimizer,
+                            algorithm, sets);
 }
 constexpr int64_t kD = 3300;
 const std::vector<int64_t> kSizes = {1024, 64, 2048, 32, 128, 4};
+
+// The engine's run of `s`: every node's parameters and records, and the largest difference of
+// its algorithm's state tensor `key` from the reference's.
+struct EngineSide {
+  std::vector<torch::Tensor> params;
+  MemoryRecorder record;
+  double state_diff = 0;
+};
+EngineSide engine_side(const Scenario& s, const Dataset& data, const std::string& key,
+                       const std::vector<torch::Tensor>& expected) {
+  EngineSide out;
+  Engine engine(s, data);
+  EXPECT_EQ(engine.run(out.record).status, "completed");
+  for (int i = 0; i < s.nodes; ++i) {
+    out.params.push_back(engine.replicas()[i]->parameters());
+    out.state_diff = std::max(
+        out.state_diff, (engine.algorithm().state(i).tensors.at(key) - expected[i]).abs().max().item<double>());
+  }
+  return out;
+}
 
 class Compression : public ::testing::Test {
  protected:
@@ -108,21 +112,12 @@ TEST_P(TopkReference, MatchesTheEngineNodeByNode) {
       r->optimizer_step();
     }
   }
-  MemoryRecorder record;
-  Engine engine(s, *data_);
-  ASSERT_EQ(engine.run(record).status, "completed");
-  std::vector<torch::Tensor> params;
-  double residual_diff = 0;
-  for (int i = 0; i < c.nodes; ++i) {
-    params.push_back(engine.replicas()[i]->parameters());
-    residual_diff = std::max(
-        residual_diff, (engine.algorithm().state(i).tensors.at("residual") - residual[i]).abs().max().item<double>());
-  }
-  EXPECT_LT(worst(params, ref), kTolerance);
-  EXPECT_LT(residual_diff, kTolerance);
+  const EngineSide run = engine_side(s, *data_, "residual", residual);
+  EXPECT_LT(worst(run.params, ref), kTolerance);
+  EXPECT_LT(run.state_diff, kTolerance);
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, *data_)[0]->parameters()).abs().max().item<double>(), 1e-4);
   // Each node sends its pairs to N - 1 others (ring all-gather): 4-byte index and 4-byte value.
-  for (const auto& row : record.train_rows)
+  for (const auto& row : run.record.train_rows)
     for (uint64_t b : row.bytes) EXPECT_EQ(b, static_cast<uint64_t>((c.nodes - 1) * pairs * 8));
 }
 
@@ -317,20 +312,11 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
       r->optimizer_step();
     }
   }
-  MemoryRecorder record;
-  Engine engine(s, *data_);
-  ASSERT_EQ(engine.run(record).status, "completed");
-  std::vector<torch::Tensor> params;
-  double memory_diff = 0;
-  for (int i = 0; i < c.nodes; ++i) {
-    params.push_back(engine.replicas()[i]->parameters());
-    memory_diff = std::max(
-        memory_diff, (engine.algorithm().state(i).tensors.at("memory") - memory[i]).abs().max().item<double>());
-  }
+  const EngineSide run = engine_side(s, *data_, "memory", memory);
   // QR against Gram-Schmidt and sums in another order: a few float32 ulps of the factors,
   // which AdamW's division by sqrt(v) magnifies on small gradients.
-  EXPECT_LT(worst(params, ref), 1e-5);
-  EXPECT_LT(memory_diff, 1e-5);
+  EXPECT_LT(worst(run.params, ref), 1e-5);
+  EXPECT_LT(run.state_diff, 1e-5);
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, *data_)[0]->parameters()).abs().max().item<double>(), 1e-4);
   EXPECT_GT(memory[0].abs().max().item<double>(), 1e-3);  // the approximation really drops something
   // Bytes of a compressed step: P (rows r), the 1-D tensors (100) and Q (cols r) each all-reduced:
@@ -342,7 +328,7 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
     p_size += p.rows * r;
     q_elements += p.cols * r;
   }
-  for (const auto& row : record.train_rows) {
+  for (const auto& row : run.record.train_rows) {
     uint64_t total = 0;
     for (uint64_t b : row.bytes) total += b;
     const int64_t elements = row.step < c.start_iter ? kD : p_size + 100 + q_elements;
@@ -450,22 +436,13 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
       r->optimizer_step();
     }
   }
-  MemoryRecorder record;
-  Engine engine(s, data);
-  ASSERT_EQ(engine.run(record).status, "completed");
-  std::vector<torch::Tensor> params;
-  double memory_diff = 0;
-  for (int i = 0; i < c.nodes; ++i) {
-    params.push_back(engine.replicas()[i]->parameters());
-    memory_diff = std::max(
-        memory_diff, (engine.algorithm().state(i).tensors.at("memory") - memory[i]).abs().max().item<double>());
-  }
-  EXPECT_LT(worst(params, ref), 1e-5);
-  EXPECT_LT(memory_diff, 1e-5);
+  const EngineSide run = engine_side(s, data, "memory", memory);
+  EXPECT_LT(worst(run.params, ref), 1e-5);
+  EXPECT_LT(run.state_diff, 1e-5);
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, data)[0]->parameters()).abs().max().item<double>(), 1e-4);
   EXPECT_GT(memory[0].abs().max().item<double>(), 1e-3);
   // One all-reduce a step, of P's (even steps) or Q's (odd) factors and the 100 1-D entries.
-  for (const auto& row : record.train_rows) {
+  for (const auto& row : run.record.train_rows) {
     uint64_t total = 0;
     for (uint64_t b : row.bytes) total += b;
     EXPECT_EQ(total, static_cast<uint64_t>(2 * (c.nodes - 1) * 4 * (row.step % 2 == 0 ? p_total : q_total)))

@@ -16,6 +16,7 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "tests/engine_run.h"
+#include "tests/reference_scenario.h"
 #include "topologies/builders.h"
 #include "topologies/routing.h"
 #include "training/algorithms/common.h"
@@ -44,28 +45,9 @@ std::string topology_yaml(const std::string& kind) {
   return "{kind: " + kind + ", " + kLink + "}";
 }
 
-// The synthetic teacher task on make_mlp(16, 32, 4), i.e. 16-64-32-4 (d = 3300 in six
-// tensors: 1024, 64, 2048, 32, 128, 4), so a dozen steps of every node take well under a second.
 Scenario scenario(int nodes, int steps, const std::string& topology, const std::string& optimizer,
                   const std::string& algorithm) {
-  return parse_scenario(R"(
-name: reference
-seed: 11
-nodes: )" + std::to_string(nodes) + R"(
-threads: 1
-topology: )" + topology_yaml(topology) + R"(
-workload:
-  model: mlp
-  dataset: synthetic
-  synthetic: {inputs: 16, outputs: 4, hidden: 32, train_samples: 2000, test_samples: 200}
-  batch_size: 32
-  steps: )" + std::to_string(steps) + R"(
-  eval_every: 1000
-  eval_samples: 100
-optimizer: )" + optimizer + R"(
-compute: {model: fixed, step_time: 10ms}
-algorithm: )" + algorithm + "\n",
-                        "reference");
+  return reference_scenario(11, nodes, steps, topology_yaml(topology), optimizer, algorithm);
 }
 
 constexpr const char* kAdamW = "{name: adamw}";  // the defaults: lr 1e-3, weight_decay 0.01

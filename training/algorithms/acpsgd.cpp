@@ -110,20 +110,12 @@ class AcpSgd : public Algorithm {
   AlgorithmState state(int node) const override {
     AlgorithmState s;
     const Node& n = node_[node];
-    const std::pair<const char*, const torch::Tensor*> named[] = {
-        {"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}};
-    for (const auto& [name, t] : named)
-      if (t->defined()) s.tensors[name] = *t;
+    put_tensors(s, {{"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}});
     return s;
   }
   void load_state(int node, const AlgorithmState& s) override {
     Node& n = node_[node];
-    const std::pair<const char*, torch::Tensor*> named[] = {
-        {"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}};
-    for (const auto& [name, t] : named) {
-      auto it = s.tensors.find(name);
-      *t = it == s.tensors.end() ? torch::Tensor() : it->second.clone();
-    }
+    take_tensors(s, {{"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}});
   }
 
  private:

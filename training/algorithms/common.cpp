@@ -64,6 +64,18 @@ torch::Tensor seeded_indices(int64_t n, int64_t count, uint64_t seed) {
   return torch::tensor(chosen, torch::kInt64);
 }
 
+void put_tensors(AlgorithmState& state, std::initializer_list<std::pair<const char*, const torch::Tensor*>> named) {
+  for (const auto& [name, t] : named)
+    if (t->defined()) state.tensors[name] = *t;
+}
+
+void take_tensors(const AlgorithmState& state, std::initializer_list<std::pair<const char*, torch::Tensor*>> named) {
+  for (const auto& [name, t] : named) {
+    auto it = state.tensors.find(name);
+    *t = it == state.tensors.end() ? torch::Tensor() : it->second.clone();
+  }
+}
+
 CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay) {
   CommOp op;
   op.kind = kind;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,11 @@ torch::Tensor to_wire(const torch::Tensor& x, WireFormat format);
 // `count` distinct indices of 0..n-1, sorted, drawn from `seed` alone, so every node that
 // asks with the same seed gets the same indices and none need to travel.
 torch::Tensor seeded_indices(int64_t n, int64_t count, uint64_t seed);
+
+// Per-node tensors by name into an algorithm's state (undefined ones left out), and back out of
+// it (as copies; a name the state lacks leaves the tensor undefined).
+void put_tensors(AlgorithmState& state, std::initializer_list<std::pair<const char*, const torch::Tensor*>> named);
+void take_tensors(const AlgorithmState& state, std::initializer_list<std::pair<const char*, torch::Tensor*>> named);
 
 // An op over the given tensor with a tag; the rest defaulted.
 CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay = 0);

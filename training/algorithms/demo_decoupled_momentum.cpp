@@ -121,13 +121,10 @@ class Demo : public Algorithm {
 
   AlgorithmState state(int node) const override {
     AlgorithmState s;
-    if (delta_[node].defined()) s.tensors["delta"] = delta_[node];
+    put_tensors(s, {{"delta", &delta_[node]}});
     return s;
   }
-  void load_state(int node, const AlgorithmState& s) override {
-    auto d = s.tensors.find("delta");
-    delta_[node] = d == s.tensors.end() ? torch::Tensor() : d->second.clone();
-  }
+  void load_state(int node, const AlgorithmState& s) override { take_tensors(s, {{"delta", &delta_[node]}}); }
 
  private:
   // The blocks of each trainable tensor, in flat order (the same on every node).

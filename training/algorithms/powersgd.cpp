@@ -118,21 +118,13 @@ class PowerSgd : public Algorithm {
   AlgorithmState state(int node) const override {
     AlgorithmState s;
     const Node& n = node_[node];
-    const std::pair<const char*, const torch::Tensor*> named[] = {
-        {"memory", &n.memory}, {"q", &n.q}, {"m", &n.m}, {"p", &n.p}, {"vectors", &n.vectors}};
-    for (const auto& [name, t] : named)
-      if (t->defined()) s.tensors[name] = *t;
+    put_tensors(s, {{"memory", &n.memory}, {"q", &n.q}, {"m", &n.m}, {"p", &n.p}, {"vectors", &n.vectors}});
     s.counters["awaiting_q"] = n.awaiting_q;
     return s;
   }
   void load_state(int node, const AlgorithmState& s) override {
     Node& n = node_[node];
-    const std::pair<const char*, torch::Tensor*> named[] = {
-        {"memory", &n.memory}, {"q", &n.q}, {"m", &n.m}, {"p", &n.p}, {"vectors", &n.vectors}};
-    for (const auto& [name, t] : named) {
-      auto it = s.tensors.find(name);
-      *t = it == s.tensors.end() ? torch::Tensor() : it->second.clone();
-    }
+    take_tensors(s, {{"memory", &n.memory}, {"q", &n.q}, {"m", &n.m}, {"p", &n.p}, {"vectors", &n.vectors}});
     auto waiting = s.counters.find("awaiting_q");
     n.awaiting_q = waiting != s.counters.end() && waiting->second != 0;
   }

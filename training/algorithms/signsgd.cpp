@@ -106,13 +106,10 @@ class SignSgd : public Algorithm {
 
   AlgorithmState state(int node) const override {
     AlgorithmState s;
-    if (memory_[node].defined()) s.tensors["memory"] = memory_[node];
+    put_tensors(s, {{"memory", &memory_[node]}});
     return s;
   }
-  void load_state(int node, const AlgorithmState& s) override {
-    auto m = s.tensors.find("memory");
-    memory_[node] = m == s.tensors.end() ? torch::Tensor() : m->second.clone();
-  }
+  void load_state(int node, const AlgorithmState& s) override { take_tensors(s, {{"memory", &memory_[node]}}); }
 
  private:
   SignOptions options_;

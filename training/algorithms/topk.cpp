@@ -63,13 +63,10 @@ class Topk : public Algorithm {
 
   AlgorithmState state(int node) const override {
     AlgorithmState s;
-    if (residual_[node].defined()) s.tensors["residual"] = residual_[node];
+    put_tensors(s, {{"residual", &residual_[node]}});
     return s;
   }
-  void load_state(int node, const AlgorithmState& s) override {
-    auto r = s.tensors.find("residual");
-    residual_[node] = r == s.tensors.end() ? torch::Tensor() : r->second.clone();
-  }
+  void load_state(int node, const AlgorithmState& s) override { take_tensors(s, {{"residual", &residual_[node]}}); }
 
  private:
   // Per tensor: the residual add (read g and e, write e), |e| and the selection (read e, write
