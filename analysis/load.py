@@ -224,6 +224,10 @@ def load_sweep(directory):
         raise LoadError(f"{directory}: no .h5 result files")
     if swept is None:
         swept = _differing_keys(runs)
+    elif len(runs) > 1:
+        # A grid key given one value is an override for every run, not a factor: it tells no
+        # runs apart, so it stays out of their labels.
+        swept = [k for k in swept if len({repr(r.params.get(k)) for r in runs}) > 1]
     for run in runs:
         for k in swept:
             run.params.setdefault(k, run.flat.get(k))

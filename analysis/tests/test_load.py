@@ -51,6 +51,17 @@ def test_sweep_manifest_gives_swept_keys_and_resolved_values(tmp_path):
     assert [r.label for r in sweep.runs] == ["bandwidth=1 Gbps", "bandwidth=100 Mbps"]
 
 
+def test_grid_key_with_one_value_is_no_factor(tmp_path):
+    write_run(tmp_path / "r0.h5", name="bw_0", bandwidth="1e+08", latency=0.001)
+    write_run(tmp_path / "r1.h5", name="bw_1", bandwidth="1e+09", latency=0.001)
+    (tmp_path / "sweep.csv").write_text(
+        "run,topology.link.bandwidth,topology.link.latency,status\n"
+        "r0,100Mbps,1ms,completed\nr1,1Gbps,1ms,completed\n")
+    sweep = load_sweep(str(tmp_path))
+    assert sweep.swept == ["topology.link.bandwidth"]
+    assert [r.label for r in sweep.runs] == ["bandwidth=100 Mbps", "bandwidth=1 Gbps"]
+
+
 def test_manifest_row_without_file_is_skipped_and_stray_files_kept(tmp_path):
     write_run(tmp_path / "r0.h5", name="a")
     write_run(tmp_path / "extra.h5", name="b", algorithm="lofi")
