@@ -481,9 +481,11 @@ def paper_diloco_h(tb):
 @block("full")
 def paper_compression(tb):
     per_step = ("projected time a step", lambda r: f"{1000 * r['projected_time_s'] / r['steps_completed']:.2f} ms")
+    # Only the two factors: the grid's other keys hold one value each.
     return sweep_table(tb, "scenarios/paper/compression_bandwidth.yaml",
                        [per_step, ("bytes", lambda r: mb(r["total_bytes"])),
-                        ("accuracy", lambda r: f"{r['final_accuracy']:.4f}")], run_label)
+                        ("accuracy", lambda r: f"{r['final_accuracy']:.4f}")],
+                       lambda row: f"`{', '.join(row['algorithm'].splitlines())}`, {row['topology.link.bandwidth']}")
 
 
 @block("full")
