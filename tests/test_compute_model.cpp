@@ -63,6 +63,30 @@ TEST(ComputeModel, FlopsExplicitPeakOverridesPreset) {
   EXPECT_NO_THROW(ComputeModel(c, 5e12, 1, 1));
 }
 
+// An algorithm's extra work (compressing) is a pass on the same roof: max(FLOPs / peak,
+// bytes / bandwidth) + kernels x launch, at the node's speed; none under fixed; the host
+// seconds it took under measured.
+TEST(ComputeModel, ExtraWorkIsAPassOnTheRoof) {
+  ComputeSection c;
+  c.model = "flops";
+  c.peak_flops = 1e12;
+  c.mfu = 0.5;
+  c.memory_bandwidth = Bandwidth{1.6e12};  // bits/s: 2e11 bytes/s
+  c.launch_latency = Duration{4e-6};
+  c.speeds = {1.0, 0.5};
+  ComputeModel m(c, 1e9, 2, 1);
+  ExtraWork compute_bound{3e9, 1e9, 10};  // 3e9 / 5e11 = 6 ms against 1e9 / 2e11 = 5 ms
+  EXPECT_DOUBLE_EQ(m.extra_seconds(0, 3, compute_bound), 6e-3 + 10 * 4e-6);
+  EXPECT_DOUBLE_EQ(m.extra_seconds(1, 3, compute_bound), (6e-3 + 10 * 4e-6) / 0.5);
+  ExtraWork memory_bound{1e9, 4e9, 0};  // 2 ms against 20 ms
+  EXPECT_DOUBLE_EQ(m.extra_seconds(0, 0, memory_bound), 20e-3);
+  c.model = "fixed";
+  EXPECT_EQ(ComputeModel(c, 1e9, 2, 1).extra_seconds(0, 0, compute_bound, 0.7), 0.0);
+  c.model = "measured";
+  c.measured_scale = 2;
+  EXPECT_DOUBLE_EQ(ComputeModel(c, 1e9, 2, 1).extra_seconds(1, 0, compute_bound, 0.1), 0.1 * 2 / 0.5);
+}
+
 TEST(ComputeModel, MeasuredScalesHostSeconds) {
   ComputeSection c;
   c.model = "measured";

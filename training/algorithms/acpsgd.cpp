@@ -89,11 +89,11 @@ class AcpSgd : public Algorithm {
     const auto& at = p_step ? p_at_ : q_at_;
     for (int t = bucket.first_tensor; t < bucket.first_tensor + bucket.tensors; ++t) {
       const Tensor& x = tensors_[t];
-      const auto sum = op.buffer.narrow(0, at[t] - bucket.offset, p_step ? x.rows * x.rank : x.cols * x.rank);
       if (!x.matrix) {
         g.narrow(0, x.offset, x.rows).copy_(op.buffer.narrow(0, at[t] - bucket.offset, x.rows) / nodes_);
         continue;
       }
+      const auto sum = op.buffer.narrow(0, at[t] - bucket.offset, p_step ? x.rows * x.rank : x.cols * x.rank);
       // The all-reduced factor (a sum) is the next step's to orthonormalise.
       (p_step ? n.p : n.q).narrow(0, at[t], sum.numel()).copy_(sum);
       const auto other = factor(n.ortho, p_step ? q_at_[t] : p_at_[t], p_step ? x.cols : x.rows, x.rank);
