@@ -39,6 +39,8 @@ const std::vector<Case> kCases = {
     {"demo", {"algorithm={name: demo}"}, 9, 9},
     {"powersgd_rounds", {"algorithm={name: powersgd, start_iter: 3}"}, 5, 15},
     {"acpsgd", {"algorithm={name: acpsgd}"}, 5, 15},
+    // One group per layer: cut while the next forward waits at its gates for the all-gathers.
+    {"dear_gates", {"algorithm={name: dear, bucket_mb: 0.001}"}, 5, 15},
     {"gossip_udp_loss", {"algorithm={name: gossip}", "network.transport=udp", "topology.link.loss=0.02"}, 8, 16},
     {"fedavg_fraction", {"algorithm={name: fedavg, H: 3, fraction: 0.5}"}, 7, 28},
     // Dropout draws from LibTorch's global generator, which the checkpoint must carry too.

@@ -2,6 +2,7 @@
 // correctly in any delivery order, and send exactly the bytes its formula says.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <random>
@@ -30,14 +31,12 @@ void land(std::vector<std::vector<double>>& data, const CollectiveMessage& msg, 
   }
 }
 
-// Executes `plan` on per-rank vectors (rank r starts with value r*1000 + i at
-// element i). Messages run in a topological order of `after`; each snapshots
-// the sender's chunk when it is sent and is applied when it arrives. Sends are
-// done in rounds (all ready messages snapshot, then all apply) to model
-// concurrency, which also catches plans that read a chunk before it is final.
-std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::vector<int64_t>& sizes) {
-  auto data = start_values(plan, sizes);
-
+// Executes `plan` on per-rank vectors `data`. Messages run in a topological order
+// of `after`; each snapshots the sender's chunk when it is sent and is applied
+// when it arrives. Sends are done in rounds (all ready messages snapshot, then
+// all apply) to model concurrency, which also catches plans that read a chunk
+// before it is final.
+std::vector<std::vector<double>> execute_on(const CollectivePlan& plan, std::vector<std::vector<double>> data) {
   const size_t m = plan.messages.size();
   std::vector<bool> done(m, false);
   size_t completed = 0;
@@ -61,6 +60,11 @@ std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::
     }
   }
   return data;
+}
+
+// execute_on with rank r starting with value r*1000 + i at element i.
+std::vector<std::vector<double>> execute(const CollectivePlan& plan, const std::vector<int64_t>& sizes) {
+  return execute_on(plan, start_values(plan, sizes));
 }
 
 void check_all_reduce(int p, int64_t n, int elem_bytes) {
@@ -400,6 +404,213 @@ TEST(AllGatherAlgorithms, DirectAndSlicedRingGatherEveryBlock) {
       for (uint64_t b : bytes_sent_per_rank(plan)) EXPECT_EQ(b, static_cast<uint64_t>((p - 1) * k * 4));
     }
   }
+}
+
+// Reduce-scatter of p blocks of `block` values: block r of rank r must end as the sum over
+// ranks q of q*1000 + i (start_values), 1000 p(p-1)/2 + p i, exactly (whole numbers).
+void check_reduce_scatter_sums(const CollectivePlan& plan, int p, int64_t block) {
+  const std::vector<int64_t> sizes(p, p * block);
+  for (unsigned seed = 0; seed < 4; ++seed) {
+    const auto data = seed == 0 ? execute(plan, sizes) : execute_shuffled(plan, sizes, seed);
+    for (int r = 0; r < p; ++r)
+      for (int64_t i = r * block; i < (r + 1) * block; ++i)
+        ASSERT_EQ(data[r][i], 1000.0 * p * (p - 1) / 2 + static_cast<double>(p) * i)
+            << "seed " << seed << " rank " << r << " element " << i;
+  }
+}
+
+TEST(RingReduceScatter, RankREndsWithTheSumOfBlockR) {
+  const int64_t block = 6;
+  for (int p : {2, 3, 4, 5})
+    for (int slices : {1, 3}) {
+      SCOPED_TRACE("p=" + std::to_string(p) + " slices=" + std::to_string(slices));
+      const auto plan = ring_reduce_scatter(p, p * block, 4, slices);
+      ASSERT_EQ(plan.ranks, p);
+      EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p * (p - 1) * slices));
+      check_reduce_scatter_sums(plan, p, block);
+      // (p-1)/p of the buffer leaves each rank: p-1 blocks.
+      EXPECT_EQ(bytes_sent_per_rank(plan), std::vector<uint64_t>(p, static_cast<uint64_t>((p - 1) * block * 4)));
+      for (const auto& m : plan.messages) {
+        EXPECT_EQ(m.dst, (m.src + 1) % p);
+        EXPECT_EQ(m.op, ChunkOp::Reduce);
+        EXPECT_EQ(m.dst_offset, m.offset);
+      }
+      std::vector<int> seen(plan.messages.size(), 0);
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(plan.inbox[r].size(), static_cast<size_t>((p - 1) * slices));
+        for (int i : plan.inbox[r]) {
+          EXPECT_EQ(plan.messages.at(i).dst, r);
+          ++seen[i];
+        }
+      }
+      for (int s : seen) EXPECT_EQ(s, 1);
+    }
+  // Half-byte elements: 5 blocks of 6 values, 3 bytes a block.
+  EXPECT_EQ(bytes_sent_per_rank(ring_reduce_scatter(5, 30, 0.5)), std::vector<uint64_t>(5, 4 * 3));
+}
+
+// One message as the tests below write plans out by hand.
+struct HandMessage {
+  int src, dst;
+  int64_t offset, count;
+  std::vector<int> after;
+};
+
+void expect_plan(const CollectivePlan& plan, const std::vector<HandMessage>& expected) {
+  ASSERT_EQ(plan.messages.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE("message " + std::to_string(i));
+    const auto& m = plan.messages[i];
+    EXPECT_EQ(m.src, expected[i].src);
+    EXPECT_EQ(m.dst, expected[i].dst);
+    EXPECT_EQ(m.offset, expected[i].offset);
+    EXPECT_EQ(m.dst_offset, expected[i].offset);
+    EXPECT_EQ(m.count, expected[i].count);
+    EXPECT_EQ(m.after, expected[i].after);
+    EXPECT_EQ(m.op, ChunkOp::Reduce);
+  }
+}
+
+TEST(RingReduceScatter, ThreeRanksByHand) {
+  // Blocks of 2: block 0 at 0, 1 at 2, 2 at 4. Step 0: each rank sends the block of the rank
+  // before it; step 1: it adds its own part to what it received and passes it on, so block c
+  // ends at rank c: 1 -> 2 -> 0 for block 0, 2 -> 0 -> 1 for block 1, 0 -> 1 -> 2 for block 2.
+  expect_plan(ring_reduce_scatter(3, 6, 4), {
+                                                {0, 1, 4, 2, {}},   // 0: block 2
+                                                {1, 2, 0, 2, {}},   // 1: block 0
+                                                {2, 0, 2, 2, {}},   // 2: block 1
+                                                {0, 1, 2, 2, {2}},  // block 1, received in 2
+                                                {1, 2, 4, 2, {0}},  // block 2, received in 0
+                                                {2, 0, 0, 2, {1}},  // block 0, received in 1
+                                            });
+  // Two slices of blocks of 4: slice j of step 1 waits only for slice j of step 0.
+  expect_plan(ring_reduce_scatter(3, 12, 4, 2), {
+                                                    {0, 1, 8, 2, {}},    // 0
+                                                    {0, 1, 10, 2, {}},   // 1
+                                                    {1, 2, 0, 2, {}},    // 2
+                                                    {1, 2, 2, 2, {}},    // 3
+                                                    {2, 0, 4, 2, {}},    // 4
+                                                    {2, 0, 6, 2, {}},    // 5
+                                                    {0, 1, 4, 2, {4}},   // block 1's first slice
+                                                    {0, 1, 6, 2, {5}},   // and its second
+                                                    {1, 2, 8, 2, {0}},   // block 2
+                                                    {1, 2, 10, 2, {1}},  //
+                                                    {2, 0, 0, 2, {2}},   // block 0
+                                                    {2, 0, 2, 2, {3}},   //
+                                                });
+}
+
+// Values whose sum depends on the order they are added in: magnitudes from 1e-2 to 1e16,
+// either sign, different for every rank and element.
+std::vector<std::vector<double>> order_sensitive_values(int p, int64_t n) {
+  std::mt19937 rng(static_cast<unsigned>(p));
+  std::uniform_real_distribution<double> exponent(-2, 16), sign(-1, 1);
+  std::vector<std::vector<double>> x(p, std::vector<double>(n));
+  for (auto& rank : x)
+    for (double& v : rank) v = std::pow(10.0, exponent(rng)) * (sign(rng) < 0 ? -1 : 1);
+  return x;
+}
+
+// Element i summed over the ranks in the order first, first+1, ... (mod p): each receiver
+// adds what it holds to what it was sent.
+double ring_sum(const std::vector<std::vector<double>>& x, int64_t i, int first) {
+  const int p = static_cast<int>(x.size());
+  double sum = x[first][i];
+  for (int s = 1; s < p; ++s) sum = x[(first + s) % p][i] + sum;
+  return sum;
+}
+
+TEST(RingReduceScatter, SumsBlockCFromRankCPlusOneRoundToC) {
+  const int64_t block = 4;
+  for (int p : {2, 3, 4, 5}) {
+    const int64_t n = p * block;
+    const auto x = order_sensitive_values(p, n);
+    // The values tell the orders apart: ring_all_reduce's (from c, ending at c - 1) differs.
+    int order_matters = 0;
+    for (int64_t i = 0; i < n; ++i) order_matters += ring_sum(x, i, static_cast<int>(i / block)) !=
+                                                     ring_sum(x, i, static_cast<int>(i / block + 1) % p);
+    if (p > 2) EXPECT_GT(order_matters, 0) << p;
+    for (int slices : {1, 2}) {
+      SCOPED_TRACE("p=" + std::to_string(p) + " slices=" + std::to_string(slices));
+      const auto reduced = execute_on(ring_reduce_scatter(p, n, 8, slices), x);
+      for (int c = 0; c < p; ++c)
+        for (int64_t i = c * block; i < (c + 1) * block; ++i)
+          ASSERT_EQ(reduced[c][i], ring_sum(x, i, (c + 1) % p)) << "block " << c << " element " << i;
+      // Rank r's block r is where ring_all_gather takes it from: every rank ends with every sum.
+      const auto gathered = execute_on(ring_all_gather(p, block, 8, slices), reduced);
+      for (int r = 0; r < p; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(gathered[r][i], ring_sum(x, i, static_cast<int>(i / block + 1) % p)) << r << " " << i;
+    }
+  }
+}
+
+TEST(RingReduceScatter, OneRankAndBadInput) {
+  const auto plan = ring_reduce_scatter(1, 10, 4, 3);
+  EXPECT_TRUE(plan.messages.empty());
+  ASSERT_EQ(plan.inbox.size(), 1u);
+  EXPECT_TRUE(plan.inbox[0].empty());
+  EXPECT_NO_THROW(ring_reduce_scatter(3, 0, 4));
+  try {
+    ring_reduce_scatter(3, 10, 4);
+    ADD_FAILURE() << "10 elements over 3 ranks accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("10 elements do not split into 3 equal blocks"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ring_reduce_scatter(0, 10, 4), std::invalid_argument);
+  EXPECT_THROW(ring_reduce_scatter(2, -2, 4), std::invalid_argument);
+  EXPECT_THROW(ring_reduce_scatter(2, 10, 0), std::invalid_argument);
+  EXPECT_THROW(ring_reduce_scatter(2, 10, 4, 0), std::invalid_argument);
+}
+
+TEST(DirectReduceScatter, EveryRankSendsBlockCToRankCInOneStep) {
+  const int64_t block = 6;
+  for (int p : {1, 2, 3, 4, 5}) {
+    SCOPED_TRACE("p=" + std::to_string(p));
+    const auto plan = direct_reduce_scatter(p, p * block, 4);
+    ASSERT_EQ(plan.ranks, p);
+    ASSERT_EQ(plan.inbox.size(), static_cast<size_t>(p));
+    EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p * (p - 1)));
+    check_reduce_scatter_sums(plan, p, block);
+    EXPECT_EQ(bytes_sent_per_rank(plan), std::vector<uint64_t>(p, static_cast<uint64_t>((p - 1) * block * 4)));
+    for (const auto& m : plan.messages) {
+      EXPECT_TRUE(m.after.empty());
+      EXPECT_EQ(m.op, ChunkOp::Reduce);
+      EXPECT_EQ(m.offset, m.dst * block);  // the receiver's own block
+      EXPECT_EQ(m.dst_offset, m.offset);
+      EXPECT_EQ(m.count, block);
+    }
+    for (int r = 0; r < p; ++r) EXPECT_EQ(plan.inbox[r].size(), static_cast<size_t>(p - 1));
+  }
+  // p = 3: rank r sends to r+1 first, as direct_all_reduce's first step does.
+  const auto three = direct_reduce_scatter(3, 3, 4);
+  std::vector<std::pair<int, int>> order;
+  for (const auto& m : three.messages) order.emplace_back(m.src, m.dst);
+  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 2}, {1, 0}, {2, 0}, {2, 1}}));
+  EXPECT_THROW(direct_reduce_scatter(4, 10, 4), std::invalid_argument);
+  EXPECT_THROW(direct_reduce_scatter(0, 10, 4), std::invalid_argument);
+}
+
+TEST(ReduceScatterAlgorithms, RingAndDirectOwnPlansTheOthersTheRing) {
+  const int p = 4, slices = 2;
+  const int64_t block = 6;
+  for (const auto& o : every_algorithm(p, slices)) {
+    const std::string name = collective_algorithm_names()[static_cast<int>(o.algorithm)];
+    SCOPED_TRACE(name);
+    const auto plan = reduce_scatter(o, p, p * block, 4);
+    check_reduce_scatter_sums(plan, p, block);
+    if (name == "direct") {
+      EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p * (p - 1)));
+      for (const auto& m : plan.messages) EXPECT_TRUE(m.after.empty());
+    } else {
+      EXPECT_EQ(plan.messages.size(), static_cast<size_t>(p * (p - 1) * slices));
+      for (const auto& m : plan.messages) EXPECT_EQ(m.dst, (m.src + 1) % p);
+    }
+  }
+  CollectiveOptions one;
+  EXPECT_TRUE(reduce_scatter(one, 1, 5, 4).messages.empty());
+  EXPECT_THROW(reduce_scatter(one, 4, 10, 4), std::invalid_argument);
 }
 
 }  // namespace

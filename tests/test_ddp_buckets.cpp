@@ -5,20 +5,10 @@
 
 #include <torch/torch.h>
 
-#include "sim/config/scenario_loader.h"
-#include "sim/config/workload.h"
-#include "tests/engine_run.h"
-#include "training/algorithms/gradient_buckets.h"
+#include "tests/overlap_scenario.h"
 
 namespace testbed {
 namespace {
-
-void expect_bucket(const GradientBucket& b, int first, int tensors, int64_t offset, int64_t elements) {
-  EXPECT_EQ(b.first_tensor, first);
-  EXPECT_EQ(b.tensors, tensors);
-  EXPECT_EQ(b.offset, offset);
-  EXPECT_EQ(b.elements, elements);
-}
 
 TEST(GradientBuckets, FollowPyTorchsRule) {
   // Gradients become ready from the last tensor: 30, then 100000 (100030), 20 (100050), then
@@ -41,31 +31,14 @@ TEST(GradientBuckets, FollowPyTorchsRule) {
   expect_bucket(b[0], 0, 8, 0, 80202);
 }
 
-// Two nodes, alpha-beta links, a fixed 50 ms step split over the passes by FLOPs. The synthetic
-// MLP 512 -> 1024 -> 512 -> 10 has tensors W1 524288, b1 1024, W2 524288, b2 512, W3 5120,
-// b3 10: bucket 0 is fc3 and fc2 (10 + 5120 + 512 + 524288 = 529930 floats >= 1 MiB), ready
-// when fc2's backward ends; bucket 1 is fc1 (525312 floats), ready when backward ends.
-constexpr const char* kTwoBuckets = R"(name: overlap
-seed: 5
-nodes: 2
-threads: 1
-topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 100us}}
-network: {backend: analytical}
-workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 512, hidden: 512, train_samples: 512, test_samples: 64},
-           batch_size: 8, steps: 3, eval_every: 3}
-compute: {model: fixed, step_time: 50ms}
-)";
-
-class DdpBuckets : public ::testing::Test {
+// On the overlap MLP, bucket 0 is fc3 and fc2 (10 + 5120 + 512 + 524288 = 529930 floats >= 1 MiB),
+// ready when fc2's backward ends; bucket 1 is fc1 (525312 floats), ready when backward ends.
+class DdpBuckets : public OverlapMlp {
  protected:
-  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(parse_scenario(kTwoBuckets, "overlap"))); }
-  static void TearDownTestSuite() { delete data_; }
   static EngineRun run(const std::string& overlap, const std::string& nodes = "2") {
-    return run_engine(parse_scenario(kTwoBuckets, "overlap", {"algorithm.overlap=" + overlap, "nodes=" + nodes}), *data_);
+    return OverlapMlp::run({"algorithm.overlap=" + overlap, "nodes=" + nodes});
   }
-  static Dataset* data_;
 };
-Dataset* DdpBuckets::data_ = nullptr;
 
 TEST_F(DdpBuckets, OverlapPinnedByHandOnTwoBuckets) {
   const double T = 0.05, alpha = 100e-6, bps = 1e9;
@@ -105,7 +78,7 @@ TEST_F(DdpBuckets, TrainLikeOneAllReduceUpToSummationOrder) {
   // Replicas stay bitwise identical to each other...
   for (int n = 1; n < 3; ++n) EXPECT_TRUE(torch::equal(with.parameters[0], with.parameters[n]));
   // ...and equal to one all-reduce of everything up to the order in which floats were summed.
-  const auto initial = flatten_parameters(*make_model(parse_scenario(kTwoBuckets, "overlap")));
+  const auto initial = flatten_parameters(*make_model(scenario()));
   EXPECT_GT((with.parameters[0] - initial).abs().max().item<double>(), 1e-3);
   // AdamW divides by sqrt(v), which magnifies rounding on tiny gradients: 1 % of one lr step.
   EXPECT_LT((with.parameters[0] - without.parameters[0]).abs().max().item<double>(), 1e-5);

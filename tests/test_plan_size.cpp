@@ -125,6 +125,28 @@ TEST(PlanSize, AllGatherAndNeighbourExchangeEqualTheBuiltPlans) {
   }
 }
 
+TEST(PlanSize, AllGathersSizeIsTheReduceScattersToo) {
+  // By hand: a ring over 4 in 2 slices is 3 steps of 8 pieces, the last two waiting for one
+  // each; direct over 4 is 12 blocks, each straight to its owner.
+  EXPECT_EQ(all_gather_size(with(CollectiveAlgorithm::Ring, 2), 4).messages, 24);
+  EXPECT_EQ(all_gather_size(with(CollectiveAlgorithm::Ring, 2), 4).waits, 16);
+  EXPECT_EQ(all_gather_size(with(CollectiveAlgorithm::Direct), 4).messages, 12);
+  EXPECT_EQ(all_gather_size(with(CollectiveAlgorithm::Direct), 4).waits, 0);
+  for (int p = 1; p <= 9; ++p) {
+    for (auto algorithm : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Direct, CollectiveAlgorithm::Tree,
+                           CollectiveAlgorithm::HalvingDoubling, CollectiveAlgorithm::ParameterServer}) {
+      for (int slices : {1, 3}) {
+        const CollectiveOptions o = with(algorithm, slices);
+        // Blocks of 600: the buffer must split into p of them, each into every slice.
+        const PlanSize expected = counted(reduce_scatter(o, p, p * int64_t{600}, 4));
+        EXPECT_EQ(all_gather_size(o, p).messages, expected.messages) << p;
+        EXPECT_EQ(all_gather_size(o, p).waits, expected.waits) << p;
+        EXPECT_EQ(all_gather_size(o, p).pairs, expected.pairs) << p;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace plan_size_tests
 }  // namespace testbed

@@ -238,6 +238,14 @@ TEST(ScenarioExample, UdpTransportIsReadForNs3) {
   expect_error("network: {backend: flow, transport: udp}\n", "s.yaml:1:37", "transport udp needs the ns3 backend");
 }
 
+TEST(ScenarioLoader, DearNeedsTheStepTimeBeforehand) {
+  // Its forward is timed against the all-gathers before the step's compute has run.
+  expect_error("algorithm: {name: dear}\ncompute: {model: measured}\n", "s.yaml:2:18",
+               "dear times each layer's forward against its all-gathers before the step runs");
+  EXPECT_EQ(parse_scenario("algorithm: {name: dear}\ncompute: {model: fixed, step_time: 1ms}\n", "s.yaml").algorithm.name,
+            "dear");
+}
+
 // Every backend routes by it, so any backend accepts either value; shortest is the default.
 TEST(ScenarioExample, RoutingIsRead) {
   EXPECT_EQ(parse_scenario("nodes: 4\n", "s.yaml").network.routing, "shortest");
@@ -325,7 +333,7 @@ TEST(ScenarioErrors, UnitsThatDoNotParse) {
 TEST(ScenarioErrors, UnknownEnumValues) {
   expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
   std::string error = error_of("algorithm: {name: foo}\n");
-  EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip, topk, signsgd, powersgd, acpsgd");  // nothing close: no suggestion
+  EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip, topk, signsgd, powersgd, acpsgd, dear");  // nothing close: no suggestion
 }
 
 TEST(ScenarioErrors, InvalidYamlSyntax) {

@@ -19,6 +19,9 @@ namespace testbed {
 enum class CommKind {
   AllReduce,          // sum `buffer` across the op's nodes, in place
   AllGather,          // every node contributes `buffer` (same size); `received` holds all, in node order
+  // Sum `buffer` (a multiple of the participants' count) across the op's nodes; `received`
+  // holds the node's share: block `rank` of `participants` equal blocks.
+  ReduceScatter,
   NeighbourExchange,  // `buffer` goes to each topology neighbour; `received` holds theirs, in `peers` order
 };
 
@@ -43,6 +46,12 @@ struct CommOp {
   // gradient of trainable tensor i (registration order) exists; the step's update then waits
   // for every such op (DDP's buckets). Only algorithms that say issues_during_backward().
   int after_gradient = -1;
+  // -1: the next step starts after the op, as `delay` says. i >= 0 (a round's ops, delay 0):
+  // the next step starts without it and its forward pass of trainable tensor i's layer waits
+  // for it (DeAR's all-gathers); such ops run one after another, each issued when the forward
+  // reaches the previous one's layer, and are applied before the next step's compute runs.
+  // The last step waits for them. Only algorithms that say forward_waits_for_ops().
+  int before_forward = -1;
   // Filled in by the engine when the op completes:
   std::vector<torch::Tensor> received;  // AllGather: one per participant; NeighbourExchange: one per peer
   std::vector<int> peers;               // NeighbourExchange: the neighbours `received` came from
@@ -85,6 +94,10 @@ class Algorithm {
   // Whether next_round may return ops (their collectives are not memoized either: a phase
   // needs the node's next send to wait for its next step's compute).
   virtual bool has_rounds() const { return false; }
+  // Whether round ops may set before_forward: the next step's forward is then timed layer by
+  // layer against them, before its compute runs, so the compute model must know the step's
+  // time beforehand (not `measured`).
+  virtual bool forward_waits_for_ops() const { return false; }
   // Called once the ops due before the next step are applied: the step's next round of ops,
   // or none, and the step ends. Round ops have delay 0 and leave when `work` is done.
   virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }

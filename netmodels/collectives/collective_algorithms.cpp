@@ -41,4 +41,9 @@ CollectivePlan all_gather(const CollectiveOptions& o, int ranks, int64_t element
   return ring_all_gather(ranks, elements, element_bytes, o.slices);
 }
 
+CollectivePlan reduce_scatter(const CollectiveOptions& o, int ranks, int64_t elements, double element_bytes) {
+  if (o.algorithm == CollectiveAlgorithm::Direct) return direct_reduce_scatter(ranks, elements, element_bytes);
+  return ring_reduce_scatter(ranks, elements, element_bytes, o.slices);
+}
+
 }  // namespace testbed

@@ -43,6 +43,18 @@ CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes
 // Direct all-gather: every rank sends its block straight to every other rank (one step).
 CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_bytes);
 
+// Ring reduce-scatter: every rank's buffer holds the whole vector of `elements` values as p
+// equal blocks (so `elements` must be a multiple of p: std::invalid_argument otherwise; DeAR
+// pads its buffers so). Afterwards rank r's block r holds the sum of every rank's block r,
+// ready for ring_all_gather; its other blocks hold partial sums. p-1 dependent steps, each
+// adding one block into r+1; block c is summed in rank order c+1, c+2, ..., c, where
+// ring_all_reduce, which finishes chunk c at rank c-1, sums c, c+1, ..., c-1. `slices` as above.
+CollectivePlan ring_reduce_scatter(int ranks, int64_t elements, double element_bytes, int slices = 1);
+
+// Direct reduce-scatter: every rank sends block c straight to rank c (one step), the
+// buffer as for the ring.
+CollectivePlan direct_reduce_scatter(int ranks, int64_t elements, double element_bytes);
+
 // Double binary tree all-reduce (NCCL): the first half of the buffer is reduced up and
 // broadcast down tree A, the second half tree B, whose leaves are tree A's inner ranks.
 // Tree A: rank 0 is the root with one child, the largest power of two below p; a rank r
@@ -70,7 +82,7 @@ CollectivePlan parameter_server_all_reduce(int ranks, int64_t elements, double e
 CollectivePlan hierarchical_all_reduce(const std::vector<int>& cluster_of, int64_t elements, double element_bytes,
                                        int slices = 1);
 
-// Which plan an all-reduce or all-gather uses, and the algorithms' parameters.
+// Which plan an all-reduce, all-gather or reduce-scatter uses, and the algorithms' parameters.
 enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, ParameterServer, Hierarchical };
 struct CollectiveOptions {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
@@ -85,6 +97,10 @@ const std::vector<std::string>& collective_algorithm_names();
 CollectivePlan all_reduce(const CollectiveOptions& options, int ranks, int64_t elements, double element_bytes);
 // Ring and direct are all-gathers of their own; the other algorithms all-gather on the ring.
 CollectivePlan all_gather(const CollectiveOptions& options, int ranks, int64_t elements, double element_bytes);
+// Ring and direct are reduce-scatters of their own; the others reduce-scatter on the ring, as
+// none of them leaves each rank the sum of one of p blocks (halving-doubling's halving does
+// only when p is a power of two).
+CollectivePlan reduce_scatter(const CollectiveOptions& options, int ranks, int64_t elements, double element_bytes);
 
 // Each rank sends its `elements` values to each of its neighbours (`neighbours[r]`, a
 // symmetric relation: q is in neighbours[r] iff r is in neighbours[q]). Rank r's buffer is

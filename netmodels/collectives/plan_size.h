@@ -19,6 +19,8 @@ struct PlanSize {
 // Exact when every chunk has at least `slices` elements; a ring whose chunks are shorter sends
 // fewer pieces, so these are upper bounds in general.
 PlanSize all_reduce_size(const CollectiveOptions& options, int ranks);
+// Also a reduce-scatter's: the ring one is the ring all-gather a block behind, adding; the
+// direct one sends each of p(p-1) blocks to its owner instead of from it.
 PlanSize all_gather_size(const CollectiveOptions& options, int ranks);
 // `degrees[r]`: how many neighbours rank r has.
 PlanSize neighbour_exchange_size(const std::vector<int>& degrees);

@@ -177,6 +177,11 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
     return "algorithm." + keys.back();
   };
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
+  const AlgorithmEntry* entry = find_algorithm(a.name);
+  if (entry && entry->forward_waits && s.compute.model == "measured") {
+    fail(origins.where("compute.model"), a.name + " times each layer's forward against its all-gathers before the "
+                                         "step runs, so it needs the step's time beforehand: use flops or fixed");
+  }
   if (auto key = neighbour_key(a.options)) {
     const auto neighbours = host_neighbours(topology);
     for (size_t n = 0; n < neighbours.size(); ++n) {

@@ -39,9 +39,11 @@ TrainingWork training_work(const Scenario& scenario, const Model& model);
 std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
 
 // The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
-// shard size, the trainable parameter tensors' sizes and each host's topology neighbours.
+// shard size, the trainable parameter tensors' sizes, each host's topology neighbours and the
+// tensors' names.
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<int64_t> tensor_sizes,
-                                          std::vector<std::vector<int>> neighbours);
+                                          std::vector<std::vector<int>> neighbours,
+                                          std::vector<std::string> tensor_names = {});
 
 }  // namespace testbed

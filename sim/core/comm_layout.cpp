@@ -12,13 +12,14 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
   switch (kind) {
     case CommKind::AllReduce: return all_reduce(options, ranks, elements, element_bytes);
     case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
+    case CommKind::ReduceScatter: return reduce_scatter(options, ranks, elements, element_bytes);
     case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
   }
   throw std::logic_error("comm_plan: unknown kind");
 }
 
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
-  if (op.kind == CommKind::AllReduce) return op.buffer;
+  if (op.kind == CommKind::AllReduce || op.kind == CommKind::ReduceScatter) return op.buffer;
   const int64_t k = op.buffer.numel();
   auto work = torch::zeros({blocks * k}, op.buffer.options());
   const int own = op.kind == CommKind::AllGather ? rank : 0;  // an exchange keeps its own block first
@@ -26,8 +27,13 @@ torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
   return work;
 }
 
-void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, const torch::Tensor& arrived) {
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, int rank, const torch::Tensor& arrived) {
   if (op.kind == CommKind::AllReduce) return;
+  if (op.kind == CommKind::ReduceScatter) {
+    const int64_t k = op.buffer.numel() / blocks;
+    op.received = {work.slice(0, rank * k, (rank + 1) * k)};
+    return;
+  }
   const int64_t k = op.buffer.numel();
   const int first = op.kind == CommKind::AllGather ? 0 : 1;
   op.received.clear();

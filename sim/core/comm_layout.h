@@ -15,14 +15,14 @@ namespace testbed {
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
                          const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options = {});
 
-// The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce
-// (reduced in place), else the op's buffer in its block of a larger zeroed one.
-// `blocks`: participants for an all-gather, 1 + degree for a neighbour exchange.
+// The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce or
+// reduce-scatter (reduced in place), else the op's buffer in its block of a larger zeroed one.
+// `blocks`: participants for an all-gather or reduce-scatter, 1 + degree for a neighbour exchange.
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks);
 
-// After the collective: fills op.received from the work buffer (all-gather and exchange),
-// and op.received_mask from `arrived` (the work buffer's per-element arrival, or undefined)
-// when some element of a received block did not arrive.
-void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, const torch::Tensor& arrived = {});
+// After the collective: fills op.received from the work buffer (all-gather and exchange; the
+// rank's block for a reduce-scatter), and op.received_mask from `arrived` (the work buffer's
+// per-element arrival, or undefined) when some element of a received block did not arrive.
+void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, int rank, const torch::Tensor& arrived = {});
 
 }  // namespace testbed

@@ -92,6 +92,12 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
   return cost;
 }
 
+double StepShares::forward_before(int layer) const {
+  double t = 0;
+  for (int l = 0; l < layer && l < static_cast<int>(forward.size()); ++l) t += forward[l];
+  return t;
+}
+
 double StepShares::backward_done(int layer) const {
   double t = 0;
   for (double f : forward) t += f;

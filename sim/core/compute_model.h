@@ -42,6 +42,8 @@ struct StepCost {
 struct StepShares {
   std::vector<double> forward, backward;
   double update = 0;
+  // Share of the step elapsed when layer `layer`'s forward pass starts.
+  double forward_before(int layer) const;
   // Share of the step elapsed when layer `layer`'s backward pass ends.
   double backward_done(int layer) const;
   double backward_end() const;  // all of forward and backward

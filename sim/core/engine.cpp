@@ -49,7 +49,12 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   eval_model_->to(device);
   parameters_ = count_parameters(*eval_model_);
   std::vector<int64_t> tensor_sizes;
-  for (const auto& p : trainable_parameters(*eval_model_)) tensor_sizes.push_back(p.numel());
+  std::vector<std::string> tensor_names;
+  for (const auto& p : eval_model_->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    tensor_sizes.push_back(p.value().numel());
+    tensor_names.push_back(p.key());
+  }
   const TrainingWork work = training_work(scenario, *eval_model_);
   compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
 
@@ -61,13 +66,12 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
-  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_);
-  if (algorithm_->issues_during_backward()) {
-    std::vector<std::string> names;
-    for (const auto& p : eval_model_->named_parameters())
-      if (p.value().requires_grad()) names.push_back(p.key());
-    gradient_layer_ = gradient_layers(work, names);
-  }
+  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_, tensor_names);
+  if (algorithm_->forward_waits_for_ops() && !compute_->deterministic())
+    throw std::invalid_argument(algorithm_->name() + " times its forward before the step runs: it needs a compute "
+                                "model that knows the step's time beforehand (not measured)");
+  if (algorithm_->issues_during_backward() || algorithm_->forward_waits_for_ops())
+    gradient_layer_ = gradient_layers(work, tensor_names);
   state_.resize(nodes_);
   schedule_.resize(nodes_);
   summary_.model_parameters = parameters_;
@@ -179,8 +183,14 @@ void Engine::start_step(int node) {
   s.computing = true;
   s.round = 0;
   s.update_ticks = 0;
-  s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time);
+  for (const auto& op : plan.comm) {
+    if (op.before_forward >= 0)
+      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for the next forward: only round ops may");
+  }
+  // A step whose forward ran at its gates (begin_forward) started that much earlier.
+  s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time) - s.forward_ticks;
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
+  s.forward_ticks = 0;
   if (!std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
@@ -211,12 +221,12 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     throw std::logic_error(algorithm_->name() + " issued an op during backward without saying it would");
   auto& s = state_[node];
   const StepShares& shares = compute_->shares();
-  const int64_t now = clock_->now_ticks();
+  const int64_t start = clock_->now_ticks() - s.forward_ticks;  // when its first pass began (begin_forward)
   // The update gets what backward leaves of the step's ticks, so that the passes add up to the
   // step exactly, as without ops during backward.
   const double passes = s.compute_time - s.extra_time;
-  s.compute_end_ticks = now + EventClock::ticks(passes * shares.backward_end() + s.extra_time);
-  s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - now);
+  s.compute_end_ticks = start + EventClock::ticks(passes * shares.backward_end() + s.extra_time);
+  s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - start);
   std::vector<CommOp> at_end;
   for (auto& op : ops) {
     if (op.after_gradient >= static_cast<int>(gradient_layer_.size()))
@@ -225,13 +235,13 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     const int64_t at =
         op.after_gradient < 0
             ? s.compute_end_ticks
-            : now + EventClock::ticks(passes * shares.backward_done(gradient_layer_[op.after_gradient]));
+            : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[op.after_gradient]));
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
     if (at >= s.compute_end_ticks) {
       at_end.push_back(std::move(op));
       continue;
     }
-    clock_->schedule_ticks(at - now, [this, node, op = std::move(op)]() mutable {
+    clock_->schedule_ticks(at - clock_->now_ticks(), [this, node, op = std::move(op)]() mutable {
       HostTimer timer(times_.engine);
       issue(node, std::move(op));
     });
@@ -266,8 +276,9 @@ void Engine::issue(int node, CommOp op) {
                            "' without being one of its nodes");
   const int rank = static_cast<int>(rank_it - participants.begin());
   Collective& c = collective(node, s.step, op, participants);
-  f.blocks = op.kind == CommKind::AllGather ? static_cast<int>(participants.size())
-                                            : 1 + static_cast<int>(c.plan->inbox[rank].size());
+  f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
+                 ? static_cast<int>(participants.size())
+                 : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
@@ -285,6 +296,11 @@ void Engine::issue(int node, CommOp op) {
     f.entered = std::none_of(s.in_flight.begin(), s.in_flight.end(),
                              [](const InFlight& g) { return g.op.after_gradient >= 0 && !g.complete; });
   }
+  // Ops the next forward waits for run one after another too: reach_gate enters the next.
+  if (f.op.before_forward >= 0) {
+    f.entered = std::none_of(s.in_flight.begin(), s.in_flight.end(),
+                             [](const InFlight& g) { return g.op.before_forward >= 0; });
+  }
   const bool enter = f.entered;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
@@ -293,7 +309,7 @@ void Engine::issue(int node, CommOp op) {
 
 void Engine::enter_next_queued(int node) {
   for (auto& f : state_[node].in_flight) {
-    if (f.entered) continue;
+    if (f.entered || f.op.after_gradient < 0) continue;
     f.entered = true;
     collectives_.at({f.issued_step, f.op.tag}).run->enter(f.rank, f.work, f.arrived);
     return;
@@ -316,6 +332,13 @@ void Engine::op_complete(int node, int issued_step, const std::string& tag) {
       enter_next_queued(node);
     });
   }
+  if (s.at_gate) {
+    s.at_gate = false;
+    clock_->schedule(0, [this, node] {
+      HostTimer timer(times_.engine);
+      reach_gate(node);
+    });
+  }
   // A fresh event, so the step ends outside the network's delivery callback. Once: other
   // ops may complete before that event runs, and advance() waits again if it must.
   if (s.waiting) {
@@ -330,31 +353,41 @@ void Engine::op_complete(int node, int issued_step, const std::string& tag) {
 void Engine::advance(int node) {
   auto& s = state_[node];
   const int next = s.step + 1;
+  // Ops the next step's forward waits for are not waited for here (begin_forward).
+  auto due = [next](const InFlight& f) { return f.due_step <= next && f.op.before_forward < 0; };
   for (const auto& f : s.in_flight) {
-    if (f.due_step <= next && !f.complete) {
+    if (due(f) && !f.complete) {
       s.waiting = true;  // exposed communication: op_complete brings the node back
       return;
     }
   }
   s.waiting = false;
+  {
+    HostTimer compute_timer(times_.local_compute);
+    for (auto& f : s.in_flight) {
+      if (!due(f) || replaying_) continue;  // a replay's ops carry no values
+      comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
+      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+    }
+  }
+  std::erase_if(s.in_flight, due);
+  if (algorithm_->has_rounds() && start_round(node)) return;
+  if (std::any_of(s.in_flight.begin(), s.in_flight.end(), [](const InFlight& f) { return f.op.before_forward >= 0; }))
+    return begin_forward(node);
   if (s.update_ticks > 0) {  // the update of a step whose ops left during backward
     clock_->schedule_ticks(s.update_ticks, [this, node] {
       HostTimer timer(times_.engine);
-      advance(node);
+      end_step(node);
     });
     s.update_ticks = 0;
     return;
   }
-  {
-    HostTimer compute_timer(times_.local_compute);
-    for (auto& f : s.in_flight) {
-      if (f.due_step > next || replaying_) continue;  // a replay's ops carry no values
-      comm_unpack(f.op, f.work, f.blocks, f.arrived);
-      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
-    }
-  }
-  std::erase_if(s.in_flight, [next](const InFlight& f) { return f.due_step <= next; });
-  if (algorithm_->has_rounds() && start_round(node)) return;
+  end_step(node);
+}
+
+void Engine::end_step(int node) {
+  auto& s = state_[node];
+  const int next = s.step + 1;
   record_step(node);
   s.step = next;
   if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
@@ -370,6 +403,105 @@ void Engine::advance(int node) {
     return;
   }
   clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+// The step ends when its round has issued the ops (DeAR: once its reduce-scatters are
+// complete); the next step's forward starts at once and meets each op at its layer. The update
+// of the step just ended runs at the gates, each gate's share in proportion to its op's size
+// (DeAR updates a group's parameters just before its forward). After the run's last step
+// there is no forward: the step waits at its gates and ends after the last.
+void Engine::begin_forward(int node) {
+  auto& s = state_[node];
+  const int next = s.step + 1;
+  s.gates_end_step = next == scenario_.workload.steps;
+  s.next_passes = s.gates_end_step ? 0 : compute_->step_seconds(node, next, 0);
+  s.gate = 0;
+  s.at_gate = false;
+  s.gate_update_ticks = s.update_ticks;
+  s.update_ticks = 0;
+  if (!s.gates_end_step) {
+    record_step(node);
+    s.step = next;
+  }
+  clock_->schedule_ticks(forward_ticks_to_gate(node, 0), [this, node] {
+    HostTimer timer(times_.engine);
+    reach_gate(node);
+  });
+}
+
+Engine::InFlight& Engine::gate_op(int node, size_t gate) {
+  size_t i = 0;
+  for (auto& f : state_[node].in_flight) {
+    if (f.op.before_forward < 0) continue;
+    if (i++ == gate) return f;
+  }
+  throw std::logic_error("node " + std::to_string(node) + " has no gate " + std::to_string(gate));
+}
+
+// Ticks from the forward's start to the gate's layer: the passes before it, rounded once per
+// gate so that the gaps between gates add up.
+int64_t Engine::forward_ticks_to_gate(int node, size_t gate) {
+  const auto& s = state_[node];
+  const int tensor = gate_op(node, gate).op.before_forward;
+  if (tensor >= static_cast<int>(gradient_layer_.size()))
+    throw std::logic_error(algorithm_->name() + "'s forward waits at tensor " + std::to_string(tensor) + " of " +
+                           std::to_string(gradient_layer_.size()));
+  return EventClock::ticks(s.next_passes * compute_->shares().forward_before(gradient_layer_[tensor]));
+}
+
+void Engine::reach_gate(int node) {
+  auto& s = state_[node];
+  if (!gate_op(node, s.gate).complete) {
+    s.at_gate = true;  // op_complete brings the forward back
+    return;
+  }
+  size_t gates = 0;
+  double elements = 0, total = 0;
+  for (const auto& f : s.in_flight) {
+    if (f.op.before_forward < 0) continue;
+    total += static_cast<double>(f.op.buffer.numel());
+    if (gates++ <= s.gate) elements = total;
+  }
+  // The gate's share of the update, rounded on the running total so that the shares add up.
+  const double previous = elements - static_cast<double>(gate_op(node, s.gate).op.buffer.numel());
+  const auto share = [&](double upto) { return std::llround(static_cast<double>(s.gate_update_ticks) * upto / total); };
+  const int64_t update = share(elements) - share(previous);
+  if (s.gate + 1 == gates) {
+    clock_->schedule_ticks(update, [this, node] {
+      HostTimer timer(times_.engine);
+      finish_forward(node);
+    });
+    return;
+  }
+  InFlight& following = gate_op(node, s.gate + 1);
+  following.entered = true;
+  const int64_t forward = forward_ticks_to_gate(node, s.gate + 1) - forward_ticks_to_gate(node, s.gate);
+  if (forward < 0) throw std::logic_error(algorithm_->name() + "'s forward gates are out of layer order");
+  ++s.gate;
+  collectives_.at({following.issued_step, following.op.tag}).run->enter(following.rank, following.work, following.arrived);
+  clock_->schedule_ticks(update + forward, [this, node] {
+    HostTimer timer(times_.engine);
+    reach_gate(node);
+  });
+}
+
+void Engine::finish_forward(int node) {
+  auto& s = state_[node];
+  const auto gated = [](const InFlight& f) { return f.op.before_forward >= 0; };
+  s.forward_ticks = s.gates_end_step ? 0 : forward_ticks_to_gate(node, s.gate);
+  {
+    HostTimer compute_timer(times_.local_compute);
+    for (auto& f : s.in_flight) {
+      if (!gated(f) || replaying_) continue;
+      comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
+      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+    }
+  }
+  std::erase_if(s.in_flight, gated);
+  s.gate_update_ticks = 0;
+  if (s.gates_end_step) return end_step(node);
+  if (is_eval_step(s.step, scenario_)) snapshot_for_eval(node, s.step);
+  clock_->schedule(0, [this, node] { start_step(node); });  // start_step times itself
 }
 
 bool Engine::start_round(int node) {
@@ -395,6 +527,8 @@ bool Engine::start_round(int node) {
   for (const auto& op : round.comm) {
     if (op.delay != 0 || op.after_gradient >= 0)
       throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must be due before the next step");
+    if (op.before_forward >= 0 && !algorithm_->forward_waits_for_ops())
+      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' gates the forward without saying it would");
   }
   ++s.round;
   s.compute_time += seconds;

@@ -89,6 +89,14 @@ class Engine {
     // complete (0 once spent, and for every other step: their compute time includes it).
     int64_t update_ticks = 0;
     std::vector<InFlight> in_flight;   // in issue order
+    // The step after one whose ops gate its forward (CommOp::before_forward): its forward runs
+    // gate by gate before its compute does (start_step), each gate's layer waiting for its op.
+    size_t gate = 0;                  // of those ops, in issue order, the next the forward reaches
+    bool at_gate = false;             // reached, its op not complete
+    bool gates_end_step = false;      // the run's last step waits for its gates before it ends
+    double next_passes = 0;           // seconds of the gated step's passes (0 after the last step)
+    int64_t gate_update_ticks = 0;    // the previous step's update, spread over the gates
+    int64_t forward_ticks = 0;        // of the step's passes, what ran at the gates before start_step
     bool waiting = false;              // idle until the ops due at the next step complete
     bool finished = false;
   };
@@ -114,6 +122,15 @@ class Engine {
   void advance(int node);
   // The step's next round of ops (Algorithm::next_round): true when one started.
   bool start_round(int node);
+  // Ends the step: its row, the eval snapshot, the next step.
+  void end_step(int node);
+  // The next step's forward against the ops it waits for (CommOp::before_forward): begins it,
+  // reaches each gate (passing once its op is complete) and, past the last, applies them.
+  void begin_forward(int node);
+  void reach_gate(int node);
+  void finish_forward(int node);
+  InFlight& gate_op(int node, size_t gate);
+  int64_t forward_ticks_to_gate(int node, size_t gate);
   void record_step(int node);
   void snapshot_for_eval(int node, int steps_done);
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);

@@ -85,7 +85,8 @@ std::vector<ScheduledOp> Engine::scheduled_ops(const std::vector<CommOp>& ops) {
   std::vector<ScheduledOp> out;
   for (const auto& op : ops)
     out.push_back(
-        {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient});
+        {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient,
+                   op.before_forward});
   return out;
 }
 
@@ -100,6 +101,7 @@ std::vector<CommOp> Engine::replayed_ops(const std::vector<ScheduledOp>& ops) {
     op.delay = s.delay;
     op.nodes = s.nodes;
     op.after_gradient = s.after_gradient;
+    op.before_forward = s.before_forward;
     out.push_back(std::move(op));
   }
   return out;

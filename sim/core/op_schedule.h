@@ -17,6 +17,7 @@ struct ScheduledOp {
   int delay = 0;
   std::vector<int> nodes;
   int after_gradient = -1;
+  int before_forward = -1;
 };
 
 // A later round of a step's communication (Algorithm::next_round), after its extra work.

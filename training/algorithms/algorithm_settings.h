@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "training/algorithms/registry.h"
@@ -18,6 +19,7 @@ struct AlgorithmSettings {
   std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
   std::vector<int64_t> shard_sizes;            // each node's training samples
   std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
+  std::vector<std::string> tensor_names;       // their names (module path), when known
   OptimizerConfig optimizer;                   // the inner (local) optimizer
 };
 

@@ -19,6 +19,8 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"signsgd", SignOptions{}, make_signsgd, 1, SyncCollective::AllGather},
       {"powersgd", PowerSgdOptions{}, make_powersgd, 1},
       {"acpsgd", AcpSgdOptions{}, make_acpsgd, 1},
+      // Its reduce-scatter plans are the size of its all-gathers (plan_size.h: all_gather_size).
+      {"dear", DearOptions{}, make_dear, 0, SyncCollective::AllGather, true},
   };
   return entries;
 }

@@ -13,6 +13,7 @@
 
 #include "training/algorithms/acpsgd_options.h"
 #include "training/algorithms/ddp_options.h"
+#include "training/algorithms/dear_options.h"
 #include "training/algorithms/demo_options.h"
 #include "training/algorithms/fedavg_options.h"
 #include "training/algorithms/outer_sync_options.h"
@@ -40,7 +41,7 @@ struct GossipOptions {
 
 using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
                                       SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
-                                      PowerSgdOptions, AcpSgdOptions>;
+                                      PowerSgdOptions, AcpSgdOptions, DearOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
@@ -61,6 +62,9 @@ struct AlgorithmEntry {
   // momentum, DeMo's momentum), for the memory estimate a run is refused on.
   int state_vectors = 0;
   SyncCollective sync = SyncCollective::AllReduce;
+  // Its next step's forward waits for its ops (CommOp::before_forward), timed before the step
+  // runs: it needs a compute model that knows a step's time beforehand.
+  bool forward_waits = false;
 };
 
 // The collective plans a run builds and keeps (the engine caches one per participants and
@@ -83,6 +87,7 @@ std::unique_ptr<Algorithm> make_topk(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_signsgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_powersgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_acpsgd(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_dear(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);

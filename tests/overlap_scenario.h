@@ -1,0 +1,47 @@
+// What the overlap tests (DDP's buckets, DeAR) share: a bucket's expected place, and the run
+// they pin by hand: two nodes, alpha-beta links, a
+// fixed 50 ms step split over the passes by FLOPs, the synthetic MLP 512 -> 1024 -> 512 -> 10
+// (tensors fc1 524288 + 1024, fc2 524288 + 512, fc3 5120 + 10).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "tests/engine_run.h"
+#include "training/algorithms/gradient_buckets.h"
+
+namespace testbed {
+
+inline void expect_bucket(const GradientBucket& b, int first, int tensors, int64_t offset, int64_t elements) {
+  EXPECT_EQ(b.first_tensor, first);
+  EXPECT_EQ(b.tensors, tensors);
+  EXPECT_EQ(b.offset, offset);
+  EXPECT_EQ(b.elements, elements);
+}
+
+constexpr const char* kOverlapMlp = R"(name: overlap
+seed: 5
+nodes: 2
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 100us}}
+network: {backend: analytical}
+workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 512, hidden: 512, train_samples: 512, test_samples: 64},
+           batch_size: 8, steps: 3, eval_every: 3}
+compute: {model: fixed, step_time: 50ms}
+)";
+
+class OverlapMlp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(parse_scenario(kOverlapMlp, "overlap"))); }
+  static void TearDownTestSuite() {
+    delete data_;
+    data_ = nullptr;
+  }
+  static Scenario scenario(const std::vector<std::string>& sets = {}) { return parse_scenario(kOverlapMlp, "overlap", sets); }
+  static EngineRun run(const std::vector<std::string>& sets) { return run_engine(scenario(sets), *data_); }
+  static inline Dataset* data_ = nullptr;
+};
+
+}  // namespace testbed

@@ -1,0 +1,158 @@
+// DeAR as its reference code (lzhangbv/dear_pytorch, dear_dopt.py) runs it: all-reduce split
+// into its two halves. During backward, each fusion group's gradients are reduce-scattered as
+// soon as they all exist (one communication stream); once backward and every reduce-scatter
+// are done, the step ends and group 0's all-gather starts. The next step's forward meets
+// group g before its first layer: it waits for group g's all-gather, starts group g + 1's and
+// updates group g's parameters (the mean gradient: the gathered sum over N), then runs the
+// group's forward. The reference updates with a hand-written SGD; here the scenario's optimizer
+// steps once every group is gathered, which for element-wise optimizers is the same update.
+// The reference skips the last step's update (no forward follows); here the run's last step
+// waits for its all-gathers and applies it, so the parameters are DDP's.
+#include "training/algorithms/dear.h"
+
+#include <map>
+
+#include <torch/torch.h>
+
+#include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
+
+namespace testbed {
+
+std::vector<int> tensor_modules(const std::vector<std::string>& tensor_names, size_t tensors) {
+  std::vector<int> modules(tensors);
+  if (tensor_names.size() != tensors) {
+    for (size_t t = 0; t < tensors; ++t) modules[t] = static_cast<int>(t);
+    return modules;
+  }
+  std::string previous;
+  int module = -1;
+  for (size_t t = 0; t < tensors; ++t) {
+    const std::string& name = tensor_names[t];
+    const std::string owner = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
+    if (t == 0 || owner != previous) ++module;
+    previous = owner;
+    modules[t] = module;
+  }
+  return modules;
+}
+
+std::vector<GradientBucket> dear_groups(const std::vector<int64_t>& tensor_sizes, const std::vector<int>& modules,
+                                        double threshold_mb) {
+  std::vector<GradientBucket> groups;
+  GradientBucket open;
+  double open_mb = 0;
+  int64_t offset = 0;
+  for (size_t t = 0; t < tensor_sizes.size();) {
+    size_t end = t;  // the module's tensors [t, end)
+    int64_t elements = 0;
+    while (end < tensor_sizes.size() && modules[end] == modules[t]) elements += tensor_sizes[end++];
+    const double mb = static_cast<double>(elements) * 4 / 1024 / 1024;
+    if (!(open_mb == 0 || open_mb + mb < threshold_mb)) {
+      groups.push_back(open);
+      open = GradientBucket{};
+      open_mb = 0;
+    }
+    if (open.tensors == 0) open.first_tensor = static_cast<int>(t), open.offset = offset;
+    open.tensors += static_cast<int>(end - t);
+    open.elements += elements;
+    open_mb += mb;
+    offset += elements;
+    t = end;
+  }
+  if (open.tensors > 0) groups.push_back(open);
+  return groups;
+}
+
+int64_t dear_padded(int64_t elements, int nodes) { return elements + (nodes - elements % nodes); }
+
+namespace {
+
+std::string tag(const char* kind, size_t group) { return std::string(kind) + "." + std::to_string(group); }
+
+class Dear : public Algorithm {
+ public:
+  explicit Dear(const AlgorithmSettings& s)
+      : nodes_(s.nodes),
+        batch_(s.batch_size),
+        groups_(dear_groups(s.tensor_sizes, tensor_modules(s.tensor_names, s.tensor_sizes.size()),
+                            std::get<DearOptions>(s.options).bucket_mb)),
+        shards_(s.nodes) {}
+  std::string name() const override { return "dear"; }
+  bool issues_during_backward() const override { return true; }
+  bool has_rounds() const override { return true; }
+  bool forward_waits_for_ops() const override { return true; }
+
+  // Reduce-scatters in the order backward completes the groups: the last group first.
+  StepPlan local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) override {
+    StepPlan plan;
+    plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
+    for (size_t g = groups_.size(); g-- > 0;) {
+      const GradientBucket& group = groups_[g];
+      auto buffer = torch::zeros({dear_padded(group.elements, nodes_)});
+      buffer.narrow(0, 0, group.elements).copy_(replica.gradients().narrow(0, group.offset, group.elements));
+      CommOp op = make_op(CommKind::ReduceScatter, tag("reduce_scatter", g), buffer);
+      op.after_gradient = group.first_tensor;
+      plan.comm.push_back(std::move(op));
+    }
+    return plan;
+  }
+
+  // Once every reduce-scatter is in: the all-gathers of the node's shards, in forward order,
+  // each gating its group's first layer.
+  Round next_round(int node, int /*step*/, Replica& /*replica*/) override {
+    Round round;
+    auto& shards = shards_[node];
+    if (shards.empty()) return round;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      CommOp op = make_op(CommKind::AllGather, tag("all_gather", g), shards.at(g));
+      op.before_forward = groups_[g].first_tensor;
+      round.comm.push_back(std::move(op));
+    }
+    shards.clear();
+    return round;
+  }
+
+  void apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) override {
+    const size_t g = group_of(op.tag);
+    if (op.kind == CommKind::ReduceScatter) {
+      shards_[node][g] = op.received.at(0).clone();
+      return;
+    }
+    const GradientBucket& group = groups_[g];
+    const auto sum = torch::cat(op.received).narrow(0, 0, group.elements);
+    replica.gradients().narrow(0, group.offset, group.elements).copy_(sum.div(nodes_));
+    if (g + 1 == groups_.size()) replica.optimizer_step();
+  }
+
+  AlgorithmState state(int node) const override {
+    AlgorithmState s;
+    for (const auto& [g, shard] : shards_[node]) s.tensors[tag("shard", g)] = shard.clone();
+    return s;
+  }
+  void load_state(int node, const AlgorithmState& state) override {
+    shards_[node].clear();
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      auto it = state.tensors.find(tag("shard", g));
+      if (it != state.tensors.end()) shards_[node][g] = it->second.clone();
+    }
+  }
+
+ private:
+  size_t group_of(const std::string& op_tag) const {
+    const std::string number = op_tag.substr(op_tag.rfind('.') + 1);
+    const size_t g = std::stoul(number);
+    if (g >= groups_.size()) throw std::logic_error("dear: no group is tagged '" + op_tag + "'");
+    return g;
+  }
+
+  int nodes_, batch_;
+  std::vector<GradientBucket> groups_;
+  std::vector<std::map<size_t, torch::Tensor>> shards_;  // per node: each group's reduced shard, until gathered
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_dear(const AlgorithmSettings& s) { return std::make_unique<Dear>(s); }
+
+}  // namespace testbed
