@@ -11,34 +11,40 @@
 namespace testbed {
 namespace {
 
+void expect_group(const DearGroup& g, std::vector<int> tensors, int64_t elements) {
+  EXPECT_EQ(g.tensors, tensors);
+  EXPECT_EQ(g.elements, elements);
+}
+
 TEST(DearGroups, FollowTheReferencesRule) {
-  // Modules by name: a module's tensors travel together.
-  EXPECT_EQ(tensor_modules({"fc1.weight", "fc1.bias", "fc2.weight", "blocks.0.attn.qkv.weight",
-                            "blocks.0.attn.qkv.bias", "blocks.0.ln1.weight"},
-                           6),
-            (std::vector<int>{0, 0, 1, 2, 2, 3}));
-  EXPECT_EQ(tensor_modules({}, 3), (std::vector<int>{0, 1, 2}));
-  // The test MLP below: fc1 is 525312 floats (2.0039 MiB), fc2 524800 (2.0020 MiB), fc3 5130
-  // (0.0196 MiB). Under 3 MiB: fc1 alone (fc2 would make 4.006); fc2 and fc3 (2.0215 < 3).
+  // The test MLP below, a layer per module: fc1 is 525312 floats (2.0039 MiB), fc2 524800
+  // (2.0020 MiB), fc3 5130 (0.0196 MiB). Under 3 MiB: fc1 alone (fc2 would make 4.006); fc2
+  // and fc3 (2.0215 < 3).
   const std::vector<int64_t> mlp = {524288, 1024, 524288, 512, 5120, 10};
-  const std::vector<int> modules = {0, 0, 1, 1, 2, 2};
-  auto g = dear_groups(mlp, modules, 3);
+  const std::vector<int> layers = {0, 0, 1, 1, 2, 2};
+  auto g = dear_groups(mlp, layers, 3);
   ASSERT_EQ(g.size(), 2u);
-  expect_bucket(g[0], 0, 2, 0, 525312);
-  expect_bucket(g[1], 2, 4, 525312, 529930);
-  g = dear_groups(mlp, modules, 25);  // the default: one group
+  expect_group(g[0], {0, 1}, 525312);
+  expect_group(g[1], {2, 3, 4, 5}, 529930);
+  g = dear_groups(mlp, layers, 25);  // the default: one group
   ASSERT_EQ(g.size(), 1u);
-  expect_bucket(g[0], 0, 6, 0, 1055242);
+  expect_group(g[0], {0, 1, 2, 3, 4, 5}, 1055242);
   // Strictly under: three modules of 1 MiB each under a threshold of 2 MiB make three groups
   // (1 + 1 is not under 2); under 2.5 the first two share one. A module larger than the
-  // threshold still joins an empty group.
+  // threshold still joins an empty group. Without layers, a tensor is a module.
   const std::vector<int64_t> mib = {262144, 262144, 262144};
-  EXPECT_EQ(dear_groups(mib, {0, 1, 2}, 2).size(), 3u);
-  g = dear_groups(mib, {0, 1, 2}, 2.5);
+  EXPECT_EQ(dear_groups(mib, {}, 2).size(), 3u);
+  g = dear_groups(mib, {}, 2.5);
   ASSERT_EQ(g.size(), 2u);
-  expect_bucket(g[0], 0, 2, 0, 524288);
-  expect_bucket(g[1], 2, 1, 524288, 262144);
-  EXPECT_EQ(dear_groups(mib, {0, 1, 2}, 0.5).size(), 3u);
+  expect_group(g[0], {0, 1}, 524288);
+  expect_group(g[1], {2}, 262144);
+  EXPECT_EQ(dear_groups(mib, {}, 0.5).size(), 3u);
+  // Forward order, not registration order: a GPT registers its head (forward layer 3) before
+  // its blocks (1, 2).
+  g = dear_groups({262144, 262144, 262144, 262144}, {0, 3, 1, 2}, 2.5);
+  ASSERT_EQ(g.size(), 2u);
+  expect_group(g[0], {0, 2}, 524288);
+  expect_group(g[1], {3, 1}, 524288);
   // Padding to a multiple of the world size always adds something.
   EXPECT_EQ(dear_padded(10, 4), 12);
   EXPECT_EQ(dear_padded(12, 4), 16);
@@ -111,6 +117,23 @@ TEST_F(Dear, TrainsLikeDdp) {
   for (int n = 1; n < 3; ++n) EXPECT_TRUE(torch::equal(dear3.parameters[0], dear3.parameters[n]));
   EXPECT_GT((ddp3.parameters[0] - initial).abs().max().item<double>(), 1e-3);
   EXPECT_LT((dear3.parameters[0] - ddp3.parameters[0]).abs().max().item<double>(), 1e-6);
+}
+
+// The GPT registers its head before its blocks: groups in forward order gather tensors from
+// across the flat vector, and put each back in its place.
+TEST_F(Dear, GroupsInForwardOrderTrainLikeDdp) {
+  std::vector<std::string> gpt = {"workload.model=gpt", "workload.dataset=brown", "workload.batch_size=4",
+                                  "workload.eval_samples=32",
+                                  "workload.gpt={preset: tiny, layers: 2, width: 32, heads: 2, context: 32}"};
+  auto with = [&](const char* algorithm) {
+    auto sets = gpt;
+    sets.push_back(algorithm);
+    const Scenario s = scenario(sets);
+    return run_engine(s, load_dataset(s));
+  };
+  const EngineRun ddp = with("algorithm={name: ddp, overlap: false}");
+  const EngineRun dear = with("algorithm={name: dear, bucket_mb: 0.01}");  // a group every few layers
+  for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(dear.parameters[n], ddp.parameters[n]));
 }
 
 }  // namespace

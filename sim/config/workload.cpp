@@ -160,7 +160,7 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<int64_t> tensor_sizes,
                                           std::vector<std::vector<int>> neighbours,
-                                          std::vector<std::string> tensor_names) {
+                                          std::vector<int> tensor_layers) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   AlgorithmSettings settings;
@@ -174,7 +174,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.neighbours = std::move(neighbours);
   settings.shard_sizes = std::move(shard_sizes);
   settings.tensor_sizes = std::move(tensor_sizes);
-  settings.tensor_names = std::move(tensor_names);
+  settings.tensor_layers = std::move(tensor_layers);
   settings.optimizer = optimizer_config(scenario);
   return entry->make(settings);
 }

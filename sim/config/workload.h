@@ -40,10 +40,10 @@ std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset&
 
 // The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
 // shard size, the trainable parameter tensors' sizes, each host's topology neighbours and the
-// tensors' names.
+// tensors' layers in forward order (training/layer_cost.h, gradient_layers).
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<int64_t> tensor_sizes,
                                           std::vector<std::vector<int>> neighbours,
-                                          std::vector<std::string> tensor_names = {});
+                                          std::vector<int> tensor_layers = {});
 
 }  // namespace testbed

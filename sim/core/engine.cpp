@@ -66,12 +66,11 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
-  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_, tensor_names);
+  gradient_layer_ = gradient_layers(work, tensor_names);
+  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_, gradient_layer_);
   if (algorithm_->forward_waits_for_ops() && !compute_->deterministic())
     throw std::invalid_argument(algorithm_->name() + " times its forward before the step runs: it needs a compute "
                                 "model that knows the step's time beforehand (not measured)");
-  if (algorithm_->issues_during_backward() || algorithm_->forward_waits_for_ops())
-    gradient_layer_ = gradient_layers(work, tensor_names);
   state_.resize(nodes_);
   schedule_.resize(nodes_);
   summary_.model_parameters = parameters_;
@@ -217,7 +216,7 @@ void Engine::start_step(int node) {
 std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> ops) {
   const bool any = std::any_of(ops.begin(), ops.end(), [](const CommOp& op) { return op.after_gradient >= 0; });
   if (!any) return ops;
-  if (gradient_layer_.empty())
+  if (!algorithm_->issues_during_backward())
     throw std::logic_error(algorithm_->name() + " issued an op during backward without saying it would");
   auto& s = state_[node];
   const StepShares& shares = compute_->shares();

@@ -162,7 +162,7 @@ class Engine {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
   int64_t parameters_ = 0;
-  std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model (empty: unknown)
+  std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model
 
   // Destruction order matters: collectives use the network, the network the clock.
   std::unique_ptr<EventClock> clock_;

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "training/algorithms/registry.h"
@@ -19,7 +18,9 @@ struct AlgorithmSettings {
   std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
   std::vector<int64_t> shard_sizes;            // each node's training samples
   std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
-  std::vector<std::string> tensor_names;       // their names (module path), when known
+  // Each tensor's layer, numbered in forward order (tensors of one module share it); empty
+  // when unknown (a tensor a layer, in flat order).
+  std::vector<int> tensor_layers;
   OptimizerConfig optimizer;                   // the inner (local) optimizer
 };
 

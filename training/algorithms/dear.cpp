@@ -11,6 +11,7 @@
 #include "training/algorithms/dear.h"
 
 #include <map>
+#include <numeric>
 
 #include <torch/torch.h>
 
@@ -19,48 +20,32 @@
 
 namespace testbed {
 
-std::vector<int> tensor_modules(const std::vector<std::string>& tensor_names, size_t tensors) {
-  std::vector<int> modules(tensors);
-  if (tensor_names.size() != tensors) {
-    for (size_t t = 0; t < tensors; ++t) modules[t] = static_cast<int>(t);
-    return modules;
-  }
-  std::string previous;
-  int module = -1;
-  for (size_t t = 0; t < tensors; ++t) {
-    const std::string& name = tensor_names[t];
-    const std::string owner = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
-    if (t == 0 || owner != previous) ++module;
-    previous = owner;
-    modules[t] = module;
-  }
-  return modules;
-}
-
-std::vector<GradientBucket> dear_groups(const std::vector<int64_t>& tensor_sizes, const std::vector<int>& modules,
-                                        double threshold_mb) {
-  std::vector<GradientBucket> groups;
-  GradientBucket open;
+std::vector<DearGroup> dear_groups(const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
+                                   double threshold_mb) {
+  std::vector<int> order(tensor_sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto layer = [&](int t) { return tensor_layers.empty() ? t : tensor_layers[t]; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return layer(a) < layer(b); });
+  std::vector<DearGroup> groups;
+  DearGroup open;
   double open_mb = 0;
-  int64_t offset = 0;
-  for (size_t t = 0; t < tensor_sizes.size();) {
-    size_t end = t;  // the module's tensors [t, end)
+  for (size_t i = 0; i < order.size();) {
+    size_t end = i;  // the module's tensors: order[i, end)
     int64_t elements = 0;
-    while (end < tensor_sizes.size() && modules[end] == modules[t]) elements += tensor_sizes[end++];
+    while (end < order.size() && layer(order[end]) == layer(order[i])) elements += tensor_sizes[order[end++]];
     const double mb = static_cast<double>(elements) * 4 / 1024 / 1024;
     if (!(open_mb == 0 || open_mb + mb < threshold_mb)) {
-      groups.push_back(open);
-      open = GradientBucket{};
+      groups.push_back(std::move(open));
+      open = DearGroup{};
       open_mb = 0;
     }
-    if (open.tensors == 0) open.first_tensor = static_cast<int>(t), open.offset = offset;
-    open.tensors += static_cast<int>(end - t);
+    open.tensors.insert(open.tensors.end(), order.begin() + static_cast<std::ptrdiff_t>(i),
+                        order.begin() + static_cast<std::ptrdiff_t>(end));
     open.elements += elements;
     open_mb += mb;
-    offset += elements;
-    t = end;
+    i = end;
   }
-  if (open.tensors > 0) groups.push_back(open);
+  if (!open.tensors.empty()) groups.push_back(std::move(open));
   return groups;
 }
 
@@ -75,9 +60,12 @@ class Dear : public Algorithm {
   explicit Dear(const AlgorithmSettings& s)
       : nodes_(s.nodes),
         batch_(s.batch_size),
-        groups_(dear_groups(s.tensor_sizes, tensor_modules(s.tensor_names, s.tensor_sizes.size()),
-                            std::get<DearOptions>(s.options).bucket_mb)),
-        shards_(s.nodes) {}
+        groups_(dear_groups(s.tensor_sizes, s.tensor_layers, std::get<DearOptions>(s.options).bucket_mb)),
+        offsets_(s.tensor_sizes.size() + 1, 0),
+        sizes_(s.tensor_sizes),
+        shards_(s.nodes) {
+    std::partial_sum(sizes_.begin(), sizes_.end(), offsets_.begin() + 1);
+  }
   std::string name() const override { return "dear"; }
   bool issues_during_backward() const override { return true; }
   bool has_rounds() const override { return true; }
@@ -88,11 +76,15 @@ class Dear : public Algorithm {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     for (size_t g = groups_.size(); g-- > 0;) {
-      const GradientBucket& group = groups_[g];
+      const DearGroup& group = groups_[g];
       auto buffer = torch::zeros({dear_padded(group.elements, nodes_)});
-      buffer.narrow(0, 0, group.elements).copy_(replica.gradients().narrow(0, group.offset, group.elements));
+      int64_t at = 0;
+      for (int t : group.tensors) {
+        buffer.narrow(0, at, sizes_[t]).copy_(replica.gradients().narrow(0, offsets_[t], sizes_[t]));
+        at += sizes_[t];
+      }
       CommOp op = make_op(CommKind::ReduceScatter, tag("reduce_scatter", g), buffer);
-      op.after_gradient = group.first_tensor;
+      op.after_gradient = group.tensors.front();
       plan.comm.push_back(std::move(op));
     }
     return plan;
@@ -106,7 +98,7 @@ class Dear : public Algorithm {
     if (shards.empty()) return round;
     for (size_t g = 0; g < groups_.size(); ++g) {
       CommOp op = make_op(CommKind::AllGather, tag("all_gather", g), shards.at(g));
-      op.before_forward = groups_[g].first_tensor;
+      op.before_forward = groups_[g].tensors.front();
       round.comm.push_back(std::move(op));
     }
     shards.clear();
@@ -119,9 +111,12 @@ class Dear : public Algorithm {
       shards_[node][g] = op.received.at(0).clone();
       return;
     }
-    const GradientBucket& group = groups_[g];
-    const auto sum = torch::cat(op.received).narrow(0, 0, group.elements);
-    replica.gradients().narrow(0, group.offset, group.elements).copy_(sum.div(nodes_));
+    const auto mean = torch::cat(op.received).div_(nodes_);
+    int64_t at = 0;
+    for (int t : groups_[g].tensors) {
+      replica.gradients().narrow(0, offsets_[t], sizes_[t]).copy_(mean.narrow(0, at, sizes_[t]));
+      at += sizes_[t];
+    }
     if (g + 1 == groups_.size()) replica.optimizer_step();
   }
 
@@ -147,7 +142,8 @@ class Dear : public Algorithm {
   }
 
   int nodes_, batch_;
-  std::vector<GradientBucket> groups_;
+  std::vector<DearGroup> groups_;
+  std::vector<int64_t> offsets_, sizes_;  // each tensor's slice of the flat vector
   std::vector<std::map<size_t, torch::Tensor>> shards_;  // per node: each group's reduced shard, until gathered
 };
 

@@ -3,23 +3,25 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
-
-#include "training/algorithms/gradient_buckets.h"
 
 namespace testbed {
 
-// The module each trainable tensor belongs to (its name without the last component, so
-// "fc1.weight" and "fc1.bias" share "fc1"), numbered in order; without names, a module a tensor.
-std::vector<int> tensor_modules(const std::vector<std::string>& tensor_names, size_t tensors);
+struct DearGroup {
+  std::vector<int> tensors;  // trainable tensors (registration index), in forward order
+  int64_t elements = 0;      // theirs, unpadded
+};
 
-// Groups in forward order, as _generate_groups_with_threshold forms them: a module (all its
-// tensors) joins the open group while the group is empty or the module keeps it strictly under
-// threshold_mb (sizes in MiB of 4-byte elements); else it opens the next group. A group's
-// slice of the flat vector ends where the next begins.
-std::vector<GradientBucket> dear_groups(const std::vector<int64_t>& tensor_sizes, const std::vector<int>& modules,
-                                        double threshold_mb);
+// Groups in forward order, as _generate_groups_with_threshold forms them from the modules in
+// forward order: a module (the tensors of one layer) joins the open group while the group is
+// empty or the module keeps it strictly under threshold_mb (sizes in MiB of 4-byte elements);
+// else it opens the next group. `tensor_layers`: each tensor's layer in forward order (empty:
+// a tensor a layer, in registration order). The reference takes modules in registration order,
+// which is forward order for the models it trains; the GPT registers its head before its blocks.
+// A group's gradients all exist once backward reaches its first tensor's layer, and the next
+// forward needs its gather there.
+std::vector<DearGroup> dear_groups(const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
+                                   double threshold_mb);
 
 // A group's buffer on the wire: padded to a multiple of the world size by size - n % size, so
 // by a whole `size` when n is already one (the reference's _get_pad_tensor).
