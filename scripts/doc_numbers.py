@@ -223,7 +223,7 @@ def backends_default(tb):
             + table(["backend", "projected time", "final accuracy"], rows))
 
 
-ALGORITHMS = ["ddp", "lofi", "fedavg", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "demo", "gossip", "topk", "signsgd", "powersgd", "acpsgd", "dear"]
+ALGORITHMS = ["ddp", "lofi", "local_sgd", "fedavg", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "demo", "gossip", "topk", "signsgd", "powersgd", "acpsgd", "dear"]
 
 
 @block("full")

@@ -7,7 +7,7 @@
 namespace testbed::resume_tests {
 
 // 4 nodes of a small MLP on a 1 ms ring, 40 steps, at unequal speeds: where an algorithm lets
-// nodes drift apart (gossip, delayed or overlapped ops, FedAvg's unpicked nodes), fast nodes
+// nodes drift apart (gossip, delayed or overlapped ops, local SGD's unpicked nodes), fast nodes
 // are steps ahead at a checkpoint, with ops to issue, ops in flight, rows and eval snapshots
 // half filled.
 const char* kBase = R"(name: resume
@@ -30,7 +30,7 @@ struct Case {
 
 // Each cut falls where something is half done: DiLoCo mid-period, Streaming DiLoCo with a
 // fragment in flight (tau 1), SPARTA with the previous step's exchange in flight (delay 1),
-// FedAvg mid-round with half the nodes picked, gossip over UDP that loses packets.
+// local SGD mid-round with half the nodes picked, gossip over UDP that loses packets.
 const std::vector<Case> kCases = {
     {"ddp", {"algorithm={name: ddp}"}, 7, 14},
     {"diloco", {"algorithm={name: diloco, H: 4}"}, 6, 18},
@@ -42,7 +42,7 @@ const std::vector<Case> kCases = {
     // One group per layer: cut while the next forward waits at its gates for the all-gathers.
     {"dear_gates", {"algorithm={name: dear, bucket_mb: 0.001}"}, 5, 15},
     {"gossip_udp_loss", {"algorithm={name: gossip}", "network.transport=udp", "topology.link.loss=0.02"}, 8, 16},
-    {"fedavg_fraction", {"algorithm={name: fedavg, H: 3, fraction: 0.5}"}, 7, 28},
+    {"local_sgd_fraction", {"algorithm={name: local_sgd, H: 3, fraction: 0.5}"}, 7, 28},
     // Dropout draws from LibTorch's global generator, which the checkpoint must carry too.
     {"gpt_dropout",
      {"algorithm={name: diloco, H: 4}", "workload.model=gpt", "workload.dataset=brown", "workload.steps=12",

@@ -73,7 +73,7 @@ class Algorithms : public ::testing::Test {
 Dataset* Algorithms::data_ = nullptr;
 
 // Local SGD steps with every parameter averaged after each: what three algorithms reduce to.
-TEST_F(Algorithms, SpartaWithPOneAndFedAvgWithHOneAreFullAveraging) {
+TEST_F(Algorithms, SpartaWithPOneAndLocalSgdWithHOneAreFullAveraging) {
   const int nodes = 3, steps = 4;
   Scenario sparta = scenario(nodes, steps, "{name: sparta, p: 1}");
   auto expected = replicas(sparta);
@@ -83,10 +83,10 @@ TEST_F(Algorithms, SpartaWithPOneAndFedAvgWithHOneAreFullAveraging) {
   }
   const auto want = expected[0]->parameters();
   const Run a = run(sparta);
-  const Run b = run(scenario(nodes, steps, "{name: fedavg, H: 1}"));
+  const Run b = run(scenario(nodes, steps, "{name: local_sgd, H: 1}"));
   for (int n = 0; n < nodes; ++n) {
     EXPECT_LT(max_diff(a.parameters[n], want), 1e-6) << "sparta node " << n;
-    EXPECT_LT(max_diff(b.parameters[n], want), 1e-6) << "fedavg node " << n;
+    EXPECT_LT(max_diff(b.parameters[n], want), 1e-6) << "local_sgd node " << n;
   }
   EXPECT_GT(max_diff(want, replicas(sparta)[0]->parameters()), 1e-3);  // training moved them
 }
@@ -106,10 +106,10 @@ TEST_F(Algorithms, GossipOnACompleteGraphIsFullAveraging) {
   for (uint64_t b : bytes_of(g, 1)) EXPECT_EQ(b, 3u * 4 * kD);
 }
 
-TEST_F(Algorithms, DilocoWithOuterLrOneAndNoMomentumIsFedAvg) {
+TEST_F(Algorithms, DilocoWithOuterLrOneAndNoMomentumIsLocalSgd) {
   const int nodes = 3, steps = 7;
   const Run d = run(scenario(nodes, steps, "{name: diloco, H: 3, outer_lr: 1, outer_momentum: 0}"));
-  const Run f = run(scenario(nodes, steps, "{name: fedavg, H: 3}"));
+  const Run f = run(scenario(nodes, steps, "{name: local_sgd, H: 3}"));
   for (int n = 0; n < nodes; ++n) EXPECT_LT(max_diff(d.parameters[n], f.parameters[n]), 1e-5) << n;
   // The all-reduce bytes once every H steps, nothing otherwise: 2(p-1) chunks of d/p floats.
   ASSERT_EQ(kD % nodes, 0);

@@ -141,7 +141,7 @@ Generated generate(int index) {
   } else if (which < 72) {
     period = draw(rng, 1, 3);
     // Half the nodes a round is a subset: refused.
-    a << "{name: fedavg, H: " << period << ", fraction: " << (!any || chance(rng, 50) ? "1" : "0.5") << "}";
+    a << "{name: local_sgd, H: " << period << ", fraction: " << (!any || chance(rng, 50) ? "1" : "0.5") << "}";
   } else if (which < 84) {
     neighbour = true;
     share = 1;

@@ -137,7 +137,7 @@ TEST(Memoization, OtherAlgorithmsStayIdentical) {
   EXPECT_EQ(compare({"algorithm.overlap=true"}), 0);  // ops during backward: never a phase
   compare({"algorithm.name=diloco", "algorithm.H=4"});
   compare({"algorithm.name=sparta", "algorithm.p=0.1", "algorithm.delay=1"});
-  compare({"algorithm.name=fedavg", "algorithm.H=3", "algorithm.fraction=0.5"});
+  compare({"algorithm.name=local_sgd", "algorithm.H=3", "algorithm.fraction=0.5"});
   compare({"algorithm.name=demo", "algorithm.chunk=8", "algorithm.k=2"});
   // Other collective plans: more messages per phase, other dependencies (halving-doubling's
   // partners two hops apart share ring links, so its ranks need not stay in lockstep).

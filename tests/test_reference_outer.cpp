@@ -1,4 +1,4 @@
-// DiLoCo, Streaming DiLoCo, SPARTA-DiLoCo, FedAvg and lo-fi re-implemented here in plain
+// DiLoCo, Streaming DiLoCo, SPARTA-DiLoCo, local SGD and lo-fi re-implemented here in plain
 // LibTorch from their papers' pseudo-code and run beside the engine at real settings; and the
 // bytes of steps in which a node issues several ops, in memory and in the binary's HDF5 file.
 //
@@ -400,17 +400,17 @@ TEST_F(ReferenceOuter, SpartaDilocoIsSparseAveragingPlusTheOuterStep) {
   expect_totals_agree(r);
 }
 
-// FedAvg (McMahan et al. 2017, Algorithm 1) with C = 0.5: each round m = max(C K, 1) clients
-// take part and the new model is sum_{k in S_t} (n_k / n_S) w_k, n_S the round's samples.
-// The testbed's documented variant: a node left out keeps training on its own parameters
+// Local SGD with McMahan et al.'s weighting and C = 0.5: each round m = max(C K, 1) nodes
+// take part and their new model is sum_{k in S_t} (n_k / n_S) w_k, n_S the round's samples.
+// Unlike FedAvg (test_fedavg.cpp), a node left out keeps training on its own parameters
 // (it does not restart from the global model when picked). Which nodes a round picks is an
 // input here (the first m of the seeded permutation the scenario seed names); the rounds,
 // counts and weights are worked out below. Label-skewed shards make the weights unequal.
 // Caught: weights normalised over every node's shard, the round numbered from step / H.
-TEST_F(ReferenceOuter, FedAvgWeighsOnlyTheRoundsChosenNodesByShardSize) {
+TEST_F(ReferenceOuter, LocalSgdWeighsOnlyTheRoundsChosenNodesByShardSize) {
   const int nodes = 4, H = 3, steps = 12;
   const double fraction = 0.5;
-  Scenario skewed = scenario(nodes, steps, "{name: fedavg, H: 3, fraction: 0.5}");
+  Scenario skewed = scenario(nodes, steps, "{name: local_sgd, H: 3, fraction: 0.5}");
   skewed.workload.partition.kind = "dirichlet";
   skewed.workload.partition.alpha = 0.5;
   auto reps = replicas(skewed);
@@ -447,7 +447,7 @@ TEST_F(ReferenceOuter, FedAvgWeighsOnlyTheRoundsChosenNodesByShardSize) {
   EXPECT_FALSE(ever_left_out_then_chosen.empty());
   const auto want = parameters(reps);
   const EngineRun r = run(skewed);
-  std::printf("fedavg: shards %.0f %.0f %.0f %.0f, max |engine - reference| %.3g\n", shard[0], shard[1], shard[2],
+  std::printf("local_sgd: shards %.0f %.0f %.0f %.0f, max |engine - reference| %.3g\n", shard[0], shard[1], shard[2],
               shard[3], expect_matches(r, want, kTolerance));
   // Bytes: a ring all-reduce of d floats among the round's two nodes, nothing for the rest.
   for (size_t round = 0; round < chosen_by_round.size(); ++round) {

@@ -86,7 +86,7 @@ TEST(MemoryEstimate, CountsThePlansTheRunKeeps) {
       {"nodes: 7\nalgorithm: {name: sparta_diloco, exchange: gossip}\n", exchange + all_reduce},
       // A subset of 3 or 4 of 7 each round, 300 steps / H 10 = 30 rounds: counted as 30 plans
       // over all 7 (an upper bound).
-      {"nodes: 7\nalgorithm: {name: fedavg, H: 10, fraction: 0.5}\n", 30 * all_reduce},
+      {"nodes: 7\nalgorithm: {name: local_sgd, H: 10, fraction: 0.5}\n", 30 * all_reduce},
   };
   const Dataset data = small_data();
   for (const auto& c : cases) {

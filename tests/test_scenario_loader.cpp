@@ -54,9 +54,9 @@ TEST(ScenarioDefaults, EachAlgorithmGetsItsOwnDefaults) {
   auto options = [](const std::string& name) {
     return parse_scenario("algorithm: {name: " + name + "}\n", "t.yaml").algorithm.options;
   };
-  const auto fedavg = std::get<FedAvgOptions>(options("fedavg"));
-  EXPECT_EQ(fedavg.H, 1);
-  EXPECT_EQ(fedavg.fraction, 1.0);
+  const auto local_sgd = std::get<LocalSgdOptions>(options("local_sgd"));
+  EXPECT_EQ(local_sgd.H, 1);
+  EXPECT_EQ(local_sgd.fraction, 1.0);
   const auto diloco = std::get<OuterSyncOptions>(options("diloco"));
   EXPECT_EQ(diloco.H, 500);
   EXPECT_EQ(diloco.lr, 0.7);
@@ -238,6 +238,19 @@ TEST(ScenarioExample, UdpTransportIsReadForNs3) {
   expect_error("network: {backend: flow, transport: udp}\n", "s.yaml:1:37", "transport udp needs the ns3 backend");
 }
 
+TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
+  expect_error("nodes: 4\nalgorithm: {name: fedavg, clients_per_round: 5}\n", "s.yaml:2:46",
+               "clients_per_round 5 is more than the 4 clients (nodes)");
+  expect_error("nodes: 4\nalgorithm: {name: fedavg, server: 5}\n", "s.yaml:2:35",
+               "server 5 is not a host: the topology has 5 (0..4), the clients' and the server's");
+  expect_error("algorithm: {name: fedavg, deadline: 0}\n", "s.yaml:1:37", "a round's deadline must be more than 0 seconds");
+  expect_error("algorithm: {name: fedavg, H: 7}\nworkload: {steps: 20}\n", "s.yaml:1:30",
+               "workload.steps (20) must be a whole number of rounds of H = 7 local steps");
+  // The server is a host of its own: 4 clients make a star of 5 hosts.
+  const Scenario s = parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg}\n", "s.yaml");
+  EXPECT_EQ(topology_spec(s).hosts, 5);
+}
+
 TEST(ScenarioLoader, DearNeedsTheStepTimeBeforehand) {
   // Its forward is timed against the all-gathers before the step's compute has run.
   expect_error("algorithm: {name: dear}\ncompute: {model: measured}\n", "s.yaml:2:18",
@@ -333,7 +346,7 @@ TEST(ScenarioErrors, UnitsThatDoNotParse) {
 TEST(ScenarioErrors, UnknownEnumValues) {
   expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
   std::string error = error_of("algorithm: {name: foo}\n");
-  EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip, topk, signsgd, powersgd, acpsgd, dear");  // nothing close: no suggestion
+  EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, local_sgd, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip, topk, signsgd, powersgd, acpsgd, dear");  // nothing close: no suggestion
 }
 
 TEST(ScenarioErrors, InvalidYamlSyntax) {

@@ -59,6 +59,7 @@ class Replica {
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const ShardSampler& sampler() const { return sampler_; }  // where its shard's batches stand
 
   // Everything that decides this replica's future (parameters, gradients, buffers, optimizer
   // state, the sampler's position), for checkpoints. load() writes into the existing tensors,

@@ -5,6 +5,7 @@
 
 #include "sim/config/bandwidth_trace.h"
 #include "sim/config/units.h"
+#include "training/algorithms/registry.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -31,15 +32,17 @@ LinkSpec link_spec(const LinkSection& l) {
 TopologySpec topology_spec(const Scenario& scenario) {
   TopologySpec spec;
   spec.kind = scenario.topology.kind;
-  spec.hosts = scenario.nodes;
+  // A federated run's server is a host of its own beside the clients (FedAvgOptions::server).
+  const AlgorithmEntry* algorithm = find_algorithm(scenario.algorithm.name);
+  spec.hosts = scenario.nodes + (algorithm && algorithm->federated ? 1 : 0);
   spec.torus_rows = scenario.topology.rows;
   const TopologySection& t = scenario.topology;
   spec.fat_tree_k = t.k;
   spec.clusters = t.clusters;
   const int clusters = std::max(1, t.clusters);
   spec.per_cluster = t.per_cluster > 0                     ? t.per_cluster
-                     : scenario.nodes % clusters == 0 ? scenario.nodes / clusters
-                                                          : 0;
+                     : spec.hosts % clusters == 0 ? spec.hosts / clusters
+                                                      : 0;
   spec.wan = link_spec(t.wan);
   spec.edge_probability = t.p;
   spec.degree = t.degree;

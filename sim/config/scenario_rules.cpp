@@ -169,6 +169,31 @@ void check_collective(const Scenario& s, const Origins& origins) {
 }
 
 // The chosen algorithm's own rule between its keys (its *_options.h), and its neighbours.
+// A federated run: the server is one of the nodes + 1 hosts, rounds fit the steps, and what
+// needs the engine (checkpoints) is refused.
+void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& origins) {
+  if (o.clients_per_round > s.nodes) {
+    fail(origins.where("algorithm.clients_per_round"), "clients_per_round " + std::to_string(o.clients_per_round) +
+                                                           " is more than the " + std::to_string(s.nodes) + " clients (nodes)");
+  }
+  if (o.server > s.nodes) {
+    fail(origins.where("algorithm.server"), "server " + std::to_string(o.server) + " is not a host: the topology has " +
+                                                std::to_string(s.nodes + 1) + " (0.." + std::to_string(s.nodes) +
+                                                "), the clients' and the server's");
+  }
+  if (origins.seen("algorithm.deadline") && o.deadline <= 0) {
+    fail(origins.where("algorithm.deadline"), "a round's deadline must be more than 0 seconds (leave it out for none)");
+  }
+  if (s.workload.steps % o.H != 0) {
+    fail(origins.where(origins.seen("algorithm.H") ? "algorithm.H" : "workload.steps"),
+         "workload.steps (" + std::to_string(s.workload.steps) + ") must be a whole number of rounds of H = " +
+             std::to_string(o.H) + " local steps");
+  }
+  if (s.output.resume_every > 0) {
+    fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
+  }
+}
+
 void check_algorithm(const Scenario& s, const Topology& topology, const Origins& origins) {
   const auto& a = s.algorithm;
   auto key_of = [&](const std::vector<std::string>& keys) {
@@ -178,6 +203,7 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
   };
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
   const AlgorithmEntry* entry = find_algorithm(a.name);
+  if (const auto* fed = std::get_if<FedAvgOptions>(&a.options)) check_federated(s, *fed, origins);
   if (entry && entry->forward_waits && s.compute.model == "measured") {
     fail(origins.where("compute.model"), a.name + " times each layer's forward against its all-gathers before the "
                                          "step runs, so it needs the step's time beforehand: use flops or fixed");

@@ -163,6 +163,8 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<int> tensor_layers) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
+  if (!entry->make)
+    throw std::invalid_argument(scenario.algorithm.name + " runs as a server and clients (sim/core/run.h: make_run), not on the engine");
   AlgorithmSettings settings;
   // A scenario built in code may name an algorithm without setting its options: its defaults.
   const bool own = scenario.algorithm.options.index() == entry->defaults.index();

@@ -661,11 +661,7 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
     row = evaluator_->evaluate_step(steps_done, snapshots);
   }
   recorder_->eval(row);
-  summary_.final_eval_loss = row.loss;
-  summary_.final_accuracy = row.accuracy;
-  summary_.final_perplexity = row.perplexity;
-  summary_.eval_samples = evaluator_->sample_size();
-  summary_.final_eval_samples = evaluator_->averaged_samples();
+  evaluator_->summarise(row, summary_);
 }
 
 }  // namespace testbed

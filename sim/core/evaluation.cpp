@@ -26,7 +26,15 @@ Evaluator::Evaluator(const Scenario& scenario, const Dataset& data, std::shared_
   for (const auto& variant : data.test_variants) eval_variants_.push_back(variant.inputs.index_select(0, eval_index));
 }
 
-EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots) {
+void Evaluator::summarise(const EvalRow& row, RunSummary& summary) const {
+  summary.final_eval_loss = row.loss;
+  summary.final_accuracy = row.accuracy;
+  summary.final_perplexity = row.perplexity;
+  summary.eval_samples = sample_size();
+  summary.final_eval_samples = averaged_samples();
+}
+
+EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots, const torch::Tensor& model) {
   torch::Device device(scenario_.device);
   EvalRow row;
   row.step = steps_done;
@@ -34,7 +42,7 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   // A replica equal to its predecessor shares its evaluation. When all are equal (DDP),
   // the averaged model is that replica, and it is evaluated once for everything.
   std::vector<bool> same_as_previous(n, false);
-  bool all_same = true;
+  bool all_same = !model.defined();
   for (size_t i = 1; i < n; ++i) {
     same_as_previous[i] = torch::equal(snapshots[i], snapshots[i - 1]);
     all_same = all_same && same_as_previous[i];
@@ -57,8 +65,8 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   const bool last = steps_done == scenario_.workload.steps;
   const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
   const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
-  torch::Tensor average = snapshots[0];
-  if (!all_same) {
+  torch::Tensor average = model.defined() ? model : snapshots[0];
+  if (!all_same && !model.defined()) {
     // Summed into one double vector: O(d) beside the snapshots, no N x d stack.
     auto sum = snapshots[0].to(torch::kFloat64);
     for (size_t i = 1; i < n; ++i) sum.add_(snapshots[i]);

@@ -20,8 +20,12 @@ class Evaluator {
   Evaluator(const Scenario& scenario, const Dataset& data, std::shared_ptr<Model> model);
 
   // The row for `steps_done` from each node's flat parameters. Leaves the average in the model
-  // (the final checkpoint is that model).
-  EvalRow evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots);
+  // (the final checkpoint is that model). `model`, when given, is evaluated instead of the
+  // average (a federated server's model, which is not the mean of the clients').
+  EvalRow evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots, const torch::Tensor& model = {});
+
+  // The run's final figures as of `row`, the latest evaluation.
+  void summarise(const EvalRow& row, RunSummary& summary) const;
 
   int64_t sample_size() const { return eval_inputs_.size(0); }  // a replica's evaluation
   int64_t averaged_samples() const { return averaged_samples_; }  // the average's, last time

@@ -93,6 +93,13 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
       2 + optimizer_vectors(scenario.optimizer) + (algorithm ? algorithm->state_vectors : 0) + 1 + 1;
   const double vector_bytes = 4.0 * static_cast<double>(parameters);
   e.replicas_bytes = static_cast<double>(scenario.nodes) * (e.vectors_per_replica * vector_bytes + kReplicaObjectBytes);
+  if (algorithm && algorithm->federated) {
+    // One client's replica at a time, each picked client's upload until the round ends, and
+    // the server's model and momentum (in double).
+    const auto* options = std::get_if<FedAvgOptions>(&scenario.algorithm.options);
+    const int picked = (options ? *options : FedAvgOptions{}).picked(scenario.nodes);
+    e.replicas_bytes = e.vectors_per_replica * vector_bytes + kReplicaObjectBytes + (picked + 1 + 4) * vector_bytes;
+  }
   e.eval_model_bytes = vector_bytes;
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
                  tensor_bytes(data.test_targets) + tensor_bytes(data.train_groups);

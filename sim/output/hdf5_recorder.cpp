@@ -136,6 +136,8 @@ struct Hdf5Recorder::Impl {
   std::map<std::string, std::pair<Appendable, Appendable>> variants;  // loss, accuracy
   Appendable correlation, min_correlation, distance, correlation_matrix;
   Appendable messages;
+  // Federated runs: a row per picked client and round.
+  Appendable part_round, part_client, part_samples, part_loss, part_download, part_compute, part_upload, part_dropped;
   std::vector<MessageRow> pending_messages;
   uint64_t lost_bytes = 0;  // over every message, for /summary
 
@@ -182,6 +184,18 @@ struct Hdf5Recorder::Impl {
         variants[name] = {column(g, "loss", f64(), {}, e), column(g, "accuracy", f64(), {}, e)};
       }
     }
+    if (info.federated) {
+      H5::Group g = keep ? file.openGroup("/participation") : file.createGroup("/participation");
+      const int64_t p = 0;  // federated runs are not resumed
+      part_round = column(g, "round", i64(), {}, p);
+      part_client = column(g, "client", i64(), {}, p);
+      part_samples = column(g, "samples", i64(), {}, p);
+      part_loss = column(g, "loss", f64(), {}, p);
+      part_download = column(g, "t_download", f64(), {}, p);
+      part_compute = column(g, "t_compute", f64(), {}, p);
+      part_upload = column(g, "t_upload", f64(), {}, p);
+      part_dropped = column(g, "dropped", i64(), {}, p);
+    }
     if (keep) {
       lost_bytes = keep->lost_bytes;
     } else if (!info.node_speeds.empty()) {
@@ -194,6 +208,17 @@ struct Hdf5Recorder::Impl {
     return keep ? file.openGroup(name) : file.createGroup(name);
   }
   void append_train(const TrainRow& row);
+  void append_participation(const ParticipationRow& row) {
+    const int64_t round = row.round, client = row.client, dropped = row.dropped;
+    part_round.append(&round);
+    part_client.append(&client);
+    part_samples.append(&row.samples);
+    part_loss.append(&row.loss);
+    part_download.append(&row.t_download);
+    part_compute.append(&row.t_compute);
+    part_upload.append(&row.t_upload);
+    part_dropped.append(&dropped);
+  }
   void append_eval(const EvalRow& row);
   void write_summary(const RunSummary& summary);
   void write_messages() {
@@ -261,6 +286,10 @@ void Hdf5Recorder::Impl::append_train(const TrainRow& row) {
   train_time.append(row.time.data());
   train_compute.append(row.compute_time.data());
   comm_bytes.append(row.bytes.data());
+}
+
+void Hdf5Recorder::participation(const ParticipationRow& row) {
+  guarded(impl_->path, "append a participation row", [&] { impl_->append_participation(row); });
 }
 
 void Hdf5Recorder::eval(const EvalRow& row) {

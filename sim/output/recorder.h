@@ -17,6 +17,7 @@ struct RunInfo {
   bool deterministic = true;             // false when compute time is measured on the host
   std::vector<double> node_speeds;       // relative compute speed of each node
   std::vector<std::string> test_variants;  // names of the extra test sets evaluated
+  bool federated = false;                  // rounds of sampled clients: /participation, a /train row a round
 };
 
 struct TrainRow {
@@ -39,6 +40,16 @@ struct EvalRow {
   std::vector<double> replica_accuracy;  // one per node; NaN for regression
   double correlation = 1, min_correlation = 1, distance = 0;
   std::vector<double> correlation_matrix;  // N x N row-major; NaN where a pair was not sampled
+};
+
+// A federated client's part in a round (sim/core/federated_run.h).
+struct ParticipationRow {
+  int round = 0, client = 0;
+  int64_t samples = 0;  // the client's training samples: its weight in the average
+  double loss = 0;      // mean over its local steps
+  // Simulated seconds: its download arrived, its local steps ended, its upload arrived.
+  double t_download = 0, t_compute = 0, t_upload = 0;
+  bool dropped = false;  // its upload arrived after the round's deadline and was not applied
 };
 
 struct MessageRecord {
@@ -78,6 +89,7 @@ class Recorder {
   virtual void train(const TrainRow& row) = 0;
   virtual void eval(const EvalRow& row) = 0;
   virtual void message(const MessageRecord& record) = 0;
+  virtual void participation(const ParticipationRow&) {}  // federated runs only
   virtual void finish(const RunSummary& summary) = 0;
   // Writes out what is held back and says how many rows there are.
   virtual RecorderMark mark() = 0;
@@ -89,10 +101,12 @@ class MemoryRecorder : public Recorder {
   std::vector<TrainRow> train_rows;
   std::vector<EvalRow> eval_rows;
   std::vector<MessageRecord> messages;
+  std::vector<ParticipationRow> participation_rows;
   RunSummary summary;
   void train(const TrainRow& row) override { train_rows.push_back(row); }
   void eval(const EvalRow& row) override { eval_rows.push_back(row); }
   void message(const MessageRecord& record) override { messages.push_back(record); }
+  void participation(const ParticipationRow& row) override { participation_rows.push_back(row); }
   void finish(const RunSummary& s) override { summary = s; }
   RecorderMark mark() override {
     RecorderMark m{static_cast<int64_t>(train_rows.size()), static_cast<int64_t>(eval_rows.size()),

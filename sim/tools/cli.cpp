@@ -15,7 +15,7 @@
 #include <iostream>
 #include <optional>
 
-#include "sim/core/engine.h"
+#include "sim/core/run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "sim/output/resume_file.h"
 #include "sim/output/run_file.h"
@@ -147,14 +147,14 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
-  Engine engine(scenario, data, hooks);
+  const std::unique_ptr<Run> loop = make_run(scenario, data, hooks);
   // A fresh run drops the checkpoints of an earlier one at this path; a resumed one cuts the
   // file back to the rows its checkpoint counted.
   if (!resume) remove_checkpoints(checkpoints);
-  auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info(), resume->mark)
-                         : std::make_unique<Hdf5Recorder>(scenario.output.path, engine.run_info());
+  auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info(), resume->mark)
+                         : std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info());
   on_fatal_error([&recorder](const std::string& sentence) { recorder->fail(sentence); });
-  RunSummary summary = engine.run(*recorder);
+  RunSummary summary = loop->run(*recorder);
   on_fatal_error({});
   if (summary.status == "completed") remove_checkpoints(checkpoints);
   if (show_progress) std::fprintf(stderr, "\n");
@@ -171,8 +171,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
               human_bytes(static_cast<double>(summary.total_bytes)).c_str());
   std::printf("host time         %.2f s\n", summary.host_time_s);
-  std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", engine.host_times().ns3(),
-              summary.steps_completed > 0 ? 1e3 * engine.host_times().ns3() / summary.steps_completed : 0.0);
+  std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop->host_times().ns3(),
+              summary.steps_completed > 0 ? 1e3 * loop->host_times().ns3() / summary.steps_completed : 0.0);
   if (summary.phases_replayed > 0)
     std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated));

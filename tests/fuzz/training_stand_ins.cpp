@@ -15,7 +15,7 @@ void check_model(const Scenario&) {}
   std::unique_ptr<Algorithm> name(const AlgorithmSettings&) { std::abort(); }
 TESTBED_UNREACHABLE_FACTORY(make_ddp)
 TESTBED_UNREACHABLE_FACTORY(make_lofi)
-TESTBED_UNREACHABLE_FACTORY(make_fedavg)
+TESTBED_UNREACHABLE_FACTORY(make_local_sgd)
 TESTBED_UNREACHABLE_FACTORY(make_diloco)
 TESTBED_UNREACHABLE_FACTORY(make_streaming_diloco)
 TESTBED_UNREACHABLE_FACTORY(make_sparta)

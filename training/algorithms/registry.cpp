@@ -8,7 +8,9 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
   static const std::vector<AlgorithmEntry> entries = {
       {"ddp", DdpOptions{}, make_ddp, 0},
       {"lofi", NoOptions{}, make_lofi, 0},
-      {"fedavg", FedAvgOptions{}, make_fedavg, 0},
+      {"local_sgd", LocalSgdOptions{}, make_local_sgd, 0},
+      // A server and sampled clients: its own run loop (sim/core/federated_run.h), no Algorithm.
+      {"fedavg", FedAvgOptions{}, nullptr, 0, SyncCollective::AllReduce, false, true},
       {"diloco", OuterSyncOptions{}, make_diloco, 2},
       {"streaming_diloco", StreamingOptions{}, make_streaming_diloco, 2},
       {"sparta", SparseExchangeOptions{}, make_sparta, 0},

@@ -16,6 +16,7 @@
 #include "training/algorithms/dear_options.h"
 #include "training/algorithms/demo_options.h"
 #include "training/algorithms/fedavg_options.h"
+#include "training/algorithms/local_sgd_options.h"
 #include "training/algorithms/outer_sync_options.h"
 #include "training/algorithms/powersgd_options.h"
 #include "training/algorithms/signsgd_options.h"
@@ -39,7 +40,7 @@ struct GossipOptions {
   bool operator==(const GossipOptions&) const = default;
 };
 
-using AlgorithmOptions = std::variant<NoOptions, GossipOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
+using AlgorithmOptions = std::variant<NoOptions, GossipOptions, LocalSgdOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
                                       SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
                                       PowerSgdOptions, AcpSgdOptions, DearOptions>;
 
@@ -65,6 +66,9 @@ struct AlgorithmEntry {
   // Its next step's forward waits for its ops (CommOp::before_forward), timed before the step
   // runs: it needs a compute model that knows a step's time beforehand.
   bool forward_waits = false;
+  // Runs as a server and sampled clients (sim/core/federated_run.h), not on the engine's
+  // nodes: the topology has a host more than `nodes`, the server's.
+  bool federated = false;
 };
 
 // The collective plans a run builds and keeps (the engine caches one per participants and
@@ -89,7 +93,7 @@ std::unique_ptr<Algorithm> make_powersgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_acpsgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_dear(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings&);
+std::unique_ptr<Algorithm> make_local_sgd(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings&);
 std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings&);

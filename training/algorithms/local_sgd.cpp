@@ -1,7 +1,9 @@
-// FedAvg / local SGD: every node trains locally; every H steps the parameters of the
-// round's participants are averaged, weighted by shard size. With `fraction` < 1 a seeded
-// choice of nodes takes part in each round (the same scenario always picks the same
-// nodes); the others keep training on their own parameters until they are picked.
+// Local SGD (periodic parameter averaging): every node trains every step; every H steps the
+// parameters of the round's participants are averaged, weighted by shard size. With
+// `fraction` < 1 a seeded choice of nodes takes part in each round (the same scenario always
+// picks the same nodes); the others keep training on their own parameters until they are
+// picked. Not FedAvg: there, a server holds the model and unpicked clients do nothing
+// (`fedavg`, sim/core/federated_run.h).
 #include <algorithm>
 #include <cmath>
 
@@ -16,16 +18,16 @@ namespace testbed {
 
 namespace {
 
-class FedAvg : public Algorithm {
+class LocalSgd : public Algorithm {
  public:
-  explicit FedAvg(const AlgorithmSettings& s)
+  explicit LocalSgd(const AlgorithmSettings& s)
       : nodes_(s.nodes),
         batch_(s.batch_size),
-        H_(std::get<FedAvgOptions>(s.options).H),
-        fraction_(std::get<FedAvgOptions>(s.options).fraction),
+        H_(std::get<LocalSgdOptions>(s.options).H),
+        fraction_(std::get<LocalSgdOptions>(s.options).fraction),
         seed_(s.seed),
         shard_sizes_(s.shard_sizes) {}
-  std::string name() const override { return "fedavg"; }
+  std::string name() const override { return "local_sgd"; }
 
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
     StepPlan plan;
@@ -55,6 +57,7 @@ class FedAvg : public Algorithm {
     for (int n = 0; n < nodes_; ++n) all[n] = n;
     if (fraction_ >= 1.0) return all;
     const int m = std::max(1, static_cast<int>(std::lround(fraction_ * nodes_)));
+    // The stream keeps its name from before the rename, so the same scenario picks the same nodes.
     auto order = seeded_permutation(nodes_, stream_seed(seed_, "fedavg_round", static_cast<uint64_t>(round)));
     std::vector<int> chosen(order.begin(), order.begin() + m);
     std::sort(chosen.begin(), chosen.end());
@@ -69,6 +72,6 @@ class FedAvg : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_fedavg(const AlgorithmSettings& s) { return std::make_unique<FedAvg>(s); }
+std::unique_ptr<Algorithm> make_local_sgd(const AlgorithmSettings& s) { return std::make_unique<LocalSgd>(s); }
 
 }  // namespace testbed

@@ -1,0 +1,286 @@
+// The federated loop: rounds of download, local steps and upload on the event clock; the
+// server's average once the round's uploads are in (or its deadline has passed).
+#include "sim/core/federated_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "netmodels/event_clock.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "sim/core/compute_model.h"
+#include "sim/core/error_text.h"
+#include "sim/core/evaluation.h"
+#include "sim/core/network_factory.h"
+#include "topologies/builders.h"
+#include "training/algorithms/common.h"
+#include "training/checkpoint.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+
+FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
+    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), clients_(scenario.nodes) {
+  const auto* given = std::get_if<FedAvgOptions>(&scenario.algorithm.options);
+  const FedAvgOptions o = given ? *given : FedAvgOptions{};
+  picked_ = std::min(o.picked(clients_), clients_);
+  H_ = o.H;
+  rounds_ = scenario.workload.steps / H_;
+  server_ = o.server < 0 ? clients_ : o.server;
+  server_lr_ = o.server_lr;
+  server_momentum_ = o.server_momentum;
+  deadline_ = o.deadline;
+  configure_host(scenario);
+  samplers_ = make_samplers(scenario, data);
+  batches_.assign(clients_, 0);
+  eval_model_ = make_model(scenario);
+  eval_model_->to(torch::Device(scenario.device));
+  parameters_ = count_parameters(*eval_model_);
+  trainable_ = count_parameters(*eval_model_, true);
+  global_ = flatten_parameters(*eval_model_).clone();
+  if (server_momentum_ > 0) momentum_ = torch::zeros({parameters_}, torch::kFloat64);
+  compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), clients_,
+                                            scenario.seed);
+  evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
+  clock_ = std::make_unique<EventClock>();
+  topology_ = std::make_unique<Topology>(build_topology(topology_spec(scenario)));
+  network_ = std::make_unique<TimedNetwork>(make_network(scenario, *clock_, *topology_, hooks_.captures), times_);
+  summary_.model_parameters = parameters_;
+}
+
+FederatedRun::~FederatedRun() {
+  network_.reset();
+  clock_.reset();
+}
+
+RunInfo FederatedRun::run_info() const {
+  RunInfo info;
+  info.scenario_yaml = to_yaml(scenario_);
+  info.nodes = picked_;  // the tables' columns are the round's picked clients (ParticipationRow names them)
+  info.model_parameters = parameters_;
+  info.trainable_parameters = trainable_;
+  info.device = scenario_.device;
+  info.deterministic = compute_->deterministic();
+  for (int c = 0; c < clients_; ++c) info.node_speeds.push_back(compute_->speed(c));
+  for (const auto& v : data_.test_variants) info.test_variants.push_back(v.name);
+  info.federated = true;
+  return info;
+}
+
+RunSummary FederatedRun::run(Recorder& recorder) {
+  recorder_ = &recorder;
+  summary_.status = "running";
+  {
+    HostTimer timer(times_.run);
+    clock_->schedule(0, [this] { start_round(); });
+    try {
+      clock_->run();
+    } catch (const std::exception& e) {
+      summary_.status = "failed";
+      summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
+    }
+  }
+  if (summary_.status == "running") {
+    summary_.status = round_ == rounds_ ? "completed" : "failed";
+    if (round_ != rounds_) summary_.error = "the event queue ran dry in round " + std::to_string(round_);
+  }
+  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
+    load_flat_parameters(*eval_model_, global_);
+    save_checkpoint(*eval_model_, scenario_.output.checkpoint);
+  }
+  summary_.total_bytes = total_bytes_;
+  summary_.host_time_s = times_.run;
+  summary_.steps_completed = round_ * H_;
+  recorder_->finish(summary_);
+  return summary_;
+}
+
+// The round's clients, ascending: a seeded choice of picked_ of them, the same for the same
+// scenario whatever happened in earlier rounds.
+std::vector<int> FederatedRun::pick(int round) const {
+  auto order = seeded_permutation(clients_, stream_seed(scenario_.seed, "fedavg_clients", static_cast<uint64_t>(round)));
+  std::vector<int> chosen(order.begin(), order.begin() + picked_);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+// Every message carries a model: the trainable parameters in float32.
+void FederatedRun::send(int src, int dst, const char* kind, std::function<void(double)> delivered) {
+  Message m;
+  m.id = next_message_id_++;
+  m.src = src;
+  m.dst = dst;
+  m.bytes = static_cast<uint64_t>(trainable_) * 4;
+  total_bytes_ += m.bytes;
+  // TimedNetwork charges the delivery callback to times_.engine.
+  network_->send(m, [this, kind, delivered = std::move(delivered)](const Delivery& d) {
+    recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, kind});
+    delivered(d.t_recv);
+  });
+}
+
+void FederatedRun::start_round() {
+  HostTimer timer(times_.engine);
+  if (hooks_.interrupted && hooks_.interrupted->load()) {
+    summary_.status = "failed";
+    summary_.error = "interrupted by a signal";
+    return clock_->stop();
+  }
+  if (round_ == rounds_) return;
+  round_over_ = false;
+  auto& slots = slots_[round_];
+  for (int client : pick(round_)) {
+    Slot slot;
+    slot.client = client;
+    slots.push_back(std::move(slot));
+  }
+  // The model the clients download is the one at the round's start: a late download still
+  // carries it after the server has moved on.
+  auto model = std::make_shared<torch::Tensor>(global_.clone());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    send(server_, host(slots[k].client), "download",
+         [this, k, round = round_, model](double t) { downloaded(round, k, t, *model); });
+  }
+  if (deadline_ > 0) {
+    clock_->schedule(deadline_, [this, round = round_] {
+      HostTimer t(times_.engine);
+      if (round == round_ && !round_over_) end_round();
+    });
+  }
+}
+
+void FederatedRun::downloaded(int round, size_t k, double t, const torch::Tensor& model) {
+  Slot& slot = slots_.at(round)[k];
+  slot.t_download = t;
+  // A client holds a replica only while it trains: built from the round's model with a fresh
+  // optimizer (stateless clients), its shard's sampler carried over from its last round.
+  Replica replica(make_model(scenario_), optimizer_config(scenario_), samplers_[slot.client],
+                  torch::Device(scenario_.device), data_.task);
+  load_flat_parameters(replica.model(), model);
+  double seconds = 0, loss = 0;
+  for (int h = 0; h < H_; ++h) {
+    double host_seconds = 0;
+    {
+      HostTimer compute_timer(host_seconds);
+      loss += local_sgd_step(replica, data_, scenario_.workload.batch_size);
+    }
+    times_.local_compute += host_seconds;
+    seconds += compute_->step_seconds(slot.client, round * H_ + h, host_seconds);
+    ++batches_[slot.client];
+  }
+  samplers_[slot.client] = replica.sampler();
+  slot.loss = loss / H_;
+  slot.t_compute = t + seconds;
+  slot.upload = flatten_parameters(replica.model());
+  if (!std::isfinite(slot.loss)) {
+    summary_.status = "diverged";
+    summary_.error = "client " + std::to_string(slot.client) + " has a non-finite loss in round " + std::to_string(round);
+    return clock_->stop();
+  }
+  clock_->schedule(seconds, [this, round, k] {
+    HostTimer timer(times_.engine);
+    send(host(slots_.at(round)[k].client), server_, "upload", [this, round, k](double t) { uploaded(round, k, t); });
+  });
+}
+
+void FederatedRun::uploaded(int round, size_t k, double t) {
+  auto& slots = slots_.at(round);
+  slots[k].t_upload = t;
+  slots[k].arrived = true;
+  const bool all = std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; });
+  if (round != round_ || round_over_) {  // after the deadline: not applied
+    record(round, slots[k], true);
+    if (all) slots_.erase(round);
+    return;
+  }
+  if (all) end_round();
+}
+
+// The eval's per-client entries are the uploads that arrived in time; the file's columns are
+// the round's picked clients (slots): each entry goes to its slot, the others read NaN.
+void FederatedRun::scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const {
+  const auto n = static_cast<size_t>(picked_);
+  const size_t m = slot_of.size();
+  std::vector<double> loss(n, std::nan("")), accuracy(n, std::nan("")), matrix(n * n, std::nan(""));
+  for (size_t i = 0; i < m; ++i) {
+    loss[slot_of[i]] = row.replica_loss[i];
+    accuracy[slot_of[i]] = row.replica_accuracy[i];
+    for (size_t j = 0; j < m && row.correlation_matrix.size() == m * m; ++j)
+      matrix[slot_of[i] * n + slot_of[j]] = row.correlation_matrix[i * m + j];
+  }
+  row.replica_loss = std::move(loss);
+  row.replica_accuracy = std::move(accuracy);
+  row.correlation_matrix = std::move(matrix);
+}
+
+void FederatedRun::record(int round, const Slot& slot, bool dropped) {
+  recorder_->participation({round, slot.client, samplers_[slot.client].shard_size(), slot.loss, slot.t_download,
+                            slot.t_compute, slot.t_upload, dropped});
+}
+
+// The server's step on what arrived in time: the average weighted by samples (in float64),
+// then x <- x - server_lr m with m <- server_momentum m + (x - average).
+void FederatedRun::end_round() {
+  round_over_ = true;
+  auto& slots = slots_.at(round_);
+  double total = 0;
+  for (const auto& s : slots)
+    if (s.arrived) total += static_cast<double>(samplers_[s.client].shard_size());
+  if (total > 0) {
+    torch::NoGradGuard no_grad;
+    auto average = torch::zeros({parameters_}, torch::kFloat64);
+    for (const auto& s : slots)
+      if (s.arrived) average.add_(s.upload.to(torch::kFloat64), static_cast<double>(samplers_[s.client].shard_size()));
+    average.div_(total);
+    auto x = global_.to(torch::kFloat64);
+    auto step = x - average;
+    if (momentum_.defined()) step = momentum_.mul_(server_momentum_).add_(step);
+    global_ = x.sub_(step, server_lr_).to(torch::kFloat32);
+  }
+  TrainRow row;
+  row.step = (round_ + 1) * H_ - 1;  // the round's last local step, so /train and /eval count alike
+  std::vector<torch::Tensor> uploads;
+  std::vector<size_t> slot_of;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const Slot& s = slots[k];
+    row.loss.push_back(s.loss);
+    row.time.push_back(s.t_upload);
+    row.compute_time.push_back(s.t_compute - s.t_download);
+    row.bytes.push_back(static_cast<uint64_t>(trainable_) * 4);
+    if (s.arrived) {
+      record(round_, s, false);
+      uploads.push_back(s.upload);
+      slot_of.push_back(k);
+    }
+  }
+  recorder_->train(row);
+  if (std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; })) slots_.erase(round_);
+  summary_.projected_time_s = clock_->now();
+  const int steps_done = (round_ + 1) * H_;
+  if (steps_done % scenario_.workload.eval_every == 0 || round_ + 1 == rounds_) {
+    const bool none = uploads.empty();  // every client late: the server's model alone
+    if (none) uploads.push_back(global_);
+    EvalRow eval;
+    {
+      HostTimer timer(times_.eval);
+      eval = evaluator_->evaluate_step(steps_done, uploads, global_);
+    }
+    if (none) eval.replica_loss.clear(), eval.replica_accuracy.clear(), eval.correlation_matrix.clear();
+    scatter_to_slots(eval, slot_of);
+    recorder_->eval(eval);
+    evaluator_->summarise(eval, summary_);
+  }
+  if (hooks_.progress) {
+    double loss = 0;
+    int trained = 0;
+    for (double l : row.loss)
+      if (std::isfinite(l)) loss += l, ++trained;
+    hooks_.progress({steps_done, scenario_.workload.steps, trained > 0 ? loss / trained : 0, clock_->now()});
+  }
+  ++round_;
+  clock_->schedule(0, [this] { start_round(); });
+}
+
+}  // namespace testbed

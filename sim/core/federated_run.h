@@ -1,0 +1,88 @@
+// FedAvg as McMahan et al. (2017, Algorithm 1) run it: a server holds the global model; each
+// round it sends it to a seeded sample of the clients, each picked client trains H local
+// steps from it and sends its parameters back, and the server averages what arrived,
+// weighted by the clients' samples (then steps with server_lr and server_momentum). Clients
+// that are not picked neither compute nor send, and a client's replica exists only while it
+// trains (stateless clients: built from the global model, released after its upload), so a
+// run holds one replica however many clients there are. Downloads and uploads are messages
+// between the server's host and the clients' over the topology; a round ends when the last
+// upload arrives, or at its deadline, which drops the uploads still on their way.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "sim/core/run.h"
+
+namespace testbed {
+
+class ComputeModel;
+class EventClock;
+class Evaluator;
+struct Topology;
+
+class FederatedRun : public Run {
+ public:
+  FederatedRun(const Scenario& scenario, const Dataset& data, EngineHooks hooks = {});
+  ~FederatedRun() override;
+  RunInfo run_info() const override;
+  RunSummary run(Recorder& recorder) override;
+  const HostTimes& host_times() const override { return times_; }
+  // The server's model (all parameters, flat), for tests.
+  const torch::Tensor& global() const { return global_; }
+  // Each client's batches so far: where its sampler stands (tests: unpicked clients untouched).
+  int64_t batches_drawn(int client) const { return batches_[client]; }
+
+ private:
+  struct Slot {  // a picked client in a round
+    int client = 0;
+    double loss = std::nan("");
+    double t_download = std::nan(""), t_compute = std::nan(""), t_upload = std::nan("");
+    bool arrived = false;
+    torch::Tensor upload;  // its parameters after its local steps
+  };
+
+  void start_round();
+  // The client of `slot` has the round's model: it trains (real LibTorch) and uploads.
+  void downloaded(int round, size_t slot, double t, const torch::Tensor& model);
+  void uploaded(int round, size_t slot, double t);
+  void end_round();
+  void record(int round, const Slot& slot, bool dropped);
+  void scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const;
+  std::vector<int> pick(int round) const;
+  int host(int client) const { return client < server_ ? client : client + 1; }
+  void send(int src, int dst, const char* kind, std::function<void(double)> delivered);
+
+  const Scenario& scenario_;
+  const Dataset& data_;
+  EngineHooks hooks_;
+  int clients_, picked_, H_, rounds_, server_;
+  double server_lr_, server_momentum_, deadline_;
+  std::shared_ptr<Model> eval_model_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<ComputeModel> compute_;
+  std::vector<ShardSampler> samplers_;
+  std::vector<int64_t> batches_;
+  int64_t parameters_ = 0, trainable_ = 0;
+  torch::Tensor global_;    // all parameters, flat
+  torch::Tensor momentum_;  // the server's, float64
+  // Destruction order: the network uses the clock.
+  std::unique_ptr<EventClock> clock_;
+  std::unique_ptr<Topology> topology_;
+  std::unique_ptr<Network> network_;
+  Recorder* recorder_ = nullptr;
+  int round_ = 0;
+  bool round_over_ = false;
+  std::map<int, std::vector<Slot>> slots_;  // by round, until every upload of it has arrived
+  uint64_t next_message_id_ = 0;
+  uint64_t total_bytes_ = 0;
+  RunSummary summary_;
+  HostTimes times_;
+};
+
+}  // namespace testbed

@@ -1,0 +1,26 @@
+// What `testbed run` runs: the engine (every node trains every step) or the federated loop (a
+// server and the clients it picks each round), behind one small interface.
+#pragma once
+
+#include <memory>
+
+#include "sim/config/scenario.h"
+#include "sim/core/engine.h"
+#include "sim/core/host_times.h"
+#include "sim/output/recorder.h"
+#include "training/dataset.h"
+
+namespace testbed {
+
+class Run {
+ public:
+  virtual ~Run() = default;
+  virtual RunInfo run_info() const = 0;
+  virtual RunSummary run(Recorder& recorder) = 0;
+  virtual const HostTimes& host_times() const = 0;
+};
+
+// The scenario's run: federated for an algorithm that says so (registry.h), else the engine.
+std::unique_ptr<Run> make_run(const Scenario& scenario, const Dataset& data, EngineHooks hooks);
+
+}  // namespace testbed

@@ -1,0 +1,231 @@
+// FedAvg with a server (McMahan et al. 2017, Algorithm 1; the server step of FedAvgM):
+// re-implemented here round by round from the global model and compared with the federated
+// run; who sends what to whom, and which late clients a deadline drops.
+#include <gtest/gtest.h>
+
+#include <H5Cpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <torch/torch.h>
+
+#include "sim/config/workload.h"
+#include "sim/core/federated_run.h"
+#include "sim/output/hdf5_recorder.h"
+#include "tests/reference_scenario.h"
+#include "training/partition.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+namespace {
+
+constexpr int64_t kD = 3300;  // the reference MLP's parameters
+
+// Label-skewed shards (Dirichlet 0.5), so that the clients' weights differ.
+Scenario fed_scenario(int clients, int steps, const std::string& algorithm, const std::vector<std::string>& sets = {}) {
+  Scenario s = reference_scenario(7, clients, steps, "{kind: star, link: {bandwidth: 1Gbps, latency: 1ms}}",
+                                  "{name: sgd, lr: 0.05, momentum: 0.9}", algorithm, sets);
+  s.workload.partition.kind = "dirichlet";
+  s.workload.partition.alpha = 0.5;
+  return s;
+}
+
+struct FedRun {
+  torch::Tensor global;
+  std::vector<int64_t> batches;
+  MemoryRecorder record;
+  RunSummary summary;
+};
+
+FedRun run_federated(const Scenario& s, const Dataset& data) {
+  FedRun r;
+  FederatedRun run(s, data);
+  r.summary = run.run(r.record);
+  EXPECT_EQ(r.summary.status, "completed") << r.summary.error;
+  r.global = run.global().clone();
+  for (int c = 0; c < s.nodes; ++c) r.batches.push_back(run.batches_drawn(c));
+  return r;
+}
+
+// The round's clients: the first m of the seeded permutation the scenario names (an input
+// here, as the picks of every algorithm that samples).
+std::vector<int> picked(const Scenario& s, int round, int m) {
+  auto order = seeded_permutation(s.nodes, stream_seed(s.seed, "fedavg_clients", static_cast<uint64_t>(round)));
+  std::vector<int> chosen(order.begin(), order.begin() + m);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+// McMahan et al.'s rounds: each picked client starts from the global model with a fresh
+// optimizer, runs H steps on its own shard (its batches carry on from its last round), and
+// the server takes x - lr m, m = mu m + (x - sum_k n_k w_k / sum_k n_k), in float64.
+struct Reference {
+  Reference(const Scenario& s, const Dataset& data)
+      : s(s), data(data), samplers(make_samplers(s, data)), global(flatten_parameters(*make_model(s)).clone()),
+        momentum(torch::zeros({global.numel()}, torch::kFloat64)) {}
+
+  void round(const std::vector<int>& clients, int H, double lr, double mu, const std::set<int>& dropped = {}) {
+    torch::NoGradGuard no_grad;
+    auto sum = torch::zeros({global.numel()}, torch::kFloat64);
+    double total = 0;
+    for (int c : clients) {
+      Replica rep(make_model(s), optimizer_config(s), samplers[c], torch::kCPU, data.task);
+      load_flat_parameters(rep.model(), global);
+      for (int h = 0; h < H; ++h) {
+        torch::GradMode::set_enabled(true);
+        rep.forward_backward(rep.next_batch(data, s.workload.batch_size));
+        rep.optimizer_step();
+      }
+      samplers[c] = rep.sampler();
+      if (dropped.count(c)) continue;
+      const double n = static_cast<double>(samplers[c].shard_size());
+      sum += flatten_parameters(rep.model()).to(torch::kFloat64) * n;
+      total += n;
+    }
+    if (total == 0) return;
+    const auto x = global.to(torch::kFloat64);
+    momentum = momentum * mu + (x - sum / total);
+    global = (x - momentum * lr).to(torch::kFloat32);
+  }
+
+  const Scenario& s;
+  const Dataset& data;
+  std::vector<ShardSampler> samplers;
+  torch::Tensor global, momentum;
+};
+
+class FedAvg : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(fed_scenario(5, 10, "{name: fedavg}"))); }
+  static void TearDownTestSuite() { delete data_; }
+  static Dataset* data_;
+};
+Dataset* FedAvg::data_ = nullptr;
+
+TEST_F(FedAvg, OneRoundIsTheWeightedMeanOfThePickedClientsTrainedFromTheGlobalModel) {
+  const Scenario s = fed_scenario(5, 3, "{name: fedavg, H: 3, clients_per_round: 2}");
+  Reference ref(s, *data_);
+  std::set<int64_t> shards;
+  for (const auto& sampler : ref.samplers) shards.insert(sampler.shard_size());
+  ASSERT_EQ(shards.size(), 5u) << "unequal shards make the weights matter";
+  const auto chosen = picked(s, 0, 2);
+  ref.round(chosen, 3, 1.0, 0.0);
+  const FedRun r = run_federated(s, *data_);
+  EXPECT_LT((r.global - ref.global).abs().max().item<double>(), 1e-7);
+  EXPECT_GT((r.global - flatten_parameters(*make_model(s))).abs().max().item<double>(), 1e-3);
+  // The three others never drew a batch; the two drew H each.
+  for (int c = 0; c < 5; ++c) {
+    const bool in = std::count(chosen.begin(), chosen.end(), c) > 0;
+    EXPECT_EQ(r.batches[c], in ? 3 : 0) << "client " << c;
+  }
+  // Messages: the model (4 d bytes) from the server (host 5, after the clients') to each picked
+  // client and back; nothing to or from the others.
+  ASSERT_EQ(r.record.messages.size(), 4u);
+  int downloads = 0, uploads = 0;
+  for (const auto& m : r.record.messages) {
+    EXPECT_EQ(m.bytes, static_cast<uint64_t>(4 * kD));
+    const int client = m.kind == "download" ? m.dst : m.src;
+    EXPECT_EQ(m.kind == "download" ? m.src : m.dst, 5);
+    EXPECT_TRUE(std::count(chosen.begin(), chosen.end(), client) > 0) << "client " << client;
+    downloads += m.kind == "download";
+    uploads += m.kind == "upload";
+  }
+  EXPECT_EQ(downloads, 2);
+  EXPECT_EQ(uploads, 2);
+  EXPECT_EQ(r.summary.total_bytes, static_cast<uint64_t>(2 * 2 * 4 * kD));
+  // A participation row per picked client with its weight; a /train row per round, a column
+  // per picked client.
+  ASSERT_EQ(r.record.participation_rows.size(), 2u);
+  for (const auto& p : r.record.participation_rows) {
+    EXPECT_EQ(p.samples, ref.samplers[p.client].shard_size());
+    EXPECT_FALSE(p.dropped);
+    EXPECT_LT(p.t_download, p.t_compute);
+    EXPECT_LT(p.t_compute, p.t_upload);
+  }
+  ASSERT_EQ(r.record.train_rows.size(), 1u);
+  EXPECT_EQ(r.record.train_rows[0].loss.size(), 2u);
+}
+
+TEST_F(FedAvg, RoundsWithServerMomentumFollowTheReference) {
+  // Four rounds of two of five clients (fraction 0.4), FedAvgM's server step (lr 0.7, mu 0.9).
+  const Scenario s = fed_scenario(5, 12, "{name: fedavg, H: 3, fraction: 0.4, server_lr: 0.7, server_momentum: 0.9}");
+  Reference ref(s, *data_);
+  std::vector<int> times_picked(5, 0);
+  for (int round = 0; round < 4; ++round) {
+    const auto chosen = picked(s, round, 2);
+    for (int c : chosen) ++times_picked[c];
+    ref.round(chosen, 3, 0.7, 0.9);
+  }
+  // The draw has a client picked twice: its batches carry on from its last round.
+  EXPECT_GT(*std::max_element(times_picked.begin(), times_picked.end()), 1);
+  const FedRun r = run_federated(s, *data_);
+  EXPECT_LT((r.global - ref.global).abs().max().item<double>(), 1e-6);
+  for (int c = 0; c < 5; ++c) EXPECT_EQ(r.batches[c], 3 * times_picked[c]) << "client " << c;
+  EXPECT_EQ(r.record.train_rows.size(), 4u);
+  EXPECT_EQ(r.summary.total_bytes, static_cast<uint64_t>(4 * 2 * 2 * 4 * kD));
+}
+
+TEST_F(FedAvg, TheDeadlineDropsExactlyTheLateClients) {
+  // All five clients, two local steps of a fixed second at speeds 1, 0.25, 1, 1, 0.2: 2 s, 8 s,
+  // 2 s, 2 s and 10 s of compute against a 5 s deadline (the messages take milliseconds).
+  const std::vector<double> speeds = {1, 0.25, 1, 1, 0.2};
+  const double deadline = 5;
+  const Scenario s = fed_scenario(5, 2, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5}",
+                                  {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}"});
+  std::set<int> late;
+  for (int c = 0; c < 5; ++c)
+    if (2 * 1.0 / speeds[c] > deadline) late.insert(c);
+  ASSERT_EQ(late, (std::set<int>{1, 4}));
+  Reference ref(s, *data_);
+  ref.round({0, 1, 2, 3, 4}, 2, 1.0, 0.0, late);
+  const FedRun r = run_federated(s, *data_);
+  EXPECT_LT((r.global - ref.global).abs().max().item<double>(), 1e-7);
+  // The round ends at the deadline; the late uploads still arrive, after it, unapplied.
+  EXPECT_NEAR(r.summary.projected_time_s, deadline, 1e-12);
+  ASSERT_EQ(r.record.participation_rows.size(), 5u);
+  for (const auto& p : r.record.participation_rows) {
+    EXPECT_EQ(p.dropped, late.count(p.client) > 0) << "client " << p.client;
+    EXPECT_EQ(p.t_upload > deadline, late.count(p.client) > 0) << "client " << p.client;
+  }
+}
+
+// The file of a federated run: a /train row per round and a column per picked client; the
+// eval's per-client columns in the same order, NaN where the client's upload missed the
+// deadline; a /participation row per picked client and round.
+TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
+  const Scenario s = fed_scenario(5, 4, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5}",
+                                  {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}",
+                                   "workload.eval_every=2"});
+  const auto path = std::filesystem::temp_directory_path() / ("testbed_fedavg_" + std::to_string(::getpid()) + ".h5");
+  {
+    FederatedRun run(s, *data_);
+    Hdf5Recorder recorder(path.string(), run.run_info());
+    ASSERT_EQ(run.run(recorder).status, "completed");
+  }
+  H5::H5File file(path.string(), H5F_ACC_RDONLY);
+  auto dims = [&](const char* name) {
+    H5::DataSpace space = file.openDataSet(name).getSpace();
+    std::vector<hsize_t> d(static_cast<size_t>(space.getSimpleExtentNdims()));
+    space.getSimpleExtentDims(d.data());
+    return d;
+  };
+  EXPECT_EQ(dims("/train/loss"), (std::vector<hsize_t>{2, 5}));
+  EXPECT_EQ(dims("/eval/replica_loss"), (std::vector<hsize_t>{2, 5}));
+  EXPECT_EQ(dims("/participation/client"), (std::vector<hsize_t>{10}));
+  std::vector<int64_t> step(2);
+  file.openDataSet("/train/step").read(step.data(), H5::PredType::NATIVE_INT64);
+  EXPECT_EQ(step, (std::vector<int64_t>{1, 3}));  // each round's last local step
+  std::vector<double> replica_loss(10);
+  file.openDataSet("/eval/replica_loss").read(replica_loss.data(), H5::PredType::NATIVE_DOUBLE);
+  for (int c = 0; c < 5; ++c) {
+    const bool late = c == 1 || c == 4;  // every client is picked: slot c is client c
+    EXPECT_EQ(std::isnan(replica_loss[c]), late) << "client " << c;
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace testbed
