@@ -1,7 +1,6 @@
 // Benchmark: the engine's host cost per step against a bare LibTorch loop doing the same
-// forward/backward/optimizer work for the N replicas, and the share of time inside ns-3.
-#include <unistd.h>
-
+// forward/backward/optimizer work for the N replicas (for fedavg: the round's picked clients,
+// one after another, each from the global model), and the share of time inside ns-3.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +12,13 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "training/algorithms/registry.h"
+#include "training/partition.h"
+#include "training/seed_streams.h"
 
 namespace {
 
@@ -34,6 +36,38 @@ double bare_loop_seconds(const testbed::Scenario& scenario, const testbed::Datas
       r->forward_backward(r->next_batch(data, scenario.workload.batch_size));
       r->optimizer_step();
     }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What a plain LibTorch FedAvg does: each round, the picked clients one after another, each a
+// model loaded with the global parameters and a fresh optimizer for H steps; the global model
+// becomes their mean weighted by samples.
+double bare_federated_seconds(const testbed::Scenario& scenario, const testbed::Dataset& data) {
+  using namespace testbed;
+  const auto& o = std::get<FedAvgOptions>(scenario.algorithm.options);
+  const int picked = o.picked(scenario.nodes), rounds = scenario.workload.steps / o.H;
+  auto samplers = make_samplers(scenario, data);
+  auto global = flatten_parameters(*make_model(scenario)).clone();
+  auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < rounds; ++round) {
+    auto order = seeded_permutation(scenario.nodes, stream_seed(scenario.seed, "fedavg_clients", round));
+    auto sum = torch::zeros_like(global, torch::kFloat64);
+    double total = 0;
+    for (int k = 0; k < picked; ++k) {
+      const int c = order[k];
+      Replica r(make_model(scenario), optimizer_config(scenario), samplers[c], torch::Device(scenario.device), data.task);
+      load_flat_parameters(r.model(), global);
+      for (int h = 0; h < o.H; ++h) {
+        r.forward_backward(r.next_batch(data, scenario.workload.batch_size));
+        r.optimizer_step();
+      }
+      samplers[c] = r.sampler();
+      const double n = static_cast<double>(samplers[c].shard_size());
+      sum.add_(flatten_parameters(r.model()).to(torch::kFloat64), n);
+      total += n;
+    }
+    global = sum.div_(total).to(torch::kFloat32);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -59,6 +93,8 @@ int main(int argc, char** argv) {
     const char* repeats_env = std::getenv("TESTBED_BENCH_REPEATS");
     int repeats = repeats_env ? std::max(1, std::atoi(repeats_env)) : 5;
     const int steps = scenario.workload.steps;
+    const AlgorithmEntry* algorithm = find_algorithm(scenario.algorithm.name);
+    const bool federated = algorithm && algorithm->federated;
     struct Pair {
       double bare_seconds;
       HostTimes times;
@@ -66,11 +102,11 @@ int main(int argc, char** argv) {
     };
     std::vector<Pair> pairs;
     for (int r = 0; r < repeats; ++r) {
-      double bare_seconds = bare_loop_seconds(scenario, data);
-      Engine engine(scenario, data);
-      Hdf5Recorder hdf5(out.string(), engine.run_info());
-      engine.run(hdf5);
-      pairs.push_back({bare_seconds, engine.host_times()});
+      double bare_seconds = federated ? bare_federated_seconds(scenario, data) : bare_loop_seconds(scenario, data);
+      const auto run = make_run(scenario, data, {});
+      Hdf5Recorder hdf5(out.string(), run->run_info());
+      run->run(hdf5);
+      pairs.push_back({bare_seconds, run->host_times()});
     }
     std::filesystem::remove(out);
     std::vector<Pair> sorted = pairs;
