@@ -361,15 +361,7 @@ void Engine::advance(int node) {
     }
   }
   s.waiting = false;
-  {
-    HostTimer compute_timer(times_.local_compute);
-    for (auto& f : s.in_flight) {
-      if (!due(f) || replaying_) continue;  // a replay's ops carry no values
-      comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
-      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
-    }
-  }
-  std::erase_if(s.in_flight, due);
+  apply_ops(node, due);
   if (algorithm_->has_rounds() && start_round(node)) return;
   if (std::any_of(s.in_flight.begin(), s.in_flight.end(), [](const InFlight& f) { return f.op.before_forward >= 0; }))
     return begin_forward(node);
@@ -382,6 +374,19 @@ void Engine::advance(int node) {
     return;
   }
   end_step(node);
+}
+
+void Engine::apply_ops(int node, const std::function<bool(const InFlight&)>& which) {
+  auto& s = state_[node];
+  {
+    HostTimer compute_timer(times_.local_compute);
+    for (auto& f : s.in_flight) {
+      if (!which(f) || replaying_) continue;  // a replay's ops carry no values
+      comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
+      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+    }
+  }
+  std::erase_if(s.in_flight, which);
 }
 
 void Engine::end_step(int node) {
@@ -488,15 +493,7 @@ void Engine::finish_forward(int node) {
   auto& s = state_[node];
   const auto gated = [](const InFlight& f) { return f.op.before_forward >= 0; };
   s.forward_ticks = s.gates_end_step ? 0 : forward_ticks_to_gate(node, s.gate);
-  {
-    HostTimer compute_timer(times_.local_compute);
-    for (auto& f : s.in_flight) {
-      if (!gated(f) || replaying_) continue;
-      comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
-      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
-    }
-  }
-  std::erase_if(s.in_flight, gated);
+  apply_ops(node, gated);
   s.gate_update_ticks = 0;
   if (s.gates_end_step) return end_step(node);
   if (is_eval_step(s.step, scenario_)) snapshot_for_eval(node, s.step);

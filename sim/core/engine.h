@@ -122,6 +122,8 @@ class Engine {
   void advance(int node);
   // The step's next round of ops (Algorithm::next_round): true when one started.
   bool start_round(int node);
+  // Applies the node's in-flight ops that `which` picks, in issue order, and forgets them.
+  void apply_ops(int node, const std::function<bool(const InFlight&)>& which);
   // Ends the step: its row, the eval snapshot, the next step.
   void end_step(int node);
   // The next step's forward against the ops it waits for (CommOp::before_forward): begins it,
