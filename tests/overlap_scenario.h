@@ -14,11 +14,10 @@
 
 namespace testbed {
 
-inline void expect_bucket(const GradientBucket& b, int first, int tensors, int64_t offset, int64_t elements) {
-  EXPECT_EQ(b.first_tensor, first);
+inline void expect_bucket(const GradientBucket& b, const std::vector<int>& tensors, int64_t elements, int last_ready) {
   EXPECT_EQ(b.tensors, tensors);
-  EXPECT_EQ(b.offset, offset);
   EXPECT_EQ(b.elements, elements);
+  EXPECT_EQ(b.last_ready, last_ready);
 }
 
 constexpr const char* kOverlapMlp = R"(name: overlap

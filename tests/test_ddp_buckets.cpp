@@ -11,24 +11,41 @@ namespace testbed {
 namespace {
 
 TEST(GradientBuckets, FollowPyTorchsRule) {
-  // Gradients become ready from the last tensor: 30, then 100000 (100030), 20 (100050), then
-  // 200000 (300050 floats), the first to reach 1 MiB (262144 floats). The rest, 10 + 100000,
-  // stays under the later cap of 0.5 MiB (131072 floats): the last bucket, not closed.
-  auto b = gradient_buckets({100000, 10, 200000, 20, 100000, 30}, 0.5 * 1048576);
+  // A tensor a layer (no layers given): gradients become ready from the last tensor: 30, then
+  // 100000 (100030), 20 (100050), then 200000 (300050 floats), the first to reach 1 MiB (262144
+  // floats). The rest, 10 + 100000, stays under the later cap of 0.5 MiB (131072 floats): the
+  // last bucket, not closed.
+  auto b = gradient_buckets({100000, 10, 200000, 20, 100000, 30}, {}, 0.5 * 1048576);
   ASSERT_EQ(b.size(), 2u);
-  expect_bucket(b[0], 2, 4, 100010, 300050);
-  expect_bucket(b[1], 0, 2, 0, 100010);
+  expect_bucket(b[0], {2, 3, 4, 5}, 300050, 2);
+  expect_bucket(b[1], {0, 1}, 100010, 0);
   // A bucket closes on reaching its cap exactly: 262144 floats are 1 MiB; then caps of 256 KiB.
-  b = gradient_buckets({65536, 65536, 262144}, 262144);
+  b = gradient_buckets({65536, 65536, 262144}, {}, 262144);
   ASSERT_EQ(b.size(), 3u);
-  expect_bucket(b[0], 2, 1, 131072, 262144);
-  expect_bucket(b[1], 1, 1, 65536, 65536);
-  expect_bucket(b[2], 0, 1, 0, 65536);
+  expect_bucket(b[0], {2}, 262144, 2);
+  expect_bucket(b[1], {1}, 65536, 1);
+  expect_bucket(b[2], {0}, 65536, 0);
   // The Fashion-MNIST CNN (conv 1->16 5x5, conv 16->32 5x5, 512->128, 128->10) is 80202 floats,
   // under 1 MiB: one bucket, the whole flat vector.
-  b = gradient_buckets({400, 16, 12800, 32, 65536, 128, 1280, 10}, 25 * 1048576.0);
+  b = gradient_buckets({400, 16, 12800, 32, 65536, 128, 1280, 10}, {0, 0, 1, 1, 2, 2, 3, 3}, 25 * 1048576.0);
   ASSERT_EQ(b.size(), 1u);
-  expect_bucket(b[0], 0, 8, 0, 80202);
+  expect_bucket(b[0], {0, 1, 2, 3, 4, 5, 6, 7}, 80202, 0);
+}
+
+TEST(GradientBuckets, FollowBackwardNotRegistration) {
+  // Registered as the GPT registers them: wte, wpe, ln_f (w, b), head (w, b), then the blocks'
+  // fc (w, b) twice. Forward runs wte 0, wpe 1, block 0 2, block 1 3, ln_f 4, head 5, so
+  // backward makes ready head.b, head.w, ln_f.b, ln_f.w, block 1 (b, w), block 0 (b, w), wpe, wte.
+  // Caps of 4000 floats (first) and 5000: head's 125 + 4000 = 4125 closes bucket 0; then
+  // 32 + 32 + 128 + 4096 + 128 = 4416 < 5000 and + 4096 = 8512 closes bucket 1, whose tensors
+  // are not neighbours in the flat vector; wpe and wte (4512) are the last, unclosed one.
+  const std::vector<int64_t> sizes = {4000, 512, 32, 32, 4000, 125, 4096, 128, 4096, 128};
+  const std::vector<int> layers = {0, 1, 4, 4, 5, 5, 2, 2, 3, 3};
+  const auto b = gradient_buckets(sizes, layers, 5000 * 4, 4000 * 4);
+  ASSERT_EQ(b.size(), 3u);
+  expect_bucket(b[0], {4, 5}, 4125, 4);
+  expect_bucket(b[1], {2, 3, 6, 7, 8, 9}, 8512, 6);  // completed by block 0's weight
+  expect_bucket(b[2], {0, 1}, 4512, 0);
 }
 
 // On the overlap MLP, bucket 0 is fc3 and fc2 (10 + 5120 + 512 + 524288 = 529930 floats >= 1 MiB),
@@ -83,6 +100,46 @@ TEST_F(DdpBuckets, TrainLikeOneAllReduceUpToSummationOrder) {
   // AdamW divides by sqrt(v), which magnifies rounding on tiny gradients: 1 % of one lr step.
   EXPECT_LT((with.parameters[0] - without.parameters[0]).abs().max().item<double>(), 1e-5);
   EXPECT_FALSE(torch::equal(with.parameters[0], without.parameters[0]));  // two all-reduces really ran
+}
+
+TEST_F(DdpBuckets, GptBucketsFollowBackward) {
+  // The GPT registers wte, wpe, ln_f and head before its blocks. Backward reaches head, ln_f,
+  // block 1 and then block 0's fc_proj: that passes the first cap of 1 MiB (the rest before it
+  // does not), so they are bucket 0, which leaves first, its tensors gathered from both ends of
+  // the flat vector; 0.5 MiB buckets follow. (Reverse registration order would have started
+  // with block 1's fc_proj.) On two nodes the sums are a + b whatever the layout,
+  // so the parameters equal one all-reduce of everything bit for bit.
+  std::vector<std::string> gpt = {"workload.model=gpt", "workload.dataset=brown", "workload.batch_size=4",
+                                  "workload.eval_samples=32",
+                                  "workload.gpt={preset: tiny, layers: 2, width: 128, heads: 2, context: 32}"};
+  auto with = [&](const char* algorithm) {
+    auto sets = gpt;
+    sets.push_back(algorithm);
+    const Scenario s = scenario(sets);
+    return run_engine(s, load_dataset(s));
+  };
+  const EngineRun one = with("algorithm={name: ddp, overlap: false}");
+  const EngineRun bucketed = with("algorithm={name: ddp, bucket_mb: 0.5}");
+  for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(bucketed.parameters[n], one.parameters[n]));
+
+  auto elements = [&](const std::string& prefix) {
+    int64_t sum = 0;
+    for (const auto& p : make_model(scenario(gpt))->named_parameters())
+      if (p.key().rfind(prefix, 0) == 0) sum += p.value().numel();
+    return sum;
+  };
+  const int64_t late = elements("head.") + elements("ln_f.") + elements("blocks.1."),
+                bucket0 = late + elements("blocks.0.fc_proj.");
+  ASSERT_LT(late * 4, 1048576);
+  ASSERT_GE(bucket0 * 4, 1048576);
+  // A ring all-reduce on two nodes: each node sends its half twice, 8 bytes an element in all.
+  uint64_t sent = 0;
+  for (const auto& m : bucketed.record.messages) sent += m.kind == "gradient.0" ? m.bytes : 0;
+  EXPECT_EQ(sent, 3u * 8 * static_cast<uint64_t>(bucket0));
+  EXPECT_EQ(bucketed.record.messages.front().kind, "gradient.0");
+  EXPECT_GT(std::count_if(bucketed.record.messages.begin(), bucketed.record.messages.end(),
+                          [](const MessageRecord& m) { return m.kind == "gradient.2"; }),
+            0);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "tests/overlap_scenario.h"
+#include "sim/core/compute_model.h"
 #include "training/algorithms/dear.h"
 
 namespace testbed {
@@ -93,6 +94,53 @@ TEST_F(Dear, TimelinePinnedByHandWhenTheForwardHidesTheGather) {
 TEST_F(Dear, TimelinePinnedByHandWhenTheForwardWaitsForTheGather) {
   // At 100 Mbps group 1's gather (~85 ms) outlasts fc1's forward: fc2's forward waits.
   expect_timeline(run({"algorithm={name: dear, bucket_mb: 3}", "topology.link.bandwidth=100Mbps"}), 1e8);
+}
+
+// Under the flops model the update takes a share of the step, and DeAR spends it at the next
+// forward's gates, each group's part in proportion to its padded size, just before its layers.
+// The passes' seconds come from the roofline (tested on its own); the timeline from them is
+// worked here: step k's forward starts at S, group 1 is ready when backward has passed fc2, the
+// step ends when both reduce-scatters are done; then the gather of group 0 (the forward waits
+// for it at fc1), group 0's share of the update, the forward up to fc2, the wait for group 1's
+// gather, group 1's share; the rest of the step runs from there.
+TEST_F(Dear, UpdateSpreadOverTheGatesBySize) {
+  for (const char* bandwidth : {"100Mbps", "400Gbps"}) {
+    const bool slow = std::string(bandwidth) == "100Mbps";
+    const double bps = slow ? 1e8 : 4e11, alpha = slow ? 100e-6 : 1e-6;
+    const Scenario s = scenario({"algorithm={name: dear, bucket_mb: 3}", "compute={model: flops, device: t4}",
+                                 std::string("topology.link.bandwidth=") + bandwidth,
+                                 slow ? "topology.link.latency=100us" : "topology.link.latency=1us"});
+    const TrainingWork work = training_work(s, *make_model(s));
+    const StepCost cost = roofline(work, compute_roof(s.compute));
+    size_t fc2 = 0;
+    while (work.layers.at(fc2).name != "fc2") ++fc2;
+    double F = 0, B = 0, before_fc2 = 0, backward_to_fc2 = 0;
+    for (size_t l = 0; l < work.layers.size(); ++l) {
+      F += cost.forward[l];
+      B += cost.backward[l];
+      if (l < fc2) before_fc2 += cost.forward[l];
+      if (l >= fc2) backward_to_fc2 += cost.backward[l];
+    }
+    const double U = cost.update;
+    ASSERT_GT(U, 1e-5);  // AdamW over a million parameters: a share worth pinning
+    const double n0 = 525312 + 2, n1 = 529930 + 2;
+    const double u0 = U * n0 / (n0 + n1), u1 = U * n1 / (n0 + n1);
+    auto half = [&](double n) { return alpha + n / 2 * 4 * 8 / bps; };
+    // From a step's start to its end (both reduce-scatters in).
+    const double to_end = std::max(F + B, F + backward_to_fc2 + half(n1)) + half(n0);
+    // From a step's end to the next step's (virtual) start: the gates, less the forward before fc2.
+    const double to_start = std::max(half(n0) + u0 + before_fc2, half(n0) + half(n1)) + u1 - before_fc2;
+    const double last_gates = half(n0) + std::max(u0, half(n1)) + u1;  // no forward follows
+    if (slow) ASSERT_GT(half(n1), u0 + before_fc2);  // fc2's forward waits for the gather
+    if (!slow) ASSERT_LT(half(n1), u0 + before_fc2);  // the update and fc1 hide it
+    const EngineRun r = run_engine(s, *data_);
+    ASSERT_EQ(r.record.train_rows.size(), 3u);
+    for (int n = 0; n < 2; ++n) {
+      EXPECT_NEAR(r.record.train_rows[0].time[n], to_end, 1e-8) << bandwidth;
+      EXPECT_NEAR(r.record.train_rows[1].time[n], to_end + to_start + to_end, 1e-8) << bandwidth;
+      EXPECT_NEAR(r.record.train_rows[2].time[n], 3 * to_end + 2 * to_start + last_gates, 1e-8) << bandwidth;
+    }
+  }
 }
 
 TEST_F(Dear, TrainsLikeDdp) {

@@ -16,6 +16,7 @@
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/algorithms/gradient_buckets.h"
+#include "training/algorithms/tensor_slices.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -28,7 +29,12 @@ torch::Tensor orthonormal(const torch::Tensor& m) { return std::get<0>(torch::li
 class AcpSgd : public Algorithm {
  public:
   explicit AcpSgd(const AlgorithmSettings& s)
-      : options_(std::get<AcpSgdOptions>(s.options)), nodes_(s.nodes), batch_(s.batch_size), seed_(s.seed), node_(s.nodes) {}
+      : options_(std::get<AcpSgdOptions>(s.options)),
+        nodes_(s.nodes),
+        batch_(s.batch_size),
+        seed_(s.seed),
+        tensor_layers_(s.tensor_layers),
+        node_(s.nodes) {}
   std::string name() const override { return "acpsgd"; }
   bool issues_during_backward() const override { return true; }
 
@@ -41,36 +47,36 @@ class AcpSgd : public Algorithm {
     if (!n.memory.defined()) start(n);
     const bool p_step = step % 2 == 0;
     const auto& g = replica.gradients();
-    const auto& at = p_step ? p_at_ : q_at_;
+    const TensorSlices& at = p_step ? p_slices_ : q_slices_;
     auto wire = torch::empty({p_step ? p_size_ : q_size_});
     n.ortho = torch::empty({p_step ? q_size_ : p_size_});  // the factor that does not travel
     for (size_t t = 0; t < tensors_.size(); ++t) {
       const Tensor& x = tensors_[t];
       if (!x.matrix) {
-        wire.narrow(0, at[t], x.rows).copy_(g.narrow(0, x.offset, x.rows));
+        wire.narrow(0, at.offset(t), x.rows).copy_(g.narrow(0, x.offset, x.rows));
         continue;
       }
       auto e = n.memory.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols});
       const auto m = g.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols}) + e;
       if (p_step) {
-        const auto q = orthonormal(factor(n.q, q_at_[t], x.cols, x.rank));
+        const auto q = orthonormal(factor(n.q, q_slices_.offset(t), x.cols, x.rank));
         const auto p = m.matmul(q);
         e.copy_(m - p.matmul(q.t()));
-        wire.narrow(0, at[t], x.rows * x.rank).copy_(p.reshape(-1));
-        n.ortho.narrow(0, q_at_[t], x.cols * x.rank).copy_(q.reshape(-1));
+        wire.narrow(0, at.offset(t), x.rows * x.rank).copy_(p.reshape(-1));
+        n.ortho.narrow(0, q_slices_.offset(t), x.cols * x.rank).copy_(q.reshape(-1));
       } else {
-        const auto p = orthonormal(factor(n.p, p_at_[t], x.rows, x.rank));
+        const auto p = orthonormal(factor(n.p, p_slices_.offset(t), x.rows, x.rank));
         const auto q = m.t().matmul(p);
         e.copy_(m - p.matmul(q.t()));
-        wire.narrow(0, at[t], x.cols * x.rank).copy_(q.reshape(-1));
-        n.ortho.narrow(0, p_at_[t], x.rows * x.rank).copy_(p.reshape(-1));
+        wire.narrow(0, at.offset(t), x.cols * x.rank).copy_(q.reshape(-1));
+        n.ortho.narrow(0, p_slices_.offset(t), x.rows * x.rank).copy_(p.reshape(-1));
       }
     }
     const auto& buckets = p_step ? p_buckets_ : q_buckets_;
     for (size_t b = 0; b < buckets.size(); ++b) {
       CommOp op = make_op(CommKind::AllReduce, (p_step ? "p." : "q.") + std::to_string(b),
-                          wire.narrow(0, buckets[b].offset, buckets[b].elements).clone());
-      op.after_gradient = buckets[b].first_tensor;
+                          (p_step ? p_slices_ : q_slices_).gather(wire, buckets[b].tensors));
+      op.after_gradient = buckets[b].last_ready;
       plan.comm.push_back(std::move(op));
     }
     plan.work = p_step ? p_work_ : q_work_;
@@ -86,17 +92,20 @@ class AcpSgd : public Algorithm {
     const size_t b = std::stoul(op.tag.substr(2));
     const GradientBucket& bucket = buckets.at(b);
     auto& g = replica.gradients();
-    const auto& at = p_step ? p_at_ : q_at_;
-    for (int t = bucket.first_tensor; t < bucket.first_tensor + bucket.tensors; ++t) {
+    const TensorSlices& at = p_step ? p_slices_ : q_slices_;
+    int64_t position = 0;  // the tensor's place in the bucket's buffer
+    for (int t : bucket.tensors) {
       const Tensor& x = tensors_[t];
+      const int64_t elements = !x.matrix ? x.rows : p_step ? x.rows * x.rank : x.cols * x.rank;
+      const auto sum = op.buffer.narrow(0, position, elements);
+      position += elements;
       if (!x.matrix) {
-        g.narrow(0, x.offset, x.rows).copy_(op.buffer.narrow(0, at[t] - bucket.offset, x.rows) / nodes_);
+        g.narrow(0, x.offset, x.rows).copy_(sum / nodes_);
         continue;
       }
-      const auto sum = op.buffer.narrow(0, at[t] - bucket.offset, p_step ? x.rows * x.rank : x.cols * x.rank);
       // The all-reduced factor (a sum) is the next step's to orthonormalise.
-      (p_step ? n.p : n.q).narrow(0, at[t], sum.numel()).copy_(sum);
-      const auto other = factor(n.ortho, p_step ? q_at_[t] : p_at_[t], p_step ? x.cols : x.rows, x.rank);
+      (p_step ? n.p : n.q).narrow(0, at.offset(t), sum.numel()).copy_(sum);
+      const auto other = factor(n.ortho, p_step ? q_slices_.offset(t) : p_slices_.offset(t), p_step ? x.cols : x.rows, x.rank);
       const auto approx = p_step ? sum.view({x.rows, x.rank}).matmul(other.t()) : other.matmul(sum.view({x.cols, x.rank}).t());
       g.narrow(0, x.offset, x.rows * x.cols).copy_(approx.reshape(-1) / nodes_);
     }
@@ -144,7 +153,7 @@ class AcpSgd : public Algorithm {
   void layout(const Replica& replica) {
     if (!tensors_.empty()) return;
     int64_t offset = 0;
-    std::vector<int64_t> p_sizes, q_sizes, sizes;
+    std::vector<int64_t> p_sizes, q_sizes;
     for (const auto& t : trainable_parameters(replica.model())) {
       Tensor x{offset, t.numel(), 1, 0, t.dim() >= 2};
       if (x.matrix) {
@@ -152,13 +161,10 @@ class AcpSgd : public Algorithm {
         x.cols = t.numel() / x.rows;
         x.rank = std::min<int64_t>({x.rows, x.cols, options_.rank});
       }
-      p_at_.push_back(p_size_);
-      q_at_.push_back(q_size_);
       p_sizes.push_back(x.matrix ? x.rows * x.rank : x.rows);
       q_sizes.push_back(x.matrix ? x.cols * x.rank : x.rows);
       p_size_ += p_sizes.back();
       q_size_ += q_sizes.back();
-      sizes.push_back(t.numel());
       if (x.matrix) {
         // QR of the factor (~4 k r^2), M x factor and the local P Q^T (2 rows cols r each), and
         // the decompression after the all-reduce (2 rows cols r).
@@ -176,17 +182,20 @@ class AcpSgd : public Algorithm {
     p_work_.kernels = q_work_.kernels = 6 * static_cast<int64_t>(tensors_.size());
     // The reference scales the fusion threshold by each factor's share of the gradient.
     const double bytes = options_.bucket_mb * 1024 * 1024;
-    p_buckets_ = gradient_buckets(p_sizes, bytes * p_size_ / d_, bytes * p_size_ / d_);
-    q_buckets_ = gradient_buckets(q_sizes, bytes * q_size_ / d_, bytes * q_size_ / d_);
+    p_buckets_ = gradient_buckets(p_sizes, tensor_layers_, bytes * p_size_ / d_, bytes * p_size_ / d_);
+    q_buckets_ = gradient_buckets(q_sizes, tensor_layers_, bytes * q_size_ / d_, bytes * q_size_ / d_);
+    p_slices_ = TensorSlices(p_sizes);
+    q_slices_ = TensorSlices(q_sizes);
   }
 
   AcpSgdOptions options_;
   int nodes_, batch_;
   uint64_t seed_;
+  std::vector<int> tensor_layers_;  // each tensor's layer in forward order: the buckets' order
   std::vector<Tensor> tensors_;
-  std::vector<int64_t> p_at_, q_at_;  // each tensor's place in the P and Q buffers
   int64_t d_ = 0, p_size_ = 0, q_size_ = 0;
   std::vector<GradientBucket> p_buckets_, q_buckets_;
+  TensorSlices p_slices_, q_slices_;  // each tensor's factor in the P and Q buffers
   ExtraWork p_work_, q_work_;
   std::vector<Node> node_;
 };

@@ -12,9 +12,10 @@ namespace {
 std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
 }  // namespace
 
-Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const DdpOptions& options)
-    : nodes_(nodes), batch_size_(batch_size) {
-  if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, options.bucket_mb * 1024 * 1024);
+Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
+         const DdpOptions& options)
+    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes) {
+  if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
 }
 
 StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
@@ -33,8 +34,8 @@ StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dat
   for (size_t b = 0; b < buckets_.size(); ++b) {
     CommOp op;
     op.tag = bucket_tag(b);
-    op.buffer = replica.gradients().narrow(0, buckets_[b].offset, buckets_[b].elements).clone();
-    op.after_gradient = buckets_[b].first_tensor;
+    op.buffer = slices_.gather(replica.gradients(), buckets_[b].tensors);
+    op.after_gradient = buckets_[b].last_ready;
     plan.comm.push_back(std::move(op));
   }
   return plan;
@@ -51,12 +52,12 @@ void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op)
   size_t b = 0;
   while (b < buckets_.size() && bucket_tag(b) != op.tag) ++b;
   if (b == buckets_.size()) throw std::logic_error("ddp: no bucket is tagged '" + op.tag + "'");
-  replica.gradients().narrow(0, buckets_[b].offset, buckets_[b].elements).copy_(op.buffer.div_(nodes_));
+  slices_.scatter(op.buffer.div_(nodes_), buckets_[b].tensors, replica.gradients());
   if (b + 1 == buckets_.size()) replica.optimizer_step();
 }
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
-  return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, std::get<DdpOptions>(s.options));
+  return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options));
 }
 
 }  // namespace testbed

@@ -6,12 +6,15 @@
 #include "training/algorithm.h"
 #include "training/algorithms/ddp_options.h"
 #include "training/algorithms/gradient_buckets.h"
+#include "training/algorithms/tensor_slices.h"
 
 namespace testbed {
 
 class Ddp : public Algorithm {
  public:
-  Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const DdpOptions& options);
+  // tensor_layers: each trainable tensor's layer in forward order (gradient_buckets).
+  Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
+      const DdpOptions& options);
   std::string name() const override { return "ddp"; }
   bool issues_during_backward() const override { return !buckets_.empty(); }
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
@@ -21,6 +24,7 @@ class Ddp : public Algorithm {
   int nodes_;
   int batch_size_;
   std::vector<GradientBucket> buckets_;  // empty without overlap: one all-reduce of the whole vector
+  TensorSlices slices_;                  // each tensor's place in the flat vector
 };
 
 }  // namespace testbed

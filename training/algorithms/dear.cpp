@@ -17,6 +17,7 @@
 
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
+#include "training/algorithms/tensor_slices.h"
 
 namespace testbed {
 
@@ -61,11 +62,8 @@ class Dear : public Algorithm {
       : nodes_(s.nodes),
         batch_(s.batch_size),
         groups_(dear_groups(s.tensor_sizes, s.tensor_layers, std::get<DearOptions>(s.options).bucket_mb)),
-        offsets_(s.tensor_sizes.size() + 1, 0),
-        sizes_(s.tensor_sizes),
-        shards_(s.nodes) {
-    std::partial_sum(sizes_.begin(), sizes_.end(), offsets_.begin() + 1);
-  }
+        slices_(s.tensor_sizes),
+        shards_(s.nodes) {}
   std::string name() const override { return "dear"; }
   bool issues_during_backward() const override { return true; }
   bool has_rounds() const override { return true; }
@@ -77,12 +75,7 @@ class Dear : public Algorithm {
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     for (size_t g = groups_.size(); g-- > 0;) {
       const DearGroup& group = groups_[g];
-      auto buffer = torch::zeros({dear_padded(group.elements, nodes_)});
-      int64_t at = 0;
-      for (int t : group.tensors) {
-        buffer.narrow(0, at, sizes_[t]).copy_(replica.gradients().narrow(0, offsets_[t], sizes_[t]));
-        at += sizes_[t];
-      }
+      auto buffer = slices_.gather(replica.gradients(), group.tensors, dear_padded(group.elements, nodes_));
       CommOp op = make_op(CommKind::ReduceScatter, tag("reduce_scatter", g), buffer);
       op.after_gradient = group.tensors.front();
       plan.comm.push_back(std::move(op));
@@ -111,12 +104,7 @@ class Dear : public Algorithm {
       shards_[node][g] = op.received.at(0).clone();
       return;
     }
-    const auto mean = torch::cat(op.received).div_(nodes_);
-    int64_t at = 0;
-    for (int t : groups_[g].tensors) {
-      replica.gradients().narrow(0, offsets_[t], sizes_[t]).copy_(mean.narrow(0, at, sizes_[t]));
-      at += sizes_[t];
-    }
+    slices_.scatter(torch::cat(op.received).div_(nodes_), groups_[g].tensors, replica.gradients());
     if (g + 1 == groups_.size()) replica.optimizer_step();
   }
 
@@ -143,7 +131,7 @@ class Dear : public Algorithm {
 
   int nodes_, batch_;
   std::vector<DearGroup> groups_;
-  std::vector<int64_t> offsets_, sizes_;  // each tensor's slice of the flat vector
+  TensorSlices slices_;  // each tensor's slice of the flat vector
   std::vector<std::map<size_t, torch::Tensor>> shards_;  // per node: each group's reduced shard, until gathered
 };
 
