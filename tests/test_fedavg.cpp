@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <functional>
 #include <set>
 
 #include <torch/torch.h>
@@ -68,13 +70,18 @@ struct Reference {
         momentum(torch::zeros({global.numel()}, torch::kFloat64)) {}
 
   void round(const std::vector<int>& clients, int H, double lr, double mu, const std::set<int>& dropped = {}) {
+    round(clients, [H](int) { return H; }, lr, mu, dropped);
+  }
+  // steps(c): client c's local steps this round.
+  void round(const std::vector<int>& clients, const std::function<int(int)>& steps, double lr, double mu,
+             const std::set<int>& dropped = {}) {
     torch::NoGradGuard no_grad;
     auto sum = torch::zeros({global.numel()}, torch::kFloat64);
     double total = 0;
     for (int c : clients) {
       Replica rep(make_model(s), optimizer_config(s), samplers[c], torch::kCPU, data.task);
       load_flat_parameters(rep.model(), global);
-      for (int h = 0; h < H; ++h) {
+      for (int h = 0; h < steps(c); ++h) {
         torch::GradMode::set_enabled(true);
         rep.forward_backward(rep.next_batch(data, s.workload.batch_size));
         rep.optimizer_step();
@@ -190,6 +197,81 @@ TEST_F(FedAvg, TheDeadlineDropsExactlyTheLateClients) {
     EXPECT_EQ(p.dropped, late.count(p.client) > 0) << "client " << p.client;
     EXPECT_EQ(p.t_upload > deadline, late.count(p.client) > 0) << "client " << p.client;
   }
+  ASSERT_EQ(r.record.round_rows.size(), 1u);
+  EXPECT_EQ(r.record.round_rows[0].applied, 3);
+  EXPECT_EQ(r.record.round_rows[0].dropped, 2);
+  EXPECT_NEAR(r.record.round_rows[0].t_end, deadline, 1e-12);
+}
+
+TEST_F(FedAvg, LocalEpochsRunEpochsOfEachShard) {
+  // McMahan et al.'s E epochs: client k runs ceil(E n_k / B) steps, so the shards' sizes set
+  // both the weights and the local work. Two rounds of three of five clients, E = 1.5, B = 32.
+  const Scenario s = fed_scenario(5, 20, "{name: fedavg, H: 10, clients_per_round: 3, local_epochs: 1.5}");
+  Reference ref(s, *data_);
+  auto steps = [&](int c) { return static_cast<int>(std::ceil(1.5 * ref.samplers[c].shard_size() / 32.0)); };
+  std::vector<int64_t> drawn(5, 0);
+  for (int round = 0; round < 2; ++round) {
+    const auto chosen = picked(s, round, 3);
+    for (int c : chosen) drawn[c] += steps(c);
+    ref.round(chosen, steps, 1.0, 0.0);
+  }
+  std::set<int> distinct;
+  for (int c = 0; c < 5; ++c) distinct.insert(steps(c));
+  ASSERT_GT(distinct.size(), 2u) << "unequal shards make unequal local work";
+  const FedRun r = run_federated(s, *data_);
+  EXPECT_LT((r.global - ref.global).abs().max().item<double>(), 1e-6);
+  for (int c = 0; c < 5; ++c) EXPECT_EQ(r.batches[c], drawn[c]) << "client " << c;
+  for (const auto& p : r.record.participation_rows) {
+    EXPECT_EQ(p.steps, steps(p.client));
+    // A fixed 10 ms a step: the client's compute is its steps.
+    EXPECT_NEAR(p.t_compute - p.t_start, 0.01 * p.steps, 1e-12);
+  }
+}
+
+// Five clients of 2, 8, 2, 8 and 2 s of training (two fixed 1 s steps at speeds 1, 0.25, 1,
+// 0.25, 1) on two devices. Sequential deals them out in turn: device 0 gets clients 0, 2, 4
+// (6 s), device 1 clients 1 and 3 (16 s). Balanced takes the largest first onto the least
+// loaded device: 1 -> 0, 3 -> 1, 0 -> 0, 2 -> 1, 4 -> 0 (12 s and 10 s). A device takes its
+// clients in the order their downloads arrive; a client starts at max(download, device free).
+TEST_F(FedAvg, DevicesRunTheirClientsOneAfterAnother) {
+  const std::vector<double> work = {2, 8, 2, 8, 2};
+  const std::map<std::string, std::vector<int>> device_of = {{"sequential", {0, 1, 0, 1, 0}},
+                                                             {"balanced", {0, 0, 1, 1, 0}}};
+  auto with = [&](const std::string& devices) {
+    return run_federated(fed_scenario(5, 2, "{name: fedavg, H: 2, clients_per_round: 5" + devices + "}",
+                                      {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 0.25, 1]}"}),
+                         *data_);
+  };
+  const FedRun own = with("");
+  for (const auto& p : own.record.participation_rows) {
+    EXPECT_EQ(p.device, -1);
+    EXPECT_EQ(p.t_start, p.t_download);
+  }
+  for (const auto& [schedule, devices] : device_of) {
+    const FedRun r = with(", devices: 2, schedule: " + schedule);
+    EXPECT_TRUE(torch::equal(r.global, own.global)) << schedule << ": where a client trains changes no value";
+    auto rows = r.record.participation_rows;
+    ASSERT_EQ(rows.size(), 5u);
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.t_download < b.t_download; });
+    std::vector<double> free(2, 0);
+    double busy = 0;
+    for (const auto& p : rows) {
+      EXPECT_EQ(p.device, devices[p.client]) << schedule << " client " << p.client;
+      const double start = std::max(p.t_download, free[devices[p.client]]);
+      EXPECT_NEAR(p.t_start, start, 1e-12) << schedule << " client " << p.client;
+      EXPECT_NEAR(p.t_compute, start + work[p.client], 1e-12) << schedule << " client " << p.client;
+      free[devices[p.client]] = start + work[p.client];
+      busy += work[p.client];
+    }
+    const double makespan = *std::max_element(free.begin(), free.end());
+    EXPECT_NEAR(makespan, schedule == "sequential" ? 16 : 12, 0.01) << schedule;
+    ASSERT_EQ(r.record.round_rows.size(), 1u);
+    const RoundRow& round = r.record.round_rows[0];
+    EXPECT_GT(round.t_end, makespan);  // the last upload's trip
+    EXPECT_NEAR(round.utilisation, busy / (2 * round.t_end), 1e-12) << schedule;
+  }
+  // Each client on its own device: five executors, the slowest client sets the round.
+  EXPECT_NEAR(own.record.round_rows[0].utilisation, 22 / (5 * own.record.round_rows[0].t_end), 1e-12);
 }
 
 // The file of a federated run: a /train row per round and a column per picked client; the
@@ -215,6 +297,11 @@ TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
   EXPECT_EQ(dims("/train/loss"), (std::vector<hsize_t>{2, 5}));
   EXPECT_EQ(dims("/eval/replica_loss"), (std::vector<hsize_t>{2, 5}));
   EXPECT_EQ(dims("/participation/client"), (std::vector<hsize_t>{10}));
+  EXPECT_EQ(dims("/participation/t_start"), (std::vector<hsize_t>{10}));
+  EXPECT_EQ(dims("/rounds/utilisation"), (std::vector<hsize_t>{2}));
+  std::vector<int64_t> dropped(2);
+  file.openDataSet("/rounds/dropped").read(dropped.data(), H5::PredType::NATIVE_INT64);
+  EXPECT_EQ(dropped, (std::vector<int64_t>{2, 2}));
   std::vector<int64_t> step(2);
   file.openDataSet("/train/step").read(step.data(), H5::PredType::NATIVE_INT64);
   EXPECT_EQ(step, (std::vector<int64_t>{1, 3}));  // each round's last local step

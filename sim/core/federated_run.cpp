@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <torch/torch.h>
 
@@ -32,6 +33,9 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   server_lr_ = o.server_lr;
   server_momentum_ = o.server_momentum;
   deadline_ = o.deadline;
+  local_epochs_ = o.local_epochs;
+  schedule_ = o.schedule;
+  devices_.resize(static_cast<size_t>(o.devices));
   configure_host(scenario);
   samplers_ = make_samplers(scenario, data);
   batches_.assign(clients_, 0);
@@ -130,18 +134,23 @@ void FederatedRun::start_round() {
   }
   if (round_ == rounds_) return;
   round_over_ = false;
+  round_start_ = clock_->now();
   auto& slots = slots_[round_];
+  const double batch = scenario_.workload.batch_size;
   for (int client : pick(round_)) {
     Slot slot;
     slot.client = client;
+    const double samples = static_cast<double>(samplers_[client].shard_size());
+    slot.steps = local_epochs_ > 0 ? std::max(1, static_cast<int>(std::ceil(local_epochs_ * samples / batch))) : H_;
     slots.push_back(std::move(slot));
   }
+  assign_devices(slots);
   // The model the clients download is the one at the round's start: a late download still
   // carries it after the server has moved on.
-  auto model = std::make_shared<torch::Tensor>(global_.clone());
+  auto model = std::make_shared<const torch::Tensor>(global_.clone());
   for (size_t k = 0; k < slots.size(); ++k) {
     send(server_, host(slots[k].client), "download",
-         [this, k, round = round_, model](double t) { downloaded(round, k, t, *model); });
+         [this, k, round = round_, model](double t) { downloaded(round, k, t, model); });
   }
   if (deadline_ > 0) {
     clock_->schedule(deadline_, [this, round = round_] {
@@ -151,28 +160,65 @@ void FederatedRun::start_round() {
   }
 }
 
-void FederatedRun::downloaded(int round, size_t k, double t, const torch::Tensor& model) {
+// Which executor each picked client trains on. Estimated work is local steps over the client's
+// speed: what is known before the round (straggler noise is not).
+void FederatedRun::assign_devices(std::vector<Slot>& slots) const {
+  const size_t D = devices_.size();
+  if (D == 0) return;
+  if (schedule_ == ClientSchedule::Sequential) {
+    for (size_t k = 0; k < slots.size(); ++k) slots[k].device = static_cast<int>(k % D);
+    return;
+  }
+  auto work = [&](const Slot& slot) { return slot.steps / compute_->speed(slot.client); };
+  std::vector<size_t> order(slots.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work(slots[a]) > work(slots[b]); });
+  std::vector<double> load(D, 0);
+  for (size_t k : order) {
+    const auto least = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    slots[k].device = static_cast<int>(least);
+    load[least] += work(slots[k]);
+  }
+}
+
+void FederatedRun::downloaded(int round, size_t k, double t, std::shared_ptr<const torch::Tensor> model) {
   Slot& slot = slots_.at(round)[k];
   slot.t_download = t;
+  slot.model = std::move(model);
+  if (slot.device < 0) return train(round, k);
+  Device& device = devices_[static_cast<size_t>(slot.device)];
+  if (device.busy) {
+    device.waiting.emplace_back(round, k);
+    return;
+  }
+  device.busy = true;
+  train(round, k);
+}
+
+void FederatedRun::train(int round, size_t k) {
+  Slot& slot = slots_.at(round)[k];
+  slot.t_start = clock_->now();
   // A client holds a replica only while it trains: built from the round's model with a fresh
   // optimizer (stateless clients), its shard's sampler carried over from its last round.
   Replica replica(make_model(scenario_), optimizer_config(scenario_), samplers_[slot.client],
                   torch::Device(scenario_.device), data_.task);
-  load_flat_parameters(replica.model(), model);
+  load_flat_parameters(replica.model(), *slot.model);
+  slot.model.reset();
   double seconds = 0, loss = 0;
-  for (int h = 0; h < H_; ++h) {
+  for (int h = 0; h < slot.steps; ++h) {
     double host_seconds = 0;
     {
       HostTimer compute_timer(host_seconds);
       loss += local_sgd_step(replica, data_, scenario_.workload.batch_size);
     }
     times_.local_compute += host_seconds;
-    seconds += compute_->step_seconds(slot.client, round * H_ + h, host_seconds);
+    // The straggler noise of the client's n-th local step of the run.
+    seconds += compute_->step_seconds(slot.client, static_cast<int>(batches_[slot.client]), host_seconds);
     ++batches_[slot.client];
   }
   samplers_[slot.client] = replica.sampler();
-  slot.loss = loss / H_;
-  slot.t_compute = t + seconds;
+  slot.loss = loss / slot.steps;
+  slot.t_compute = slot.t_start + seconds;
   slot.upload = flatten_parameters(replica.model());
   if (!std::isfinite(slot.loss)) {
     summary_.status = "diverged";
@@ -181,7 +227,17 @@ void FederatedRun::downloaded(int round, size_t k, double t, const torch::Tensor
   }
   clock_->schedule(seconds, [this, round, k] {
     HostTimer timer(times_.engine);
-    send(host(slots_.at(round)[k].client), server_, "upload", [this, round, k](double t) { uploaded(round, k, t); });
+    const Slot& done = slots_.at(round)[k];
+    send(host(done.client), server_, "upload", [this, round, k](double t) { uploaded(round, k, t); });
+    if (done.device < 0) return;
+    Device& device = devices_[static_cast<size_t>(done.device)];
+    if (device.waiting.empty()) {
+      device.busy = false;
+      return;
+    }
+    const auto [next_round, next] = device.waiting.front();
+    device.waiting.erase(device.waiting.begin());
+    train(next_round, next);
   });
 }
 
@@ -215,9 +271,21 @@ void FederatedRun::scatter_to_slots(EvalRow& row, const std::vector<size_t>& slo
   row.correlation_matrix = std::move(matrix);
 }
 
+// Busy device-seconds in [from, to] over the executors' seconds there: every client that has
+// started training counts (a late client of an earlier round too); one that waits does not.
+double FederatedRun::utilisation(double from, double to) const {
+  if (to <= from) return 0;
+  double busy = 0;
+  for (const auto& [round, slots] : slots_)
+    for (const auto& s : slots)
+      if (!std::isnan(s.t_start)) busy += std::max(0.0, std::min(s.t_compute, to) - std::max(s.t_start, from));
+  const double devices = devices_.empty() ? picked_ : static_cast<double>(devices_.size());
+  return busy / (devices * (to - from));
+}
+
 void FederatedRun::record(int round, const Slot& slot, bool dropped) {
-  recorder_->participation({round, slot.client, samplers_[slot.client].shard_size(), slot.loss, slot.t_download,
-                            slot.t_compute, slot.t_upload, dropped});
+  recorder_->participation({round, slot.client, samplers_[slot.client].shard_size(), slot.steps, slot.device, slot.loss,
+                            slot.t_download, slot.t_start, slot.t_compute, slot.t_upload, dropped});
 }
 
 // The server's step on what arrived in time: the average weighted by samples (in float64),
@@ -247,7 +315,7 @@ void FederatedRun::end_round() {
     const Slot& s = slots[k];
     row.loss.push_back(s.loss);
     row.time.push_back(s.t_upload);
-    row.compute_time.push_back(s.t_compute - s.t_download);
+    row.compute_time.push_back(s.t_compute - s.t_start);
     row.bytes.push_back(static_cast<uint64_t>(trainable_) * 4);
     if (s.arrived) {
       record(round_, s, false);
@@ -256,6 +324,9 @@ void FederatedRun::end_round() {
     }
   }
   recorder_->train(row);
+  RoundRow round_row{round_, round_start_, clock_->now(), static_cast<int>(uploads.size()),
+                   static_cast<int>(slots.size() - uploads.size()), utilisation(round_start_, clock_->now())};
+  recorder_->round(round_row);
   if (std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; })) slots_.erase(round_);
   summary_.projected_time_s = clock_->now();
   const int steps_done = (round_ + 1) * H_;

@@ -6,7 +6,9 @@
 // trains (stateless clients: built from the global model, released after its upload), so a
 // run holds one replica however many clients there are. Downloads and uploads are messages
 // between the server's host and the clients' over the topology; a round ends when the last
-// upload arrives, or at its deadline, which drops the uploads still on their way.
+// upload arrives, or at its deadline, which drops the uploads still on their way. With
+// `devices`, the picked clients' training shares that many executors (FedML Parrot's
+// simulation devices): a client whose download is in waits until its device is free.
 #pragma once
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include <torch/types.h>
 
 #include "sim/core/run.h"
+#include "training/algorithms/fedavg_options.h"
 
 namespace testbed {
 
@@ -41,16 +44,27 @@ class FederatedRun : public Run {
  private:
   struct Slot {  // a picked client in a round
     int client = 0;
+    int steps = 0;    // its local steps this round
+    int device = -1;  // its executor (-1: its own)
     double loss = std::nan("");
-    double t_download = std::nan(""), t_compute = std::nan(""), t_upload = std::nan("");
+    double t_download = std::nan(""), t_start = std::nan(""), t_compute = std::nan(""), t_upload = std::nan("");
     bool arrived = false;
-    torch::Tensor upload;  // its parameters after its local steps
+    std::shared_ptr<const torch::Tensor> model;  // the round's model, from its download until it trains
+    torch::Tensor upload;                        // its parameters after its local steps
+  };
+  struct Device {  // an executor of algorithm.devices
+    bool busy = false;
+    std::vector<std::pair<int, size_t>> waiting;  // (round, slot) whose download is in, in arrival order
   };
 
   void start_round();
-  // The client of `slot` has the round's model: it trains (real LibTorch) and uploads.
-  void downloaded(int round, size_t slot, double t, const torch::Tensor& model);
+  void assign_devices(std::vector<Slot>& slots) const;
+  // The round's model has reached the client of `slot`: it trains once its device is free.
+  void downloaded(int round, size_t slot, double t, std::shared_ptr<const torch::Tensor> model);
+  // The client trains (real LibTorch) on its device from now, and uploads when done.
+  void train(int round, size_t slot);
   void uploaded(int round, size_t slot, double t);
+  double utilisation(double from, double to) const;
   void end_round();
   void record(int round, const Slot& slot, bool dropped);
   void scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const;
@@ -62,7 +76,9 @@ class FederatedRun : public Run {
   const Dataset& data_;
   EngineHooks hooks_;
   int clients_, picked_, H_, rounds_, server_;
-  double server_lr_, server_momentum_, deadline_;
+  double server_lr_, server_momentum_, deadline_, local_epochs_;
+  ClientSchedule schedule_;
+  std::vector<Device> devices_;  // empty: every client its own
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
@@ -78,6 +94,7 @@ class FederatedRun : public Run {
   Recorder* recorder_ = nullptr;
   int round_ = 0;
   bool round_over_ = false;
+  double round_start_ = 0;
   std::map<int, std::vector<Slot>> slots_;  // by round, until every upload of it has arrived
   uint64_t next_message_id_ = 0;
   uint64_t total_bytes_ = 0;

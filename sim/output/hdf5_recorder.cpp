@@ -137,7 +137,9 @@ struct Hdf5Recorder::Impl {
   Appendable correlation, min_correlation, distance, correlation_matrix;
   Appendable messages;
   // Federated runs: a row per picked client and round.
-  Appendable part_round, part_client, part_samples, part_loss, part_download, part_compute, part_upload, part_dropped;
+  Appendable part_round, part_client, part_samples, part_steps, part_device, part_loss, part_download, part_start,
+      part_compute, part_upload, part_dropped;
+  Appendable round_round, round_start, round_end, round_applied, round_dropped, round_utilisation;
   std::vector<MessageRow> pending_messages;
   uint64_t lost_bytes = 0;  // over every message, for /summary
 
@@ -190,11 +192,21 @@ struct Hdf5Recorder::Impl {
       part_round = column(g, "round", i64(), {}, p);
       part_client = column(g, "client", i64(), {}, p);
       part_samples = column(g, "samples", i64(), {}, p);
+      part_steps = column(g, "steps", i64(), {}, p);
+      part_device = column(g, "device", i64(), {}, p);
       part_loss = column(g, "loss", f64(), {}, p);
       part_download = column(g, "t_download", f64(), {}, p);
+      part_start = column(g, "t_start", f64(), {}, p);
       part_compute = column(g, "t_compute", f64(), {}, p);
       part_upload = column(g, "t_upload", f64(), {}, p);
       part_dropped = column(g, "dropped", i64(), {}, p);
+      H5::Group r = keep ? file.openGroup("/rounds") : file.createGroup("/rounds");
+      round_round = column(r, "round", i64(), {}, p);
+      round_start = column(r, "t_start", f64(), {}, p);
+      round_end = column(r, "t_end", f64(), {}, p);
+      round_applied = column(r, "applied", i64(), {}, p);
+      round_dropped = column(r, "dropped", i64(), {}, p);
+      round_utilisation = column(r, "utilisation", f64(), {}, p);
     }
     if (keep) {
       lost_bytes = keep->lost_bytes;
@@ -209,15 +221,27 @@ struct Hdf5Recorder::Impl {
   }
   void append_train(const TrainRow& row);
   void append_participation(const ParticipationRow& row) {
-    const int64_t round = row.round, client = row.client, dropped = row.dropped;
+    const int64_t round = row.round, client = row.client, dropped = row.dropped, steps = row.steps, device = row.device;
     part_round.append(&round);
     part_client.append(&client);
     part_samples.append(&row.samples);
+    part_steps.append(&steps);
+    part_device.append(&device);
     part_loss.append(&row.loss);
     part_download.append(&row.t_download);
+    part_start.append(&row.t_start);
     part_compute.append(&row.t_compute);
     part_upload.append(&row.t_upload);
     part_dropped.append(&dropped);
+  }
+  void append_round(const RoundRow& row) {
+    const int64_t round = row.round, applied = row.applied, dropped = row.dropped;
+    round_round.append(&round);
+    round_start.append(&row.t_start);
+    round_end.append(&row.t_end);
+    round_applied.append(&applied);
+    round_dropped.append(&dropped);
+    round_utilisation.append(&row.utilisation);
   }
   void append_eval(const EvalRow& row);
   void write_summary(const RunSummary& summary);
@@ -290,6 +314,10 @@ void Hdf5Recorder::Impl::append_train(const TrainRow& row) {
 
 void Hdf5Recorder::participation(const ParticipationRow& row) {
   guarded(impl_->path, "append a participation row", [&] { impl_->append_participation(row); });
+}
+
+void Hdf5Recorder::round(const RoundRow& row) {
+  guarded(impl_->path, "append a round row", [&] { impl_->append_round(row); });
 }
 
 void Hdf5Recorder::eval(const EvalRow& row) {

@@ -20,6 +20,7 @@ class Hdf5Recorder : public Recorder {
   void eval(const EvalRow& row) override;
   void message(const MessageRecord& record) override;
   void participation(const ParticipationRow& row) override;
+  void round(const RoundRow& row) override;
   void finish(const RunSummary& summary) override;
   RecorderMark mark() override;
   // The run was ended from below (an ns-3 fatal error): what is held back is written, status

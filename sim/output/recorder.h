@@ -46,10 +46,23 @@ struct EvalRow {
 struct ParticipationRow {
   int round = 0, client = 0;
   int64_t samples = 0;  // the client's training samples: its weight in the average
+  int steps = 0;        // its local steps
+  int device = -1;      // the executor it trained on (algorithm.devices; -1: its own)
   double loss = 0;      // mean over its local steps
-  // Simulated seconds: its download arrived, its local steps ended, its upload arrived.
-  double t_download = 0, t_compute = 0, t_upload = 0;
+  // Simulated seconds: its download arrived, its device took it, its local steps ended, its
+  // upload arrived.
+  double t_download = 0, t_start = 0, t_compute = 0, t_upload = 0;
   bool dropped = false;  // its upload arrived after the round's deadline and was not applied
+};
+
+// A federated round as the server saw it.
+struct RoundRow {
+  int round = 0;
+  double t_start = 0, t_end = 0;  // its downloads left; its average was taken
+  int applied = 0, dropped = 0;   // uploads averaged; picked clients whose upload missed the end
+  // Busy device-seconds within [t_start, t_end] over devices x (t_end - t_start): the share of
+  // the executors' time spent training (devices: algorithm.devices, or the picked clients').
+  double utilisation = 0;
 };
 
 struct MessageRecord {
@@ -90,6 +103,7 @@ class Recorder {
   virtual void eval(const EvalRow& row) = 0;
   virtual void message(const MessageRecord& record) = 0;
   virtual void participation(const ParticipationRow&) {}  // federated runs only
+  virtual void round(const RoundRow&) {}                  // federated runs only
   virtual void finish(const RunSummary& summary) = 0;
   // Writes out what is held back and says how many rows there are.
   virtual RecorderMark mark() = 0;
@@ -102,11 +116,13 @@ class MemoryRecorder : public Recorder {
   std::vector<EvalRow> eval_rows;
   std::vector<MessageRecord> messages;
   std::vector<ParticipationRow> participation_rows;
+  std::vector<RoundRow> round_rows;
   RunSummary summary;
   void train(const TrainRow& row) override { train_rows.push_back(row); }
   void eval(const EvalRow& row) override { eval_rows.push_back(row); }
   void message(const MessageRecord& record) override { messages.push_back(record); }
   void participation(const ParticipationRow& row) override { participation_rows.push_back(row); }
+  void round(const RoundRow& row) override { round_rows.push_back(row); }
   void finish(const RunSummary& s) override { summary = s; }
   RecorderMark mark() override {
     RecorderMark m{static_cast<int64_t>(train_rows.size()), static_cast<int64_t>(eval_rows.size()),

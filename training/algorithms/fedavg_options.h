@@ -5,10 +5,27 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "training/algorithms/option_fields.h"
 
 namespace testbed {
+
+// How the picked clients' local training is packed onto `devices` executors (FedML Parrot):
+// sequential deals them out in turn (the k-th picked client to device k mod D); balanced is
+// Parrot's heterogeneity-aware schedule: clients by estimated workload (local steps over speed),
+// largest first, each onto the device with the least estimated work so far.
+enum class ClientSchedule { Sequential, Balanced };
+
+template <> struct EnumNames<ClientSchedule> {
+  static const std::vector<std::pair<ClientSchedule, std::string>>& all() {
+    static const std::vector<std::pair<ClientSchedule, std::string>> names = {{ClientSchedule::Sequential, "sequential"},
+                                                                              {ClientSchedule::Balanced, "balanced"}};
+    return names;
+  }
+};
 
 struct FedAvgOptions {
   int H = 10;                 // local steps a picked client runs from the global model each round
@@ -20,6 +37,14 @@ struct FedAvgOptions {
   double server_momentum = 0.0;
   double deadline = 0;  // seconds from a round's start; later uploads are not applied (0: none)
   int server = -1;      // the server's host; -1: the host after the clients' (the topology has nodes + 1)
+  // > 0: a picked client runs E epochs of its shard, ceil(E n_k / B) local steps (McMahan et
+  // al.'s u = E n / B), instead of H; H then only sets a round's length on the step axis.
+  double local_epochs = 0;
+  // > 0: the picked clients' training shares this many executors, one client at a time each
+  // (Parrot's simulation devices); a client whose download is in waits for its device. 0: every
+  // client trains on its own device.
+  int devices = 0;
+  ClientSchedule schedule = ClientSchedule::Sequential;
 
   template <class V> void fields(V& v) {
     v.field("H", H, Range{1, 1e9});
@@ -29,6 +54,9 @@ struct FedAvgOptions {
     v.field("server_momentum", server_momentum, Range{0, 1, false, true});
     v.field("deadline", deadline, Range{0, 1e9});
     v.field("server", server, Range{-1, 1e9});
+    v.field("local_epochs", local_epochs, Range{0, 1e6});
+    v.field("devices", devices, Range{0, 1e6});
+    v.field("schedule", schedule);
   }
   // Clients picked a round out of `clients`.
   int picked(int clients) const {
