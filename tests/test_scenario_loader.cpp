@@ -246,6 +246,8 @@ TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
   expect_error("algorithm: {name: fedavg, deadline: 0}\n", "s.yaml:1:37", "a round's deadline must be more than 0 seconds");
   expect_error("algorithm: {name: fedavg, H: 7}\nworkload: {steps: 20}\n", "s.yaml:1:30",
                "workload.steps (20) must be a whole number of rounds of H = 7 local steps");
+  expect_error("algorithm: {name: fedavg, vhl: {weight: 1}}\nworkload: {dataset: synthetic, model: mlp}\n",
+               "s.yaml:1:32", "VHL makes virtual images for an image classifier");
   // The server is a host of its own: 4 clients make a star of 5 hosts.
   const Scenario s = parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg}\n", "s.yaml");
   EXPECT_EQ(topology_spec(s).hosts, 5);

@@ -32,10 +32,9 @@ class Mlp : public Model {
         fc2_(register_module("fc2", Dense(2 * hidden, hidden, adapter))),
         fc3_(register_module("fc3", Dense(hidden, outputs, adapter))) {}
 
-  torch::Tensor forward(const torch::Tensor& x) override {
-    auto h = torch::relu(fc1_(x.flatten(1)));
-    return fc3_(torch::relu(fc2_(h)));
-  }
+  torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
+  torch::Tensor features(const torch::Tensor& x) override { return torch::relu(fc2_(torch::relu(fc1_(x.flatten(1))))); }
+  torch::Tensor classify(const torch::Tensor& h) override { return fc3_(h); }
   std::vector<LayerCost> layer_costs() const override {
     std::vector<LayerCost> c;
     fc1_->append_costs(c, "fc1");
@@ -60,11 +59,13 @@ class Cnn : public Model {
         fc1_(register_module("fc1", Dense(32 * 4 * 4, 128, adapter))),
         fc2_(register_module("fc2", Dense(128, classes, adapter))) {}
 
-  torch::Tensor forward(const torch::Tensor& x) override {
+  torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
+  torch::Tensor features(const torch::Tensor& x) override {
     auto h = torch::max_pool2d(torch::relu(conv1_(x)), 2);  // 16 x 12 x 12
     h = torch::max_pool2d(torch::relu(conv2_(h)), 2);       // 32 x 4 x 4
-    return fc2_(torch::relu(fc1_(h.flatten(1))));
+    return torch::relu(fc1_(h.flatten(1)));
   }
+  torch::Tensor classify(const torch::Tensor& h) override { return fc2_(h); }
   std::vector<LayerCost> layer_costs() const override {
     std::vector<LayerCost> c;
     c.push_back(conv_cost("conv1", conv1_, 28));
@@ -86,6 +87,13 @@ class Cnn : public Model {
 };
 
 }  // namespace
+
+torch::Tensor Model::features(const torch::Tensor&) {
+  throw std::logic_error("this model has no split into features and a classifier head");
+}
+torch::Tensor Model::classify(const torch::Tensor&) {
+  throw std::logic_error("this model has no split into features and a classifier head");
+}
 
 double Model::forward_flops_per_sample() const {
   double flops = 0;

@@ -16,6 +16,11 @@ class Model : public torch::nn::Module {
  public:
   // Logits [..., classes] for a batch of inputs.
   virtual torch::Tensor forward(const torch::Tensor& inputs) = 0;
+  // The same in two halves for classifiers: the penultimate features (after the last hidden
+  // activation) and the head's logits on them, forward(x) == classify(features(x)) (VHL
+  // calibrates the features). Models without the split throw std::logic_error.
+  virtual torch::Tensor features(const torch::Tensor& inputs);
+  virtual torch::Tensor classify(const torch::Tensor& features);
   // The training step's layers in forward order, per sample, ending with the loss over the
   // logits; frozen parameters are marked so they cost no weight gradient.
   virtual std::vector<LayerCost> layer_costs() const = 0;

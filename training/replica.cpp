@@ -87,14 +87,18 @@ Batch Replica::next_batch(const Dataset& data, int batch_size) {
 
 double Replica::forward_backward(const Batch& batch) {
   model_->train();
-  gradients_.zero_();  // not Optimizer::zero_grad(), which would detach the views
   auto loss = task_loss(task_, model_->forward(batch.inputs), batch.targets);
+  backward(loss);
+  return loss.item<double>();
+}
+
+void Replica::backward(const torch::Tensor& loss) {
+  gradients_.zero_();  // not Optimizer::zero_grad(), which would detach the views
   loss.backward();
   // Autograd must have accumulated into the views, not replaced them.
   if (trainable_parameters(*model_).front().grad().data_ptr() != gradients_.data_ptr()) {
     throw std::logic_error("gradients no longer alias the replica's gradient buffer");
   }
-  return loss.item<double>();
 }
 
 void Replica::optimizer_step() { optimizer_->step(); }

@@ -46,6 +46,8 @@ class Replica {
   Batch next_batch(const Dataset& data, int batch_size);
   // Zeroes the gradients, then computes the task's loss and its gradients.
   double forward_backward(const Batch& batch);
+  // Zeroes the gradients and back-propagates a loss the caller built from model() (VHL's).
+  void backward(const torch::Tensor& loss);
   void optimizer_step();
 
   // All trainable parameters' gradients as one 1-D tensor. Each one's .grad() is a view into

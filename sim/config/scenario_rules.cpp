@@ -192,6 +192,11 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
   if (s.output.resume_every > 0) {
     fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
   }
+  if (o.vhl && (s.workload.dataset != "fashion_mnist" || s.workload.model == "gpt")) {
+    fail(origins.where("algorithm.vhl"), "VHL makes virtual images for an image classifier: it needs dataset "
+                                         "fashion_mnist with model cnn or mlp, not " + s.workload.dataset + " with " +
+                                         s.workload.model);
+  }
 }
 
 void check_algorithm(const Scenario& s, const Topology& topology, const Origins& origins) {

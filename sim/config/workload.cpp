@@ -1,5 +1,8 @@
 // Factories from scenario sections; all randomness comes from named seed streams.
 #include "sim/config/workload.h"
+
+#include "training/fashion_mnist.h"
+#include "training/vhl.h"
 #include "sim/config/model_check.h"
 
 #include <dlfcn.h>
@@ -101,8 +104,15 @@ Dataset load_dataset(const Scenario& s) {
   return data;
 }
 
+const VhlOptions* vhl_options(const Scenario& s) {
+  const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options);
+  return fed && fed->vhl ? &*fed->vhl : nullptr;
+}
+
 std::shared_ptr<Model> make_model(const Scenario& s, int node) {
   const auto& w = s.workload;
+  // VHL trains the virtual samples as classes of their own: a head twice as wide.
+  const int heads = vhl_options(s) ? 2 : 1;
   const bool own = node >= 0 && w.init == "independent";
   torch::manual_seed(own ? stream_seed(s.seed, "init", static_cast<uint64_t>(node) + 1) : stream_seed(s.seed, "init"));
   std::shared_ptr<Model> model;
@@ -110,12 +120,22 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
     model = make_gpt(gpt_config(s));
   } else if (w.dataset == "synthetic") {
     auto o = synthetic_options(s);
-    model = make_mlp(o.inputs, o.hidden, o.outputs, adapter_config(s));
+    model = make_mlp(o.inputs, o.hidden, heads * o.outputs, adapter_config(s));
   } else {
-    model = make_image_model(w.model, 10, adapter_config(s));
+    model = make_image_model(w.model, heads * 10, adapter_config(s));
   }
   if (!w.init_from.empty()) load_checkpoint(*model, w.init_from);
   return model;
+}
+
+VirtualData make_vhl_data(const Scenario& s, const Dataset& data) {
+  const VhlOptions* vhl = vhl_options(s);
+  if (!vhl) throw std::logic_error("make_vhl_data: the scenario has no vhl section");
+  if (s.workload.dataset != "fashion_mnist")
+    throw std::invalid_argument("VHL's virtual images are made for fashion_mnist, not " + s.workload.dataset);
+  const auto shape = data.train_inputs.sizes().slice(1).vec();
+  return make_virtual_data(data.outputs, vhl->virtual_samples, shape, kFashionMnistMean, kFashionMnistStd,
+                           stream_seed(s.seed, "vhl_generator"));
 }
 
 OptimizerConfig optimizer_config(const Scenario& scenario) {
@@ -126,7 +146,8 @@ OptimizerConfig optimizer_config(const Scenario& scenario) {
 TrainingWork training_work(const Scenario& scenario, const Model& model) {
   TrainingWork work;
   work.layers = model.layer_costs();
-  work.batch = scenario.workload.batch_size;
+  // A VHL step runs its virtual batch (as large as the real one) through the model too.
+  work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;
   work.momentum = scenario.optimizer.momentum > 0;
   return work;

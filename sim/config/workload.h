@@ -11,6 +11,7 @@
 #include "training/layer_cost.h"
 #include "training/models.h"
 #include "training/replica.h"
+#include "training/vhl.h"
 
 namespace testbed {
 
@@ -30,8 +31,15 @@ std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
-// One step's work for the compute model: the model's layer costs, the per-node batch and
-// the optimizer.
+// The scenario's VHL settings (fedavg's `vhl`), or null.
+const VhlOptions* vhl_options(const Scenario& s);
+
+// VHL's virtual data set for the scenario's data: virtual_samples per class, from the seed's
+// "vhl_generator" stream, normalised as the real images are.
+VirtualData make_vhl_data(const Scenario& s, const Dataset& data);
+
+// One step's work for the compute model: the model's layer costs, the per-node batch (with
+// VHL's virtual batch) and the optimizer.
 TrainingWork training_work(const Scenario& scenario, const Model& model);
 
 // Each node's shard sampler, from the scenario's partition and seed. A partition that

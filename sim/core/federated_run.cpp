@@ -19,6 +19,7 @@
 #include "training/algorithms/common.h"
 #include "training/checkpoint.h"
 #include "training/seed_streams.h"
+#include "training/vhl.h"
 
 namespace testbed {
 
@@ -36,8 +37,10 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   local_epochs_ = o.local_epochs;
   schedule_ = o.schedule;
   devices_.resize(static_cast<size_t>(o.devices));
+  vhl_ = o.vhl;
   configure_host(scenario);
   samplers_ = make_samplers(scenario, data);
+  if (vhl_) virtual_ = std::make_unique<VirtualData>(make_vhl_data(scenario, data));
   batches_.assign(clients_, 0);
   eval_model_ = make_model(scenario);
   eval_model_->to(torch::Device(scenario.device));
@@ -160,6 +163,12 @@ void FederatedRun::start_round() {
   }
 }
 
+// The virtual rows of a client's next local step: drawn anew every step from its own stream.
+uint64_t FederatedRun::vhl_batch_seed(int client) const {
+  const auto index = (static_cast<uint64_t>(client) << 32) | static_cast<uint64_t>(batches_[client]);
+  return stream_seed(scenario_.seed, "vhl_batches", index);
+}
+
 // Which executor each picked client trains on. Estimated work is local steps over the client's
 // speed: what is known before the round (straggler noise is not).
 void FederatedRun::assign_devices(std::vector<Slot>& slots) const {
@@ -209,7 +218,10 @@ void FederatedRun::train(int round, size_t k) {
     double host_seconds = 0;
     {
       HostTimer compute_timer(host_seconds);
-      loss += local_sgd_step(replica, data_, scenario_.workload.batch_size);
+      const int batch = scenario_.workload.batch_size;
+      // VHL's virtual batch is as large as the real one (the reference's 128 and 128).
+      loss += virtual_ ? vhl_local_step(replica, data_, batch, *virtual_, batch, vhl_batch_seed(slot.client), vhl_->weight)
+                       : local_sgd_step(replica, data_, batch);
     }
     times_.local_compute += host_seconds;
     // The straggler noise of the client's n-th local step of the run.

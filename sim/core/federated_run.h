@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <torch/types.h>
@@ -27,6 +28,7 @@ namespace testbed {
 class ComputeModel;
 class EventClock;
 class Evaluator;
+struct VirtualData;
 struct Topology;
 
 class FederatedRun : public Run {
@@ -65,6 +67,7 @@ class FederatedRun : public Run {
   void train(int round, size_t slot);
   void uploaded(int round, size_t slot, double t);
   double utilisation(double from, double to) const;
+  uint64_t vhl_batch_seed(int client) const;
   void end_round();
   void record(int round, const Slot& slot, bool dropped);
   void scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const;
@@ -78,6 +81,8 @@ class FederatedRun : public Run {
   int clients_, picked_, H_, rounds_, server_;
   double server_lr_, server_momentum_, deadline_, local_epochs_;
   ClientSchedule schedule_;
+  std::optional<VhlOptions> vhl_;
+  std::unique_ptr<VirtualData> virtual_;  // VHL's, shared by every client
   std::vector<Device> devices_;  // empty: every client its own
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;

@@ -27,6 +27,18 @@ template <> struct EnumNames<ClientSchedule> {
   }
 };
 
+// VHL (Tang et al., ICML 2022): a shared virtual data set from a seeded, untrained generator,
+// mixed into every local step with the feature-calibration loss (training/vhl.h).
+struct VhlOptions {
+  int virtual_samples = 200;  // per class (the reference's 200)
+  double weight = 1.0;        // of the calibration term (real features against virtual anchors)
+  template <class V> void fields(V& v) {
+    v.field("virtual_samples", virtual_samples, Range{1, 1e6});
+    v.field("weight", weight, Range{0, 1e6});
+  }
+  bool operator==(const VhlOptions&) const = default;
+};
+
 struct FedAvgOptions {
   int H = 10;                 // local steps a picked client runs from the global model each round
   int clients_per_round = 0;  // 0: round(fraction x clients), at least 1
@@ -45,6 +57,7 @@ struct FedAvgOptions {
   // client trains on its own device.
   int devices = 0;
   ClientSchedule schedule = ClientSchedule::Sequential;
+  std::optional<VhlOptions> vhl;  // set: every local step is VHL's (virtual batch, calibration loss)
 
   template <class V> void fields(V& v) {
     v.field("H", H, Range{1, 1e9});
@@ -57,6 +70,7 @@ struct FedAvgOptions {
     v.field("local_epochs", local_epochs, Range{0, 1e6});
     v.field("devices", devices, Range{0, 1e6});
     v.field("schedule", schedule);
+    v.field("vhl", vhl);
   }
   // Clients picked a round out of `clients`.
   int picked(int clients) const {
