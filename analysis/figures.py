@@ -221,6 +221,24 @@ def fig_bytes_hotspots(sweep, run):
     return fig
 
 
+def fig_accuracy_per_round(sweep):
+    """8. Federated runs: accuracy of the server's model at each eval against the round it
+    followed (/eval/step is the rounds' local steps, H a round)."""
+    federated = [run for run in sweep.runs if run.algorithm == "fedavg"]
+    if not federated:
+        raise NotApplicable("no federated (fedavg) run")
+    fig, ax, leg = style.legend_figure(len(federated))
+    for i, run in enumerate(federated):
+        H = int(run.flat.get("algorithm.H", 10))
+        rounds = np.asarray(run.read("/eval/step"), dtype=np.int64) / H
+        ax.plot(rounds, np.asarray(run.read("/eval/accuracy"), dtype=np.float64), label=run.label, **_style_of(i))
+    ax.set_xlabel("round")
+    ax.set_ylabel("accuracy of the server's model")
+    style.add_legend(ax, leg)
+    style.caption(fig, sweep, "Accuracy per round (the global model after each round's average).")
+    return fig
+
+
 def _safe_stem(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
@@ -236,6 +254,7 @@ def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
         ("4", "fig4_time_to_target", lambda: fig_time_to_target(sweep, target_loss)),
         ("5", "fig5_compute_vs_comm", lambda: fig_compute_vs_comm(sweep)),
         ("6", "table6_accuracy", None),
+        ("8", "fig8_accuracy_per_round", lambda: fig_accuracy_per_round(sweep)),
     ]
     for run in sweep.runs:
         jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))

@@ -314,5 +314,49 @@ TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
   std::filesystem::remove(path);
 }
 
+// Two clusters of three clients on a hierarchical topology: hosts 0-2 are cluster 0's clients and
+// 3 its aggregator, 4-6 and 7 cluster 1's, 8 the server (in cluster 0). The model crosses the
+// WAN once each way per cluster; the server's average of the two aggregates (each the float32
+// mean of its clients weighted by samples, with its weight) is the flat average up to that
+// rounding.
+TEST_F(FedAvg, ClustersAggregateLocallyThenGlobally) {
+  Scenario s = fed_scenario(6, 2, "{name: fedavg, H: 2, clients_per_round: 6}",
+                            {"topology={kind: hierarchical, clusters: 2, link: {bandwidth: 1Gbps, latency: 1ms}, "
+                             "wan: {bandwidth: 100Mbps, latency: 20ms}}"});
+  const Dataset data = load_dataset(s);
+  Reference ref(s, data);
+  ref.round({0, 1, 2, 3, 4, 5}, 2, 1.0, 0.0);
+  const FedRun r = run_federated(s, data);
+  EXPECT_LT((r.global - ref.global).abs().max().item<double>(), 1e-6);
+  EXPECT_GT((r.global - flatten_parameters(*make_model(s))).abs().max().item<double>(), 1e-3);
+  const std::vector<int> client_host = {0, 1, 2, 4, 5, 6};
+  const int server = 8;
+  auto aggregator = [](int host) { return host < 4 ? 3 : 7; };
+  std::map<std::pair<int, int>, const MessageRecord*> sent;  // (src, dst) -> message
+  for (const auto& m : r.record.messages) sent[{m.src, m.dst}] = &m;
+  auto message = [&](int src, int dst) -> const MessageRecord& {
+    auto it = sent.find({src, dst});
+    if (it == sent.end()) throw std::runtime_error("no message " + std::to_string(src) + " -> " + std::to_string(dst));
+    return *it->second;
+  };
+  ASSERT_EQ(r.record.messages.size(), 2u + 6 + 6 + 2);
+  for (int a : {3, 7}) {
+    EXPECT_EQ(message(server, a).kind, "download");
+    EXPECT_EQ(message(a, server).kind, "aggregate");
+    EXPECT_EQ(message(a, server).bytes, static_cast<uint64_t>(4 * kD + 8));
+    // It passes the model on once it has it, and sends its aggregate once its last client is in.
+    double last = 0;
+    for (int h : client_host) {
+      if (aggregator(h) != a) continue;
+      EXPECT_NEAR(message(a, h).t_send, message(server, a).t_recv, 1e-12) << "host " << h;
+      EXPECT_EQ(message(h, a).kind, "upload");
+      last = std::max(last, message(h, a).t_recv);
+    }
+    EXPECT_NEAR(message(a, server).t_send, last, 1e-12);
+  }
+  EXPECT_NEAR(r.summary.projected_time_s, std::max(message(3, server).t_recv, message(7, server).t_recv), 1e-12);
+  EXPECT_EQ(r.summary.total_bytes, static_cast<uint64_t>(2 * 4 * kD + 6 * 4 * kD * 2 + 2 * (4 * kD + 8)));
+}
+
 }  // namespace
 }  // namespace testbed

@@ -248,6 +248,13 @@ TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
                "workload.steps (20) must be a whole number of rounds of H = 7 local steps");
   expect_error("algorithm: {name: fedavg, vhl: {weight: 1}}\nworkload: {dataset: synthetic, model: mlp}\n",
                "s.yaml:1:32", "VHL makes virtual images for an image classifier");
+  expect_error("nodes: 5\ntopology: {kind: hierarchical, clusters: 2}\nalgorithm: {name: fedavg}\n", "s.yaml:2:42",
+               "a federated run on clusters needs nodes (5 clients) = clusters x per_cluster");
+  // Clusters of 2 clients and an aggregator each, the server after them: 2 x 3 + 1 hosts.
+  EXPECT_EQ(topology_spec(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2}\nalgorithm: {name: fedavg}\n",
+                                         "s.yaml"))
+                .hosts,
+            7);
   // The server is a host of its own: 4 clients make a star of 5 hosts.
   const Scenario s = parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg}\n", "s.yaml");
   EXPECT_EQ(topology_spec(s).hosts, 5);

@@ -33,6 +33,7 @@ struct TopologySpec {
   int torus_rows = 0;                    // torus2d: rows (0: the most square factorisation)
   int fat_tree_k = 4;                    // fat_tree: switch radix (even, >= 2)
   int clusters = 2, per_cluster = 2;     // hierarchical: clusters x hosts per cluster
+  int extra_hosts = 0;                   // hierarchical: hosts after the clusters' (a federated server), on cluster 0's switch
   LinkSpec wan{.bandwidth_bps = 1e9, .latency_s = 0.050};  // hierarchical: links between cluster switches
   double edge_probability = 0.5;         // erdos_renyi: p
   int degree = 2;                        // watts_strogatz: lattice degree (even)

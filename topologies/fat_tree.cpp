@@ -43,14 +43,15 @@ void build_hierarchical(const TopologySpec& spec, Topology& t) {
   if (m < 1)
     throw std::invalid_argument("hierarchical: nodes (" + std::to_string(spec.hosts) +
                                 ") is not a multiple of clusters (" + std::to_string(c) + ")");
-  if (static_cast<long long>(c) * m != spec.hosts)
-    throw std::invalid_argument("hierarchical: nodes (" + std::to_string(spec.hosts) +
+  if (static_cast<long long>(c) * m + spec.extra_hosts != spec.hosts)
+    throw std::invalid_argument("hierarchical: nodes (" + std::to_string(spec.hosts - spec.extra_hosts) +
                                 ") must equal clusters x per_cluster (" + std::to_string(c) +
                                 " x " + std::to_string(m) + ")");
   Topology::Graph& g = t.graph;
   const int sw0 = spec.hosts;
   for (int i = 0; i < c; ++i) boost::add_vertex(VertexInfo{VertexKind::Switch}, g);
-  for (int h = 0; h < spec.hosts; ++h) add_link(g, h, sw0 + h / m, spec.link);
+  // Hosts past the clusters' blocks (a federated run's server) sit in cluster 0.
+  for (int h = 0; h < spec.hosts; ++h) add_link(g, h, sw0 + (h < c * m ? h / m : 0), spec.link);
   // A ring rather than a full mesh: WAN sites are usually chained, and a ring keeps
   // cross-cluster paths multi-hop, which is what the kind is for. Two clusters: one link.
   for (int i = 0; i < c; ++i) add_link(g, sw0 + i, sw0 + (i + 1) % c, spec.wan);

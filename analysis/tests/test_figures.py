@@ -177,3 +177,26 @@ def test_default_target_ignores_runs_without_finite_loss(tmp_path):
     write_run(tmp_path / "b.h5", eval_loss=[np.nan, np.nan], status="diverged")
     write_run(tmp_path / "c.h5", eval_loss=[1.4, 1.1])
     assert figures.default_target(load(str(tmp_path))) == pytest.approx(1.1)
+
+
+def test_accuracy_per_round_lines(tmp_path):
+    # Two federated runs of H = 3 (the synthetic runs' eval_every): evals after steps 3 and 6
+    # are rounds 1 and 2.
+    write_run(tmp_path / "a.h5", name="fl", algorithm="fedavg")
+    write_run(tmp_path / "b.h5", name="fl", algorithm="fedavg", eval_accuracy=[0.5, 0.8], eval_loss=[1.8, 1.1])
+    sweep = load(str(tmp_path))
+    for run in sweep.runs:
+        run.flat["algorithm.H"] = 3
+    fig = figures.fig_accuracy_per_round(sweep)
+    ax = fig.axes[0]
+    ys = sorted(tuple(line.get_ydata()) for line in ax.get_lines())
+    assert ys == [(0.5, 0.8), (0.6, 0.75)]
+    for line in ax.get_lines():
+        np.testing.assert_allclose(line.get_xdata(), [1, 2])
+    assert ax.get_xlabel() == "round"
+    _written(style.save(fig, str(tmp_path / "out"), "f8"))
+
+
+def test_accuracy_per_round_needs_a_federated_run(tmp_path):
+    with pytest.raises(NotApplicable, match="federated"):
+        figures.fig_accuracy_per_round(_two_runs(tmp_path))

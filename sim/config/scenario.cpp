@@ -43,6 +43,14 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.per_cluster = t.per_cluster > 0                     ? t.per_cluster
                      : spec.hosts % clusters == 0 ? spec.hosts / clusters
                                                       : 0;
+  // A federated run on clusters: each cluster's clients and its aggregator (the host after
+  // them), then the server after every cluster, in cluster 0 (sim/core/federated_run.h).
+  if (algorithm && algorithm->federated && t.kind == "hierarchical") {
+    const int clients = t.per_cluster > 0 ? t.per_cluster : scenario.nodes % clusters == 0 ? scenario.nodes / clusters : 0;
+    spec.per_cluster = clients > 0 ? clients + 1 : 0;
+    spec.hosts = clusters * spec.per_cluster + 1;
+    spec.extra_hosts = 1;
+  }
   spec.wan = link_spec(t.wan);
   spec.edge_probability = t.p;
   spec.degree = t.degree;

@@ -192,6 +192,18 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
   if (s.output.resume_every > 0) {
     fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
   }
+  if (s.topology.kind == "hierarchical") {
+    const int clusters = std::max(1, s.topology.clusters);
+    const int per = s.topology.per_cluster > 0 ? s.topology.per_cluster : s.nodes / clusters;
+    if (per * clusters != s.nodes) {
+      fail(origins.where(origins.seen("topology.per_cluster") ? "topology.per_cluster" : "topology.clusters"),
+           "a federated run on clusters needs nodes (" + std::to_string(s.nodes) + " clients) = clusters x per_cluster");
+    }
+    if (o.server >= 0) {
+      fail(origins.where("algorithm.server"), "on a hierarchical topology the server is the host after the clusters' "
+                                              "(each cluster's aggregator is its own host); leave out server");
+    }
+  }
   if (o.vhl && (s.workload.dataset != "fashion_mnist" || s.workload.model == "gpt")) {
     fail(origins.where("algorithm.vhl"), "VHL makes virtual images for an image classifier: it needs dataset "
                                          "fashion_mnist with model cnn or mlp, not " + s.workload.dataset + " with " +
@@ -208,7 +220,6 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
   };
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
   const AlgorithmEntry* entry = find_algorithm(a.name);
-  if (const auto* fed = std::get_if<FedAvgOptions>(&a.options)) check_federated(s, *fed, origins);
   if (entry && entry->forward_waits && s.compute.model == "measured") {
     fail(origins.where("compute.model"), a.name + " times each layer's forward against its all-gathers before the "
                                          "step runs, so it needs the step's time beforehand: use flops or fixed");
@@ -414,6 +425,8 @@ void check_scenario(const Scenario& s, const Origins& origins) {
     }
   }
   check_traces(s, origins);
+  // Before the topology: its hosts follow from the federated keys (the server, the aggregators).
+  if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) check_federated(s, *fed, origins);
   const Topology topology = build_checked_topology(s, origins);
   check_packet_features(s, topology, origins);
   check_network(s, topology, origins);

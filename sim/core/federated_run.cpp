@@ -31,6 +31,11 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   H_ = o.H;
   rounds_ = scenario.workload.steps / H_;
   server_ = o.server < 0 ? clients_ : o.server;
+  if (scenario.topology.kind == "hierarchical") {
+    const int clusters = std::max(1, scenario.topology.clusters);
+    per_cluster_ = scenario.topology.per_cluster > 0 ? scenario.topology.per_cluster : clients_ / clusters;
+    server_ = clusters * (per_cluster_ + 1);  // after every cluster's clients and aggregator
+  }
   server_lr_ = o.server_lr;
   server_momentum_ = o.server_momentum;
   deadline_ = o.deadline;
@@ -113,13 +118,14 @@ std::vector<int> FederatedRun::pick(int round) const {
   return chosen;
 }
 
-// Every message carries a model: the trainable parameters in float32.
-void FederatedRun::send(int src, int dst, const char* kind, std::function<void(double)> delivered) {
+// Every message carries a model: the trainable parameters in float32 (an aggregate adds its
+// weight, a float64).
+void FederatedRun::send(int src, int dst, const char* kind, std::function<void(double)> delivered, uint64_t extra_bytes) {
   Message m;
   m.id = next_message_id_++;
   m.src = src;
   m.dst = dst;
-  m.bytes = static_cast<uint64_t>(trainable_) * 4;
+  m.bytes = static_cast<uint64_t>(trainable_) * 4 + extra_bytes;
   total_bytes_ += m.bytes;
   // TimedNetwork charges the delivery callback to times_.engine.
   network_->send(m, [this, kind, delivered = std::move(delivered)](const Delivery& d) {
@@ -151,9 +157,26 @@ void FederatedRun::start_round() {
   // The model the clients download is the one at the round's start: a late download still
   // carries it after the server has moved on.
   auto model = std::make_shared<const torch::Tensor>(global_.clone());
-  for (size_t k = 0; k < slots.size(); ++k) {
-    send(server_, host(slots[k].client), "download",
-         [this, k, round = round_, model](double t) { downloaded(round, k, t, model); });
+  if (per_cluster_ > 0) {
+    // One copy to each aggregator with picked clients, which passes it on to them.
+    auto& aggregators = aggregators_[round_];
+    aggregators.assign(static_cast<size_t>(std::max(1, scenario_.topology.clusters)), Aggregator{});
+    for (size_t k = 0; k < slots.size(); ++k) aggregators[static_cast<size_t>(slots[k].client / per_cluster_)].slots.push_back(k);
+    for (size_t c = 0; c < aggregators.size(); ++c) {
+      aggregators[c].pending = aggregators[c].slots.size();
+      if (aggregators[c].slots.empty()) continue;
+      send(server_, aggregator_host(static_cast<int>(c)), "download", [this, c, round = round_, model](double) {
+        for (size_t k : aggregators_.at(round)[c].slots) {
+          send(aggregator_host(static_cast<int>(c)), host(slots_.at(round)[k].client), "download",
+               [this, k, round, model](double t) { downloaded(round, k, t, model); });
+        }
+      });
+    }
+  } else {
+    for (size_t k = 0; k < slots.size(); ++k) {
+      send(server_, host(slots[k].client), "download",
+           [this, k, round = round_, model](double t) { downloaded(round, k, t, model); });
+    }
   }
   if (deadline_ > 0) {
     clock_->schedule(deadline_, [this, round = round_] {
@@ -240,7 +263,12 @@ void FederatedRun::train(int round, size_t k) {
   clock_->schedule(seconds, [this, round, k] {
     HostTimer timer(times_.engine);
     const Slot& done = slots_.at(round)[k];
-    send(host(done.client), server_, "upload", [this, round, k](double t) { uploaded(round, k, t); });
+    if (per_cluster_ > 0) {
+      send(host(done.client), aggregator_host(done.client / per_cluster_), "upload",
+           [this, round, k](double t) { at_aggregator(round, k, t); });
+    } else {
+      send(host(done.client), server_, "upload", [this, round, k](double t) { uploaded(round, k, t); });
+    }
     if (done.device < 0) return;
     Device& device = devices_[static_cast<size_t>(done.device)];
     if (device.waiting.empty()) {
@@ -260,10 +288,51 @@ void FederatedRun::uploaded(int round, size_t k, double t) {
   const bool all = std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; });
   if (round != round_ || round_over_) {  // after the deadline: not applied
     record(round, slots[k], true);
-    if (all) slots_.erase(round);
+    forget_if_done(round);
     return;
   }
   if (all) end_round();
+}
+
+// The aggregator's part: once its last client is in, their mean weighted by samples (float64,
+// sent as float32 with its weight) goes to the server.
+void FederatedRun::at_aggregator(int round, size_t k, double t) {
+  auto& slots = slots_.at(round);
+  slots[k].t_upload = t;
+  const auto cluster = static_cast<size_t>(slots[k].client / per_cluster_);
+  Aggregator& a = aggregators_.at(round)[cluster];
+  if (--a.pending > 0) return;
+  torch::NoGradGuard no_grad;
+  auto sum = torch::zeros({parameters_}, torch::kFloat64);
+  for (size_t j : a.slots) {
+    const double n = static_cast<double>(samplers_[slots[j].client].shard_size());
+    sum.add_(slots[j].upload.to(torch::kFloat64), n);
+    a.weight += n;
+  }
+  a.aggregate = sum.div_(a.weight).to(torch::kFloat32);
+  send(aggregator_host(static_cast<int>(cluster)), server_, "aggregate",
+       [this, round, cluster](double) { aggregate_arrived(round, cluster); }, 8);
+}
+
+void FederatedRun::aggregate_arrived(int round, size_t cluster) {
+  Aggregator& a = aggregators_.at(round)[cluster];
+  a.arrived = true;
+  auto& slots = slots_.at(round);
+  for (size_t k : a.slots) slots[k].arrived = true;
+  if (round != round_ || round_over_) {  // after the deadline: its clients are dropped
+    for (size_t k : a.slots) record(round, slots[k], true);
+    forget_if_done(round);
+    return;
+  }
+  const auto& all = aggregators_.at(round);
+  if (std::all_of(all.begin(), all.end(), [](const Aggregator& x) { return x.slots.empty() || x.arrived; })) end_round();
+}
+
+void FederatedRun::forget_if_done(int round) {
+  const auto& slots = slots_.at(round);
+  if (!std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; })) return;
+  slots_.erase(round);
+  aggregators_.erase(round);
 }
 
 // The eval's per-client entries are the uploads that arrived in time; the file's columns are
@@ -305,14 +374,22 @@ void FederatedRun::record(int round, const Slot& slot, bool dropped) {
 void FederatedRun::end_round() {
   round_over_ = true;
   auto& slots = slots_.at(round_);
+  // What reached the server in time, with its weight: each client's upload, or each cluster's
+  // aggregate.
+  std::vector<std::pair<const torch::Tensor*, double>> arrived;
+  if (per_cluster_ > 0) {
+    for (const auto& a : aggregators_.at(round_))
+      if (a.arrived) arrived.emplace_back(&a.aggregate, a.weight);
+  } else {
+    for (const auto& s : slots)
+      if (s.arrived) arrived.emplace_back(&s.upload, static_cast<double>(samplers_[s.client].shard_size()));
+  }
   double total = 0;
-  for (const auto& s : slots)
-    if (s.arrived) total += static_cast<double>(samplers_[s.client].shard_size());
+  for (const auto& [upload, weight] : arrived) total += weight;
   if (total > 0) {
     torch::NoGradGuard no_grad;
     auto average = torch::zeros({parameters_}, torch::kFloat64);
-    for (const auto& s : slots)
-      if (s.arrived) average.add_(s.upload.to(torch::kFloat64), static_cast<double>(samplers_[s.client].shard_size()));
+    for (const auto& [upload, weight] : arrived) average.add_(upload->to(torch::kFloat64), weight);
     average.div_(total);
     auto x = global_.to(torch::kFloat64);
     auto step = x - average;
@@ -339,7 +416,7 @@ void FederatedRun::end_round() {
   RoundRow round_row{round_, round_start_, clock_->now(), static_cast<int>(uploads.size()),
                    static_cast<int>(slots.size() - uploads.size()), utilisation(round_start_, clock_->now())};
   recorder_->round(round_row);
-  if (std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.arrived; })) slots_.erase(round_);
+  forget_if_done(round_);
   summary_.projected_time_s = clock_->now();
   const int steps_done = (round_ + 1) * H_;
   if (steps_done % scenario_.workload.eval_every == 0 || round_ + 1 == rounds_) {

@@ -8,7 +8,12 @@
 // between the server's host and the clients' over the topology; a round ends when the last
 // upload arrives, or at its deadline, which drops the uploads still on their way. With
 // `devices`, the picked clients' training shares that many executors (FedML Parrot's
-// simulation devices): a client whose download is in waits until its device is free.
+// simulation devices): a client whose download is in waits until its device is free. On a
+// hierarchical topology each cluster has an aggregator (a host of its own after the cluster's
+// clients): the server sends the model once to each aggregator with picked clients, which
+// passes it on; the clients upload to it, and it sends the server one aggregate (their mean
+// weighted by samples, float32, with its weight) once they are all in (Parrot's local then
+// global aggregation; Nebula-I's clusters).
 #pragma once
 
 #include <cmath>
@@ -54,6 +59,13 @@ class FederatedRun : public Run {
     std::shared_ptr<const torch::Tensor> model;  // the round's model, from its download until it trains
     torch::Tensor upload;                        // its parameters after its local steps
   };
+  struct Aggregator {  // a cluster's, in a round (hierarchical topologies)
+    std::vector<size_t> slots;  // its picked clients
+    size_t pending = 0;         // uploads not yet in
+    bool arrived = false;       // its aggregate reached the server
+    double weight = 0;          // its clients' samples
+    torch::Tensor aggregate;    // their weighted mean, as it travels (float32)
+  };
   struct Device {  // an executor of algorithm.devices
     bool busy = false;
     std::vector<std::pair<int, size_t>> waiting;  // (round, slot) whose download is in, in arrival order
@@ -66,14 +78,22 @@ class FederatedRun : public Run {
   // The client trains (real LibTorch) on its device from now, and uploads when done.
   void train(int round, size_t slot);
   void uploaded(int round, size_t slot, double t);
+  // Hierarchical: a client's upload reached its aggregator; the aggregate reached the server.
+  void at_aggregator(int round, size_t slot, double t);
+  void aggregate_arrived(int round, size_t cluster);
+  void forget_if_done(int round);
   double utilisation(double from, double to) const;
   uint64_t vhl_batch_seed(int client) const;
   void end_round();
   void record(int round, const Slot& slot, bool dropped);
   void scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const;
   std::vector<int> pick(int round) const;
-  int host(int client) const { return client < server_ ? client : client + 1; }
-  void send(int src, int dst, const char* kind, std::function<void(double)> delivered);
+  int host(int client) const {
+    if (per_cluster_ > 0) return client / per_cluster_ * (per_cluster_ + 1) + client % per_cluster_;
+    return client < server_ ? client : client + 1;
+  }
+  int aggregator_host(int cluster) const { return cluster * (per_cluster_ + 1) + per_cluster_; }
+  void send(int src, int dst, const char* kind, std::function<void(double)> delivered, uint64_t extra_bytes = 0);
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -84,6 +104,7 @@ class FederatedRun : public Run {
   std::optional<VhlOptions> vhl_;
   std::unique_ptr<VirtualData> virtual_;  // VHL's, shared by every client
   std::vector<Device> devices_;  // empty: every client its own
+  int per_cluster_ = 0;          // hierarchical: clients per cluster (0: no aggregators)
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
@@ -101,6 +122,7 @@ class FederatedRun : public Run {
   bool round_over_ = false;
   double round_start_ = 0;
   std::map<int, std::vector<Slot>> slots_;  // by round, until every upload of it has arrived
+  std::map<int, std::vector<Aggregator>> aggregators_;  // by round, with its slots (hierarchical)
   uint64_t next_message_id_ = 0;
   uint64_t total_bytes_ = 0;
   RunSummary summary_;
