@@ -358,5 +358,46 @@ TEST_F(FedAvg, ClustersAggregateLocallyThenGlobally) {
   EXPECT_EQ(r.summary.total_bytes, static_cast<uint64_t>(2 * 4 * kD + 6 * 4 * kD * 2 + 2 * (4 * kD + 8)));
 }
 
+// Stateful clients keep their optimizer (SGD momentum here) from one round they are picked for to
+// the next: the reference keeps one replica per client and loads the global model into it.
+TEST_F(FedAvg, StatefulClientsKeepTheirOptimizerBetweenRounds) {
+  auto scenario = [](const char* state) {
+    return fed_scenario(5, 12, std::string("{name: fedavg, H: 3, fraction: 0.4, client_state: ") + state + "}");
+  };
+  const Scenario s = scenario("memory");
+  auto samplers = make_samplers(s, *data_);
+  std::vector<std::unique_ptr<Replica>> clients;
+  for (int c = 0; c < 5; ++c)
+    clients.push_back(std::make_unique<Replica>(make_model(s), optimizer_config(s), samplers[c], torch::kCPU, data_->task));
+  auto global = flatten_parameters(*make_model(s)).clone();
+  std::vector<int> times_picked(5, 0);
+  for (int round = 0; round < 4; ++round) {
+    torch::NoGradGuard no_grad;
+    auto sum = torch::zeros({global.numel()}, torch::kFloat64);
+    double total = 0;
+    for (int c : picked(s, round, 2)) {
+      ++times_picked[c];
+      Replica& rep = *clients[c];
+      load_flat_parameters(rep.model(), global);
+      for (int h = 0; h < 3; ++h) {
+        torch::GradMode::set_enabled(true);
+        rep.forward_backward(rep.next_batch(*data_, s.workload.batch_size));
+        rep.optimizer_step();
+      }
+      const double n = static_cast<double>(rep.sampler().shard_size());
+      sum += flatten_parameters(rep.model()).to(torch::kFloat64) * n;
+      total += n;
+    }
+    global = (sum / total).to(torch::kFloat32);
+  }
+  ASSERT_GT(*std::max_element(times_picked.begin(), times_picked.end()), 1) << "a client must come back";
+  const FedRun memory = run_federated(s, *data_);
+  EXPECT_LT((memory.global - global).abs().max().item<double>(), 1e-6);
+  const FedRun disk = run_federated(scenario("disk"), *data_);
+  EXPECT_TRUE(torch::equal(disk.global, memory.global));
+  const FedRun stateless = run_federated(scenario("none"), *data_);
+  EXPECT_GT((stateless.global - memory.global).abs().max().item<double>(), 1e-4);
+}
+
 }  // namespace
 }  // namespace testbed

@@ -128,6 +128,24 @@ TEST(MemoryEstimate, RefusesWhatTheMachineCannotHold) {
   EXPECT_EQ(memory_refusal(small, machine, 4), "");
 }
 
+TEST(MemoryEstimate, StatefulClientsInMemoryCountAndDiskIsTheWayOut) {
+  // 20000 clients keeping SGD's momentum (one vector each) in memory: 20000 x 4 x 235146 bytes,
+  // 17.52 GiB; on a machine with 8 GiB the rest fits, so the refusal points at the disk.
+  const Dataset data = small_data();
+  const std::string fed = "nodes: 20000\noptimizer: {name: sgd, momentum: 0.9}\ntopology: {kind: star}\n"
+                          "network: {backend: flow}\nalgorithm: {name: fedavg, clients_per_round: 10, client_state: ";
+  const MemoryEstimate memory = estimate(fed + "memory}\n", data);
+  EXPECT_DOUBLE_EQ(memory.client_state_bytes, 20000.0 * 4 * kParameters);
+  EXPECT_DOUBLE_EQ(estimate(fed + "disk}\n", data).client_state_bytes, 0);
+  EXPECT_DOUBLE_EQ(estimate(fed + "none}\n", data).client_state_bytes, 0);
+  MachineMemory machine;
+  machine.available_bytes = 8.0 * (1 << 30);
+  const std::string why = memory_refusal(memory, machine, 20000);
+  EXPECT_NE(why.find("the clients' optimizer state 17.52 GiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("algorithm.client_state: disk"), std::string::npos) << why;
+  EXPECT_EQ(memory_refusal(estimate(fed + "disk}\n", data), machine, 20000), "");
+}
+
 TEST(MemoryEstimate, ReadsThisMachine) {
   const MachineMemory m = machine_memory();
   EXPECT_GT(m.available_bytes, 0);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <sstream>
 #include <numeric>
 
 #include <torch/torch.h>
@@ -43,6 +45,12 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   schedule_ = o.schedule;
   devices_.resize(static_cast<size_t>(o.devices));
   vhl_ = o.vhl;
+  client_state_ = o.client_state;
+  if (client_state_ == ClientState::Memory) saved_state_.resize(static_cast<size_t>(clients_));
+  if (client_state_ == ClientState::Disk) {
+    state_dir_ = scenario.output.path + ".clients";
+    std::filesystem::create_directories(state_dir_);
+  }
   configure_host(scenario);
   samplers_ = make_samplers(scenario, data);
   if (vhl_) virtual_ = std::make_unique<VirtualData>(make_vhl_data(scenario, data));
@@ -65,6 +73,10 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
 FederatedRun::~FederatedRun() {
   network_.reset();
   clock_.reset();
+  if (!state_dir_.empty()) {
+    std::error_code ignored;  // a client's state is the run's scratch: it goes with the run
+    std::filesystem::remove_all(state_dir_, ignored);
+  }
 }
 
 RunInfo FederatedRun::run_info() const {
@@ -186,6 +198,35 @@ void FederatedRun::start_round() {
   }
 }
 
+std::string FederatedRun::state_file(int client) const {
+  return state_dir_ + "/client_" + std::to_string(client) + ".pt";
+}
+
+void FederatedRun::restore_state(int client, Replica& replica) const {
+  if (client_state_ == ClientState::None) return;
+  torch::serialize::InputArchive archive;
+  if (client_state_ == ClientState::Memory) {
+    const std::string& bytes = saved_state_[static_cast<size_t>(client)];
+    if (bytes.empty()) return;  // never picked before: a fresh optimizer
+    std::istringstream in(bytes);
+    archive.load_from(in);
+  } else {
+    if (!std::filesystem::exists(state_file(client))) return;
+    archive.load_from(state_file(client));
+  }
+  replica.optimizer().load(archive);
+}
+
+void FederatedRun::keep_state(int client, Replica& replica) {
+  if (client_state_ == ClientState::None) return;
+  torch::serialize::OutputArchive archive;
+  replica.optimizer().save(archive);
+  if (client_state_ == ClientState::Disk) return archive.save_to(state_file(client));
+  std::ostringstream out;
+  archive.save_to(out);
+  saved_state_[static_cast<size_t>(client)] = out.str();
+}
+
 // The virtual rows of a client's next local step: drawn anew every step from its own stream.
 uint64_t FederatedRun::vhl_batch_seed(int client) const {
   const auto index = (static_cast<uint64_t>(client) << 32) | static_cast<uint64_t>(batches_[client]);
@@ -236,6 +277,7 @@ void FederatedRun::train(int round, size_t k) {
                   torch::Device(scenario_.device), data_.task);
   load_flat_parameters(replica.model(), *slot.model);
   slot.model.reset();
+  restore_state(slot.client, replica);
   double seconds = 0, loss = 0;
   for (int h = 0; h < slot.steps; ++h) {
     double host_seconds = 0;
@@ -252,6 +294,7 @@ void FederatedRun::train(int round, size_t k) {
     ++batches_[slot.client];
   }
   samplers_[slot.client] = replica.sampler();
+  keep_state(slot.client, replica);
   slot.loss = loss / slot.steps;
   slot.t_compute = slot.t_start + seconds;
   slot.upload = flatten_parameters(replica.model());

@@ -99,6 +99,9 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
     const auto* options = std::get_if<FedAvgOptions>(&scenario.algorithm.options);
     const int picked = (options ? *options : FedAvgOptions{}).picked(scenario.nodes);
     e.replicas_bytes = e.vectors_per_replica * vector_bytes + kReplicaObjectBytes + (picked + 1 + 4) * vector_bytes;
+    // Stateful clients in memory: every client's optimizer state, serialised.
+    if (options && options->client_state == ClientState::Memory)
+      e.client_state_bytes = static_cast<double>(scenario.nodes) * optimizer_vectors(scenario.optimizer) * vector_bytes;
   }
   e.eval_model_bytes = vector_bytes;
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
@@ -143,10 +146,13 @@ std::string memory_refusal(const MemoryEstimate& e, const MachineMemory& m, int 
         << " vectors of " << e.parameters << " parameters: " << gib(e.replicas_bytes) << "; data "
         << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes) << "; collective plans of "
         << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
-        << gib(e.network_bytes) << ")";
+        << gib(e.network_bytes);
+  if (e.client_state_bytes > 0) parts << "; the clients' optimizer state " << gib(e.client_state_bytes);
+  parts << ")";
   if (m.available_bytes > 0 && e.total_bytes() > m.available_bytes) {
-    return parts.str() + " but this machine has " + gib(m.available_bytes) +
-           " available (/proc/meminfo MemAvailable); use fewer nodes or a smaller model";
+    const bool state = e.client_state_bytes > 0 && e.total_bytes() - e.client_state_bytes <= m.available_bytes;
+    return parts.str() + " but this machine has " + gib(m.available_bytes) + " available (/proc/meminfo MemAvailable); " +
+           (state ? "spill the clients' state to disk (algorithm.client_state: disk)" : "use fewer nodes or a smaller model");
   }
   if (m.address_space_limit && m.address_space_used + e.total_bytes() > *m.address_space_limit) {
     return parts.str() + " on top of the " + gib(m.address_space_used) + " this process maps already, but its address space is limited to " +

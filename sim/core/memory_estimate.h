@@ -26,8 +26,9 @@ struct MemoryEstimate {
   int64_t plan_messages = 0;    // messages of every collective plan the run keeps
   double message_tables_bytes = 0;  // those plans and one run of each
   double network_bytes = 0;     // the simulated network: nodes, links, connections (ns-3)
+  double client_state_bytes = 0;  // federated clients' optimizer state kept in memory (client_state: memory)
   double total_bytes() const {
-    return replicas_bytes + eval_model_bytes + data_bytes + message_tables_bytes + network_bytes;
+    return replicas_bytes + eval_model_bytes + data_bytes + message_tables_bytes + network_bytes + client_state_bytes;
   }
 };
 

@@ -111,7 +111,10 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   const std::string refusal =
       memory_refusal(estimate_memory(scenario, data, model_size, build_topology(topology_spec(scenario))),
                      machine_memory(), scenario.nodes);
-  if (!refusal.empty()) throw InputError(scenario.where("nodes") + ": " + refusal);
+  if (!refusal.empty()) {
+    const bool state = refusal.find("client_state: disk") != std::string::npos;
+    throw InputError(scenario.where(state ? "algorithm.client_state" : "nodes") + ": " + refusal);
+  }
   const NetworkCaptures captures = checked_captures(scenario, options.pcap_dir, options.flowmon_file);
   if (options.resume) {
     // A run that completed leaves no checkpoint: --resume must not start it over.

@@ -27,6 +27,20 @@ template <> struct EnumNames<ClientSchedule> {
   }
 };
 
+// What a client keeps between the rounds it is picked for: nothing (stateless, built from the
+// global model with a fresh optimizer), or its optimizer's state (momentum, Adam's moments:
+// what SCAFFOLD-like and personalised methods need, and what VHL's reference keeps) in memory
+// or spilled to disk beside the output file.
+enum class ClientState { None, Memory, Disk };
+
+template <> struct EnumNames<ClientState> {
+  static const std::vector<std::pair<ClientState, std::string>>& all() {
+    static const std::vector<std::pair<ClientState, std::string>> names = {
+        {ClientState::None, "none"}, {ClientState::Memory, "memory"}, {ClientState::Disk, "disk"}};
+    return names;
+  }
+};
+
 // VHL (Tang et al., ICML 2022): a shared virtual data set from a seeded, untrained generator,
 // mixed into every local step with the feature-calibration loss (training/vhl.h).
 struct VhlOptions {
@@ -58,6 +72,7 @@ struct FedAvgOptions {
   int devices = 0;
   ClientSchedule schedule = ClientSchedule::Sequential;
   std::optional<VhlOptions> vhl;  // set: every local step is VHL's (virtual batch, calibration loss)
+  ClientState client_state = ClientState::None;
 
   template <class V> void fields(V& v) {
     v.field("H", H, Range{1, 1e9});
@@ -71,6 +86,7 @@ struct FedAvgOptions {
     v.field("devices", devices, Range{0, 1e6});
     v.field("schedule", schedule);
     v.field("vhl", vhl);
+    v.field("client_state", client_state);
   }
   // Clients picked a round out of `clients`.
   int picked(int clients) const {
