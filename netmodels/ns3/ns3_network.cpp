@@ -43,12 +43,12 @@ constexpr int64_t kStreamsPerSeed = int64_t{1} << 24;
 // minimum-hop paths differ in latency; the buffers' factor 2 is the margin).
 double max_host_rtt(const Topology& topology, bool every_path) {
   const auto& g = topology.graph;
-  const int nv = topology.num_vertices();
+  const int nv = topology.num_vertices(), hosts = topology.num_hosts();  // num_hosts counts: once
   double worst = 0;
   std::vector<double> latency(nv);
   std::vector<int> hops(nv);
   std::deque<int> queue;
-  for (int s = 0; s < topology.num_hosts(); ++s) {
+  for (int s = 0; s < hosts; ++s) {
     std::fill(hops.begin(), hops.end(), -1);
     latency[s] = 0;
     hops[s] = 0;
@@ -68,7 +68,7 @@ double max_host_rtt(const Topology& topology, bool every_path) {
         }
       }
     }
-    for (int d = 0; d < topology.num_hosts(); ++d) worst = std::max(worst, latency[d]);
+    for (int d = 0; d < hosts; ++d) worst = std::max(worst, latency[d]);
   }
   return 2 * worst;
 }
@@ -234,6 +234,13 @@ std::vector<ns3::Ipv4Address> Ns3Network::build_links(ns3::PointToPointHelper& p
   nodes_.Create(topology_.num_vertices());
   InternetStackHelper stack;
   stack.Install(nodes_);
+  // A switch checks whether a packet is its own on the interface it came in by (the strong end
+  // system model), not on every interface: a star's switch has one per host, and the weak
+  // model's scan of them all made each forwarded packet cost O(hosts). PathRouting delivers a
+  // packet for the switch that came in by another interface (background traffic may address one).
+  for (int v = 0; v < topology_.num_vertices(); ++v)
+    if (topology_.graph[v].kind == VertexKind::Switch)
+      nodes_.Get(v)->GetObject<Ipv4>()->SetAttribute("WeakEsModel", BooleanValue(false));
   p2p.SetDeviceAttribute("Mtu", UintegerValue(options_.mtu));
   p2p.SetQueue("ns3::DropTailQueue<Packet>");  // sized per device by configure_link_devices
   Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");

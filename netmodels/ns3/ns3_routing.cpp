@@ -117,11 +117,16 @@ class PathRouting final : public ns3::Ipv4RoutingProtocol {
     return make_route(header, *hop, stable ? *stable : ipv4_->GetAddress(hop->interface, 0).GetLocal());
   }
 
-  bool RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& header, ns3::Ptr<const ns3::NetDevice>,
-                  UnicastForwardCallback ucb, MulticastForwardCallback, LocalDeliverCallback, ErrorCallback) override {
-    // Ipv4ListRouting has delivered packets addressed to this node already; this forwards.
+  bool RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& header, ns3::Ptr<const ns3::NetDevice> idev,
+                  UnicastForwardCallback ucb, MulticastForwardCallback, LocalDeliverCallback lcb, ErrorCallback) override {
+    // Ipv4ListRouting has delivered packets addressed to this node's incoming interface already;
+    // a switch (strong end system model) leaves to this one those for its other addresses.
     const int s = table_->vertex_of(header.GetSource());
     const int d = table_->vertex_of(header.GetDestination());
+    if (d == vertex_ && !lcb.IsNull()) {
+      lcb(p, header, static_cast<uint32_t>(ipv4_->GetInterfaceForDevice(idev)));
+      return true;
+    }
     if (s < 0 || d < 0 || d == vertex_) return false;
     const PathTable::Hop* hop = table_->next_hop(vertex_, s, d);
     if (!hop) return false;
