@@ -109,22 +109,13 @@ TEST_F(DdpBuckets, GptBucketsFollowBackward) {
   // the flat vector; 0.5 MiB buckets follow. (Reverse registration order would have started
   // with block 1's fc_proj.) On two nodes the sums are a + b whatever the layout,
   // so the parameters equal one all-reduce of everything bit for bit.
-  std::vector<std::string> gpt = {"workload.model=gpt", "workload.dataset=brown", "workload.batch_size=4",
-                                  "workload.eval_samples=32",
-                                  "workload.gpt={preset: tiny, layers: 2, width: 128, heads: 2, context: 32}"};
-  auto with = [&](const char* algorithm) {
-    auto sets = gpt;
-    sets.push_back(algorithm);
-    const Scenario s = scenario(sets);
-    return run_engine(s, load_dataset(s));
-  };
-  const EngineRun one = with("algorithm={name: ddp, overlap: false}");
-  const EngineRun bucketed = with("algorithm={name: ddp, bucket_mb: 0.5}");
+  const EngineRun one = run_gpt(128, "algorithm={name: ddp, overlap: false}");
+  const EngineRun bucketed = run_gpt(128, "algorithm={name: ddp, bucket_mb: 0.5}");
   for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(bucketed.parameters[n], one.parameters[n]));
 
   auto elements = [&](const std::string& prefix) {
     int64_t sum = 0;
-    for (const auto& p : make_model(scenario(gpt))->named_parameters())
+    for (const auto& p : make_model(scenario(gpt(128)))->named_parameters())
       if (p.key().rfind(prefix, 0) == 0) sum += p.value().numel();
     return sum;
   };

@@ -170,17 +170,8 @@ TEST_F(Dear, TrainsLikeDdp) {
 // The GPT registers its head before its blocks: groups in forward order gather tensors from
 // across the flat vector, and put each back in its place.
 TEST_F(Dear, GroupsInForwardOrderTrainLikeDdp) {
-  std::vector<std::string> gpt = {"workload.model=gpt", "workload.dataset=brown", "workload.batch_size=4",
-                                  "workload.eval_samples=32",
-                                  "workload.gpt={preset: tiny, layers: 2, width: 32, heads: 2, context: 32}"};
-  auto with = [&](const char* algorithm) {
-    auto sets = gpt;
-    sets.push_back(algorithm);
-    const Scenario s = scenario(sets);
-    return run_engine(s, load_dataset(s));
-  };
-  const EngineRun ddp = with("algorithm={name: ddp, overlap: false}");
-  const EngineRun dear = with("algorithm={name: dear, bucket_mb: 0.01}");  // a group every few layers
+  const EngineRun ddp = run_gpt(32, "algorithm={name: ddp, overlap: false}");
+  const EngineRun dear = run_gpt(32, "algorithm={name: dear, bucket_mb: 0.01}");  // a group every few layers
   for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(dear.parameters[n], ddp.parameters[n]));
 }
 
