@@ -17,10 +17,10 @@ class AnalyticalNetwork final : public Network {
       : clock_(clock), topology_(topology), routing_(routing) {}
 
   void send(const Message& message, OnDelivered on_delivered) override {
-    const int hosts = topology_.num_hosts();
-    if (message.src < 0 || message.src >= hosts || message.dst < 0 || message.dst >= hosts)
+    const int vertices = topology_.num_vertices();  // hosts, and switches as endpoints
+    if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
       throw std::invalid_argument("analytical network: message " + std::to_string(message.id) +
-                                  " names a host outside 0.." + std::to_string(hosts - 1));
+                                  " names a vertex outside 0.." + std::to_string(vertices - 1));
     const double t_send = clock_.now();
     double took = 0;
     if (message.src != message.dst) {

@@ -52,10 +52,10 @@ class FlowNetwork final : public Network {
   }
 
   void send(const Message& message, OnDelivered on_delivered) override {
-    const int hosts = topology_.num_hosts();
-    if (message.src < 0 || message.src >= hosts || message.dst < 0 || message.dst >= hosts)
+    const int vertices = topology_.num_vertices();  // hosts, and switches as endpoints
+    if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
       throw std::invalid_argument("flow network: message " + std::to_string(message.id) +
-                                  " names a host outside 0.." + std::to_string(hosts - 1));
+                                  " names a vertex outside 0.." + std::to_string(vertices - 1));
     Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, 1, {}};
     if (message.src != message.dst) {
       const std::vector<int>& path = route_of(message.src, message.dst);

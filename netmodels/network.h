@@ -1,4 +1,4 @@
-// What every network backend offers: point-to-point messages of known size between hosts.
+// What every network backend offers: point-to-point messages of known size between hosts (and switches, as endpoints).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@ namespace testbed {
 
 struct Message {
   uint64_t id = 0;     // unique per run, chosen by the sender
-  int src = 0;         // host index
-  int dst = 0;         // host index
+  int src = 0;         // a topology vertex: a host, or a switch as an endpoint (a federated server)
+  int dst = 0;         // the same
   uint64_t bytes = 0;  // payload bytes (headers are the network's business)
   // The sender tolerates loss: a backend with a datagram transport may split the message
   // into datagrams of whole elements and deliver whatever arrived. False: every byte, reliably.

@@ -399,5 +399,33 @@ TEST_F(FedAvg, StatefulClientsKeepTheirOptimizerBetweenRounds) {
   EXPECT_GT((stateless.global - memory.global).abs().max().item<double>(), 1e-4);
 }
 
+// A switch as the server (in-network aggregation's place): on a star of 1 Gbps, 1 ms links the
+// switch (vertex 6, after the five clients and the spare host 5) is one link from every client,
+// so on the alpha-beta network a download takes 1 ms + 4d bytes at 1 Gbps, against a host
+// server's two links of latency (the route's latencies plus bytes at its bottleneck); the model
+// is the same.
+TEST_F(FedAvg, ASwitchServesOneLinkFromEveryClient) {
+  auto with = [&](const std::string& server, const char* backend) {
+    return run_federated(fed_scenario(5, 2, "{name: fedavg, H: 2, clients_per_round: 5" + server + "}",
+                                      {std::string("network={backend: ") + backend + "}"}),
+                         *data_);
+  };
+  const double transfer = 4.0 * kD * 8 / 1e9, one_link = 1e-3 + transfer;
+  const FedRun host = with("", "analytical"), sw = with(", server: 6", "analytical");
+  EXPECT_TRUE(torch::equal(host.global, sw.global));
+  for (const auto& m : sw.record.messages) {
+    EXPECT_EQ(m.kind == "download" ? m.src : m.dst, 6);
+    EXPECT_NEAR(m.t_recv - m.t_send, one_link, 1e-12) << m.kind;
+  }
+  for (const auto& m : host.record.messages) EXPECT_NEAR(m.t_recv - m.t_send, 2e-3 + transfer, 1e-12) << m.kind;
+  // The packet-level and flow backends carry a switch's messages too.
+  for (const char* backend : {"ns3", "flow"}) {
+    const FedRun r = with(", server: 6", backend);
+    EXPECT_TRUE(torch::equal(r.global, host.global)) << backend;
+    ASSERT_EQ(r.record.messages.size(), 10u) << backend;
+    for (const auto& m : r.record.messages) EXPECT_GT(m.t_recv - m.t_send, one_link) << backend;
+  }
+}
+
 }  // namespace
 }  // namespace testbed

@@ -242,7 +242,15 @@ TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
   expect_error("nodes: 4\nalgorithm: {name: fedavg, clients_per_round: 5}\n", "s.yaml:2:46",
                "clients_per_round 5 is more than the 4 clients (nodes)");
   expect_error("nodes: 4\nalgorithm: {name: fedavg, server: 5}\n", "s.yaml:2:35",
-               "server 5 is not a host: the topology has 5 (0..4), the clients' and the server's");
+               "server 5 is not a vertex of the topology: it has 5 (hosts 0..4, the clients' and the server's)");
+  expect_error("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 6}\n", "s.yaml:3:35",
+               "server 6 is not a vertex of the topology: it has 6 (hosts 0..4, the clients' and the server's, switches 5..5)");
+  // A star's switch (vertex 5 after the five hosts) may serve.
+  EXPECT_EQ(std::get<FedAvgOptions>(parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 5}\n",
+                                                   "s.yaml")
+                                        .algorithm.options)
+                .server,
+            5);
   expect_error("algorithm: {name: fedavg, deadline: 0}\n", "s.yaml:1:37", "a round's deadline must be more than 0 seconds");
   expect_error("algorithm: {name: fedavg, H: 7}\nworkload: {steps: 20}\n", "s.yaml:1:30",
                "workload.steps (20) must be a whole number of rounds of H = 7 local steps");

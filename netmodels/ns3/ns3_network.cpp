@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -105,6 +106,7 @@ class Ns3Network final : public Network {
 
   std::vector<ns3::Ipv4Address> build_links(ns3::PointToPointHelper& p2p);
   void listen();
+  void listen_at(int vertex);
   Connection& connection(int src, int dst);
   void fill(Connection& c);
   void on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
@@ -116,9 +118,11 @@ class Ns3Network final : public Network {
   Topology topology_;
   ns3::NodeContainer nodes_;
   std::vector<ns3::Ipv4Address> host_address_;           // where to connect to reach host i
+  std::vector<ns3::Ipv4Address> endpoint_address_;       // every vertex's: its host address, or a switch's first link's
   bool bind_host_address_ = false;                       // connections also send from it
   std::unordered_map<uint32_t, int> vertex_of_address_;  // interface address -> vertex
   std::vector<ns3::Ptr<ns3::Socket>> listeners_;
+  std::set<int> listening_;  // vertices with a listener: every host, and switches sent to
   std::vector<ns3::Ptr<ns3::Socket>> accepted_;
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
   Ns3Options options_;
@@ -212,9 +216,9 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
   if (options.transport == "udp")
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
   install_faults(nodes_, topology, options.faults);
-  std::vector<ns3::Ipv4Address> endpoints = vertex_address;  // background flows: hosts at their own address
-  std::copy(host_address_.begin(), host_address_.end(), endpoints.begin());
-  install_background(nodes_, endpoints, options.background, options.mtu);
+  endpoint_address_ = vertex_address;  // hosts at their own address, switches at their first link's
+  std::copy(host_address_.begin(), host_address_.end(), endpoint_address_.begin());
+  install_background(nodes_, endpoint_address_, options.background, options.mtu);
   if (!options.pcap_dir.empty()) p2p.EnablePcapAll(options.pcap_dir + "/link");
   if (!options.flowmon_file.empty()) {
     flowmon_helper_ = std::make_unique<ns3::FlowMonitorHelper>();
@@ -282,17 +286,22 @@ std::vector<ns3::Ipv4Address> Ns3Network::build_links(ns3::PointToPointHelper& p
 // Every host accepts connections from all others on one port; the peer address tells which
 // connection an accepted socket belongs to.
 void Ns3Network::listen() {
+  for (int h = 0; h < hosts_; ++h) listen_at(h);
+}
+
+// A switch that receives messages (a federated server) listens from its first one on: the SYN
+// comes a link's latency after.
+void Ns3Network::listen_at(int vertex) {
   using namespace ns3;
-  for (int h = 0; h < hosts_; ++h) {
-    auto listener = Socket::CreateSocket(nodes_.Get(h), TcpSocketFactory::GetTypeId());
-    listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), kPort));
-    listener->Listen();
-    listener->SetAcceptCallback(
-        MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
-        Callback<void, Ptr<Socket>, const Address&>(
-            [this, h](Ptr<Socket> s, const Address& from) { on_accept(h, s, from); }));
-    listeners_.push_back(listener);
-  }
+  if (!listening_.insert(vertex).second) return;
+  auto listener = Socket::CreateSocket(nodes_.Get(vertex), TcpSocketFactory::GetTypeId());
+  listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), kPort));
+  listener->Listen();
+  listener->SetAcceptCallback(
+      MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+      Callback<void, Ptr<Socket>, const Address&>(
+          [this, vertex](Ptr<Socket> s, const Address& from) { on_accept(vertex, s, from); }));
+  listeners_.push_back(listener);
 }
 
 Ns3Network::~Ns3Network() {
@@ -339,7 +348,7 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
                 }));
   tcp_socket->TraceConnectWithoutContext(
       "RTO", Callback<void, Time, Time>([tcp = c.tcp](Time, Time rto) { tcp->on_rto(rto); }));
-  if (bind_host_address_) {
+  if (bind_host_address_ && src < hosts_) {
     c.tx->Bind(InetSocketAddress(host_address_[src], 0));
   } else {
     c.tx->Bind();
@@ -352,7 +361,7 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
                            }));
   c.tx->SetSendCallback(Callback<void, Ptr<Socket>, uint32_t>(
       [this, &c](Ptr<Socket>, uint32_t) { fill(c); }));
-  c.tx->Connect(InetSocketAddress(host_address_[dst], kPort));
+  c.tx->Connect(InetSocketAddress(endpoint_address_[dst], kPort));
   return c;
 }
 
@@ -404,9 +413,10 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
 }
 
 void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
-  if (message.src < 0 || message.src >= hosts_ || message.dst < 0 || message.dst >= hosts_)
+  const int vertices = topology_.num_vertices();
+  if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
     throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) +
-                                " names a host outside 0.." + std::to_string(hosts_ - 1));
+                                " names a vertex outside 0.." + std::to_string(vertices - 1));
   Pending p{message, 0, ns3::Simulator::Now().GetSeconds(), std::move(on_delivered)};
   ++undelivered_;
   if (message.src == message.dst) {
@@ -427,6 +437,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
     });
     return;
   }
+  if (message.dst >= hosts_) listen_at(message.dst);
   Connection& c = connection(message.src, message.dst);
   c.enqueued += message.bytes;
   p.end = c.enqueued;

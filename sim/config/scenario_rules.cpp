@@ -176,11 +176,6 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
     fail(origins.where("algorithm.clients_per_round"), "clients_per_round " + std::to_string(o.clients_per_round) +
                                                            " is more than the " + std::to_string(s.nodes) + " clients (nodes)");
   }
-  if (o.server > s.nodes) {
-    fail(origins.where("algorithm.server"), "server " + std::to_string(o.server) + " is not a host: the topology has " +
-                                                std::to_string(s.nodes + 1) + " (0.." + std::to_string(s.nodes) +
-                                                "), the clients' and the server's");
-  }
   if (origins.seen("algorithm.deadline") && o.deadline <= 0) {
     fail(origins.where("algorithm.deadline"), "a round's deadline must be more than 0 seconds (leave it out for none)");
   }
@@ -211,8 +206,25 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
   }
 }
 
+// The server is a vertex: a host (the clients' and the one after them), or a switch.
+void check_federated_server(const Scenario& s, const FedAvgOptions& o, const Topology& topology, const Origins& origins) {
+  const int vertices = topology.num_vertices();
+  if (o.server >= vertices) {
+    fail(origins.where("algorithm.server"),
+         "server " + std::to_string(o.server) + " is not a vertex of the topology: it has " + std::to_string(vertices) +
+             " (hosts 0.." + std::to_string(s.nodes) + ", the clients' and the server's" +
+             (vertices > s.nodes + 1 ? ", switches " + std::to_string(s.nodes + 1) + ".." + std::to_string(vertices - 1) : "") +
+             ")");
+  }
+  if (o.server > s.nodes && !s.network.faults.empty()) {
+    fail(origins.where("algorithm.server"), "a switch's address is that of its first link, which network.faults may cut: "
+                                            "make the server a host, or leave out the faults");
+  }
+}
+
 void check_algorithm(const Scenario& s, const Topology& topology, const Origins& origins) {
   const auto& a = s.algorithm;
+  if (const auto* fed = std::get_if<FedAvgOptions>(&a.options)) check_federated_server(s, *fed, topology, origins);
   auto key_of = [&](const std::vector<std::string>& keys) {
     for (const auto& k : keys)
       if (origins.seen("algorithm." + k)) return "algorithm." + k;
