@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "sim/config/workload.h"
+#include "sim/core/client_devices.h"
 #include "sim/core/federated_run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "tests/reference_scenario.h"
@@ -226,6 +227,16 @@ TEST_F(FedAvg, LocalEpochsRunEpochsOfEachShard) {
     // A fixed 10 ms a step: the client's compute is its steps.
     EXPECT_NEAR(p.t_compute - p.t_start, 0.01 * p.steps, 1e-12);
   }
+}
+
+TEST(ClientDevices, SequentialDealsBalancedTakesTheLargestFirst) {
+  // Work 3, 1, 4, 1, 5, 9, 2, 6 on three devices. Sequential: k mod 3. Balanced (LPT): 9 -> 0,
+  // 6 -> 1, 5 -> 2, 4 -> 2 (5 < 6), 3 -> 1 (6 < 9), 2 -> 0 (9 = 9 = 9: the lowest), 1 (client 1)
+  // -> 1 (11, 9, 9 -> 1), 1 (client 3) -> 2 (11, 10, 9).
+  const std::vector<double> work = {3, 1, 4, 1, 5, 9, 2, 6};
+  EXPECT_EQ(assign_devices(work, 3, ClientSchedule::Sequential), (std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1}));
+  EXPECT_EQ(assign_devices(work, 3, ClientSchedule::Balanced), (std::vector<int>{1, 1, 2, 2, 2, 0, 0, 1}));
+  EXPECT_EQ(assign_devices(work, 1, ClientSchedule::Balanced), std::vector<int>(8, 0));
 }
 
 // Five clients of 2, 8, 2, 8 and 2 s of training (two fixed 1 s steps at speeds 1, 0.25, 1,

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <sstream>
-#include <numeric>
 
 #include <torch/torch.h>
 
 #include "netmodels/event_clock.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/client_devices.h"
+#include "sim/core/client_state_store.h"
 #include "sim/core/compute_model.h"
 #include "sim/core/error_text.h"
 #include "sim/core/evaluation.h"
@@ -45,12 +44,7 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   schedule_ = o.schedule;
   devices_.resize(static_cast<size_t>(o.devices));
   vhl_ = o.vhl;
-  client_state_ = o.client_state;
-  if (client_state_ == ClientState::Memory) saved_state_.resize(static_cast<size_t>(clients_));
-  if (client_state_ == ClientState::Disk) {
-    state_dir_ = scenario.output.path + ".clients";
-    std::filesystem::create_directories(state_dir_);
-  }
+  client_state_ = std::make_unique<ClientStateStore>(o.client_state, clients_, scenario.output.path + ".clients");
   configure_host(scenario);
   samplers_ = make_samplers(scenario, data);
   if (vhl_) virtual_ = std::make_unique<VirtualData>(make_vhl_data(scenario, data));
@@ -73,10 +67,6 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
 FederatedRun::~FederatedRun() {
   network_.reset();
   clock_.reset();
-  if (!state_dir_.empty()) {
-    std::error_code ignored;  // a client's state is the run's scratch: it goes with the run
-    std::filesystem::remove_all(state_dir_, ignored);
-  }
 }
 
 RunInfo FederatedRun::run_info() const {
@@ -165,7 +155,11 @@ void FederatedRun::start_round() {
     slot.steps = local_epochs_ > 0 ? std::max(1, static_cast<int>(std::ceil(local_epochs_ * samples / batch))) : H_;
     slots.push_back(std::move(slot));
   }
-  assign_devices(slots);
+  // Which executor each client trains on, by the work known before the round (straggler noise is not).
+  std::vector<double> work;
+  for (const Slot& slot : slots) work.push_back(slot.steps / compute_->speed(slot.client));
+  const auto device = assign_devices(work, static_cast<int>(devices_.size()), schedule_);
+  for (size_t k = 0; k < slots.size() && !devices_.empty(); ++k) slots[k].device = device[k];
   // The model the clients download is the one at the round's start: a late download still
   // carries it after the server has moved on.
   auto model = std::make_shared<const torch::Tensor>(global_.clone());
@@ -198,60 +192,10 @@ void FederatedRun::start_round() {
   }
 }
 
-std::string FederatedRun::state_file(int client) const {
-  return state_dir_ + "/client_" + std::to_string(client) + ".pt";
-}
-
-void FederatedRun::restore_state(int client, Replica& replica) const {
-  if (client_state_ == ClientState::None) return;
-  torch::serialize::InputArchive archive;
-  if (client_state_ == ClientState::Memory) {
-    const std::string& bytes = saved_state_[static_cast<size_t>(client)];
-    if (bytes.empty()) return;  // never picked before: a fresh optimizer
-    std::istringstream in(bytes);
-    archive.load_from(in);
-  } else {
-    if (!std::filesystem::exists(state_file(client))) return;
-    archive.load_from(state_file(client));
-  }
-  replica.optimizer().load(archive);
-}
-
-void FederatedRun::keep_state(int client, Replica& replica) {
-  if (client_state_ == ClientState::None) return;
-  torch::serialize::OutputArchive archive;
-  replica.optimizer().save(archive);
-  if (client_state_ == ClientState::Disk) return archive.save_to(state_file(client));
-  std::ostringstream out;
-  archive.save_to(out);
-  saved_state_[static_cast<size_t>(client)] = out.str();
-}
-
 // The virtual rows of a client's next local step: drawn anew every step from its own stream.
 uint64_t FederatedRun::vhl_batch_seed(int client) const {
   const auto index = (static_cast<uint64_t>(client) << 32) | static_cast<uint64_t>(batches_[client]);
   return stream_seed(scenario_.seed, "vhl_batches", index);
-}
-
-// Which executor each picked client trains on. Estimated work is local steps over the client's
-// speed: what is known before the round (straggler noise is not).
-void FederatedRun::assign_devices(std::vector<Slot>& slots) const {
-  const size_t D = devices_.size();
-  if (D == 0) return;
-  if (schedule_ == ClientSchedule::Sequential) {
-    for (size_t k = 0; k < slots.size(); ++k) slots[k].device = static_cast<int>(k % D);
-    return;
-  }
-  auto work = [&](const Slot& slot) { return slot.steps / compute_->speed(slot.client); };
-  std::vector<size_t> order(slots.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work(slots[a]) > work(slots[b]); });
-  std::vector<double> load(D, 0);
-  for (size_t k : order) {
-    const auto least = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    slots[k].device = static_cast<int>(least);
-    load[least] += work(slots[k]);
-  }
 }
 
 void FederatedRun::downloaded(int round, size_t k, double t, std::shared_ptr<const torch::Tensor> model) {
@@ -277,7 +221,7 @@ void FederatedRun::train(int round, size_t k) {
                   torch::Device(scenario_.device), data_.task);
   load_flat_parameters(replica.model(), *slot.model);
   slot.model.reset();
-  restore_state(slot.client, replica);
+  client_state_->restore(slot.client, replica.optimizer());
   double seconds = 0, loss = 0;
   for (int h = 0; h < slot.steps; ++h) {
     double host_seconds = 0;
@@ -294,7 +238,7 @@ void FederatedRun::train(int round, size_t k) {
     ++batches_[slot.client];
   }
   samplers_[slot.client] = replica.sampler();
-  keep_state(slot.client, replica);
+  client_state_->keep(slot.client, replica.optimizer());
   slot.loss = loss / slot.steps;
   slot.t_compute = slot.t_start + seconds;
   slot.upload = flatten_parameters(replica.model());

@@ -33,6 +33,7 @@ namespace testbed {
 
 class ComputeModel;
 class EventClock;
+class ClientStateStore;
 class Evaluator;
 struct VirtualData;
 struct Topology;
@@ -73,7 +74,6 @@ class FederatedRun : public Run {
   };
 
   void start_round();
-  void assign_devices(std::vector<Slot>& slots) const;
   // The round's model has reached the client of `slot`: it trains once its device is free.
   void downloaded(int round, size_t slot, double t, std::shared_ptr<const torch::Tensor> model);
   // The client trains (real LibTorch) on its device from now, and uploads when done.
@@ -85,10 +85,6 @@ class FederatedRun : public Run {
   void forget_if_done(int round);
   double utilisation(double from, double to) const;
   uint64_t vhl_batch_seed(int client) const;
-  // client_state: a picked client's optimizer state from its last round, and back after this one.
-  void restore_state(int client, Replica& replica) const;
-  void keep_state(int client, Replica& replica);
-  std::string state_file(int client) const;
   void end_round();
   void record(int round, const Slot& slot, bool dropped);
   void scatter_to_slots(EvalRow& row, const std::vector<size_t>& slot_of) const;
@@ -107,9 +103,7 @@ class FederatedRun : public Run {
   double server_lr_, server_momentum_, deadline_, local_epochs_;
   ClientSchedule schedule_;
   std::optional<VhlOptions> vhl_;
-  ClientState client_state_;
-  std::vector<std::string> saved_state_;  // client_state memory: each client's optimizer, serialised
-  std::string state_dir_;                 // client_state disk: where each client's file lies
+  std::unique_ptr<ClientStateStore> client_state_;  // each client's optimizer between rounds (client_state)
   std::unique_ptr<VirtualData> virtual_;  // VHL's, shared by every client
   std::vector<Device> devices_;  // empty: every client its own
   int per_cluster_ = 0;          // hierarchical: clients per cluster (0: no aggregators)
