@@ -436,4 +436,49 @@ TEST_F(Sweeps, AShardRunsOnlyItsRuns) {
   EXPECT_EQ(table["seed=1"]["status"], "completed");
 }
 
+// A Slurm array job: the script is written, nothing runs; then each task is run as Slurm would
+// run it (bash with SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT set; #SBATCH lines are
+// comments to bash). After the first task its shard is done and the other pending; after both,
+// the manifest is a local sweep's.
+TEST_F(Sweeps, ASlurmArrayRunsEveryShardAndTheManifestMerges) {
+  write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2, 3]}\n");
+  const std::string testbed = std::string("'") + TESTBED_BINARY + "'";
+  const std::string cd = "cd '" + dir_.string() + "' && ";
+  ASSERT_EQ(std::system((cd + testbed + " sweep s.yaml --slurm --tasks 2 --partition debug --time 00:10:00 --cpus 2 "
+                              "> slurm.txt 2>&1").c_str()),
+            0)
+      << slurp(dir_ / "slurm.txt");
+  EXPECT_NE(slurp(dir_ / "slurm.txt").find("an array of 2 tasks over 4 runs"), std::string::npos);
+  const std::string script = slurp(dir_ / "out" / "sweep.sbatch");
+  for (const std::string& line : std::vector<std::string>{
+           "#SBATCH --array=0-1\n", "#SBATCH --partition=debug\n", "#SBATCH --time=00:10:00\n",
+        "#SBATCH --cpus-per-task=2\n", "#SBATCH --output=" + (dir_ / "out").string() + "/slurm/%A_%a.log\n",
+        std::string(" sweep '") + (dir_ / "s.yaml").string() + "' --shard \"$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\" -j 1\n"})
+    EXPECT_NE(script.find(line), std::string::npos) << line << " not in\n" << script;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "seed=0.h5"));
+  auto task = [&](int id) {
+    return std::system((cd + "SLURM_ARRAY_TASK_ID=" + std::to_string(id) + " SLURM_ARRAY_TASK_COUNT=2 bash out/sweep.sbatch " +
+                        "> task.txt 2>&1").c_str());
+  };
+  ASSERT_EQ(task(0), 0) << slurp(dir_ / "task.txt");
+  Result r = cli("report out");
+  EXPECT_NE(r.out.find("shard 0/2: 0 pending, 0 running, 2 done"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shard 1/2: 2 pending, 0 running, 0 done"), std::string::npos) << r.out;
+  ASSERT_EQ(task(1), 0) << slurp(dir_ / "task.txt");
+  r = cli("report out");
+  EXPECT_NE(r.out.find("shard 1/2: 0 pending, 0 running, 2 done"), std::string::npos) << r.out;
+  // The same manifest as a local sweep, but for the host's times and the exit codes (the last
+  // task's manifest knows its own runs' codes; the other shard's it reads from their files).
+  write("local.yaml", "base: base.yaml\nout: local\ngrid: {seed: [0, 1, 2, 3]}\n");
+  ASSERT_EQ(cli("sweep local.yaml -j 1").code, 0);  // as the tasks: the same threads a run
+  auto slurm = manifest(dir_ / "out"), local = manifest(dir_ / "local");
+  ASSERT_EQ(slurm.size(), 4u);
+  for (const auto& [run, columns] : local) {
+    for (const auto& [column, value] : columns) {
+      if (column.find("host") != std::string::npos || column == "exit_code") continue;
+      EXPECT_EQ(slurm[run][column], value) << run << " " << column;
+    }
+  }
+}
+
 }  // namespace

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -25,6 +26,7 @@
 #include "sim/core/network_factory.h"
 #include "topologies/describe.h"
 #include "sim/output/report.h"
+#include "sim/tools/slurm.h"
 #include "sim/config/units.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/tools/cli.h"
@@ -248,7 +250,30 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
   return 0;
 }
 
-int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run) {
+// --slurm: the array job script instead of the runs (and with --submit, sbatch's answer).
+int slurm_command(const testbed::Sweep& sweep, const testbed::SlurmOptions& slurm, bool submit) {
+  using namespace testbed;
+  std::filesystem::create_directories(std::filesystem::path(sweep.out) / "slurm");
+  const std::string script = sbatch_path(sweep);
+  {
+    std::ofstream out(script);
+    out << sbatch_script(sweep, std::filesystem::read_symlink("/proc/self/exe").string(), slurm);
+    if (!out) throw std::runtime_error("cannot write " + script);
+  }
+  std::printf("wrote %s: an array of %d tasks over %zu runs\n", script.c_str(), slurm_tasks(sweep.out),
+              sweep.runs.size());
+  if (!submit) return 0;
+  const int status = std::system(("sbatch " + script).c_str());
+  if (status != 0) {
+    std::fprintf(stderr, "testbed: sbatch %s failed (status %d); is Slurm installed and its controller up?\n",
+                 script.c_str(), status);
+    return 1;
+  }
+  return 0;
+}
+
+int sweep_command(const std::string& path, int jobs, const std::string& shard, bool dry_run,
+                  const std::optional<testbed::SlurmOptions>& slurm, bool submit) {
   using namespace testbed;
   // This process trains nothing, and its runs are forks of it (before validating, which
   // builds models).
@@ -265,6 +290,11 @@ int sweep_command(const std::string& path, int jobs, const std::string& shard, b
   const int threads = child_threads(sweep, options);
   // Every run, not only this shard's: a bad value is a bad sweep wherever it falls.
   validate_sweep(sweep, threads);
+  if (slurm) {
+    testbed::SlurmOptions o = *slurm;
+    o.jobs = jobs;
+    return slurm_command(sweep, o, submit);
+  }
   auto runs = shard_runs(sweep, options);
   if (dry_run) {
     std::printf("%zu of %zu runs (shard %d/%d) -> %s\n", runs.size(), sweep.runs.size(), options.shard_index,
@@ -326,6 +356,15 @@ int testbed::run_cli(int argc, char** argv) {
   sweep->add_option("-j,--jobs", jobs, "Runs at once")->check(CLI::Range(1, 4096));
   sweep->add_option("--shard", shard, "I/N: only runs with index % N == I");
   sweep->add_flag("--dry-run", dry_run, "Print the runs and their overrides; write nothing");
+  bool use_slurm = false, submit = false;
+  testbed::SlurmOptions slurm;
+  sweep->add_flag("--slurm", use_slurm,
+                  "Write OUT/sweep.sbatch, a Slurm array job whose task I of N runs --shard I/N, instead of running");
+  sweep->add_flag("--submit", submit, "With --slurm: submit the script with sbatch");
+  sweep->add_option("--tasks", slurm.tasks, "With --slurm: array tasks (default: one per run)")->check(CLI::Range(1, 100000));
+  sweep->add_option("--partition", slurm.partition, "With --slurm: the partition");
+  sweep->add_option("--time", slurm.time, "With --slurm: each task's time limit, e.g. 01:00:00");
+  sweep->add_option("--cpus", slurm.cpus, "With --slurm: CPUs per task")->check(CLI::Range(1, 4096));
 
   std::string collective = "allreduce", size = "10MB";
   auto* netbench = app.add_subcommand("netbench", "Time one collective on a scenario's network against alpha-beta");
@@ -368,7 +407,13 @@ int testbed::run_cli(int argc, char** argv) {
       std::cout << testbed::to_yaml(scenario);
       return 0;
     }
-    if (*sweep) return sweep_command(sweep_path, jobs, shard, dry_run);
+    if (*sweep) {
+      if (submit && !use_slurm) {
+        std::cerr << "testbed: --submit goes with --slurm\n";
+        return 2;
+      }
+      return sweep_command(sweep_path, jobs, shard, dry_run, use_slurm ? std::optional(slurm) : std::nullopt, submit);
+    }
     if (*netbench) return netbench_command(scenario_path, sets, varies, collective, size);
     if (*topology) {
       const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
@@ -382,6 +427,10 @@ int testbed::run_cli(int argc, char** argv) {
     }
     if (*report) {
       testbed::report(report_path, std::cout);
+      if (std::filesystem::is_directory(report_path)) {
+        if (const int tasks = testbed::slurm_tasks(report_path); tasks > 0)
+          testbed::report_shards(report_path, tasks, std::cout);
+      }
       return 0;
     }
     return run_command(scenario_path, sets, {out, pcap_dir, flowmon_file, quiet, resume});
