@@ -12,6 +12,7 @@ packages=(
   python3-h5py python3-matplotlib python3-pytest python3-numpy python3-yaml
   zlib1g-dev
   clang libclang-rt-14-dev  # make fuzz: libFuzzer, AddressSanitizer, UBSan
+  slurmctld slurmd slurm-client munge  # tests/slurm_sweep.sh: a one-node Slurm cluster
 )
 
 missing=()

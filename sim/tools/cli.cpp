@@ -263,6 +263,7 @@ int slurm_command(const testbed::Sweep& sweep, const testbed::SlurmOptions& slur
   std::printf("wrote %s: an array of %d tasks over %zu runs\n", script.c_str(), slurm_tasks(sweep.out),
               sweep.runs.size());
   if (!submit) return 0;
+  std::fflush(stdout);  // before sbatch's own line
   const int status = std::system(("sbatch " + script).c_str());
   if (status != 0) {
     std::fprintf(stderr, "testbed: sbatch %s failed (status %d); is Slurm installed and its controller up?\n",
