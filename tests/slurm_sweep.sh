@@ -5,6 +5,7 @@
 # codes). Exit 77 (ctest: skipped) with the reason when the daemons cannot run here.
 set -uo pipefail
 testbed="$1"
+source="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 skip() { echo "slurm_sweep: skipped: $*"; exit 77; }
 for tool in slurmctld slurmd munged sbatch squeue sinfo scontrol runuser; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || skip "$tool is not installed (scripts/install-deps.sh)"
@@ -63,16 +64,7 @@ for _ in $(seq 30); do sinfo -h -o %t 2>/dev/null | grep -q idle && break; sleep
 sinfo -h -o %t 2>/dev/null | grep -q idle || skip "the node does not come up: $(tail -3 "$work/slurmd.log" 2>/dev/null)"
 
 cd "$work"
-cat > base.yaml <<'YAML'
-name: tiny
-nodes: 2
-threads: 1
-topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 1ms}}
-workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: 64, outputs: 10, train_samples: 512, test_samples: 200},
-           batch_size: 16, steps: 3, eval_every: 3, eval_samples: 200}
-optimizer: {name: sgd, lr: 0.01}
-compute: {model: fixed, step_time: 10ms}
-YAML
+cp "$source/tests/tiny_sweep_base.yaml" base.yaml
 printf 'base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2, 3]}\n' > s.yaml
 printf 'base: base.yaml\nout: local\ngrid: {seed: [0, 1, 2, 3]}\n' > local.yaml
 "$testbed" sweep s.yaml --slurm --tasks 2 --cpus 1 --submit || { echo "slurm_sweep: submit failed"; exit 1; }

@@ -31,18 +31,8 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-// Two nodes training an MLP on the synthetic task for three steps with a fixed compute time.
-// Synthetic data, not Fashion-MNIST: sweeps start a process per run, and loading 60 000 images
-// in each cost a second apiece of `make test`.
-const char* kTinyBase = R"(name: tiny
-nodes: 2
-threads: 1
-topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 1ms}}
-workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: 64, outputs: 10, train_samples: 512, test_samples: 200},
-           batch_size: 16, steps: 3, eval_every: 3, eval_samples: 200}
-optimizer: {name: sgd, lr: 0.01}
-compute: {model: fixed, step_time: 10ms}
-)";
+// The sweep tests' base scenario (tests/tiny_sweep_base.yaml, shared with tests/slurm_sweep.sh).
+const std::string kTinyBase = slurp(fs::path(TESTBED_SOURCE_DIR) / "tests" / "tiny_sweep_base.yaml");
 
 class Sweeps : public ::testing::Test {
  protected:
@@ -133,7 +123,7 @@ repeats: 2
 }
 
 TEST_F(Sweeps, ZipVariesTogetherAndRepeatsStartAtTheBaseSeed) {
-  write("seeded.yaml", std::string(kTinyBase) + "seed: 7\n");
+  write("seeded.yaml", kTinyBase + "seed: 7\n");
   Sweep s = parse("base: seeded.yaml\nout: o\nzip: {nodes: [2, 3, 4], topology.kind: [line, ring, star]}\nrepeats: 3\n");
   ASSERT_EQ(s.runs.size(), 9u);
   std::set<std::string> seen;

@@ -29,6 +29,14 @@ LinkSpec link_spec(const LinkSection& l) {
 
 }  // namespace
 
+int clients_per_cluster(const Scenario& scenario) {
+  const TopologySection& t = scenario.topology;
+  if (t.kind != "hierarchical") return 0;
+  if (t.per_cluster > 0) return t.per_cluster;
+  const int clusters = std::max(1, t.clusters);
+  return scenario.nodes % clusters == 0 ? scenario.nodes / clusters : 0;
+}
+
 TopologySpec topology_spec(const Scenario& scenario) {
   TopologySpec spec;
   spec.kind = scenario.topology.kind;
@@ -46,7 +54,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
   // A federated run on clusters: each cluster's clients and its aggregator (the host after
   // them), then the server after every cluster, in cluster 0 (sim/core/federated_run.h).
   if (algorithm && algorithm->federated && t.kind == "hierarchical") {
-    const int clients = t.per_cluster > 0 ? t.per_cluster : scenario.nodes % clusters == 0 ? scenario.nodes / clusters : 0;
+    const int clients = clients_per_cluster(scenario);
     spec.per_cluster = clients > 0 ? clients + 1 : 0;
     spec.hosts = clusters * spec.per_cluster + 1;
     spec.extra_hosts = 1;

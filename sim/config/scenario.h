@@ -392,6 +392,11 @@ struct Scenario {
 // The topology a scenario describes, as the builders take it.
 TopologySpec topology_spec(const Scenario& scenario);
 
+// Hosts per cluster of a hierarchical topology as the scenario asks for them (a federated run's
+// clients per cluster): topology.per_cluster, else nodes / clusters when that divides, else 0;
+// 0 for any other kind.
+int clients_per_cluster(const Scenario& scenario);
+
 // Each node's cluster for the hierarchical collective: collective.clusters when given, else
 // the hierarchical topology's clusters or the fat-tree's pods; empty when there are none.
 std::vector<int> node_clusters(const Scenario& scenario);

@@ -188,9 +188,7 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
     fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
   }
   if (s.topology.kind == "hierarchical") {
-    const int clusters = std::max(1, s.topology.clusters);
-    const int per = s.topology.per_cluster > 0 ? s.topology.per_cluster : s.nodes / clusters;
-    if (per * clusters != s.nodes) {
+    if (clients_per_cluster(s) * std::max(1, s.topology.clusters) != s.nodes) {
       fail(origins.where(origins.seen("topology.per_cluster") ? "topology.per_cluster" : "topology.clusters"),
            "a federated run on clusters needs nodes (" + std::to_string(s.nodes) + " clients) = clusters x per_cluster");
     }

@@ -24,6 +24,23 @@
 
 namespace testbed {
 
+namespace {
+// The mean of the tensors weighted by their weights, in float64 (summed in the order given),
+// and the weights' sum; zeros when they sum to nothing.
+std::pair<torch::Tensor, double> weighted_mean(const std::vector<std::pair<const torch::Tensor*, double>>& parts,
+                                               int64_t size) {
+  torch::NoGradGuard no_grad;
+  auto sum = torch::zeros({size}, torch::kFloat64);
+  double total = 0;
+  for (const auto& [tensor, weight] : parts) {
+    sum.add_(tensor->to(torch::kFloat64), weight);
+    total += weight;
+  }
+  if (total > 0) sum.div_(total);
+  return {sum, total};
+}
+}  // namespace
+
 FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     : scenario_(scenario), data_(data), hooks_(std::move(hooks)), clients_(scenario.nodes) {
   const auto* given = std::get_if<FedAvgOptions>(&scenario.algorithm.options);
@@ -32,11 +49,8 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   H_ = o.H;
   rounds_ = scenario.workload.steps / H_;
   server_ = o.server < 0 ? clients_ : o.server;
-  if (scenario.topology.kind == "hierarchical") {
-    const int clusters = std::max(1, scenario.topology.clusters);
-    per_cluster_ = scenario.topology.per_cluster > 0 ? scenario.topology.per_cluster : clients_ / clusters;
-    server_ = clusters * (per_cluster_ + 1);  // after every cluster's clients and aggregator
-  }
+  per_cluster_ = clients_per_cluster(scenario);
+  if (per_cluster_ > 0) server_ = std::max(1, scenario.topology.clusters) * (per_cluster_ + 1);  // after every cluster's clients and aggregator
   server_lr_ = o.server_lr;
   server_momentum_ = o.server_momentum;
   deadline_ = o.deadline;
@@ -289,14 +303,11 @@ void FederatedRun::at_aggregator(int round, size_t k, double t) {
   const auto cluster = static_cast<size_t>(slots[k].client / per_cluster_);
   Aggregator& a = aggregators_.at(round)[cluster];
   if (--a.pending > 0) return;
-  torch::NoGradGuard no_grad;
-  auto sum = torch::zeros({parameters_}, torch::kFloat64);
-  for (size_t j : a.slots) {
-    const double n = static_cast<double>(samplers_[slots[j].client].shard_size());
-    sum.add_(slots[j].upload.to(torch::kFloat64), n);
-    a.weight += n;
-  }
-  a.aggregate = sum.div_(a.weight).to(torch::kFloat32);
+  std::vector<std::pair<const torch::Tensor*, double>> uploads;
+  for (size_t j : a.slots) uploads.emplace_back(&slots[j].upload, static_cast<double>(samplers_[slots[j].client].shard_size()));
+  const auto [mean, weight] = weighted_mean(uploads, parameters_);
+  a.aggregate = mean.to(torch::kFloat32);
+  a.weight = weight;
   send(aggregator_host(static_cast<int>(cluster)), server_, "aggregate",
        [this, round, cluster](double) { aggregate_arrived(round, cluster); }, 8);
 }
@@ -371,13 +382,9 @@ void FederatedRun::end_round() {
     for (const auto& s : slots)
       if (s.arrived) arrived.emplace_back(&s.upload, static_cast<double>(samplers_[s.client].shard_size()));
   }
-  double total = 0;
-  for (const auto& [upload, weight] : arrived) total += weight;
+  const auto [average, total] = weighted_mean(arrived, parameters_);
   if (total > 0) {
     torch::NoGradGuard no_grad;
-    auto average = torch::zeros({parameters_}, torch::kFloat64);
-    for (const auto& [upload, weight] : arrived) average.add_(upload->to(torch::kFloat64), weight);
-    average.div_(total);
     auto x = global_.to(torch::kFloat64);
     auto step = x - average;
     if (momentum_.defined()) step = momentum_.mul_(server_momentum_).add_(step);
