@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "sim/core/compute_model.h"
 #include "tests/overlap_scenario.h"
 
 namespace testbed {
@@ -128,6 +129,15 @@ TEST_F(DdpBuckets, GptBucketsFollowBackward) {
   for (const auto& m : bucketed.record.messages) sent += m.kind == "gradient.0" ? m.bytes : 0;
   EXPECT_EQ(sent, 3u * 8 * static_cast<uint64_t>(bucket0));
   EXPECT_EQ(bucketed.record.messages.front().kind, "gradient.0");
+  // It leaves when backward has passed the last of its layers, block 0's fc_proj: under the
+  // fixed model the 50 ms step is split by FLOPs (the roofline on a FLOP-counting roof, tested
+  // on its own). Leaving at its first registered tensor's layer (ln_f) would be far earlier.
+  const Scenario s = scenario(gpt(128));
+  const TrainingWork work = training_work(s, *make_model(s));
+  const StepShares shares = step_shares(roofline(work, flop_count_roof()));
+  size_t fc_proj = 0;
+  while (work.layers.at(fc_proj).name != "blocks.0.fc_proj") ++fc_proj;
+  EXPECT_NEAR(bucketed.record.messages.front().t_send, 0.05 * shares.backward_done(static_cast<int>(fc_proj)), 1e-8);
   EXPECT_GT(std::count_if(bucketed.record.messages.begin(), bucketed.record.messages.end(),
                           [](const MessageRecord& m) { return m.kind == "gradient.2"; }),
             0);
