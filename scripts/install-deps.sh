@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev
   clang libclang-rt-14-dev  # make fuzz: libFuzzer, AddressSanitizer, UBSan
   slurmctld slurmd slurm-client munge  # tests/slurm_sweep.sh: a one-node Slurm cluster
+  procps  # tests/spread_run.sh finds the ranks under testbed launch with pgrep
 )
 
 missing=()

@@ -447,6 +447,35 @@ TEST_F(Cli, HelpMentionsSubcommands) {
   EXPECT_NE(r.out.find("validate"), std::string::npos) << r.out;
 }
 
+// A run over several processes checks what it cannot do before it meets its peers: exit 2 at
+// the key, and no file.
+TEST_F(Cli, SpreadRunsRefuseWhatTheyCannotDo) {
+  const std::string base =
+      "nodes: 2\nworkload: {model: mlp, dataset: synthetic, synthetic: {inputs: 8, hidden: 8, outputs: 2, "
+      "train_samples: 64, test_samples: 16}, batch_size: 8, steps: 2}\n";
+  struct Case {
+    std::string yaml, args, env, starts, message;
+  };
+  const std::vector<Case> cases = {
+      {base, "--world-size 3 --rank 0", "", "bad.yaml:1:8: ", "2 nodes cannot spread over 3 processes"},
+      {base + "algorithm: {name: fedavg, clients_per_round: 2, H: 1}\n", "--world-size 2 --rank 1", "",
+       "bad.yaml:", "a federated run (fedavg) runs in one process"},
+      {base + "output: {resume_every: 1}\n", "--world-size 2 --rank 0", "", "bad.yaml:", "checkpoints are not written"},
+      {base, "--world-size 2 --rank 2", "", "--rank 2:1:1: ", "expected a rank below the world size 2"},
+      {base, "", "RANK=one", "RANK one:1:1: ", "expected a whole number"},
+      {base, "--world-size 2 --master 127.0.0.1", "", "--master 127.0.0.1:1:1: ", "expected ADDR:PORT"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args + " " + c.env + "\n" + c.yaml);
+    fs::path bad = write("bad.yaml", c.yaml);
+    Result r = run("run bad.yaml -o out.h5 " + c.args, c.env);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind(c.starts, 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "out.h5"));
+  }
+}
+
 }  // namespace
 
 namespace {

@@ -1,4 +1,4 @@
-// Includes point down the layers: sim/tools -> sim/core -> sim/output -> sim/config, all over
+// Includes point down the layers: sim/tools -> sim/core -> sim/dist, sim/output -> sim/config, all over
 // netmodels/, training/ and topologies/; the network never sees tensors and training never
 // sees the network.
 #include <gtest/gtest.h>
@@ -30,6 +30,8 @@ const std::vector<Rule> kRules = {
     {"sim/config", {"sim/output/", "sim/core/", "sim/tools/", "ns3/", "netmodels/ns3/"}, {}},
     {"sim/output", {"sim/core/", "sim/tools/", "torch/", "ATen/", "ns3/"}, {}},
     {"sim/core", {"sim/tools/"}, {}},
+    // The processes of a spread run know training's plans, not the engine, the network or files.
+    {"sim/dist", {"sim/core/", "sim/tools/", "sim/output/", "sim/config/", "netmodels/", "topologies/", "ns3/"}, {}},
 };
 
 // The paths of `#include <...>` and `#include "..."` lines (spaces allowed around the '#').

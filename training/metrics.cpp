@@ -65,48 +65,44 @@ std::vector<std::pair<int64_t, int64_t>> chosen_pairs(int64_t n, int64_t max_pai
 
 }  // namespace
 
-ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs,
-                                   uint64_t seed) {
-  ReplicaAgreement out;
-  if (flat_parameters.empty()) return out;
-  torch::NoGradGuard no_grad;
-  const int64_t n = static_cast<int64_t>(flat_parameters.size());
-  const int64_t d = flat_parameters.front().numel();
-  std::vector<torch::Tensor> rows;  // 1-D views of the inputs, never copied whole
-  rows.reserve(n);
-  for (const auto& t : flat_parameters) {
-    if (t.numel() != d) throw std::invalid_argument("replica_agreement: replicas differ in size");
-    rows.push_back(t.reshape(-1));
-  }
+int64_t agreement_block_columns(int64_t n) { return std::max<int64_t>(1, kBlockElements / std::max<int64_t>(n, 1)); }
+
+AgreementSums start_agreement(int64_t n) {
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  return {torch::zeros({n, n}, f64), torch::zeros({n}, f64)};
+}
 
-  // Pass 1: each replica's mean over its elements, which Pearson's correlation removes.
-  std::vector<double> means(n);
-  for (int64_t i = 0; i < n; ++i) means[i] = rows[i].sum(torch::kFloat64).item<double>() / d;
-  auto row_mean = torch::tensor(means, f64).reshape({n, 1});
-
-  // Pass 2, over column blocks of the N x d matrix X, accumulates
-  //   gram = (X - row means)(X - row means)^T   (N x N: every pair's centred dot product)
-  //   squared distance of each replica to the replicas' mean, per block of elements.
-  // Only a N x B block exists at a time, never the N x d matrix in double, nor per pair.
-  const int64_t block = std::max<int64_t>(1, kBlockElements / n);
-  auto gram = torch::zeros({n, n}, f64);
-  auto squared_distance = torch::zeros({n}, f64);
-  auto x = torch::empty({n, std::min(block, std::max<int64_t>(d, 1))}, f64);
+// Over column blocks of the N x d matrix X, accumulates
+//   gram = (X - row means)(X - row means)^T   (N x N: every pair's centred dot product)
+//   squared distance of each replica to the replicas' mean, per block of elements.
+// Only a N x B block exists at a time, never the N x d matrix in double, nor per pair.
+void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns, const torch::Tensor& row_mean,
+                           int64_t block_width) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = static_cast<int64_t>(columns.size());
+  if (n == 0) return;
+  const int64_t d = columns.front().numel();
+  const int64_t block = agreement_block_columns(n);
+  auto x = torch::empty({n, block_width}, torch::TensorOptions().dtype(torch::kFloat64));
   for (int64_t begin = 0; begin < d; begin += block) {
     const int64_t width = std::min(block, d - begin);
     auto xb = x.narrow(1, 0, width);
-    for (int64_t i = 0; i < n; ++i) xb[i].copy_(rows[i].narrow(0, begin, width));
-    squared_distance += (xb - xb.mean(0, true)).square().sum(1);
+    for (int64_t i = 0; i < n; ++i) xb[i].copy_(columns[i].reshape(-1).narrow(0, begin, width));
+    sums.squared_distance += (xb - xb.mean(0, true)).square().sum(1);
     xb.sub_(row_mean);
-    gram.addmm_(xb, xb.t());
+    sums.gram.addmm_(xb, xb.t());
   }
-  out.mean_distance = squared_distance.sqrt().mean().item<double>();
+}
+
+ReplicaAgreement finish_agreement(const AgreementSums& sums, int64_t max_pairs, uint64_t seed) {
+  ReplicaAgreement out;
+  const int64_t n = sums.gram.size(0);
+  out.mean_distance = sums.squared_distance.sqrt().mean().item<double>();
 
   out.matrix.assign(n * n, std::nan(""));
   for (int64_t i = 0; i < n; ++i) out.matrix[i * n + i] = 1.0;
   if (n < 2) return out;
-  gram = gram.contiguous();
+  const auto gram = sums.gram.contiguous();
   const double* g = gram.data_ptr<double>();
   std::vector<double> norm(n);
   // A constant replica has no direction; its norm is floored as the old normalisation did.
@@ -123,6 +119,27 @@ ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parame
   out.mean_correlation = sum / pairs.size();
   out.min_correlation = minimum;
   return out;
+}
+
+double replica_mean(const torch::Tensor& flat_parameters) {
+  return flat_parameters.reshape(-1).sum(torch::kFloat64).item<double>() / flat_parameters.numel();
+}
+
+ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs,
+                                   uint64_t seed) {
+  if (flat_parameters.empty()) return {};
+  const int64_t n = static_cast<int64_t>(flat_parameters.size());
+  const int64_t d = flat_parameters.front().numel();
+  std::vector<double> means(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (flat_parameters[i].numel() != d) throw std::invalid_argument("replica_agreement: replicas differ in size");
+    // Each replica's mean over its elements, which Pearson's correlation removes.
+    means[i] = replica_mean(flat_parameters[i]);
+  }
+  AgreementSums sums = start_agreement(n);
+  add_agreement_columns(sums, flat_parameters, torch::tensor(means, torch::kFloat64).reshape({n, 1}),
+                        std::min(agreement_block_columns(n), std::max<int64_t>(d, 1)));
+  return finish_agreement(sums, max_pairs, seed);
 }
 
 }  // namespace testbed

@@ -33,4 +33,20 @@ struct ReplicaAgreement {
 ReplicaAgreement replica_agreement(const std::vector<torch::Tensor>& flat_parameters, int64_t max_pairs = 0,
                                    uint64_t seed = 0);
 
+// replica_agreement in parts, for replicas whose columns are spread over processes (one
+// process adds its columns, passes the sums on to the next): the same sums, bit for bit, when
+// every part starts on a multiple of agreement_block_columns(N) and uses one block width,
+// min(block columns, d).
+struct AgreementSums {
+  torch::Tensor gram;              // N x N, double
+  torch::Tensor squared_distance;  // N, double
+};
+int64_t agreement_block_columns(int64_t n);
+double replica_mean(const torch::Tensor& flat_parameters);  // in double
+AgreementSums start_agreement(int64_t n);
+// `columns[i]`: replica i's columns to add (each the same length); `row_mean`: N x 1, double.
+void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns, const torch::Tensor& row_mean,
+                           int64_t block_width);
+ReplicaAgreement finish_agreement(const AgreementSums& sums, int64_t max_pairs, uint64_t seed);
+
 }  // namespace testbed

@@ -18,6 +18,12 @@ namespace testbed {
 struct CollectiveHooks {
   std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
   std::function<void(const Delivery&)> delivered;         // every message, for the log
+  // A run spread over processes (docs/scale-out.md): whether a rank's values live in this
+  // process (unset: every rank's do), and how a message's values leave for another process's
+  // rank or come from one (`fetch` fills a tensor of the message's size).
+  std::function<bool(int rank)> here;
+  std::function<void(int message, const torch::Tensor& values)> ship;
+  std::function<void(int message, torch::Tensor& values)> fetch;
 };
 
 class CollectiveRun {
@@ -39,6 +45,7 @@ class CollectiveRun {
   void arrive(int message, const Delivery& delivery);
   void apply(int message);
   void check_done(int rank);
+  bool here(int rank) const { return !hooks_.here || hooks_.here(rank); }
 
   std::shared_ptr<const CollectivePlan> plan_;
   CollectiveHooks hooks_;

@@ -15,6 +15,7 @@
 #include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/core/memo_policy.h"
+#include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/phase_memo.h"
@@ -38,12 +39,17 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   configure_host(scenario);
   torch::Device device(scenario.device);
 
+  placement_ = hooks_.group ? ReplicaPlacement{nodes_, hooks_.group->world(), hooks_.group->rank()}
+                            : ReplicaPlacement{nodes_, 1, 0};
+  plans_exchanged_.assign(nodes_, 0);
   auto samplers = make_samplers(scenario, data);
   std::vector<int64_t> shard_sizes;
   for (int n = 0; n < nodes_; ++n) {
     shard_sizes.push_back(samplers[n].shard_size());
-    replicas_.push_back(std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
-                                                  std::move(samplers[n]), device, data.task));
+    // Another process's replica is never built here: its plans and values come from there.
+    replicas_.push_back(placement_.local(n) ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
+                                                                        std::move(samplers[n]), device, data.task)
+                                            : nullptr);
   }
   eval_model_ = make_model(scenario);
   eval_model_->to(device);
@@ -104,12 +110,13 @@ RunSummary Engine::run(Recorder& recorder) {
   if (hooks_.resume) start_replay();
   {
     HostTimer timer(times_.run);
-    for (int n = 0; n < nodes_; ++n) clock_->schedule(0, [this, n] { start_step(n); });
+    for (int n = 0; n < nodes_; ++n) schedule_start(n);
     try {
       clock_->run();
     } catch (const std::exception& e) {
       summary_.status = "failed";
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
+      if (hooks_.group) hooks_.group->report_failure(summary_.error);
     }
   }
   if (replaying_ && summary_.status == "running") {
@@ -126,8 +133,17 @@ RunSummary Engine::run(Recorder& recorder) {
     summary_.status = all_done ? "completed" : "failed";
     if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
   }
-  // The last eval left the averaged model in eval_model_.
-  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
+  if (placement_.spread() && summary_.status != "failed") {
+    try {
+      hooks_.group->finish_sends();  // a peer may still wait for this process's last values
+    } catch (const std::exception& e) {
+      summary_.status = "failed";
+      summary_.error = error_sentence(e);
+    }
+  }
+  if (placement_.spread()) times_.transfers = hooks_.group->transfer_seconds();
+  // The last eval left the averaged model in eval_model_ (rank 0's, in a spread run).
+  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty() && placement_.rank == 0) {
     save_checkpoint(*eval_model_, scenario_.output.checkpoint);
   }
   // Not clock_->now(): ns-3 timers (delayed ACKs, RTOs, TIME_WAIT) outlive the last message.
@@ -158,21 +174,17 @@ void Engine::start_step(int node) {
   HostTimer timer(times_.engine);
   if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
   auto& s = state_[node];
-  StepPlan plan;
-  double host_seconds = 0;
-  {
-    HostTimer compute_timer(host_seconds);
-    plan = replaying_ ? replayed_step(node, s.step) : algorithm_->local_step(node, s.step, *replicas_[node], data_);
-  }
-  times_.local_compute += host_seconds;
-  s.loss = plan.loss;
+  PlanOutline plan;
   if (replaying_) {
-    s.compute_time = schedule_[node][s.step].compute_time;
-    s.extra_time = schedule_[node][s.step].extra_time;
+    plan.comm = replayed_step(node, s.step).comm;
+    plan.compute_time = schedule_[node][s.step].compute_time;
+    plan.extra_time = schedule_[node][s.step].extra_time;
   } else {
-    s.extra_time = compute_->extra_seconds(node, s.step, plan.work);
-    s.compute_time = compute_->step_seconds(node, s.step, host_seconds) + s.extra_time;
+    plan = step_plan(node);
   }
+  s.loss = plan.loss;
+  s.compute_time = plan.compute_time;
+  s.extra_time = plan.extra_time;
   if (!replaying_ && !hooks_.checkpoint_dir.empty()) {
     if (schedule_[node].size() != static_cast<size_t>(s.step))
       throw std::logic_error("op schedule: node " + std::to_string(node) + " starts step " + std::to_string(s.step) +
@@ -207,6 +219,80 @@ void Engine::start_step(int node) {
       for (int n : nodes) compute_done(n);
     });
   }
+}
+
+void Engine::schedule_start(int node) {
+  if (placement_.spread() && placement_.local(node)) ready_.push_back(node);
+  clock_->schedule(0, [this, node] { start_step(node); });
+}
+
+PlanOutline Engine::step_plan(int node) {
+  if (!placement_.spread()) return train_step(node);
+  if (!placement_.local(node)) {
+    train_ready_nodes();
+    return receive_plan(node);
+  }
+  std::erase(ready_, node);
+  auto ahead = trained_ahead_.find(node);
+  if (ahead == trained_ahead_.end()) {
+    PlanOutline plan = train_step(node);
+    send_plan(node, plan);
+    return plan;
+  }
+  PlanOutline plan = std::move(ahead->second);
+  trained_ahead_.erase(ahead);
+  return plan;
+}
+
+PlanOutline Engine::train_step(int node) {
+  const int step = state_[node].step;
+  StepPlan step_plan;
+  double host_seconds = 0;
+  {
+    HostTimer compute_timer(host_seconds);
+    step_plan = algorithm_->local_step(node, step, *replicas_[node], data_);
+  }
+  times_.local_compute += host_seconds;
+  PlanOutline plan;
+  plan.loss = step_plan.loss;
+  plan.extra_time = compute_->extra_seconds(node, step, step_plan.work);
+  plan.compute_time = compute_->step_seconds(node, step, host_seconds) + plan.extra_time;
+  plan.comm = std::move(step_plan.comm);
+  return plan;
+}
+
+// Every process runs the same events, so a peer waits for this node's plan at the same event
+// where this process trains it: training the due nodes first keeps the processes in parallel.
+// A due node's replica is final (its step was scheduled), and training it early changes no bit.
+void Engine::train_ready_nodes() {
+  for (int node : ready_) {
+    PlanOutline plan = train_step(node);
+    send_plan(node, plan);
+    trained_ahead_.emplace(node, std::move(plan));
+  }
+  ready_.clear();
+}
+
+void Engine::send_plan(int node, const PlanOutline& plan) {
+  const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
+  const torch::Tensor wire = encode_plan(plan);
+  const torch::Tensor size = torch::tensor({wire.numel()}, torch::kInt64);
+  for (int peer = 0; peer < placement_.world; ++peer) {
+    if (peer == placement_.rank) continue;
+    hooks_.group->send(size, peer, wire_tag(TagKind::PlanSize, sequence));
+    hooks_.group->send(wire, peer, wire_tag(TagKind::Plan, sequence));
+  }
+}
+
+PlanOutline Engine::receive_plan(int node) {
+  const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
+  const int owner = placement_.owner(node);
+  const std::string what = "plan of node " + std::to_string(node) + " at step " + std::to_string(state_[node].step);
+  auto size = torch::empty({1}, torch::kInt64);
+  hooks_.group->receive(size, owner, wire_tag(TagKind::PlanSize, sequence), what);
+  auto wire = torch::empty({size.item<int64_t>()}, torch::kFloat64);
+  hooks_.group->receive(wire, owner, wire_tag(TagKind::Plan, sequence), what);
+  return decode_plan(wire);
 }
 
 // A node's step with ops that wait for a gradient (docs/compute.md): its passes run in order
@@ -281,7 +367,8 @@ void Engine::issue(int node, CommOp op) {
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
-  f.work = comm_work_buffer(op, rank, f.blocks);
+  // Another process's rank enters with no values: its messages' values cross between processes.
+  f.work = replicas_[node] ? comm_work_buffer(op, rank, f.blocks) : torch::empty({0});
   if (c.transport.datagrams) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
   // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
   // the op, even when the op outlives the step (overlap) and its messages leave later.
@@ -381,7 +468,8 @@ void Engine::apply_ops(int node, const std::function<bool(const InFlight&)>& whi
   {
     HostTimer compute_timer(times_.local_compute);
     for (auto& f : s.in_flight) {
-      if (!which(f) || replaying_) continue;  // a replay's ops carry no values
+      // A replay's ops carry no values; another process applies its own replicas'.
+      if (!which(f) || replaying_ || !replicas_[node]) continue;
       comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
       algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
     }
@@ -406,7 +494,7 @@ void Engine::end_step(int node) {
     }
     return;
   }
-  clock_->schedule(0, [this, node] { start_step(node); });
+  schedule_start(node);
 }
 
 // The step ends when its round has issued the ops (DeAR: once its reduce-scatters are
@@ -497,7 +585,7 @@ void Engine::finish_forward(int node) {
   s.gate_update_ticks = 0;
   if (s.gates_end_step) return end_step(node);
   if (is_eval_step(s.step, scenario_)) snapshot_for_eval(node, s.step);
-  clock_->schedule(0, [this, node] { start_step(node); });  // start_step times itself
+  schedule_start(node);  // start_step times itself
 }
 
 bool Engine::start_round(int node) {
@@ -509,6 +597,12 @@ bool Engine::start_round(int node) {
     if (s.round >= rounds.size()) return false;
     round.comm = replayed_ops(rounds[s.round].ops);
     seconds = rounds[s.round].extra_time;
+  } else if (placement_.spread() && !placement_.local(node)) {
+    train_ready_nodes();
+    PlanOutline outline = receive_plan(node);
+    if (outline.comm.empty()) return false;
+    round.comm = std::move(outline.comm);
+    seconds = outline.compute_time;
   } else {
     double host_seconds = 0;
     {
@@ -516,8 +610,9 @@ bool Engine::start_round(int node) {
       round = algorithm_->next_round(node, s.step, *replicas_[node]);
     }
     times_.local_compute += host_seconds;
+    seconds = round.comm.empty() ? 0 : compute_->extra_seconds(node, s.step, round.work, host_seconds);
+    if (placement_.spread()) send_plan(node, {0, seconds, 0, round.comm});
     if (round.comm.empty()) return false;
-    seconds = compute_->extra_seconds(node, s.step, round.work, host_seconds);
     if (!hooks_.checkpoint_dir.empty()) schedule_[node][s.step].rounds.push_back({seconds, scheduled_ops(round.comm)});
   }
   for (const auto& op : round.comm) {
@@ -569,6 +664,23 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   hooks.delivered = [this, tag = op.tag](const Delivery& d) {
     recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
+  if (placement_.spread()) {
+    // Payload tags: the collectives open in the same order in every process.
+    const uint64_t first_tag = payload_tags_;
+    payload_tags_ += plan->messages.size();
+    hooks.here = [this, participants](int rank) { return placement_.local(participants[rank]); };
+    hooks.ship = [this, participants, plan, first_tag](int m, const torch::Tensor& values) {
+      hooks_.group->send(values, placement_.owner(participants[plan->messages[m].dst]),
+                         wire_tag(TagKind::Payload, first_tag + m));
+    };
+    hooks.fetch = [this, participants, plan, first_tag, tag = op.tag, step](int m, torch::Tensor& values) {
+      const auto& msg = plan->messages[m];
+      hooks_.group->receive(values, placement_.owner(participants[msg.src]), wire_tag(TagKind::Payload, first_tag + m),
+                            "values of '" + tag + "' (step " + std::to_string(step) + ") from node " +
+                                std::to_string(participants[msg.src]) + " to node " +
+                                std::to_string(participants[msg.dst]));
+    };
+  }
   slot.plan = plan;
   slot.bytes_per_rank = bytes_sent_per_rank(*plan);
   // Only a neighbour exchange may lose parts (its receivers average what arrived); a
@@ -642,7 +754,9 @@ void Engine::snapshot_for_eval(int node, int steps_done) {
   if (snaps.empty()) snaps.resize(nodes_);
   // A replay's parameters are not the run's: a placeholder holds the place (the eval row is
   // in the file already, and a snapshot still waiting at the checkpoint is loaded from it).
-  snaps[node] = replaying_ ? torch::empty({0}) : flatten_parameters(replicas_[node]->model());  // cat: a copy
+  // So does another process's replica (the evaluation gathers what it needs from there).
+  snaps[node] = replaying_ || !replicas_[node] ? torch::empty({0})
+                                               : flatten_parameters(replicas_[node]->model());  // cat: a copy
   for (const auto& t : snaps) {
     if (!t.defined()) return;
   }
@@ -655,7 +769,8 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   EvalRow row;
   {
     HostTimer timer(times_.eval);
-    row = evaluator_->evaluate_step(steps_done, snapshots);
+    row = placement_.spread() ? evaluator_->evaluate_spread(steps_done, snapshots, *hooks_.group, placement_, eval_tags_)
+                              : evaluator_->evaluate_step(steps_done, snapshots);
   }
   recorder_->eval(row);
   evaluator_->summarise(row, summary_);

@@ -17,6 +17,8 @@
 #include "sim/core/op_schedule.h"
 #include "sim/output/recorder.h"
 #include "sim/config/scenario.h"
+#include "sim/dist/placement.h"
+#include "sim/dist/plan_wire.h"
 #include "topologies/topology.h"
 #include "training/algorithm.h"
 #include "training/dataset.h"
@@ -29,6 +31,7 @@ struct Checkpoint;
 class EventClock;
 class Evaluator;
 class PhaseMemo;
+class ProcessGroup;
 
 struct Progress {
   int step = 0, steps = 0;
@@ -45,6 +48,9 @@ struct EngineHooks {
   // Continue from this checkpoint: the recorder already holds the rows it counts.
   const Checkpoint* resume = nullptr;
   int kill_in_checkpoint = 0;  // fault injection for tests: SIGKILL halfway through writing the n-th
+  // The run's processes (docs/scale-out.md): this one trains its share of the replicas and
+  // simulates everything. Null: one process trains them all.
+  ProcessGroup* group = nullptr;
 };
 
 class Engine {
@@ -113,6 +119,15 @@ class Engine {
   };
 
   void start_step(int node);
+  // start_step(node) runs in a fresh event at the current time (the replica is final now).
+  void schedule_start(int node);
+  // The step's plan: trained here (or earlier, while a peer was awaited), or a peer's outline.
+  PlanOutline step_plan(int node);
+  PlanOutline train_step(int node);
+  // Before waiting for a peer: trains the local nodes whose step is due, and sends their plans.
+  void train_ready_nodes();
+  void send_plan(int node, const PlanOutline& plan);
+  PlanOutline receive_plan(int node);
   // Issues the ops that wait for a gradient at that layer's end of backward; returns the rest.
   std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
   void compute_done(int node);
@@ -184,6 +199,15 @@ class Engine {
   std::map<int, PendingRow> rows_;
   std::map<int, std::vector<torch::Tensor>> snapshots_;
   uint64_t next_message_id_ = 0;
+  // Spread over processes (hooks_.group): who trains which node; local nodes whose step is due
+  // and those trained ahead; plans exchanged per node and payload tags used (both the same
+  // sequence in every process, as every process runs the same events).
+  ReplicaPlacement placement_;
+  std::vector<int> ready_;
+  std::map<int, PlanOutline> trained_ahead_;
+  std::vector<uint64_t> plans_exchanged_;
+  uint64_t payload_tags_ = 0;
+  uint64_t eval_tags_ = 0;
   std::map<int64_t, std::vector<int>> compute_batches_;  // nodes whose compute ends at a tick
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step

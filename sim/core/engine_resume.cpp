@@ -58,16 +58,6 @@ std::vector<double> doubles(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
-// Where a resumed run's replay sends its rows: the file holds them already.
-class DiscardingRecorder : public Recorder {
- public:
-  void train(const TrainRow&) override {}
-  void eval(const EvalRow&) override {}
-  void message(const MessageRecord&) override {}
-  void finish(const RunSummary&) override {}
-  RecorderMark mark() override { return {}; }
-};
-
 }  // namespace
 
 // The checkpoint's archive is read once: its schedule now, its values at the checkpoint's moment.

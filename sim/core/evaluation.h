@@ -8,11 +8,14 @@
 #include <torch/types.h>
 
 #include "sim/config/scenario.h"
+#include "sim/dist/placement.h"
 #include "sim/output/recorder.h"
 #include "training/dataset.h"
 #include "training/models.h"
 
 namespace testbed {
+
+class ProcessGroup;
 
 class Evaluator {
  public:
@@ -23,6 +26,12 @@ class Evaluator {
   // (the final checkpoint is that model). `model`, when given, is evaluated instead of the
   // average (a federated server's model, which is not the mean of the clients').
   EvalRow evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots, const torch::Tensor& model = {});
+
+  // The same row when the replicas are spread over processes: `snapshots` holds this
+  // process's replicas (the others are empty). Every process calls it at the same moment;
+  // rank 0 gets the row (the others an empty one). `tags`: the run's eval tag sequence.
+  EvalRow evaluate_spread(int steps_done, const std::vector<torch::Tensor>& snapshots, ProcessGroup& group,
+                          const ReplicaPlacement& placement, uint64_t& tags);
 
   // The run's final figures as of `row`, the latest evaluation.
   void summarise(const EvalRow& row, RunSummary& summary) const;

@@ -15,6 +15,7 @@ struct HostTimes {
   double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
   double eval = 0;
   double network_send = 0;   // inside Network::send, called from engine events
+  double transfers = 0;      // a spread run: sending to and waiting for the other processes (Gloo)
   double ns3() const { return run - engine + network_send; }
   double testbed() const { return engine - eval - network_send; }
 };

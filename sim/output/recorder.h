@@ -110,6 +110,17 @@ class Recorder {
 };
 
 // Keeps everything in memory: for tests and benchmarks.
+// Rows that are written elsewhere: a resumed run's replay (the file holds them already), a
+// process of a spread run other than rank 0 (which writes the file).
+class DiscardingRecorder : public Recorder {
+ public:
+  void train(const TrainRow&) override {}
+  void eval(const EvalRow&) override {}
+  void message(const MessageRecord&) override {}
+  void finish(const RunSummary&) override {}
+  RecorderMark mark() override { return {}; }
+};
+
 class MemoryRecorder : public Recorder {
  public:
   std::vector<TrainRow> train_rows;

@@ -26,7 +26,10 @@
 #include "sim/core/network_factory.h"
 #include "topologies/describe.h"
 #include "sim/output/report.h"
+#include "sim/tools/launch.h"
 #include "sim/tools/slurm.h"
+#include "sim/dist/process_group.h"
+#include "training/algorithms/registry.h"
 #include "sim/config/units.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/tools/cli.h"
@@ -79,7 +82,63 @@ struct RunOptions {
   std::string out, pcap_dir, flowmon_file;
   bool quiet = false;
   bool resume = false;  // continue from the newest checkpoint in OUT.h5.resume/ (if there is one)
+  // One run over several processes: --rank, --world-size, --master, else torchrun's environment.
+  int rank = -1, world = -1;
+  std::string master;  // ADDR:PORT
+  double timeout_s = 60;
 };
+
+// The run's processes from the options, else RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT;
+// a world of 1 without either.
+testbed::ProcessGroupOptions process_group_options(const RunOptions& options) {
+  using testbed::InputError;
+  testbed::ProcessGroupOptions o;
+  auto number = [](const std::string& name, const std::string& text) {
+    char* end = nullptr;
+    const long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || value < 0 || value > 1000000)
+      throw InputError(name + " " + text + ":1:1: expected a whole number");
+    return static_cast<int>(value);
+  };
+  auto env = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
+  o.rank = options.rank >= 0 ? options.rank : env("RANK").empty() ? 0 : number("RANK", env("RANK"));
+  o.world = options.world >= 0 ? options.world : env("WORLD_SIZE").empty() ? 1 : number("WORLD_SIZE", env("WORLD_SIZE"));
+  std::string master = options.master;
+  if (master.empty() && !env("MASTER_ADDR").empty()) master = env("MASTER_ADDR") + ":" + env("MASTER_PORT");
+  if (!master.empty()) {
+    const size_t colon = master.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == master.size())
+      throw InputError("--master " + master + ":1:1: expected ADDR:PORT, such as 127.0.0.1:29500 (or MASTER_ADDR and MASTER_PORT)");
+    o.master_addr = master.substr(0, colon);
+    o.master_port = number("--master " + master + " port", master.substr(colon + 1));
+  }
+  if (o.world < 1) throw InputError("--world-size " + std::to_string(o.world) + ":1:1: expected 1 or more processes");
+  if (o.rank >= o.world)
+    throw InputError("--rank " + std::to_string(o.rank) + ":1:1: expected a rank below the world size " + std::to_string(o.world));
+  if (!(options.timeout_s > 0)) throw InputError("--timeout:1:1: expected seconds above 0");
+  o.timeout_s = options.timeout_s;
+  return o;
+}
+
+// What a run over several processes cannot do yet, refused at the key before anything is written.
+void check_spread_run(const testbed::Scenario& scenario, const testbed::ProcessGroupOptions& group,
+                      const RunOptions& options, const testbed::Model& model) {
+  using testbed::InputError;
+  const std::string processes = std::to_string(group.world) + " processes";
+  if (scenario.nodes < group.world)
+    throw InputError(scenario.where("nodes") + ": " + std::to_string(scenario.nodes) + " nodes cannot spread over " +
+                     processes + "; use at most one process per node");
+  const testbed::AlgorithmEntry* algorithm = testbed::find_algorithm(scenario.algorithm.name);
+  if (algorithm && algorithm->federated)
+    throw InputError(scenario.where("algorithm.name") + ": a federated run (" + scenario.algorithm.name +
+                     ") runs in one process; run it without --world-size");
+  if (scenario.output.resume_every > 0 || options.resume)
+    throw InputError(scenario.where("output.resume_every") + ": checkpoints are not written by a run over " + processes +
+                     "; set it to 0 or run in one process");
+  if (testbed::count_parameters(model, true) != testbed::count_parameters(model))
+    throw InputError(scenario.where("workload") + ": a model with frozen parameters (adapters) runs in one process; "
+                     "run it without --world-size");
+}
 
 // The checkpoint to continue from, checked before anything is written: it must belong to this
 // scenario and its output file must still exist. Nothing (a fresh start) when there is none.
@@ -117,7 +176,11 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     const bool state = refusal.find("client_state: disk") != std::string::npos;
     throw InputError(scenario.where(state ? "algorithm.client_state" : "nodes") + ": " + refusal);
   }
-  const NetworkCaptures captures = checked_captures(scenario, options.pcap_dir, options.flowmon_file);
+  const ProcessGroupOptions spread = process_group_options(options);
+  if (spread.world > 1) check_spread_run(scenario, spread, options, *model);
+  const bool writer = spread.rank == 0;  // rank 0 alone writes the file and prints the summary
+  const NetworkCaptures captures =
+      writer ? checked_captures(scenario, options.pcap_dir, options.flowmon_file) : NetworkCaptures{};
   if (options.resume) {
     // A run that completed leaves no checkpoint: --resume must not start it over.
     const auto earlier = read_run_file(scenario.output.path);
@@ -151,18 +214,42 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::unique_ptr<ProcessGroup> group;
+  if (spread.world > 1) {
+    try {
+      group = std::make_unique<ProcessGroup>(spread);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "testbed: %s\n", e.what());
+      return 1;
+    }
+    hooks.group = group.get();
+    if (!writer) hooks.progress = {};
+  }
 
   const std::unique_ptr<Run> loop = make_run(scenario, data, hooks);
   // A fresh run drops the checkpoints of an earlier one at this path; a resumed one cuts the
   // file back to the rows its checkpoint counted.
   if (!resume) remove_checkpoints(checkpoints);
-  auto recorder = resume ? std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info(), resume->mark)
-                         : std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info());
-  on_fatal_error([&recorder](const std::string& sentence) { recorder->fail(sentence); });
+  std::unique_ptr<Recorder> recorder;
+  if (!writer) {
+    recorder = std::make_unique<DiscardingRecorder>();
+  } else if (resume) {
+    recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info(), resume->mark);
+  } else {
+    recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info());
+  }
+  auto* file = dynamic_cast<Hdf5Recorder*>(recorder.get());
+  on_fatal_error([file](const std::string& sentence) { if (file) file->fail(sentence); });
   RunSummary summary = loop->run(*recorder);
   on_fatal_error({});
   if (summary.status == "completed") remove_checkpoints(checkpoints);
   if (show_progress) std::fprintf(stderr, "\n");
+  if (!writer) {
+    if (summary.status != "completed")
+      std::fprintf(stderr, "testbed: rank %d: %s%s%s\n", spread.rank, summary.status.c_str(),
+                   summary.error.empty() ? "" : ": ", summary.error.c_str());
+    return summary.status == "completed" ? 0 : summary.status == "diverged" ? 3 : 1;
+  }
 
   std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
               summary.error.c_str());
@@ -178,6 +265,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("host time         %.2f s\n", summary.host_time_s);
   std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop->host_times().ns3(),
               summary.steps_completed > 0 ? 1e3 * loop->host_times().ns3() / summary.steps_completed : 0.0);
+  if (group)
+    std::printf("processes         %d (rank 0's host time in Gloo transfers: %.2f s)\n", spread.world,
+                loop->host_times().transfers);
   if (summary.phases_replayed > 0)
     std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
@@ -344,6 +434,22 @@ int testbed::run_cli(int argc, char** argv) {
   run->add_flag("--resume", resume,
                 "Continue from the newest checkpoint in OUT.h5.resume/ (output.resume_every); none: start from step 0");
   run->add_option("--flowmon", flowmon_file, "ns3: write ns-3 FlowMonitor statistics (XML) to this file at the end");
+  RunOptions run_options;
+  run->add_option("--rank", run_options.rank, "This process's rank in a run over several processes (else RANK)")
+      ->check(CLI::Range(0, 1000000));
+  run->add_option("--world-size", run_options.world, "Processes the run's replicas spread over (else WORLD_SIZE; 1)")
+      ->check(CLI::Range(1, 1000000));
+  run->add_option("--master", run_options.master,
+                  "ADDR:PORT where the processes meet (else MASTER_ADDR and MASTER_PORT; 127.0.0.1:29500)");
+  run->add_option("--timeout", run_options.timeout_s, "Seconds a process waits for a silent peer before it fails (60)");
+
+  testbed::LaunchOptions launch_options;
+  auto* launch = app.add_subcommand("launch", "Run a scenario as K local processes (testbed run's options follow)");
+  launch->add_option("-n,--processes", launch_options.processes, "Processes")->required()->check(CLI::Range(1, 4096));
+  launch->add_option("--port", launch_options.port, "Rendezvous port on 127.0.0.1 (default: a free one)")
+      ->check(CLI::Range(1, 65535));
+  launch->allow_extras();
+  launch->prefix_command();
 
   auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
@@ -415,6 +521,17 @@ int testbed::run_cli(int argc, char** argv) {
       }
       return sweep_command(sweep_path, jobs, shard, dry_run, use_slurm ? std::optional(slurm) : std::nullopt, submit);
     }
+    if (*launch) {
+      launch_options.run_args = launch->remaining();
+      const auto& args = launch_options.run_args;
+      for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--timeout") launch_options.timeout_s = std::atof(args[i + 1].c_str());
+      if (launch_options.run_args.empty()) {
+        std::cerr << "testbed: launch needs a scenario: testbed launch -n K SCENARIO [run's options]\n";
+        return 2;
+      }
+      return testbed::launch_processes(launch_options);
+    }
     if (*netbench) return netbench_command(scenario_path, sets, varies, collective, size);
     if (*topology) {
       const testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
@@ -434,7 +551,12 @@ int testbed::run_cli(int argc, char** argv) {
       }
       return 0;
     }
-    return run_command(scenario_path, sets, {out, pcap_dir, flowmon_file, quiet, resume});
+    run_options.out = out;
+    run_options.pcap_dir = pcap_dir;
+    run_options.flowmon_file = flowmon_file;
+    run_options.quiet = quiet;
+    run_options.resume = resume;
+    return run_command(scenario_path, sets, run_options);
   } catch (const testbed::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -1,0 +1,214 @@
+// Evaluation when the replicas are spread over processes (docs/scale-out.md): each process
+// takes a range of every replica's columns, so the equality checks, the average and the
+// agreement's Gram matrix come from per-process parts; rank 0 gathers the parts and the
+// replicas' own evaluations, never a whole replica. Every part is computed as the one-process
+// evaluation computes it, so the row is the same bit for bit.
+#include "sim/core/evaluation.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "sim/dist/process_group.h"
+#include "training/metrics.h"
+#include "training/replica.h"
+#include "training/seed_streams.h"
+
+namespace testbed {
+namespace {
+
+// The tags of one evaluation's messages: each phase takes a fresh range of sequence numbers.
+class EvalTags {
+ public:
+  explicit EvalTags(uint64_t& next) : next_(next) {}
+  uint64_t phase(uint64_t size) {
+    const uint64_t first = next_;
+    next_ += size;
+    return first;
+  }
+
+ private:
+  uint64_t& next_;
+};
+
+}  // namespace
+
+EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tensor>& snapshots, ProcessGroup& group,
+                                   const ReplicaPlacement& placement, uint64_t& tags) {
+  torch::NoGradGuard no_grad;
+  torch::Device device(scenario_.device);
+  const int n = static_cast<int>(snapshots.size());
+  const int world = group.world(), me = group.rank();
+  const int64_t d = count_parameters(*model_);
+  EvalTags tag(tags);
+  const std::string what = "evaluation after step " + std::to_string(steps_done);
+  auto receive = [&](torch::Tensor t, int peer, uint64_t sequence) {
+    group.receive(t, peer, wire_tag(TagKind::Eval, sequence), what);
+    return t;
+  };
+  auto send = [&](const torch::Tensor& t, int peer, uint64_t sequence) {
+    group.send(t, peer, wire_tag(TagKind::Eval, sequence));
+  };
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto dtype = torch::TensorOptions().dtype(model_->parameters().front().scalar_type());
+
+  // Columns by whole agreement blocks, so that each process's part of the Gram pass is the
+  // one-process pass's blocks.
+  const int64_t block = agreement_block_columns(n);
+  const int64_t blocks = (d + block - 1) / block;
+  auto columns_of = [&](int p) {
+    const int64_t first = blocks * p / world, last = blocks * (p + 1) / world;
+    return std::pair{std::min(d, first * block), std::min(d, last * block)};
+  };
+  const auto [lo, hi] = columns_of(me);
+
+  // Each replica's mean, from its own process.
+  std::vector<double> means(n);
+  {
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(n));
+    for (int i = 0; i < n; ++i) {
+      if (!placement.local(i)) continue;
+      means[i] = replica_mean(snapshots[i]);
+      for (int p = 0; p < world; ++p)
+        if (p != me) send(torch::tensor({means[i]}, f64), p, seq + i);
+    }
+    for (int i = 0; i < n; ++i)
+      if (!placement.local(i)) means[i] = receive(torch::empty({1}, f64), placement.owner(i), seq + i).item<double>();
+  }
+  // This process's columns of every replica.
+  std::vector<torch::Tensor> columns(n);
+  {
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(n) * world);
+    for (int i = 0; i < n; ++i) {
+      if (!placement.local(i)) continue;
+      for (int p = 0; p < world; ++p) {
+        if (p == me) continue;
+        const auto [begin, end] = columns_of(p);
+        send(snapshots[i].narrow(0, begin, end - begin).contiguous(), p, seq + static_cast<uint64_t>(i) * world + p);
+      }
+      columns[i] = snapshots[i].narrow(0, lo, hi - lo);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (placement.local(i)) continue;
+      columns[i] = receive(torch::empty({hi - lo}, dtype), placement.owner(i), seq + static_cast<uint64_t>(i) * world + me);
+    }
+  }
+  // The Gram pass, process after process over their columns, as one process goes over all.
+  AgreementSums sums;
+  {
+    const uint64_t seq = tag.phase(2 * static_cast<uint64_t>(world));
+    if (me == 0) {
+      sums = start_agreement(n);
+    } else {
+      sums.gram = receive(torch::empty({n, n}, f64), me - 1, seq + 2 * me);
+      sums.squared_distance = receive(torch::empty({n}, f64), me - 1, seq + 2 * me + 1);
+    }
+    add_agreement_columns(sums, columns, torch::tensor(means, f64).reshape({n, 1}), std::min(block, std::max<int64_t>(d, 1)));
+    const int next = (me + 1) % world;
+    send(sums.gram, next, seq + 2 * next);
+    send(sums.squared_distance, next, seq + 2 * next + 1);
+    if (me == 0) {
+      sums.gram = receive(torch::empty({n, n}, f64), world - 1, seq);
+      sums.squared_distance = receive(torch::empty({n}, f64), world - 1, seq + 1);
+    }
+  }
+  // Which replica equals its predecessor: equal in every process's columns.
+  std::vector<bool> same_as_previous(n, false);
+  bool all_same = true;
+  {
+    auto equal = torch::zeros({n}, torch::kUInt8);
+    for (int i = 1; i < n; ++i) equal[i] = static_cast<uint8_t>(torch::equal(columns[i], columns[i - 1]));
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(world) * world);
+    for (int p = 0; p < world; ++p)
+      if (p != me) send(equal, p, seq + static_cast<uint64_t>(me) * world + p);
+    for (int p = 0; p < world; ++p) {
+      if (p == me) continue;
+      equal.logical_and_(receive(torch::empty({n}, torch::kUInt8), p, seq + static_cast<uint64_t>(p) * world + me));
+    }
+    for (int i = 1; i < n; ++i) {
+      same_as_previous[i] = equal[i].item<uint8_t>() != 0;
+      all_same = all_same && same_as_previous[i];
+    }
+  }
+  EvalRow row;
+  row.step = steps_done;
+  // The replicas' own evaluations, each in its process, gathered to rank 0.
+  if (!all_same) {
+    auto results = torch::full({n, 2}, std::nan(""), f64);
+    for (int i = 0; i < n; ++i) {
+      if (!placement.local(i) || same_as_previous[i]) continue;
+      load_flat_parameters(*model_, snapshots[i]);
+      auto result = evaluate(*model_, data_.task, eval_inputs_, eval_targets_, device);
+      results[i][0] = result.loss;
+      results[i][1] = result.accuracy;
+    }
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(world));
+    if (me != 0) {
+      send(results, 0, seq + me);
+    } else {
+      for (int p = 1; p < world; ++p) {
+        auto theirs = receive(torch::empty({n, 2}, f64), p, seq + p);
+        for (int i = 0; i < n; ++i)
+          if (placement.owner(i) == p) results[i] = theirs[i];
+      }
+      for (int i = 0; i < n; ++i) {
+        if (same_as_previous[i]) {
+          row.replica_loss.push_back(row.replica_loss.back());
+          row.replica_accuracy.push_back(row.replica_accuracy.back());
+        } else {
+          row.replica_loss.push_back(results[i][0].item<double>());
+          row.replica_accuracy.push_back(results[i][1].item<double>());
+        }
+      }
+    }
+  }
+  // The average, column range by column range, gathered to rank 0.
+  torch::Tensor average;
+  if (!all_same) {
+    auto sum = columns[0].to(torch::kFloat64);
+    for (int i = 1; i < n; ++i) sum.add_(columns[i]);
+    auto part = sum.div_(static_cast<double>(n)).to(columns[0].scalar_type());
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(world));
+    if (me != 0) {
+      send(part, 0, seq + me);
+    } else {
+      std::vector<torch::Tensor> parts{part};
+      for (int p = 1; p < world; ++p) {
+        const auto [begin, end] = columns_of(p);
+        parts.push_back(receive(torch::empty({end - begin}, dtype), p, seq + p));
+      }
+      average = torch::cat(parts);
+    }
+  } else if (me == 0) {
+    average = snapshots[0];
+  }
+  if (me != 0) return row;  // rank 0 writes the row
+
+  const bool last = steps_done == scenario_.workload.steps;
+  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
+  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
+  load_flat_parameters(*model_, average);  // left there for the final checkpoint
+  auto averaged = evaluate(*model_, data_.task, inputs, targets, device);
+  if (all_same) {
+    row.replica_loss.assign(n, averaged.loss);
+    row.replica_accuracy.assign(n, averaged.accuracy);
+  }
+  row.loss = averaged.loss;
+  row.accuracy = averaged.accuracy;
+  row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
+  for (size_t v = 0; v < data_.test_variants.size(); ++v) {
+    const auto& variant = last ? data_.test_variants[v].inputs : eval_variants_[v];
+    auto result = evaluate(*model_, data_.task, variant, targets, device);
+    row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
+  }
+  auto agreement = finish_agreement(sums, scenario_.workload.correlation_pairs,
+                                    stream_seed(scenario_.seed, "correlation_pairs", steps_done));
+  row.correlation = agreement.mean_correlation;
+  row.min_correlation = agreement.min_correlation;
+  row.distance = agreement.mean_distance;
+  row.correlation_matrix = std::move(agreement.matrix);
+  averaged_samples_ = inputs.size(0);
+  return row;
+}
+
+}  // namespace testbed

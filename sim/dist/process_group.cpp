@@ -1,0 +1,157 @@
+// c10d's FileStore or TCPStore rendezvous and its ProcessGroupGloo, as the run needs them.
+#include "sim/dist/process_group.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <stdexcept>
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+
+namespace testbed {
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// Where the loopback rendezvous meets: one file per user and port, as a port is one run's.
+// Adds the host seconds of a scope to a counter.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string rendezvous_file(int port) {
+  return (std::filesystem::temp_directory_path() /
+          ("testbed-rendezvous-" + std::to_string(getuid()) + "-" + std::to_string(port)))
+      .string();
+}
+
+}  // namespace
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  std::deque<c10::intrusive_ptr<c10d::Work>> sends;  // in flight, oldest first
+  std::string file;                                  // the loopback rendezvous, removed at the end
+};
+
+ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make_unique<Impl>()), options_(options) {
+  if (options.world < 1 || options.rank < 0 || options.rank >= options.world)
+    throw std::invalid_argument("rank " + std::to_string(options.rank) + " is not in a world of " +
+                                std::to_string(options.world));
+  const auto timeout = millis(options.timeout_s);
+  const bool local = is_loopback(options.master_addr);
+  try {
+    if (local) {
+      // LibTorch 1.13's TCPStore listens on every interface; on one machine a file meets as well.
+      impl_->file = rendezvous_file(options.master_port);
+      impl_->store = c10::make_intrusive<c10d::FileStore>(impl_->file, options.world);
+      impl_->store->setTimeout(timeout);
+    } else {
+      c10d::TCPStoreOptions o;
+      o.port = static_cast<uint16_t>(options.master_port);
+      o.isServer = options.rank == 0;
+      o.numWorkers = options.world;
+      o.timeout = timeout;
+      impl_->store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, o);
+    }
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+    char host[256] = "127.0.0.1";
+    if (!local) gethostname(host, sizeof host);
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
+    gloo_options->threads = 1;
+    impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options.rank, options.world, gloo_options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(options.rank) + " of " + std::to_string(options.world) +
+                             " could not meet the others at " + options.master_addr + ":" +
+                             std::to_string(options.master_port) + " within " + std::to_string(options.timeout_s) +
+                             " s: " + e.what());
+  }
+}
+
+ProcessGroup::~ProcessGroup() {
+  impl_->sends.clear();
+  impl_->gloo.reset();
+  impl_->store.reset();
+  if (!impl_->file.empty() && options_.rank == 0) {
+    std::error_code ec;
+    std::filesystem::remove(impl_->file, ec);
+  }
+}
+
+void ProcessGroup::send(const torch::Tensor& tensor, int peer, uint32_t tag) {
+  Stopwatch timer(transfer_seconds_);
+  std::vector<at::Tensor> tensors{tensor.contiguous()};
+  impl_->sends.push_back(impl_->gloo->send(tensors, peer, static_cast<int>(tag)));
+  // Forget what was taken, so a long run's list stays short.
+  while (!impl_->sends.empty() && impl_->sends.front()->isCompleted()) {
+    impl_->sends.front()->wait();  // rethrows a failed send
+    impl_->sends.pop_front();
+  }
+}
+
+void ProcessGroup::receive(torch::Tensor& tensor, int peer, uint32_t tag, const std::string& what) {
+  Stopwatch timer(transfer_seconds_);
+  std::vector<at::Tensor> tensors{tensor};
+  try {
+    impl_->gloo->recv(tensors, peer, static_cast<int>(tag))->wait(millis(options_.timeout_s));
+  } catch (const std::exception& e) {
+    const std::string text = e.what();
+    if (text.find("Timed out") != std::string::npos)
+      throw std::runtime_error("rank " + std::to_string(peer) + " sent no " + what + " within " +
+                               std::to_string(static_cast<int>(options_.timeout_s)) + " s (--timeout): " + text);
+    const std::string reported = reported_failures();
+    throw std::runtime_error("rank " + std::to_string(peer) + " failed while this process waited for its " + what +
+                             (reported.empty() ? ": " + text : " (" + reported + ")"));
+  }
+}
+
+namespace {
+std::string failure_key(int rank) { return "testbed/failure/" + std::to_string(rank); }
+}  // namespace
+
+void ProcessGroup::report_failure(const std::string& why) noexcept {
+  try {
+    const std::string text = "rank " + std::to_string(options_.rank) + ": " + why;
+    impl_->store->set(failure_key(options_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  } catch (...) {  // the store went with its peers: nothing more to tell
+  }
+}
+
+std::string ProcessGroup::reported_failures() const {
+  std::string out;
+  for (int r = 0; r < options_.world; ++r) {
+    if (r == options_.rank) continue;
+    try {
+      if (!impl_->store->check({failure_key(r)})) continue;
+      const auto value = impl_->store->get(failure_key(r));
+      out += (out.empty() ? "" : "; ") + std::string(value.begin(), value.end());
+    } catch (...) {
+    }
+  }
+  return out;
+}
+
+void ProcessGroup::finish_sends() {
+  Stopwatch timer(transfer_seconds_);
+  for (auto& work : impl_->sends) work->wait(millis(options_.timeout_s));
+  impl_->sends.clear();
+}
+
+}  // namespace testbed

@@ -1,0 +1,83 @@
+#!/bin/bash
+# One run spread over 2 and 3 processes (testbed launch, c10d Gloo on loopback) against the same
+# run in one process: the HDF5 files must be equal bit for bit (h5diff) but for the summary's
+# host time, for ddp, diloco, sparta and gossip. Then the failures: a rank killed mid-run, and a
+# rank stopped (hung), end the others within --timeout with exit code 1 and a readable file
+# whose status says failed and names the rank.
+set -u
+testbed=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+cp "$here/spread_base.yaml" "$work/base.yaml"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Differences other than the summary's host seconds (h5diff cannot exclude one attribute).
+differences() {
+  h5diff "$1" "$2" 2>&1 | grep -v '^attribute: <host_time_s of </summary>>' |
+    grep -v '^1 differences found$' | grep -v '^$'
+}
+
+for algorithm in "ddp" "diloco --set algorithm.H=5" "sparta" "gossip"; do
+  name=${algorithm%% *}
+  sets="--set algorithm.name=$algorithm"
+  for processes in 1 2 3; do
+    mkdir -p "$work/$name/$processes"
+    # The same relative output path, so that the scenario stored in the file is the same text.
+    if [ "$processes" = 1 ]; then
+      (cd "$work/$name/$processes" && "$testbed" run ../../base.yaml $sets -o run.h5 -q > log 2>&1)
+    else
+      (cd "$work/$name/$processes" && "$testbed" launch -n "$processes" ../../base.yaml $sets -o run.h5 -q > log 2>&1)
+    fi
+    code=$?
+    [ $code = 0 ] || { fail "$name over $processes processes exited $code"; cat "$work/$name/$processes/log"; continue; }
+    [ "$processes" = 1 ] && continue
+    diff=$(differences "$work/$name/1/run.h5" "$work/$name/$processes/run.h5")
+    if [ -n "$diff" ]; then
+      fail "$name over $processes processes differs from one process:"
+      echo "$diff" | head -20
+    else
+      echo "ok: $name over $processes processes equals one process bit for bit"
+    fi
+  done
+done
+
+# A rank that fails mid-run: killed (its sockets close) or stopped (it goes silent).
+timeout_s=5
+for how in KILL STOP; do
+  dir="$work/fail-$how"
+  mkdir -p "$dir"
+  (cd "$dir" && exec "$testbed" launch -n 2 ../base.yaml --set workload.steps=100000 -o run.h5 -q --timeout $timeout_s \
+     > log 2>&1) &
+  launcher=$!
+  # Rank 0 has written its first rows (the file exists) and both ranks are training.
+  for _ in $(seq 100); do [ -s "$dir/run.h5" ] && break; sleep 0.1; done
+  sleep 1
+  rank1=""
+  for pid in $(pgrep -P $launcher); do
+    grep -qz '^RANK=1$' /proc/$pid/environ 2>/dev/null && rank1=$pid
+  done
+  rank0=$(pgrep -P $launcher | grep -v "^$rank1\$")
+  [ -n "$rank1" ] || { fail "$how: no rank 1 under the launcher"; continue; }
+  kill -$how "$rank1"
+  start=$(date +%s.%N)
+  # Rank 0 ends on its own (launch may still be waiting to kill a stopped rank).
+  while kill -0 "$rank0" 2>/dev/null; do sleep 0.05; done
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  kill -9 "$rank1" 2>/dev/null  # a stopped rank would keep launch waiting for its grace
+  wait $launcher
+  code=$?
+  echo "$how: rank 0 ended $seconds s after rank 1 got SIG$how; launch exited $code"
+  awk -v s="$seconds" -v t="$timeout_s" 'BEGIN { exit !(s < t + 2) }' || fail "$how: rank 0 took $seconds s (timeout $timeout_s s)"
+  [ $code = 1 ] || fail "$how: launch exited $code, expected 1"
+  status=$(/usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); print(f.attrs['status'], '|', f.attrs['error'], '|', len(f['train/step']))" "$dir/run.h5" 2>&1)
+  echo "$how: file says $status"
+  case "$status" in
+    "failed | rank 1 "*) ;;
+    *) fail "$how: the file does not say failed naming rank 1: $status"; cat "$dir/log" ;;
+  esac
+done
+
+[ $failures = 0 ] && echo "all spread-run checks passed"
+exit $((failures > 0))
