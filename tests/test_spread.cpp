@@ -21,8 +21,8 @@ TEST(Placement, ContiguousBlocksWithNodeZeroOnRankZero) {
   // As many processes as nodes: one each.
   for (int n = 0; n < 5; ++n) EXPECT_EQ((ReplicaPlacement{5, 5, 0}.owner(n)), n);
   // Tags: distinct per kind and sequence, below 2^31 (c10d's int).
-  EXPECT_NE(wire_tag(TagKind::Plan, 7), wire_tag(TagKind::Payload, 7));
-  EXPECT_NE(wire_tag(TagKind::Plan, 7), wire_tag(TagKind::Plan, 8));
+  EXPECT_NE(wire_tag(TagKind::PlanHead, 7), wire_tag(TagKind::Payload, 7));
+  EXPECT_NE(wire_tag(TagKind::PlanHead, 7), wire_tag(TagKind::PlanHead, 8));
   EXPECT_LT(wire_tag(TagKind::Eval, (uint64_t{1} << 40) + 5), uint32_t{1} << 31);
 }
 

@@ -17,9 +17,8 @@ CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::ve
       runner_(plan, std::move(hosts), network, next_message_id, transport,
               {[this](int m) {  // the chunk as it is when it leaves
                  const auto& msg = plan_->messages[m];
-                 if (!here(msg.src)) return;  // its process ships it
-                 payloads_[m] = buffers_[msg.src].slice(0, msg.offset, msg.offset + msg.count).clone();
-                 if (!here(msg.dst)) hooks_.ship(m, payloads_[m]);
+                 if (!hooks_.values) return;
+                 payloads_[m] = buffer(msg.src).slice(0, msg.offset, msg.offset + msg.count).clone();
                },
                [this](int m, const Delivery& d) { arrive(m, d); },
                [this](int rank) { check_done(rank); }}) {
@@ -32,6 +31,7 @@ CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::ve
   early_.resize(p);
   applied_.assign(p, 0);
   done_.assign(p, false);
+  awaited_.assign(p, false);
 }
 
 void CollectiveRun::enter(int rank, torch::Tensor buffer, torch::Tensor arrived) {
@@ -57,17 +57,12 @@ void CollectiveRun::arrive(int message, const Delivery& delivery) {
 
 void CollectiveRun::apply(int message) {
   const auto& msg = plan_->messages[message];
-  if (!here(msg.dst)) {  // another process lands it
-    payloads_[message] = torch::Tensor();
+  if (!hooks_.values) {
     lost_[message].clear();
     ++applied_[msg.dst];
     return;
   }
-  if (!here(msg.src)) {
-    payloads_[message] = torch::empty({msg.count}, buffers_[msg.dst].options());
-    hooks_.fetch(message, payloads_[message]);
-  }
-  auto target = buffers_[msg.dst].slice(0, msg.dst_offset, msg.dst_offset + msg.count);
+  auto target = buffer(msg.dst).slice(0, msg.dst_offset, msg.dst_offset + msg.count);
   const auto& lost = lost_[message];
   if (lost.empty()) {
     if (msg.op == ChunkOp::Reduce) {
@@ -105,6 +100,14 @@ void CollectiveRun::apply(int message) {
   payloads_[message] = torch::Tensor();
   lost_[message].clear();
   ++applied_[msg.dst];
+}
+
+torch::Tensor& CollectiveRun::buffer(int rank) {
+  if (!awaited_[rank]) {
+    awaited_[rank] = true;
+    if (hooks_.await) hooks_.await(rank);
+  }
+  return buffers_[rank];
 }
 
 void CollectiveRun::check_done(int rank) {

@@ -18,12 +18,13 @@ namespace testbed {
 struct CollectiveHooks {
   std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
   std::function<void(const Delivery&)> delivered;         // every message, for the log
-  // A run spread over processes (docs/scale-out.md): whether a rank's values live in this
-  // process (unset: every rank's do), and how a message's values leave for another process's
-  // rank or come from one (`fetch` fills a tensor of the message's size).
-  std::function<bool(int rank)> here;
-  std::function<void(int message, const torch::Tensor& values)> ship;
-  std::function<void(int message, torch::Tensor& values)> fetch;
+  // A run spread over processes (docs/scale-out.md): every process moves every rank's values
+  // (so each rank's result is the one-process result, bit for bit), with another process's
+  // rank entering with a buffer that is still arriving from there: `await` is called once per
+  // such rank before its buffer is first read or written. `values` false: no participant is
+  // this process's, and no value is moved.
+  std::function<void(int rank)> await;
+  bool values = true;
 };
 
 class CollectiveRun {
@@ -45,7 +46,7 @@ class CollectiveRun {
   void arrive(int message, const Delivery& delivery);
   void apply(int message);
   void check_done(int rank);
-  bool here(int rank) const { return !hooks_.here || hooks_.here(rank); }
+  torch::Tensor& buffer(int rank);  // the rank's buffer, once it has arrived (CollectiveHooks::await)
 
   std::shared_ptr<const CollectivePlan> plan_;
   CollectiveHooks hooks_;
@@ -58,6 +59,7 @@ class CollectiveRun {
   std::vector<std::vector<int>> early_;               // per rank: arrived before the rank entered
   std::vector<size_t> applied_;                       // per rank
   std::vector<bool> done_;
+  std::vector<bool> awaited_;                         // per rank: its buffer has arrived
   int ranks_done_ = 0;
 };
 

@@ -20,10 +20,20 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
 
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
   if (op.kind == CommKind::AllReduce || op.kind == CommKind::ReduceScatter) return op.buffer;
-  const int64_t k = op.buffer.numel();
-  auto work = torch::zeros({blocks * k}, op.buffer.options());
-  const int own = op.kind == CommKind::AllGather ? rank : 0;  // an exchange keeps its own block first
-  work.slice(0, own * k, (own + 1) * k).copy_(op.buffer.reshape({-1}));
+  torch::Tensor own;
+  auto work = comm_work_buffer_awaiting(op.kind, rank, blocks, op.buffer.numel(), own);
+  own.copy_(op.buffer.reshape({-1}));
+  return work;
+}
+
+torch::Tensor comm_work_buffer_awaiting(CommKind kind, int rank, int blocks, int64_t elements, torch::Tensor& own) {
+  if (kind == CommKind::AllReduce || kind == CommKind::ReduceScatter) {
+    own = torch::empty({elements}, torch::kFloat32);
+    return own;
+  }
+  auto work = torch::zeros({blocks * elements}, torch::kFloat32);
+  const int block = kind == CommKind::AllGather ? rank : 0;  // an exchange keeps its own block first
+  own = work.slice(0, block * elements, (block + 1) * elements);
   return work;
 }
 

@@ -19,6 +19,9 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
 // reduce-scatter (reduced in place), else the op's buffer in its block of a larger zeroed one.
 // `blocks`: participants for an all-gather or reduce-scatter, 1 + degree for a neighbour exchange.
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks);
+// The same layout (float32) before the op's values are known: `own` is set to the view they
+// go in (another process's rank in a spread run, whose values are still arriving).
+torch::Tensor comm_work_buffer_awaiting(CommKind kind, int rank, int blocks, int64_t elements, torch::Tensor& own);
 
 // After the collective: fills op.received from the work buffer (all-gather and exchange; the
 // rank's block for a reduce-scatter), and op.received_mask from `arrived` (the work buffer's

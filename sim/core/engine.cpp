@@ -133,7 +133,8 @@ RunSummary Engine::run(Recorder& recorder) {
     summary_.status = all_done ? "completed" : "failed";
     if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
   }
-  if (placement_.spread() && summary_.status != "failed") {
+  if (placement_.spread()) hooks_.group->cancel_receives();  // the plans after each node's last
+  if (placement_.spread() && summary_.status == "completed") {
     try {
       hooks_.group->finish_sends();  // a peer may still wait for this process's last values
     } catch (const std::exception& e) {
@@ -141,7 +142,10 @@ RunSummary Engine::run(Recorder& recorder) {
       summary_.error = error_sentence(e);
     }
   }
-  if (placement_.spread()) times_.transfers = hooks_.group->transfer_seconds();
+  if (placement_.spread()) {
+    times_.transfers = hooks_.group->transfer_seconds();
+    times_.receives = hooks_.group->receives();
+  }
   // The last eval left the averaged model in eval_model_ (rank 0's, in a spread run).
   if (summary_.status == "completed" && !scenario_.output.checkpoint.empty() && placement_.rank == 0) {
     save_checkpoint(*eval_model_, scenario_.output.checkpoint);
@@ -273,26 +277,47 @@ void Engine::train_ready_nodes() {
   ready_.clear();
 }
 
+// A plan this short (in doubles, with its length first) travels as one message, whose receive
+// is posted as soon as the previous plan of its node arrived; a longer one follows its head.
+constexpr int64_t kPlanHead = 128;
+
 void Engine::send_plan(int node, const PlanOutline& plan) {
   const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
   const torch::Tensor wire = encode_plan(plan);
-  const torch::Tensor size = torch::tensor({wire.numel()}, torch::kInt64);
+  auto head = torch::zeros({kPlanHead}, torch::kFloat64);
+  head[0] = static_cast<double>(wire.numel());
+  const bool inline_plan = wire.numel() < kPlanHead;
+  if (inline_plan) head.narrow(0, 1, wire.numel()).copy_(wire);
   for (int peer = 0; peer < placement_.world; ++peer) {
     if (peer == placement_.rank) continue;
-    hooks_.group->send(size, peer, wire_tag(TagKind::PlanSize, sequence));
-    hooks_.group->send(wire, peer, wire_tag(TagKind::Plan, sequence));
+    hooks_.group->send(head, peer, wire_tag(TagKind::PlanHead, sequence));
+    if (!inline_plan) hooks_.group->send(wire, peer, wire_tag(TagKind::PlanBody, sequence));
   }
 }
 
+void Engine::post_plan_head(int node) {
+  auto& [ticket, head] = plan_heads_[node];
+  head = torch::empty({kPlanHead}, torch::kFloat64);
+  ticket = hooks_.group->post_receive(head, placement_.owner(node),
+                                      wire_tag(TagKind::PlanHead, plans_exchanged_[node] * nodes_ + node));
+}
+
 PlanOutline Engine::receive_plan(int node) {
+  if (plan_heads_.empty()) plan_heads_.resize(nodes_, {-1, torch::Tensor()});
+  if (plan_heads_[node].first < 0) post_plan_head(node);
   const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
-  const int owner = placement_.owner(node);
   const std::string what = "plan of node " + std::to_string(node) + " at step " + std::to_string(state_[node].step);
-  auto size = torch::empty({1}, torch::kInt64);
-  hooks_.group->receive(size, owner, wire_tag(TagKind::PlanSize, sequence), what);
-  auto wire = torch::empty({size.item<int64_t>()}, torch::kFloat64);
-  hooks_.group->receive(wire, owner, wire_tag(TagKind::Plan, sequence), what);
-  return decode_plan(wire);
+  auto [ticket, head] = plan_heads_[node];
+  hooks_.group->wait_receive(ticket, what);
+  const auto size = static_cast<int64_t>(head[0].item<double>());
+  torch::Tensor wire = head.narrow(0, 1, std::min(size, kPlanHead - 1));
+  if (size >= kPlanHead) {
+    wire = torch::empty({size}, torch::kFloat64);
+    hooks_.group->receive(wire, placement_.owner(node), wire_tag(TagKind::PlanBody, sequence), what);
+  }
+  PlanOutline plan = decode_plan(wire);
+  post_plan_head(node);  // the next one's, so that it travels while this process goes on
+  return plan;
 }
 
 // A node's step with ops that wait for a gradient (docs/compute.md): its passes run in order
@@ -367,8 +392,11 @@ void Engine::issue(int node, CommOp op) {
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
-  // Another process's rank enters with no values: its messages' values cross between processes.
-  f.work = replicas_[node] ? comm_work_buffer(op, rank, f.blocks) : torch::empty({0});
+  if (!placement_.spread()) {
+    f.work = comm_work_buffer(op, rank, f.blocks);
+  } else {
+    f.work = spread_work_buffer(node, op, rank, f.blocks, c);
+  }
   if (c.transport.datagrams) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
   // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
   // the op, even when the op outlives the step (overlap) and its messages leave later.
@@ -391,6 +419,24 @@ void Engine::issue(int node, CommOp op) {
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
   if (enter) c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
+}
+
+// A spread run's collectives move every participant's values in every process that has one:
+// a local rank's buffer goes to those processes as it is issued, another process's arrives
+// into the rank's block of its work buffer while the op waits to enter (CollectiveHooks::await).
+torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c) {
+  if (replicas_[node]) {
+    for (int p : c.processes)
+      // A copy: Gloo reads the tensor when the peer takes it, and the reduction here is in place.
+      if (p != placement_.rank) hooks_.group->send(op.buffer.clone(), p, wire_tag(TagKind::Payload, c.input_tag + rank));
+    return comm_work_buffer(op, rank, blocks);
+  }
+  if (!c.processes.count(placement_.rank)) return torch::empty({0});  // nobody here reads it
+  torch::Tensor own;
+  torch::Tensor work = comm_work_buffer_awaiting(op.kind, rank, blocks, op.buffer.numel(), own);
+  c.input_tickets[rank] =
+      hooks_.group->post_receive(own, placement_.owner(node), wire_tag(TagKind::Payload, c.input_tag + rank));
+  return work;
 }
 
 void Engine::enter_next_queued(int node) {
@@ -665,20 +711,18 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
     recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
   if (placement_.spread()) {
-    // Payload tags: the collectives open in the same order in every process.
-    const uint64_t first_tag = payload_tags_;
-    payload_tags_ += plan->messages.size();
-    hooks.here = [this, participants](int rank) { return placement_.local(participants[rank]); };
-    hooks.ship = [this, participants, plan, first_tag](int m, const torch::Tensor& values) {
-      hooks_.group->send(values, placement_.owner(participants[plan->messages[m].dst]),
-                         wire_tag(TagKind::Payload, first_tag + m));
-    };
-    hooks.fetch = [this, participants, plan, first_tag, tag = op.tag, step](int m, torch::Tensor& values) {
-      const auto& msg = plan->messages[m];
-      hooks_.group->receive(values, placement_.owner(participants[msg.src]), wire_tag(TagKind::Payload, first_tag + m),
-                            "values of '" + tag + "' (step " + std::to_string(step) + ") from node " +
-                                std::to_string(participants[msg.src]) + " to node " +
-                                std::to_string(participants[msg.dst]));
+    // Input tags: the collectives open in the same order in every process.
+    slot.input_tag = payload_tags_;
+    payload_tags_ += participants.size();
+    slot.input_tickets.assign(participants.size(), -1);
+    for (int n : participants) slot.processes.insert(placement_.owner(n));
+    hooks.values = slot.processes.count(placement_.rank) > 0;
+    hooks.await = [this, key, participants, tag = op.tag, step](int rank) {
+      int64_t& ticket = collectives_.at(key).input_tickets[rank];
+      if (ticket < 0) return;
+      hooks_.group->wait_receive(ticket, "buffer of '" + tag + "' (step " + std::to_string(step) + ") from node " +
+                                             std::to_string(participants[rank]));
+      ticket = -1;
     };
   }
   slot.plan = plan;

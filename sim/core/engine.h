@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -112,6 +113,11 @@ class Engine {
     MessageTransport transport;
     std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
+    // A spread run: the processes with a participant, the first of its ranks' tags, and per
+    // rank the receive of another process's buffer (-1: none, or arrived).
+    std::set<int> processes;
+    uint64_t input_tag = 0;
+    std::vector<int64_t> input_tickets;
   };
   struct PendingRow {
     TrainRow row;
@@ -128,10 +134,13 @@ class Engine {
   void train_ready_nodes();
   void send_plan(int node, const PlanOutline& plan);
   PlanOutline receive_plan(int node);
+  void post_plan_head(int node);  // the receive of the node's next plan, posted ahead
   // Issues the ops that wait for a gradient at that layer's end of backward; returns the rest.
   std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
   void compute_done(int node);
   void issue(int node, CommOp op);
+  struct Collective;
+  torch::Tensor spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c);
   void op_complete(int node, int issued_step, const std::string& tag);
   void enter_next_queued(int node);
   void advance(int node);
@@ -206,7 +215,8 @@ class Engine {
   std::vector<int> ready_;
   std::map<int, PlanOutline> trained_ahead_;
   std::vector<uint64_t> plans_exchanged_;
-  uint64_t payload_tags_ = 0;
+  uint64_t payload_tags_ = 0;   // collectives' input tags used
+  std::vector<std::pair<int64_t, torch::Tensor>> plan_heads_;  // per remote node: the posted receive
   uint64_t eval_tags_ = 0;
   std::map<int64_t, std::vector<int>> compute_batches_;  // nodes whose compute ends at a tick
   uint64_t total_bytes_ = 0;

@@ -16,6 +16,7 @@ struct HostTimes {
   double eval = 0;
   double network_send = 0;   // inside Network::send, called from engine events
   double transfers = 0;      // a spread run: sending to and waiting for the other processes (Gloo)
+  int64_t receives = 0;      // a spread run: tensors received from the other processes
   double ns3() const { return run - engine + network_send; }
   double testbed() const { return engine - eval - network_send; }
 };

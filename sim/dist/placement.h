@@ -17,7 +17,7 @@ struct ReplicaPlacement {
 
 // Tags of the run's point-to-point tensors: a sequence number and what it carries, so that a
 // receive meets its send whatever order the two processes post them in.
-enum class TagKind : uint32_t { PlanSize = 0, Plan = 1, Payload = 2, Eval = 3 };
+enum class TagKind : uint32_t { PlanHead = 0, PlanBody = 1, Payload = 2, Eval = 3 };
 inline uint32_t wire_tag(TagKind kind, uint64_t sequence) {
   return static_cast<uint32_t>((sequence % (1u << 28)) * 4 + static_cast<uint32_t>(kind));
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -15,6 +16,8 @@
 
 namespace testbed {
 namespace {
+
+constexpr size_t kSendsInFlight = 256;
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -47,7 +50,8 @@ bool is_loopback(const std::string& address) {
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
-  std::deque<c10::intrusive_ptr<c10d::Work>> sends;  // in flight, oldest first
+  std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, int>> sends;  // in flight, oldest first, with the peer
+  std::map<int64_t, std::pair<c10::intrusive_ptr<c10d::Work>, int>> receives;  // posted: by ticket, with the peer
   std::string file;                                  // the loopback rendezvous, removed at the end
 };
 
@@ -86,6 +90,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
 }
 
 ProcessGroup::~ProcessGroup() {
+  cancel_receives();
   impl_->sends.clear();
   impl_->gloo.reset();
   impl_->store.reset();
@@ -98,19 +103,53 @@ ProcessGroup::~ProcessGroup() {
 void ProcessGroup::send(const torch::Tensor& tensor, int peer, uint32_t tag) {
   Stopwatch timer(transfer_seconds_);
   std::vector<at::Tensor> tensors{tensor.contiguous()};
-  impl_->sends.push_back(impl_->gloo->send(tensors, peer, static_cast<int>(tag)));
-  // Forget what was taken, so a long run's list stays short.
-  while (!impl_->sends.empty() && impl_->sends.front()->isCompleted()) {
-    impl_->sends.front()->wait();  // rethrows a failed send
+  impl_->sends.emplace_back(impl_->gloo->send(tensors, peer, static_cast<int>(tag)), peer);
+  // A send holds its tensor until it is waited for: the oldest are, so a long run's list stays
+  // short. Never a deadlock: every process posts the receive of a send at the same event or an
+  // earlier one, and this one's sends up to now are all posted.
+  while (impl_->sends.size() > kSendsInFlight) {
+    wait_send(impl_->sends.front());
     impl_->sends.pop_front();
   }
 }
 
+void ProcessGroup::wait_send(const std::pair<c10::intrusive_ptr<c10d::Work>, int>& send) {
+  try {
+    send.first->wait(millis(options_.timeout_s));
+  } catch (const std::exception& e) {
+    const std::string reported = reported_failures();
+    throw std::runtime_error("rank " + std::to_string(send.second) + " did not take a tensor within " +
+                             std::to_string(static_cast<int>(options_.timeout_s)) + " s (--timeout): " +
+                             (reported.empty() ? e.what() : reported));
+  }
+}
+
 void ProcessGroup::receive(torch::Tensor& tensor, int peer, uint32_t tag, const std::string& what) {
+  wait_receive(post_receive(tensor, peer, tag), what);
+}
+
+int64_t ProcessGroup::post_receive(torch::Tensor& tensor, int peer, uint32_t tag) {
   Stopwatch timer(transfer_seconds_);
   std::vector<at::Tensor> tensors{tensor};
+  const int64_t ticket = next_ticket_++;
+  impl_->receives.emplace(ticket, std::pair{impl_->gloo->recv(tensors, peer, static_cast<int>(tag)), peer});
+  return ticket;
+}
+
+void ProcessGroup::cancel_receives() {
+  for (auto& [ticket, receive] : impl_->receives) receive.first->abort();
+  impl_->receives.clear();
+}
+
+void ProcessGroup::wait_receive(int64_t ticket, const std::string& what) {
+  Stopwatch timer(transfer_seconds_);
+  ++receives_;
+  auto it = impl_->receives.find(ticket);
+  if (it == impl_->receives.end()) throw std::logic_error("no receive was posted as ticket " + std::to_string(ticket));
+  const auto [work, peer] = it->second;
+  impl_->receives.erase(it);
   try {
-    impl_->gloo->recv(tensors, peer, static_cast<int>(tag))->wait(millis(options_.timeout_s));
+    work->wait(millis(options_.timeout_s));
   } catch (const std::exception& e) {
     const std::string text = e.what();
     if (text.find("Timed out") != std::string::npos)
@@ -150,7 +189,7 @@ std::string ProcessGroup::reported_failures() const {
 
 void ProcessGroup::finish_sends() {
   Stopwatch timer(transfer_seconds_);
-  for (auto& work : impl_->sends) work->wait(millis(options_.timeout_s));
+  for (const auto& send : impl_->sends) wait_send(send);
   impl_->sends.clear();
 }
 

@@ -6,7 +6,12 @@
 #include <memory>
 #include <string>
 
+#include <c10/util/intrusive_ptr.h>
 #include <torch/types.h>
+
+namespace c10d {
+class Work;
+}
 
 namespace testbed {
 
@@ -40,18 +45,28 @@ class ProcessGroup {
   // Blocks until `tensor` (its size known to both sides) holds the peer's send of that tag.
   // `what` names it in the error when the peer fails or stays silent.
   void receive(torch::Tensor& tensor, int peer, uint32_t tag, const std::string& what);
+  // The same in two halves: posted ahead, the transfer runs while this process goes on (a
+  // receive posted late costs the peer's round trip at the moment it is needed).
+  int64_t post_receive(torch::Tensor& tensor, int peer, uint32_t tag);
+  void wait_receive(int64_t ticket, const std::string& what);
+  // Withdraws receives whose sends will never come (posted for a plan after the last).
+  void cancel_receives();
   // This process is failing: the others read why when they see it go (in their error).
   void report_failure(const std::string& why) noexcept;
   // Every send taken by its peer (before the process may exit).
   void finish_sends();
   double transfer_seconds() const { return transfer_seconds_; }  // host seconds in sends and waits
+  int64_t receives() const { return receives_; }
 
  private:
   std::string reported_failures() const;  // what failed peers reported, or ""
+  void wait_send(const std::pair<c10::intrusive_ptr<c10d::Work>, int>& send);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   ProcessGroupOptions options_;
   double transfer_seconds_ = 0;
+  int64_t receives_ = 0;
+  int64_t next_ticket_ = 0;
 };
 
 }  // namespace testbed

@@ -266,8 +266,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop->host_times().ns3(),
               summary.steps_completed > 0 ? 1e3 * loop->host_times().ns3() / summary.steps_completed : 0.0);
   if (group)
-    std::printf("processes         %d (rank 0's host time in Gloo transfers: %.2f s)\n", spread.world,
-                loop->host_times().transfers);
+    std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n",
+                spread.world, loop->host_times().transfers, static_cast<long long>(loop->host_times().receives));
   if (summary.phases_replayed > 0)
     std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
