@@ -168,6 +168,8 @@ void Engine::stop(const std::string& status, const std::string& error) {
   if (summary_.status != "running") return;
   summary_.status = status;
   summary_.error = error;
+  // A signal reaches each process at its own event: the others learn why this one went.
+  if (hooks_.group && status == "failed") hooks_.group->report_failure(error);
   clock_->stop();
 }
 

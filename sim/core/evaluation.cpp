@@ -60,11 +60,6 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
       row.replica_accuracy.push_back(result.accuracy);
     }
   }
-  // The last eval sees the whole test split (the averaged model only: replicas stay on the
-  // sample), so the final figures are not subject to the sample's error.
-  const bool last = steps_done == scenario_.workload.steps;
-  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
-  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
   torch::Tensor average = model.defined() ? model : snapshots[0];
   if (!all_same && !model.defined()) {
     // Summed into one double vector: O(d) beside the snapshots, no N x d stack.
@@ -72,20 +67,7 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
     for (size_t i = 1; i < n; ++i) sum.add_(snapshots[i]);
     average = sum.div_(static_cast<double>(n)).to(snapshots[0].scalar_type());
   }
-  load_flat_parameters(*model_, average);  // left there for the final checkpoint
-  auto averaged = evaluate(*model_, data_.task, inputs, targets, device);
-  if (all_same) {
-    row.replica_loss.assign(n, averaged.loss);
-    row.replica_accuracy.assign(n, averaged.accuracy);
-  }
-  row.loss = averaged.loss;
-  row.accuracy = averaged.accuracy;
-  row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
-  for (size_t v = 0; v < data_.test_variants.size(); ++v) {
-    const auto& variant = last ? data_.test_variants[v].inputs : eval_variants_[v];
-    auto result = evaluate(*model_, data_.task, variant, targets, device);
-    row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
-  }
+  evaluate_average(row, steps_done, average, all_same, n);
   // The agreement is over what the replicas train: the whole snapshot unless adapters
   // freeze part of the model, then the trainable parameters' ranges within it.
   std::vector<torch::Tensor> trainable = snapshots;  // shares storage, copies nothing
@@ -108,8 +90,31 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   row.min_correlation = agreement.min_correlation;
   row.distance = agreement.mean_distance;
   row.correlation_matrix = std::move(agreement.matrix);
-  averaged_samples_ = inputs.size(0);
   return row;
+}
+
+// The last eval sees the whole test split (the averaged model only: replicas stay on the
+// sample), so the final figures are not subject to the sample's error.
+void Evaluator::evaluate_average(EvalRow& row, int steps_done, const torch::Tensor& average, bool all_same, size_t n) {
+  torch::Device device(scenario_.device);
+  const bool last = steps_done == scenario_.workload.steps;
+  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
+  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
+  load_flat_parameters(*model_, average);  // left there for the final checkpoint
+  auto averaged = evaluate(*model_, data_.task, inputs, targets, device);
+  if (all_same) {
+    row.replica_loss.assign(n, averaged.loss);
+    row.replica_accuracy.assign(n, averaged.accuracy);
+  }
+  row.loss = averaged.loss;
+  row.accuracy = averaged.accuracy;
+  row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
+  for (size_t v = 0; v < data_.test_variants.size(); ++v) {
+    const auto& variant = last ? data_.test_variants[v].inputs : eval_variants_[v];
+    auto result = evaluate(*model_, data_.task, variant, targets, device);
+    row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
+  }
+  averaged_samples_ = inputs.size(0);
 }
 
 }  // namespace testbed

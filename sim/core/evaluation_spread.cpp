@@ -184,30 +184,13 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
   }
   if (me != 0) return row;  // rank 0 writes the row
 
-  const bool last = steps_done == scenario_.workload.steps;
-  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
-  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
-  load_flat_parameters(*model_, average);  // left there for the final checkpoint
-  auto averaged = evaluate(*model_, data_.task, inputs, targets, device);
-  if (all_same) {
-    row.replica_loss.assign(n, averaged.loss);
-    row.replica_accuracy.assign(n, averaged.accuracy);
-  }
-  row.loss = averaged.loss;
-  row.accuracy = averaged.accuracy;
-  row.perplexity = data_.task == Task::Language ? std::exp(averaged.loss) : std::nan("");
-  for (size_t v = 0; v < data_.test_variants.size(); ++v) {
-    const auto& variant = last ? data_.test_variants[v].inputs : eval_variants_[v];
-    auto result = evaluate(*model_, data_.task, variant, targets, device);
-    row.variants.push_back({data_.test_variants[v].name, result.loss, result.accuracy});
-  }
+  evaluate_average(row, steps_done, average, all_same, static_cast<size_t>(n));
   auto agreement = finish_agreement(sums, scenario_.workload.correlation_pairs,
                                     stream_seed(scenario_.seed, "correlation_pairs", steps_done));
   row.correlation = agreement.mean_correlation;
   row.min_correlation = agreement.min_correlation;
   row.distance = agreement.mean_distance;
   row.correlation_matrix = std::move(agreement.matrix);
-  averaged_samples_ = inputs.size(0);
   return row;
 }
 
