@@ -3,7 +3,7 @@
 # run in one process: the HDF5 files must be equal bit for bit (h5diff) but for the summary's
 # host time, for ddp, diloco, sparta and gossip. Then the failures: a rank killed mid-run, and a
 # rank stopped (hung), end the others within --timeout with exit code 1 and a readable file
-# whose status says failed and names the rank.
+# whose status says failed and names the rank; SIGTERM to testbed launch ends every rank.
 set -u
 testbed=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,6 +78,24 @@ for how in KILL STOP; do
     *) fail "$how: the file does not say failed naming rank 1: $status"; cat "$dir/log" ;;
   esac
 done
+
+# SIGTERM to testbed launch reaches every rank: the run ends, exit 1, the file says interrupted.
+dir="$work/term"
+mkdir -p "$dir"
+(cd "$dir" && exec "$testbed" launch -n 2 ../base.yaml --set workload.steps=100000 -o run.h5 -q > log 2>&1) &
+launcher=$!
+for _ in $(seq 100); do [ -s "$dir/run.h5" ] && break; sleep 0.1; done
+sleep 1
+kill -TERM $launcher
+wait $launcher
+code=$?
+status=$(/usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); print(f.attrs['status'], '|', f.attrs['error'])" "$dir/run.h5" 2>&1)
+echo "TERM to launch: exit $code; file says $status"
+[ $code = 1 ] || fail "TERM: launch exited $code, expected 1"
+case "$status" in
+  "failed | "*interrupted*) ;;
+  *) fail "TERM: the file does not say interrupted: $status"; cat "$dir/log" ;;
+esac
 
 [ $failures = 0 ] && echo "all spread-run checks passed"
 exit $((failures > 0))

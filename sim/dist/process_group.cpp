@@ -35,6 +35,12 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_;
 };
 
+// LibTorch's errors carry a C++ backtrace in what(): the sentence alone.
+std::string sentence(const std::exception& e) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e)) return torch_error->what_without_backtrace();
+  return e.what();
+}
+
 std::string rendezvous_file(int port) {
   return (std::filesystem::temp_directory_path() /
           ("testbed-rendezvous-" + std::to_string(getuid()) + "-" + std::to_string(port)))
@@ -84,8 +90,8 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
   } catch (const std::exception& e) {
     throw std::runtime_error("rank " + std::to_string(options.rank) + " of " + std::to_string(options.world) +
                              " could not meet the others at " + options.master_addr + ":" +
-                             std::to_string(options.master_port) + " within " + std::to_string(options.timeout_s) +
-                             " s: " + e.what());
+                             std::to_string(options.master_port) + " within " +
+                             std::to_string(static_cast<int>(options.timeout_s)) + " s: " + sentence(e));
   }
 }
 
@@ -120,7 +126,7 @@ void ProcessGroup::wait_send(const std::pair<c10::intrusive_ptr<c10d::Work>, int
     const std::string reported = reported_failures();
     throw std::runtime_error("rank " + std::to_string(send.second) + " did not take a tensor within " +
                              std::to_string(static_cast<int>(options_.timeout_s)) + " s (--timeout): " +
-                             (reported.empty() ? e.what() : reported));
+                             (reported.empty() ? sentence(e) : reported));
   }
 }
 
@@ -151,7 +157,7 @@ void ProcessGroup::wait_receive(int64_t ticket, const std::string& what) {
   try {
     work->wait(millis(options_.timeout_s));
   } catch (const std::exception& e) {
-    const std::string text = e.what();
+    const std::string text = sentence(e);
     if (text.find("Timed out") != std::string::npos)
       throw std::runtime_error("rank " + std::to_string(peer) + " sent no " + what + " within " +
                                std::to_string(static_cast<int>(options_.timeout_s)) + " s (--timeout): " + text);
