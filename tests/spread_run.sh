@@ -1,7 +1,8 @@
 #!/bin/bash
 # One run spread over 2 and 3 processes (testbed launch, c10d Gloo on loopback) against the same
 # run in one process: the HDF5 files must be equal bit for bit (h5diff) but for the summary's
-# host time, for ddp, diloco, sparta and gossip. Then the failures: a rank killed mid-run, and a
+# host time, for ddp, diloco, sparta and gossip (and powersgd, whose steps have rounds, and dear,
+# whose forward waits at gates). Then the failures: a rank killed mid-run, and a
 # rank stopped (hung), end the others within --timeout with exit code 1 and a readable file
 # whose status says failed and names the rank; SIGTERM to testbed launch ends every rank.
 set -u
@@ -19,7 +20,7 @@ differences() {
     grep -v '^1 differences found$' | grep -v '^$'
 }
 
-for algorithm in "ddp" "diloco --set algorithm.H=5" "sparta" "gossip"; do
+for algorithm in "ddp" "diloco --set algorithm.H=5" "sparta" "gossip" "powersgd" "dear"; do
   name=${algorithm%% *}
   sets="--set algorithm.name=$algorithm"
   for processes in 1 2 3; do

@@ -139,8 +139,13 @@ class Engine {
   std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
   void compute_done(int node);
   void issue(int node, CommOp op);
+  // A spread run (engine_spread.cpp): the buffer a rank enters a collective with, the
+  // collective's input tags and receives, and the end of the run's transfers.
   struct Collective;
   torch::Tensor spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c);
+  void spread_collective(Collective& slot, CollectiveHooks& hooks, const std::pair<int, std::string>& key,
+                         const std::vector<int>& participants, const std::string& tag);
+  void finish_spread();
   void op_complete(int node, int issued_step, const std::string& tag);
   void enter_next_queued(int node);
   void advance(int node);

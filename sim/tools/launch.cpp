@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <thread>
 #include <cerrno>
 #include <csignal>
@@ -75,7 +74,8 @@ int launch_processes(const LaunchOptions& options) {
   size_t running = pids.size();
   // Once a rank has failed, the others fail on their own within the run's timeout; one that
   // does not (stopped, or stuck outside the run's waits) is killed after that and a grace.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  constexpr auto kNone = std::chrono::steady_clock::time_point::max();
+  auto deadline = kNone;
   while (running > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -85,14 +85,14 @@ int launch_processes(const LaunchOptions& options) {
     }
     if (pid < 0 && errno != EINTR) break;
     if (pid <= 0) {
-      if (deadline && std::chrono::steady_clock::now() > *deadline) {
+      if (deadline != kNone && std::chrono::steady_clock::now() > deadline) {
         for (size_t r = 0; r < pids.size(); ++r) {
           if (codes[r] >= 0) continue;
           std::fprintf(stderr, "testbed launch: rank %zu did not end within %.0f s of a failed rank: killing it\n", r,
                        options.timeout_s + kGraceSeconds);
           kill(pids[r], SIGKILL);
         }
-        deadline.reset();
+        deadline = kNone;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -105,7 +105,7 @@ int launch_processes(const LaunchOptions& options) {
       } else {
         codes[r] = WEXITSTATUS(status);
       }
-      if (codes[r] != 0 && !deadline)
+      if (codes[r] != 0 && deadline == kNone)
         deadline = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(static_cast<int64_t>(1000 * (options.timeout_s + kGraceSeconds)));
       --running;
