@@ -2,7 +2,8 @@
 # One run spread over 2 and 3 processes (testbed launch, c10d Gloo on loopback) against the same
 # run in one process: the HDF5 files must be equal bit for bit (h5diff) but for the summary's
 # host time, for ddp, diloco, sparta and gossip (and powersgd, whose steps have rounds, and dear,
-# whose forward waits at gates). Then the failures: a rank killed mid-run, and a
+# whose forward waits at gates; gossip with LoRA adapters, whose agreement is over the trainable
+# ranges). Then the failures: a rank killed mid-run, and a
 # rank stopped (hung), end the others within --timeout with exit code 1 and a readable file
 # whose status says failed and names the rank; SIGTERM to testbed launch ends every rank.
 set -u
@@ -20,9 +21,19 @@ differences() {
     grep -v '^1 differences found$' | grep -v '^$'
 }
 
-for algorithm in "ddp" "diloco --set algorithm.H=5" "sparta" "gossip" "powersgd" "dear"; do
-  name=${algorithm%% *}
-  sets="--set algorithm.name=$algorithm"
+# label|overrides
+cases=(
+  "ddp|--set algorithm.name=ddp"
+  "diloco|--set algorithm.name=diloco --set algorithm.H=5"
+  "sparta|--set algorithm.name=sparta"
+  "gossip|--set algorithm.name=gossip"
+  "powersgd|--set algorithm.name=powersgd"
+  "dear|--set algorithm.name=dear"
+  "gossip-lora|--set algorithm.name=gossip --set workload.adapter.kind=lora"
+)
+for case in "${cases[@]}"; do
+  name=${case%%|*}
+  sets=${case#*|}
   for processes in 1 2 3; do
     mkdir -p "$work/$name/$processes"
     # The same relative output path, so that the scenario stored in the file is the same text.

@@ -68,22 +68,8 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
     average = sum.div_(static_cast<double>(n)).to(snapshots[0].scalar_type());
   }
   evaluate_average(row, steps_done, average, all_same, n);
-  // The agreement is over what the replicas train: the whole snapshot unless adapters
-  // freeze part of the model, then the trainable parameters' ranges within it.
-  std::vector<torch::Tensor> trainable = snapshots;  // shares storage, copies nothing
-  if (count_parameters(*model_, true) != count_parameters(*model_)) {
-    std::vector<std::pair<int64_t, int64_t>> ranges;  // offset, count
-    int64_t offset = 0;
-    for (const auto& p : model_->parameters()) {
-      if (p.requires_grad()) ranges.emplace_back(offset, p.numel());
-      offset += p.numel();
-    }
-    for (auto& t : trainable) {
-      std::vector<torch::Tensor> parts;
-      for (auto [begin, count] : ranges) parts.push_back(t.narrow(0, begin, count));
-      t = torch::cat(parts);
-    }
-  }
+  std::vector<torch::Tensor> trainable;
+  for (const auto& snapshot : snapshots) trainable.push_back(trainable_part(snapshot));
   auto agreement = replica_agreement(trainable, scenario_.workload.correlation_pairs,
                                      stream_seed(scenario_.seed, "correlation_pairs", steps_done));
   row.correlation = agreement.mean_correlation;
@@ -91,6 +77,19 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   row.distance = agreement.mean_distance;
   row.correlation_matrix = std::move(agreement.matrix);
   return row;
+}
+
+// The agreement is over what the replicas train: the whole snapshot unless adapters freeze
+// part of the model, then the trainable parameters' ranges within it.
+torch::Tensor Evaluator::trainable_part(const torch::Tensor& snapshot) const {
+  if (count_parameters(*model_, true) == count_parameters(*model_)) return snapshot;  // shares storage
+  std::vector<torch::Tensor> parts;
+  int64_t offset = 0;
+  for (const auto& p : model_->parameters()) {
+    if (p.requires_grad()) parts.push_back(snapshot.narrow(0, offset, p.numel()));
+    offset += p.numel();
+  }
+  return torch::cat(parts);
 }
 
 // The last eval sees the whole test split (the averaged model only: replicas stay on the

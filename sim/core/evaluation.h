@@ -40,6 +40,8 @@ class Evaluator {
   int64_t averaged_samples() const { return averaged_samples_; }  // the average's, last time
 
  private:
+  // What the agreement compares of a snapshot: all of it, or its trainable ranges (adapters).
+  torch::Tensor trainable_part(const torch::Tensor& snapshot) const;
   // The averaged model's evaluation (and each shifted test set's) into `row`; with
   // `all_same`, also every replica's.
   void evaluate_average(EvalRow& row, int steps_done, const torch::Tensor& average, bool all_same, size_t n);

@@ -53,14 +53,41 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
   const auto dtype = torch::TensorOptions().dtype(model_->parameters().front().scalar_type());
 
   // Columns by whole agreement blocks, so that each process's part of the Gram pass is the
-  // one-process pass's blocks.
+  // one-process pass's blocks (the equality checks and the average, element by element, would
+  // take any split).
   const int64_t block = agreement_block_columns(n);
-  const int64_t blocks = (d + block - 1) / block;
-  auto columns_of = [&](int p) {
+  auto columns_of = [&](int p, int64_t length) {
+    const int64_t blocks = (length + block - 1) / block;
     const int64_t first = blocks * p / world, last = blocks * (p + 1) / world;
-    return std::pair{std::min(d, first * block), std::min(d, last * block)};
+    return std::pair{std::min(length, first * block), std::min(length, last * block)};
   };
-  const auto [lo, hi] = columns_of(me);
+  // This process's columns of every replica's `vectors` (its own replicas'; `length` each).
+  auto exchange_columns = [&](const std::vector<torch::Tensor>& vectors, int64_t length) {
+    const auto [lo, hi] = columns_of(me, length);
+    std::vector<torch::Tensor> columns(n);
+    const uint64_t seq = tag.phase(static_cast<uint64_t>(n) * world);
+    for (int i = 0; i < n; ++i) {
+      if (!placement.local(i)) continue;
+      for (int p = 0; p < world; ++p) {
+        if (p == me) continue;
+        const auto [begin, end] = columns_of(p, length);
+        send(vectors[i].narrow(0, begin, end - begin).contiguous(), p, seq + static_cast<uint64_t>(i) * world + p);
+      }
+      columns[i] = vectors[i].narrow(0, lo, hi - lo);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (placement.local(i)) continue;
+      columns[i] = receive(torch::empty({hi - lo}, dtype), placement.owner(i), seq + static_cast<uint64_t>(i) * world + me);
+    }
+    return columns;
+  };
+  const std::vector<torch::Tensor> columns = exchange_columns(snapshots, d);
+  // What the agreement compares: the same columns, or (adapters) the trainable ranges' own.
+  std::vector<torch::Tensor> trainable(n);
+  for (int i = 0; i < n; ++i)
+    if (placement.local(i)) trainable[i] = trainable_part(snapshots[i]);
+  const int64_t dt = count_parameters(*model_, true);
+  const std::vector<torch::Tensor> agreed = dt == d ? columns : exchange_columns(trainable, dt);
 
   // Each replica's mean, from its own process.
   std::vector<double> means(n);
@@ -68,30 +95,12 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
     const uint64_t seq = tag.phase(static_cast<uint64_t>(n));
     for (int i = 0; i < n; ++i) {
       if (!placement.local(i)) continue;
-      means[i] = replica_mean(snapshots[i]);
+      means[i] = replica_mean(trainable[i]);
       for (int p = 0; p < world; ++p)
         if (p != me) send(torch::tensor({means[i]}, f64), p, seq + i);
     }
     for (int i = 0; i < n; ++i)
       if (!placement.local(i)) means[i] = receive(torch::empty({1}, f64), placement.owner(i), seq + i).item<double>();
-  }
-  // This process's columns of every replica.
-  std::vector<torch::Tensor> columns(n);
-  {
-    const uint64_t seq = tag.phase(static_cast<uint64_t>(n) * world);
-    for (int i = 0; i < n; ++i) {
-      if (!placement.local(i)) continue;
-      for (int p = 0; p < world; ++p) {
-        if (p == me) continue;
-        const auto [begin, end] = columns_of(p);
-        send(snapshots[i].narrow(0, begin, end - begin).contiguous(), p, seq + static_cast<uint64_t>(i) * world + p);
-      }
-      columns[i] = snapshots[i].narrow(0, lo, hi - lo);
-    }
-    for (int i = 0; i < n; ++i) {
-      if (placement.local(i)) continue;
-      columns[i] = receive(torch::empty({hi - lo}, dtype), placement.owner(i), seq + static_cast<uint64_t>(i) * world + me);
-    }
   }
   // The Gram pass, process after process over their columns, as one process goes over all.
   AgreementSums sums;
@@ -103,7 +112,7 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
       sums.gram = receive(torch::empty({n, n}, f64), me - 1, seq + 2 * me);
       sums.squared_distance = receive(torch::empty({n}, f64), me - 1, seq + 2 * me + 1);
     }
-    add_agreement_columns(sums, columns, torch::tensor(means, f64).reshape({n, 1}), std::min(block, std::max<int64_t>(d, 1)));
+    add_agreement_columns(sums, agreed, torch::tensor(means, f64).reshape({n, 1}), std::min(block, std::max<int64_t>(dt, 1)));
     const int next = (me + 1) % world;
     send(sums.gram, next, seq + 2 * next);
     send(sums.squared_distance, next, seq + 2 * next + 1);
@@ -174,7 +183,7 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
     } else {
       std::vector<torch::Tensor> parts{part};
       for (int p = 1; p < world; ++p) {
-        const auto [begin, end] = columns_of(p);
+        const auto [begin, end] = columns_of(p, d);
         parts.push_back(receive(torch::empty({end - begin}, dtype), p, seq + p));
       }
       average = torch::cat(parts);

@@ -122,7 +122,7 @@ testbed::ProcessGroupOptions process_group_options(const RunOptions& options) {
 
 // What a run over several processes cannot do yet, refused at the key before anything is written.
 void check_spread_run(const testbed::Scenario& scenario, const testbed::ProcessGroupOptions& group,
-                      const RunOptions& options, const testbed::Model& model) {
+                      const RunOptions& options) {
   using testbed::InputError;
   const std::string processes = std::to_string(group.world) + " processes";
   if (scenario.nodes < group.world)
@@ -135,9 +135,6 @@ void check_spread_run(const testbed::Scenario& scenario, const testbed::ProcessG
   if (scenario.output.resume_every > 0 || options.resume)
     throw InputError(scenario.where("output.resume_every") + ": checkpoints are not written by a run over " + processes +
                      "; set it to 0 or run in one process");
-  if (testbed::count_parameters(model, true) != testbed::count_parameters(model))
-    throw InputError(scenario.where("workload") + ": a model with frozen parameters (adapters) runs in one process; "
-                     "run it without --world-size");
 }
 
 // The checkpoint to continue from, checked before anything is written: it must belong to this
@@ -177,7 +174,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     throw InputError(scenario.where(state ? "algorithm.client_state" : "nodes") + ": " + refusal);
   }
   const ProcessGroupOptions spread = process_group_options(options);
-  if (spread.world > 1) check_spread_run(scenario, spread, options, *model);
+  if (spread.world > 1) check_spread_run(scenario, spread, options);
   const bool writer = spread.rank == 0;  // rank 0 alone writes the file and prints the summary
   const NetworkCaptures captures =
       writer ? checked_captures(scenario, options.pcap_dir, options.flowmon_file) : NetworkCaptures{};
