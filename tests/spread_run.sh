@@ -109,5 +109,18 @@ case "$status" in
   *) fail "TERM: the file does not say interrupted: $status"; cat "$dir/log" ;;
 esac
 
+# A rank whose peers never come: exit 1 after --timeout, naming the rendezvous; no file.
+dir="$work/alone"
+mkdir -p "$dir"
+port=$((20000 + RANDOM % 20000))
+(cd "$dir" && "$testbed" run ../base.yaml -o run.h5 -q --world-size 2 --rank 0 --master 127.0.0.1:$port --timeout 2 \
+   > log 2>&1)
+code=$?
+echo "alone: exit $code: $(cat "$dir/log")"
+[ $code = 1 ] || fail "alone: exit $code, expected 1"
+grep -q "could not meet the others" "$dir/log" || fail "alone: the error does not say so"
+[ ! -e "$dir/run.h5" ] || fail "alone: a file was written"
+[ ! -e "${TMPDIR:-/tmp}/testbed-rendezvous-$(id -u)-$port" ] || fail "alone: the rendezvous file was left behind"
+
 [ $failures = 0 ] && echo "all spread-run checks passed"
 exit $((failures > 0))

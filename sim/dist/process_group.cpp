@@ -41,13 +41,13 @@ std::string sentence(const std::exception& e) {
   return e.what();
 }
 
+}  // namespace
+
 std::string rendezvous_file(int port) {
   return (std::filesystem::temp_directory_path() /
           ("testbed-rendezvous-" + std::to_string(getuid()) + "-" + std::to_string(port)))
       .string();
 }
-
-}  // namespace
 
 bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
@@ -88,6 +88,9 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
     gloo_options->threads = 1;
     impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options.rank, options.world, gloo_options);
   } catch (const std::exception& e) {
+    impl_->store.reset();
+    std::error_code ignored;
+    if (!impl_->file.empty() && options.rank == 0) std::filesystem::remove(impl_->file, ignored);
     throw std::runtime_error("rank " + std::to_string(options.rank) + " of " + std::to_string(options.world) +
                              " could not meet the others at " + options.master_addr + ":" +
                              std::to_string(options.master_port) + " within " +

@@ -27,6 +27,9 @@ struct ProcessGroupOptions {
 // Whether `address` names this machine's loopback: the rendezvous then needs no listening
 // socket beyond 127.0.0.1 (a c10d FileStore beside the Gloo pairs, which bind to it).
 bool is_loopback(const std::string& address);
+// That rendezvous's file, one per user and port (rank 0 removes it; so does testbed launch,
+// in case rank 0 was killed, since a stale file would mislead the next run on that port).
+std::string rendezvous_file(int port);
 
 class ProcessGroup {
  public:

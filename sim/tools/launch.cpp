@@ -1,5 +1,6 @@
 // Local processes for one run, with the environment torchrun would give them.
 #include "sim/tools/launch.h"
+#include "sim/dist/process_group.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace testbed {
@@ -111,6 +113,8 @@ int launch_processes(const LaunchOptions& options) {
       --running;
     }
   }
+  std::error_code ignored;
+  std::filesystem::remove(rendezvous_file(port), ignored);
   if (codes[0] != 0) return codes[0];
   for (int code : codes)
     if (code != 0) return code;
