@@ -4,6 +4,7 @@
 #include "sim/core/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <torch/torch.h>
 
@@ -63,25 +64,35 @@ void Engine::train_ready_nodes() {
 
 // A plan this short (in doubles, with its length first) travels as one message, whose receive
 // is posted as soon as the previous plan of its node arrived; a longer one follows its head.
-constexpr int64_t kPlanHead = 128;
+// Tests shorten it (TESTBED_PLAN_HEAD, the same in every process) so that every plan takes the
+// long way.
+int64_t plan_head() {
+  static const int64_t doubles = [] {
+    const char* text = std::getenv("TESTBED_PLAN_HEAD");
+    return text ? std::max<int64_t>(2, std::atoll(text)) : int64_t{128};
+  }();
+  return doubles;
+}
 
 void Engine::send_plan(int node, const PlanOutline& plan) {
   const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
   const torch::Tensor wire = encode_plan(plan);
-  auto head = torch::zeros({kPlanHead}, torch::kFloat64);
+  const int64_t head_size = plan_head();
+  auto head = torch::zeros({head_size}, torch::kFloat64);
   head[0] = static_cast<double>(wire.numel());
-  const bool inline_plan = wire.numel() < kPlanHead;
+  const bool inline_plan = wire.numel() < head_size;
   if (inline_plan) head.narrow(0, 1, wire.numel()).copy_(wire);
   for (int peer = 0; peer < placement_.world; ++peer) {
     if (peer == placement_.rank) continue;
     hooks_.group->send(head, peer, wire_tag(TagKind::PlanHead, sequence));
-    if (!inline_plan) hooks_.group->send(wire, peer, wire_tag(TagKind::PlanBody, sequence));
+    // The peer posts a body's receive when it reads the head: kept to the end (rare, small).
+    if (!inline_plan) hooks_.group->send(wire, peer, wire_tag(TagKind::PlanBody, sequence), false);
   }
 }
 
 void Engine::post_plan_head(int node) {
   auto& [ticket, head] = plan_heads_[node];
-  head = torch::empty({kPlanHead}, torch::kFloat64);
+  head = torch::empty({plan_head()}, torch::kFloat64);
   ticket = hooks_.group->post_receive(head, placement_.owner(node),
                                       wire_tag(TagKind::PlanHead, plans_exchanged_[node] * nodes_ + node));
 }
@@ -94,8 +105,8 @@ PlanOutline Engine::receive_plan(int node) {
   auto [ticket, head] = plan_heads_[node];
   hooks_.group->wait_receive(ticket, what);
   const auto size = static_cast<int64_t>(head[0].item<double>());
-  torch::Tensor wire = head.narrow(0, 1, std::min(size, kPlanHead - 1));
-  if (size >= kPlanHead) {
+  torch::Tensor wire = head.narrow(0, 1, std::min(size, plan_head() - 1));
+  if (size >= plan_head()) {
     wire = torch::empty({size}, torch::kFloat64);
     hooks_.group->receive(wire, placement_.owner(node), wire_tag(TagKind::PlanBody, sequence), what);
   }

@@ -70,13 +70,19 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   evaluate_average(row, steps_done, average, all_same, n);
   std::vector<torch::Tensor> trainable;
   for (const auto& snapshot : snapshots) trainable.push_back(trainable_part(snapshot));
-  auto agreement = replica_agreement(trainable, scenario_.workload.correlation_pairs,
-                                     stream_seed(scenario_.seed, "correlation_pairs", steps_done));
+  record_agreement(row, replica_agreement(trainable, scenario_.workload.correlation_pairs, pairs_seed(steps_done)));
+  return row;
+}
+
+uint64_t Evaluator::pairs_seed(int steps_done) const {
+  return stream_seed(scenario_.seed, "correlation_pairs", steps_done);
+}
+
+void Evaluator::record_agreement(EvalRow& row, ReplicaAgreement agreement) {
   row.correlation = agreement.mean_correlation;
   row.min_correlation = agreement.min_correlation;
   row.distance = agreement.mean_distance;
   row.correlation_matrix = std::move(agreement.matrix);
-  return row;
 }
 
 // The agreement is over what the replicas train: the whole snapshot unless adapters freeze

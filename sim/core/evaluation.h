@@ -11,6 +11,7 @@
 #include "sim/dist/placement.h"
 #include "sim/output/recorder.h"
 #include "training/dataset.h"
+#include "training/metrics.h"
 #include "training/models.h"
 
 namespace testbed {
@@ -40,6 +41,9 @@ class Evaluator {
   int64_t averaged_samples() const { return averaged_samples_; }  // the average's, last time
 
  private:
+  // The agreement's sampled pairs at an eval step, and its figures into the row.
+  uint64_t pairs_seed(int steps_done) const;
+  static void record_agreement(EvalRow& row, ReplicaAgreement agreement);
   // What the agreement compares of a snapshot: all of it, or its trainable ranges (adapters).
   torch::Tensor trainable_part(const torch::Tensor& snapshot) const;
   // The averaged model's evaluation (and each shifted test set's) into `row`; with

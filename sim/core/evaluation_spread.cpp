@@ -12,7 +12,6 @@
 #include "sim/dist/process_group.h"
 #include "training/metrics.h"
 #include "training/replica.h"
-#include "training/seed_streams.h"
 
 namespace testbed {
 namespace {
@@ -194,12 +193,7 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
   if (me != 0) return row;  // rank 0 writes the row
 
   evaluate_average(row, steps_done, average, all_same, static_cast<size_t>(n));
-  auto agreement = finish_agreement(sums, scenario_.workload.correlation_pairs,
-                                    stream_seed(scenario_.seed, "correlation_pairs", steps_done));
-  row.correlation = agreement.mean_correlation;
-  row.min_correlation = agreement.min_correlation;
-  row.distance = agreement.mean_distance;
-  row.correlation_matrix = std::move(agreement.matrix);
+  record_agreement(row, finish_agreement(sums, scenario_.workload.correlation_pairs, pairs_seed(steps_done)));
   return row;
 }
 

@@ -57,6 +57,7 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, int>> sends;  // in flight, oldest first, with the peer
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, int>> late_sends;  // whose receive comes when needed
   std::map<int64_t, std::pair<c10::intrusive_ptr<c10d::Work>, int>> receives;  // posted: by ticket, with the peer
   std::string file;                                  // the loopback rendezvous, removed at the end
 };
@@ -101,6 +102,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
 ProcessGroup::~ProcessGroup() {
   cancel_receives();
   impl_->sends.clear();
+  impl_->late_sends.clear();
   impl_->gloo.reset();
   impl_->store.reset();
   if (!impl_->file.empty() && options_.rank == 0) {
@@ -109,13 +111,18 @@ ProcessGroup::~ProcessGroup() {
   }
 }
 
-void ProcessGroup::send(const torch::Tensor& tensor, int peer, uint32_t tag) {
+void ProcessGroup::send(const torch::Tensor& tensor, int peer, uint32_t tag, bool posted_by_now) {
   Stopwatch timer(transfer_seconds_);
   std::vector<at::Tensor> tensors{tensor.contiguous()};
-  impl_->sends.emplace_back(impl_->gloo->send(tensors, peer, static_cast<int>(tag)), peer);
+  auto work = impl_->gloo->send(tensors, peer, static_cast<int>(tag));
+  if (!posted_by_now) {
+    impl_->late_sends.emplace_back(std::move(work), peer);
+    return;
+  }
+  impl_->sends.emplace_back(std::move(work), peer);
   // A send holds its tensor until it is waited for: the oldest are, so a long run's list stays
-  // short. Never a deadlock: every process posts the receive of a send at the same event or an
-  // earlier one, and this one's sends up to now are all posted.
+  // short. Never a deadlock: the peer posts the receive of such a send at its event or an
+  // earlier one, and this process's sends up to that event are all posted.
   while (impl_->sends.size() > kSendsInFlight) {
     wait_send(impl_->sends.front());
     impl_->sends.pop_front();
@@ -199,7 +206,9 @@ std::string ProcessGroup::reported_failures() const {
 void ProcessGroup::finish_sends() {
   Stopwatch timer(transfer_seconds_);
   for (const auto& send : impl_->sends) wait_send(send);
+  for (const auto& send : impl_->late_sends) wait_send(send);
   impl_->sends.clear();
+  impl_->late_sends.clear();
 }
 
 }  // namespace testbed

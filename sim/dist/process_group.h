@@ -43,8 +43,11 @@ class ProcessGroup {
   int world() const { return options_.world; }
 
   // Returns at once; `tensor` (contiguous) is kept until the peer has taken it. Tags match a
-  // send to its receive, whatever order the two sides post them in.
-  void send(const torch::Tensor& tensor, int peer, uint32_t tag);
+  // send to its receive, whatever order the two sides post them in. `posted_by_now`: the peer
+  // posts the receive at the event of this send or an earlier one (so waiting for the send
+  // later cannot block on the peer); false: it posts it only when it needs the tensor, and the
+  // send is waited for only at the end (finish_sends).
+  void send(const torch::Tensor& tensor, int peer, uint32_t tag, bool posted_by_now = true);
   // Blocks until `tensor` (its size known to both sides) holds the peer's send of that tag.
   // `what` names it in the error when the peer fails or stays silent.
   void receive(torch::Tensor& tensor, int peer, uint32_t tag, const std::string& what);
