@@ -42,6 +42,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   placement_ = hooks_.group ? ReplicaPlacement{nodes_, hooks_.group->world(), hooks_.group->rank()}
                             : ReplicaPlacement{nodes_, 1, 0};
   plans_exchanged_.assign(nodes_, 0);
+  plan_heads_.assign(nodes_, {-1, torch::Tensor()});
   auto samplers = make_samplers(scenario, data);
   std::vector<int64_t> shard_sizes;
   for (int n = 0; n < nodes_; ++n) {

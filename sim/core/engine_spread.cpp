@@ -98,8 +98,7 @@ void Engine::post_plan_head(int node) {
 }
 
 PlanOutline Engine::receive_plan(int node) {
-  if (plan_heads_.empty()) plan_heads_.resize(nodes_, {-1, torch::Tensor()});
-  if (plan_heads_[node].first < 0) post_plan_head(node);
+  if (plan_heads_[node].first < 0) post_plan_head(node);  // the node's first plan
   const uint64_t sequence = plans_exchanged_[node]++ * nodes_ + node;
   const std::string what = "plan of node " + std::to_string(node) + " at step " + std::to_string(state_[node].step);
   auto [ticket, head] = plan_heads_[node];
@@ -120,9 +119,11 @@ PlanOutline Engine::receive_plan(int node) {
 // into the rank's block of its work buffer while the op waits to enter (CollectiveHooks::await).
 torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c) {
   if (replicas_[node]) {
+    // A copy, one for every peer: Gloo reads the tensor when the peer takes it, and the
+    // reduction here is in place.
+    const torch::Tensor sent = c.processes.size() > 1 ? op.buffer.clone() : torch::Tensor();
     for (int p : c.processes)
-      // A copy: Gloo reads the tensor when the peer takes it, and the reduction here is in place.
-      if (p != placement_.rank) hooks_.group->send(op.buffer.clone(), p, wire_tag(TagKind::Payload, c.input_tag + rank));
+      if (p != placement_.rank) hooks_.group->send(sent, p, wire_tag(TagKind::Payload, c.input_tag + rank));
     return comm_work_buffer(op, rank, blocks);
   }
   if (!c.processes.count(placement_.rank)) return torch::empty({0});  // nobody here reads it
