@@ -1,6 +1,8 @@
 // Benchmark: the engine's host cost per step against a bare LibTorch loop doing the same
 // forward/backward/optimizer work for the N replicas (for fedavg: the round's picked clients,
-// one after another, each from the global model), and the share of time inside ns-3.
+// one after another, each from the global model), and the share of time inside ns-3. Then the
+// cost of portable numerics: the same bare loop with portable kernels (this process) against
+// native ones (this binary started again with TESTBED_NUMERICS=native), pair by pair.
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <torch/torch.h>
 
@@ -16,6 +19,7 @@
 #include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "training/numerics.h"
 #include "training/algorithms/registry.h"
 #include "training/partition.h"
 #include "training/seed_streams.h"
@@ -72,10 +76,25 @@ double bare_federated_seconds(const testbed::Scenario& scenario, const testbed::
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The bare loop's seconds with the machine's native kernels: this binary again, in native mode,
+// with --bare-loop (it prints one line of seconds).
+double native_bare_seconds(char** argv) {
+  std::string command = "TESTBED_NUMERICS=native /proc/self/exe --bare-loop";
+  for (char** a = argv + 1; *a; ++a) command += std::string(" '") + *a + "'";
+  FILE* child = popen(command.c_str(), "r");
+  double seconds = NAN;
+  if (!child || std::fscanf(child, "%lf", &seconds) != 1) seconds = NAN;
+  if (child) pclose(child);
+  return seconds;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace testbed;
+  pin_portable_kernels(false);
+  const bool bare_loop_only = argc > 1 && std::string(argv[1]) == "--bare-loop";
+  if (bare_loop_only) ++argv, --argc;
   if (argc < 2) {
     std::cerr << "usage: testbed_bench SCENARIO [KEY=VALUE...]   (TESTBED_BENCH_REPEATS, default 5)\n";
     return 2;
@@ -86,6 +105,12 @@ int main(int argc, char** argv) {
     Dataset data = load_dataset(scenario);
     auto out = std::filesystem::temp_directory_path() / ("testbed_bench_" + std::to_string(::getpid()) + ".h5");
 
+    if (bare_loop_only) {
+      scenario.numerics = numerics_portable() ? "portable" : "native";
+      configure_host(scenario);
+      std::printf("%.6f\n", bare_loop_seconds(scenario, data));
+      return 0;
+    }
     configure_host(scenario);
     // Host timing on this shared 2-core VM drifts by 10-20 % between runs, more than the
     // engine's own cost. Each repeat therefore runs the bare loop and the engine back to
@@ -101,12 +126,15 @@ int main(int argc, char** argv) {
       double ratio() const { return times.testbed() / bare_seconds; }
     };
     std::vector<Pair> pairs;
+    // Portable against native seconds of the bare loop, measured back to back.
+    std::vector<std::pair<double, double>> numerics;
     for (int r = 0; r < repeats; ++r) {
       double bare_seconds = federated ? bare_federated_seconds(scenario, data) : bare_loop_seconds(scenario, data);
       const auto run = make_run(scenario, data, {});
       Hdf5Recorder hdf5(out.string(), run->run_info());
       run->run(hdf5);
       pairs.push_back({bare_seconds, run->host_times()});
+      if (!federated) numerics.push_back({bare_loop_seconds(scenario, data), native_bare_seconds(argv)});
     }
     std::filesystem::remove(out);
     std::vector<Pair> sorted = pairs;
@@ -132,6 +160,18 @@ int main(int argc, char** argv) {
     for (const Pair& p : pairs) std::printf("%.3f ", p.ratio());
     std::printf("\n");
     std::printf("machinery / bare         %.3f\n", (times.testbed() - times.local_compute) / bare);
+    if (!numerics.empty()) {
+      std::vector<double> ratios;
+      for (const auto& [portable, native] : numerics) ratios.push_back(portable / native);
+      std::vector<double> sorted_ratios = ratios;
+      std::sort(sorted_ratios.begin(), sorted_ratios.end());
+      std::printf("portable / native        %.3f (bare loop, median; %s)\n", sorted_ratios[sorted_ratios.size() / 2],
+                  numerics_portable() ? "portable kernels in effect here" : "portable kernels NOT in effect here");
+      std::printf("  every pair             ");
+      for (size_t i = 0; i < numerics.size(); ++i)
+        std::printf("%.3f (%.2f / %.2f s) ", ratios[i], numerics[i].first, numerics[i].second);
+      std::printf("\n");
+    }
     return 0;
   } catch (const ScenarioError& e) {
     std::cerr << e.what() << "\n";

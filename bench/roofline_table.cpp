@@ -10,6 +10,7 @@
 #include "sim/core/compute_model.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "training/numerics.h"
 
 namespace {
 
@@ -69,6 +70,7 @@ void print_row(const char* name, const testbed::StepCost& c) {
 
 int main(int argc, char** argv) {
   using namespace testbed;
+  pin_portable_kernels(false);  // the kernels `testbed run` trains with
   if (argc < 2) {
     std::cerr << "usage: testbed_roofline SCENARIO [KEY=VALUE...]\n";
     return 2;

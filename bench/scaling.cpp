@@ -16,6 +16,7 @@
 #include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "training/numerics.h"
 
 namespace {
 
@@ -65,6 +66,7 @@ void print_header() {
 
 int main(int argc, char** argv) {
   using namespace testbed;
+  pin_portable_kernels(false);  // the kernels `testbed run` trains with
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<int> sweep;
   if (!args.empty() && args[0] == "--nodes" && args.size() >= 2) {

@@ -70,6 +70,7 @@ class Testbed:
         self.scratch = Path(scratch)
         self.jobs = jobs
         self.count = 0
+        self.environments = set()  # what produced the bits of this block's runs (numeric_environment)
 
     def _call(self, args):
         done = subprocess.run([self.binary, *args], cwd=ROOT, capture_output=True, text=True)
@@ -88,6 +89,7 @@ class Testbed:
         with h5py.File(out, "r") as f:
             summary = {k: _scalar(v) for k, v in f["summary"].attrs.items()}
             summary["status"] = _scalar(f.attrs["status"])
+            self.environments.add(numeric_environment(f))
         summary["path"] = out
         return summary
 
@@ -135,13 +137,14 @@ class Testbed:
         spec["out"] = str(self.scratch / f"sweep{self.count}")
         path = self.scratch / f"sweep{self.count}.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        # Always -j 2, as the block's command says: a sweep gives each run cores / j threads, and
-        # the thread count changes the bits (docs/architecture.md, decision 6).
+        # Always -j 2, as the block's command says (each run gets cores / j threads; with portable
+        # numerics that does not change the bits, docs/numerics.md, but the host times do).
         self._call(["sweep", str(path), "-j", "2"])
         out = {}
         for h5 in sorted(Path(spec["out"]).glob("*.h5")):
             with h5py.File(h5, "r") as f:
                 summary = {k: _scalar(v) for k, v in f["summary"].attrs.items()}
+                self.environments.add(numeric_environment(f))
             summary["path"] = h5
             out[h5.stem] = summary
         return out
@@ -154,6 +157,41 @@ def _scalar(v):
         return v.item()
     except AttributeError:
         return v
+
+
+def numeric_environment(f):
+    """One line naming what decides a run's bits besides the code: the kernels and threads in
+    effect (the file's /numerics), and the versions of the libraries that hold them."""
+    a = {k: _scalar(v) for k, v in f["numerics"].attrs.items()} if "numerics" in f else {}
+    if not a:
+        return "not recorded"
+    blas = " ".join(a["openblas_config"].split()[:2]) or a["blas_library"]
+    return (f"{a['numerics']} (portable: {a['portable']}), ATen {a['aten_cpu_capability']}, "
+            f"{blas} {a['openblas_core']}, oneDNN {a['onednn']}, {a['threads']} threads, "
+            f"LibTorch {a['libtorch_version']}")
+
+
+ENVIRONMENT = re.compile(r"<!-- made under: (?P<env>.*?) -->\n")
+
+
+def with_environment(body, environments):
+    """The block's Markdown and, as a comment that does not render, what made its runs."""
+    if not environments:
+        return body
+    return body + ("" if body.endswith("\n\n") else "\n") + f"<!-- made under: {' | '.join(sorted(environments))} -->\n"
+
+
+def environment_note(old, new):
+    """Why a stale block may differ: the numeric environment it was made under, if not this one."""
+    documented, now = ENVIRONMENT.search(old), ENVIRONMENT.search(new)
+    if not now:
+        return ""
+    if not documented:
+        return "  (the documented block does not say what made it)\n"
+    if documented["env"] != now["env"]:
+        return (f"  ENVIRONMENT MISMATCH: the block was made under\n    {documented['env']}\n"
+                f"  and this machine runs\n    {now['env']}\n")
+    return "  (same numeric environment as documented: the code or the scenario changed)\n"
 
 
 def mb(n):
@@ -609,8 +647,9 @@ def main():
         for name in names:
             path, old = docs[name]
             began = time.monotonic()
+            tb.environments = set()
             try:
-                new = BLOCKS[name].make(tb)
+                new = with_environment(BLOCKS[name].make(tb), tb.environments)
             except Skip as why:
                 print(f"{name}: skipped ({why})")
                 continue
@@ -618,7 +657,8 @@ def main():
                 print(f"{name}: FAILED\n{why}")
                 failed.append(name)
                 continue
-            if new == old:
+            # The numbers decide: the same numbers made under another environment are up to date.
+            if ENVIRONMENT.sub("", new) == ENVIRONMENT.sub("", old) and (args.check or new == old or ENVIRONMENT.search(old)):
                 print(f"{name}: up to date ({time.monotonic() - began:.1f} s)")
                 continue
             if args.write:
@@ -629,7 +669,9 @@ def main():
                 print(f"{name}: rewritten in {path.relative_to(ROOT)}")
             else:
                 failed.append(name)
-                print(f"{name}: STALE in {path.relative_to(ROOT)}; the binary now gives:")
+                print(f"{name}: STALE in {path.relative_to(ROOT)}")
+                sys.stdout.write(environment_note(old, new))
+                print("  the binary now gives:")
                 sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                                            "documented", "binary"))
     if failed:

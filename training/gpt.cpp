@@ -2,6 +2,7 @@
 // scaled_dot_product_attention, so attention is written out as nanoGPT's fallback:
 // softmax(q k^T / sqrt(d) masked causally) v.
 #include "training/gpt.h"
+#include "training/layer_norm.h"
 
 #include <cmath>
 #include <limits>
@@ -16,7 +17,7 @@ namespace {
 namespace F = torch::nn::functional;
 
 // LayerNorm over `width` for `rows` rows: memory bound; its gradient rereads the input.
-LayerCost layer_norm_cost(const std::string& name, const torch::nn::LayerNorm& ln, double rows, double width) {
+LayerCost layer_norm_cost(const std::string& name, const LayerNorm& ln, double rows, double width) {
   LayerCost c = elementwise_cost(name, rows * width, rows * width);
   c.weights = 2 * width;
   c.tensors = 2;
@@ -91,9 +92,9 @@ class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const GptConfig& c)
       : dropout_(c.dropout),
-        ln1_(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        ln1_(register_module("ln1", LayerNorm(c.width))),
         attn_(register_module("attn", CausalSelfAttention(c))),
-        ln2_(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        ln2_(register_module("ln2", LayerNorm(c.width))),
         fc_(register_module("fc", Dense(c.width, 4 * c.width, c.adapter))),
         fc_proj_(register_module("fc_proj", Dense(4 * c.width, c.width, c.adapter))) {}
 
@@ -118,9 +119,9 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  torch::nn::LayerNorm ln1_;
+  LayerNorm ln1_;
   CausalSelfAttention attn_;
-  torch::nn::LayerNorm ln2_;
+  LayerNorm ln2_;
   Dense fc_, fc_proj_;
 };
 TORCH_MODULE(Block);
@@ -131,7 +132,7 @@ class Gpt : public Model {
       : config_(c),
         wte_(register_module("wte", torch::nn::Embedding(c.vocab, c.width))),
         wpe_(register_module("wpe", torch::nn::Embedding(c.context, c.width))),
-        ln_f_(register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})))),
+        ln_f_(register_module("ln_f", LayerNorm(c.width))),
         head_(register_module("head", Dense(c.width, c.vocab, c.adapter))) {
     blocks_ = register_module("blocks", torch::nn::ModuleList());
     for (int l = 0; l < c.layers; ++l) {
@@ -190,7 +191,7 @@ class Gpt : public Model {
  private:
   GptConfig config_;
   torch::nn::Embedding wte_, wpe_;
-  torch::nn::LayerNorm ln_f_;
+  LayerNorm ln_f_;
   Dense head_;
   torch::nn::ModuleList blocks_;
   std::vector<Block> block_list_;

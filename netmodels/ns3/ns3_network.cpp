@@ -485,6 +485,8 @@ void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<
 
 }  // namespace
 
+std::string ns3_version() { return TESTBED_NS3_VERSION; }
+
 bool static_links(const Topology& topology, const Ns3Options& options) {
   if (!options.faults.empty() || !options.background.empty()) return false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))

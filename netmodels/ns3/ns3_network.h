@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
@@ -9,6 +10,9 @@
 #include "topologies/topology.h"
 
 namespace testbed {
+
+// The ns-3 release this backend runs on (Debian's libns3).
+std::string ns3_version();
 
 // True when nothing about the links changes with time or chance: no loss, jitter or bandwidth
 // trace on any link, no fault and no background traffic. A transfer's time

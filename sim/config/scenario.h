@@ -355,6 +355,9 @@ struct Scenario {
   int nodes = 4;
   std::string device = "cpu";  // torch device for training
   int threads = 0;             // LibTorch intra-op threads; 0: all cores
+  // portable: the same bits on every x86-64 machine with AVX2 (training/numerics.h);
+  // native: the machine's fastest kernels, whose bits follow the CPU and the environment.
+  std::string numerics = "portable";
   TopologySection topology;
   NetworkSection network;
   CollectiveSection collective;
@@ -369,6 +372,7 @@ struct Scenario {
     v.field("nodes", nodes, Range{1, 1e5});
     v.field("device", device);
     v.field("threads", threads, Range{0, 1024});
+    v.field("numerics", numerics, Choices{{"portable", "native"}});
     v.field("topology", topology);
     v.field("network", network);
     v.field("collective", collective);

@@ -21,6 +21,7 @@
 #include "training/algorithms/algorithm_settings.h"
 #include "training/fashion_mnist.h"
 #include "training/gpt.h"
+#include "training/numerics.h"
 #include "training/shifts.h"
 #include "training/synthetic.h"
 
@@ -29,6 +30,7 @@ namespace testbed {
 void configure_host(const Scenario& scenario) {
   int threads = scenario.threads > 0 ? scenario.threads : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(1, threads));
+  use_numerics(scenario.numerics);
   // OpenBLAS starts its own pool with one thread per core, which spins in sched_yield
   // beside LibTorch's OpenMP threads: measured 2x slower steps on 2 cores. LibTorch
   // parallelises around the BLAS calls, so BLAS itself runs on one thread.

@@ -3,6 +3,8 @@
 
 #include "sim/core/federated_run.h"
 #include "training/algorithms/registry.h"
+#include "training/numerics.h"
+#include "netmodels/ns3/ns3_network.h"
 
 namespace testbed {
 namespace {
@@ -24,6 +26,12 @@ std::unique_ptr<Run> make_run(const Scenario& scenario, const Dataset& data, Eng
   const AlgorithmEntry* algorithm = find_algorithm(scenario.algorithm.name);
   if (algorithm && algorithm->federated) return std::make_unique<FederatedRun>(scenario, data, std::move(hooks));
   return std::make_unique<EngineRun>(scenario, data, std::move(hooks));
+}
+
+std::vector<std::pair<std::string, std::string>> numerics_record(const Scenario& scenario) {
+  auto record = numeric_environment(scenario.numerics);
+  record.emplace_back("ns3_version", ns3_version());
+  return record;
 }
 
 }  // namespace testbed

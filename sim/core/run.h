@@ -23,4 +23,8 @@ class Run {
 // The scenario's run: federated for an algorithm that says so (registry.h), else the engine.
 std::unique_ptr<Run> make_run(const Scenario& scenario, const Dataset& data, EngineHooks hooks);
 
+// What produces this process's bits for the scenario (RunInfo::numerics): the kernels in
+// effect (training/numerics.h) and the network simulator's version.
+std::vector<std::pair<std::string, std::string>> numerics_record(const Scenario& scenario);
+
 }  // namespace testbed

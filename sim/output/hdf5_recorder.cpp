@@ -270,6 +270,12 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
     set_attribute(impl_->file, "device", info.device);
     set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
     set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
+    H5::Group numerics = impl_->file.createGroup("/numerics");
+    for (const auto& [name, value] : info.numerics) set_attribute(numerics, name, value);
+    unsigned major = 0, minor = 0, release = 0;
+    H5get_libversion(&major, &minor, &release);
+    set_attribute(numerics, "hdf5_version",
+                  std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release));
     set_attribute(impl_->summary, "model_parameters", info.model_parameters, i64());
     set_attribute(impl_->summary, "trainable_parameters", info.trainable_parameters, i64());
     impl_->flush();

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace testbed {
@@ -18,6 +19,8 @@ struct RunInfo {
   std::vector<double> node_speeds;       // relative compute speed of each node
   std::vector<std::string> test_variants;  // names of the extra test sets evaluated
   bool federated = false;                  // rounds of sampled clients: /participation, a /train row a round
+  // What produced the bits (/numerics): kernel families, library versions, CPU, threads.
+  std::vector<std::pair<std::string, std::string>> numerics;
 };
 
 struct TrainRow {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include "sim/output/run_file.h"
@@ -48,6 +49,12 @@ void report_run(const std::string& path, std::ostream& out) {
   auto share = [&](double part) { return fmt("%.1f", 100 * part / r.projected_time_s); };
   out << "compute           " << fmt("%.3f", r.compute_time_s) << " s (" << share(r.compute_time_s) << " %)\n";
   out << "exposed comm      " << fmt("%.3f", exposed) << " s (" << share(exposed) << " %)\n";
+  if (!r.numerics.empty()) {
+    // What produced the bits: another machine reproduces them when numerics were portable.
+    out << "numerics\n";
+    for (const auto& [name, value] : r.numerics)
+      if (!value.empty()) out << "  " << std::left << std::setw(22) << name << " " << value << "\n";
+  }
 }
 
 void report_sweep(const std::string& dir, std::ostream& out) {

@@ -61,6 +61,19 @@ double last_step(const H5::H5File& file) {
   return static_cast<double>(step);
 }
 
+std::vector<std::pair<std::string, std::string>> string_attrs(const H5::H5File& file, const char* group) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!file.nameExists(group)) return out;
+  H5::Group g = file.openGroup(group);
+  for (int i = 0; i < g.getNumAttrs(); ++i) {
+    H5::Attribute a = g.openAttribute(static_cast<unsigned>(i));
+    std::string value;
+    if (a.getTypeClass() == H5T_STRING) a.read(a.getStrType(), value);
+    out.emplace_back(a.getName(), value);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<RunFile> read_run_file(const std::string& path) {
@@ -89,6 +102,7 @@ std::optional<RunFile> read_run_file(const std::string& path) {
     }
     r.compute_time_s = compute_time(file);
     r.last_step = last_step(file);
+    r.numerics = string_attrs(file, "/numerics");
     return r;
   } catch (const H5::Exception&) {
     return std::nullopt;

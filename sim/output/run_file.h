@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace testbed {
 
@@ -17,6 +19,8 @@ struct RunFile {
   double compute_time_s = NAN;
   // The last step in /train/step (what a cut run reached); NaN without rows.
   double last_step = NAN;
+  // /numerics as written (what produced the bits); empty for files older than it.
+  std::vector<std::pair<std::string, std::string>> numerics;
 };
 
 // nullopt when there is no file or HDF5 cannot read it (such as one cut mid-write).

@@ -36,6 +36,7 @@
 #include "sim/tools/fatal_errors.h"
 #include "sim/tools/sweep_runner.h"
 #include "sim/config/workload.h"
+#include "training/numerics.h"
 
 namespace {
 
@@ -86,6 +87,7 @@ struct RunOptions {
   int rank = -1, world = -1;
   std::string master;  // ADDR:PORT
   double timeout_s = 60;
+  char** argv = nullptr;  // the command line, to start again with other kernels (training/numerics.h)
 };
 
 // The run's processes from the options, else RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT;
@@ -162,6 +164,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   const std::string& out = options.out;
   const bool quiet = options.quiet;
   Scenario scenario = load_scenario(path, sets);
+  restart_for_numerics(scenario.numerics, options.argv);
   if (!out.empty()) scenario.output.path = out;
   Dataset data = load_dataset(scenario);
   const auto model = make_model(scenario);
@@ -233,8 +236,15 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   } else if (resume) {
     recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info(), resume->mark);
   } else {
-    recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, loop->run_info());
+    RunInfo info = loop->run_info();
+    info.numerics = numerics_record(scenario);
+    recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, info);
   }
+  if (writer && scenario.numerics == "portable" && !numerics_portable())
+    for (const auto& [name, value] : numerics_record(scenario))
+      if (name == "not_portable_because")
+        std::fprintf(stderr, "testbed: warning: numerics are not portable (%s): another machine may give other bits\n",
+                     value.c_str());
   auto* file = dynamic_cast<Hdf5Recorder*>(recorder.get());
   on_fatal_error([file](const std::string& sentence) { if (file) file->fail(sentence); });
   RunSummary summary = loop->run(*recorder);
@@ -553,6 +563,7 @@ int testbed::run_cli(int argc, char** argv) {
     run_options.flowmon_file = flowmon_file;
     run_options.quiet = quiet;
     run_options.resume = resume;
+    run_options.argv = argv;
     return run_command(scenario_path, sets, run_options);
   } catch (const testbed::InputError& e) {
     std::cerr << e.what() << "\n";
