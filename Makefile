@@ -5,8 +5,9 @@ PYTHON ?= /usr/bin/python3
 
 .PHONY: deps build cli run test bench fuzz figures docs docs-check clean
 
+# Each target installs only what it needs (scripts/install-deps.sh lists them).
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh run
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -22,7 +23,10 @@ run: cli
 	$(BUILD)/testbed run scenarios/100mbps_ring.yaml
 
 # The test programs only (the benchmarks build with `make bench`).
+# Configured again: a build folder made by `make run` has no GoogleTest, hence no tests.
 test: deps $(BUILD)/CMakeCache.txt
+	@bash scripts/install-deps.sh test
+	cmake -S . -B $(BUILD) > /dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target testbed_tests
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
@@ -31,6 +35,7 @@ test: deps $(BUILD)/CMakeCache.txt
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 120
 fuzz: deps
+	@bash scripts/install-deps.sh fuzz
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESTBED_FUZZ=ON
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	bash scripts/fuzz.sh $(abspath $(FUZZ_BUILD)) $(FUZZ_SECONDS)
@@ -42,14 +47,17 @@ bench: build
 # Finished runs are skipped, so a second `make figures` only redraws.
 FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp compression_bandwidth
 figures: cli
+	@bash scripts/install-deps.sh analysis
 	@for s in $(FIGURE_SWEEPS); do $(BUILD)/testbed sweep scenarios/paper/$$s.yaml -j 2 || exit 1; done
 	@for s in $(FIGURE_SWEEPS); do $(PYTHON) -m analysis.figures results/paper/$$s --out figures/$$s || exit 1; done
 
 # Every simulated number in the docs, from the binary: rewrite them all, or check them all.
 docs: build
+	@bash scripts/install-deps.sh analysis
 	$(PYTHON) scripts/doc_numbers.py --write
 
 docs-check: build
+	@bash scripts/install-deps.sh analysis
 	$(PYTHON) scripts/doc_numbers.py --check
 
 clean:

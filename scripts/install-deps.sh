@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Installs every system package testbed needs and fetches the Brown corpus; safe to run again.
+# Installs the system packages a make target needs (run by default) and fetches the Brown corpus;
+# safe to run again.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-packages=(
-  build-essential cmake ccache pkg-config
-  libtorch-dev libns3-dev libgsl-dev libboost-graph-dev libhdf5-dev hdf5-tools
-  libcli11-dev libgtest-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread
-  dataset-fashion-mnist
-  python3-h5py python3-matplotlib python3-pytest python3-numpy python3-yaml
-  zlib1g-dev
-  clang libclang-rt-14-dev  # make fuzz: libFuzzer, AddressSanitizer, UBSan
-  slurmctld slurmd slurm-client munge  # tests/slurm_sweep.sh: a one-node Slurm cluster
-  procps  # tests/spread_run.sh finds the ranks under testbed launch with pgrep
-)
+# What each make target needs, so that `make run` installs only what a run needs.
+#   run:      build the binary and run the shipped scenarios (Fashion-MNIST; Brown fetched below)
+#   analysis: the Python figures and the docs' numbers (make figures, make docs)
+#   test:     make test: GoogleTest, h5diff, pytest, pgrep, and a one-node Slurm cluster
+#   fuzz:     make fuzz: clang's libFuzzer, AddressSanitizer and UBSan
+usage="usage: install-deps.sh [run|analysis|test|fuzz]..."
+declare -A profile
+profile[run]="build-essential cmake ccache pkg-config
+  libtorch-dev libns3-dev libgsl-dev libboost-graph-dev libhdf5-dev
+  libcli11-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread zlib1g-dev
+  dataset-fashion-mnist"
+profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-yaml"
+profile[test]="libgtest-dev hdf5-tools python3-pytest procps slurmctld slurmd slurm-client munge"
+profile[fuzz]="clang libclang-rt-14-dev"
+
+packages=()
+for w in "${@:-run}"; do
+  [ -n "${profile[$w]:-}" ] || { echo "$usage" >&2; exit 2; }
+  packages+=(${profile[run]} ${profile[$w]})
+  if [ "$w" = test ]; then packages+=(${profile[analysis]}); fi  # analysis/tests, doc_numbers
+done
 
 missing=()
 for p in "${packages[@]}"; do
