@@ -79,7 +79,8 @@ double bare_federated_seconds(const testbed::Scenario& scenario, const testbed::
 // The bare loop's seconds with the machine's native kernels: this binary again, in native mode,
 // with --bare-loop (it prints one line of seconds).
 double native_bare_seconds(char** argv) {
-  std::string command = "TESTBED_NUMERICS=native /proc/self/exe --bare-loop";
+  // The shell would read /proc/self/exe as itself: name this binary.
+  std::string command = "TESTBED_NUMERICS=native '" + std::filesystem::read_symlink("/proc/self/exe").string() + "' --bare-loop";
   for (char** a = argv + 1; *a; ++a) command += std::string(" '") + *a + "'";
   FILE* child = popen(command.c_str(), "r");
   double seconds = NAN;
