@@ -564,6 +564,35 @@ TEST(ScenarioErrors, BadQueue) {
                "the analytical backend models no queues");
 }
 
+// A key that only one topology kind reads, given under another, is refused at the key and names
+// the kind that reads it; under its own kind, or at its default (as validate writes it), it loads.
+TEST(ScenarioErrors, TopologyKeysOfAnotherKindAreRefused) {
+  struct Case {
+    const char* yaml;
+    const char* where;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"topology:\n  wan: {latency: 20ms}\n", "s.yaml:2:8", "'topology.wan' has no effect with topology.kind ring; it is read only with kind: hierarchical"},
+      {"topology:\n  kind: star\n  clusters: 3\n", "s.yaml:3:13", "'topology.clusters' has no effect with topology.kind star; it is read only with kind: hierarchical"},
+      {"nodes: 8\ntopology:\n  per_cluster: 4\n", "s.yaml:3:16", "'topology.per_cluster' has no effect with topology.kind ring"},
+      {"topology: {kind: mesh, k: 6}\n", "s.yaml:1:27", "'topology.k' has no effect with topology.kind mesh; it is read only with kind: fat_tree"},
+      {"topology: {rows: 2}\n", "s.yaml:1:18", "'topology.rows' has no effect with topology.kind ring; it is read only with kind: torus2d"},
+      {"topology: {p: 0.3}\n", "s.yaml:1:15", "'topology.p' has no effect with topology.kind ring; it is read only with kind: erdos_renyi"},
+      {"topology: {kind: erdos_renyi, beta: 0.3}\n", "s.yaml:1:37", "'topology.beta' has no effect with topology.kind erdos_renyi; it is read only with kind: watts_strogatz"},
+      {"nodes: 6\ntopology: {degree: 2}\n", "s.yaml:2:20", "'topology.degree' has no effect with topology.kind ring"},
+      {"topology: {placement: [a, b]}\n", "s.yaml:1:23", "'topology.placement' has no effect with topology.kind ring; it is read only with kind: graphml"},
+  };
+  for (const Case& c : cases) expect_error(c.yaml, c.where, c.message);
+  expect_error("topology: {kind: ring}\n", "--set topology.wan.bandwidth=10Mbps:1:24", "'topology.wan' has no effect",
+               {"topology.wan.bandwidth=10Mbps"});
+  // Under their own kind they load, and a ring's validate output (every key, at its default) loads again.
+  EXPECT_EQ(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2, wan: {latency: 50ms}}\n", "s.yaml")
+                .topology.wan.latency.s, 0.05);
+  EXPECT_EQ(parse_scenario("nodes: 6\ntopology: {kind: watts_strogatz, degree: 2, beta: 0.3}\n", "s.yaml").topology.beta, 0.3);
+  EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("topology: {kind: star}\n", "s.yaml")), "again.yaml").topology.kind, "star");
+}
+
 // flow_sharing picks the flow backend's sharing rule; maxmin (the default) anywhere, rtt only
 // there: on ns3 or analytical it would silently change nothing.
 TEST(ScenarioNetwork, FlowSharingIsReadForFlowAndRefusedElsewhere) {

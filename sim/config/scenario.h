@@ -40,6 +40,7 @@ struct LinkSection {
     v.field("trace", trace);
     v.field("jitter", jitter, Range{0, 3600});
   }
+  bool operator==(const LinkSection&) const = default;
 };
 
 struct LinkOverrideSection {

@@ -29,6 +29,43 @@ void make_absolute(std::string& path, const std::string& key, const Origins& ori
   path = std::filesystem::absolute(file).lexically_normal().string();
 }
 
+// The first key the scenario gave at or under `key` (a section's leaves are remembered), else `key`.
+std::string given_under(const Origins& origins, const std::string& key) {
+  for (const auto& [path, where] : origins.all())
+    if (path == key || path.rfind(key + ".", 0) == 0) return path;
+  return key;
+}
+
+// A key of one topology kind, given under another kind, would be silently ignored (a WAN
+// under a ring). Refused at the key when it differs from its default: validate's output writes
+// every key at its value, and must load again.
+void check_kind_keys(const Scenario& s, const Origins& origins) {
+  const TopologySection d;
+  const TopologySection& t = s.topology;
+  struct KindKey {
+    const char* key;
+    const char* kind;
+    bool given;
+  };
+  const KindKey keys[] = {
+      {"topology.rows", "torus2d", t.rows != d.rows},
+      {"topology.k", "fat_tree", t.k != d.k},
+      {"topology.clusters", "hierarchical", t.clusters != d.clusters},
+      {"topology.per_cluster", "hierarchical", t.per_cluster != d.per_cluster},
+      {"topology.wan", "hierarchical", !(t.wan == d.wan)},
+      {"topology.p", "erdos_renyi", t.p != d.p},
+      {"topology.degree", "watts_strogatz", t.degree != d.degree},
+      {"topology.beta", "watts_strogatz", t.beta != d.beta},
+      {"topology.file", "graphml", !t.file.empty()},
+      {"topology.placement", "graphml", !t.placement.empty()},
+  };
+  for (const KindKey& k : keys) {
+    if (!k.given || t.kind == k.kind) continue;
+    fail(origins.where(given_under(origins, k.key)), "'" + std::string(k.key) + "' has no effect with topology.kind " +
+                                                         t.kind + "; it is read only with kind: " + k.kind);
+  }
+}
+
 // Each link's bandwidth trace: only ns3 follows one; the file must read cleanly, its errors at
 // its own lines.
 void check_traces(const Scenario& s, const Origins& origins) {
@@ -434,6 +471,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
            "'between' takes two vertex indices, such as [0, 1]");
     }
   }
+  check_kind_keys(s, origins);
   check_traces(s, origins);
   // Before the topology: its hosts follow from the federated keys (the server, the aggregators).
   if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) check_federated(s, *fed, origins);
