@@ -89,6 +89,13 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
                  "workload.steps=40"}),
             3);
   EXPECT_EQ(attribute(out, "status"), "diverged");
+  // The report says there is no accuracy rather than printing the file's placeholder.
+  fs::remove(dir_ / "report");
+  ASSERT_EQ(testbed::cli_child::run({"report", out.string()}, Options{"", (dir_ / "report").string(), ""}), 0);
+  std::ifstream in(dir_ / "report");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("final accuracy    n/a (diverged)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("final eval loss   n/a (diverged)\n"), std::string::npos) << text;
 }
 
 TEST_F(RunTest, KilledRunLeavesReadableFile) {
@@ -143,7 +150,7 @@ TEST_F(RunTest, SigkilledRunLeavesReadableFile) {
     std::ifstream in(dir_ / "report");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string expected = steps > 0 ? "cut at step " + std::to_string(step.back()) + " (no final status)"
-                                           : "cut at step - (no final status)";
+                                           : "cut at step n/a (no final status)";
     EXPECT_NE(text.find(expected), std::string::npos) << text;
   }
 }

@@ -321,6 +321,11 @@ TEST_F(Sweeps, TinySweepWritesTheManifestAndResumes) {
   EXPECT_NE(one.out.find("status            completed"), std::string::npos) << one.out;
   // Fixed compute: 3 steps x 10 ms each on the mean node.
   EXPECT_NE(one.out.find("compute           0.030 s"), std::string::npos) << one.out;
+  // Bytes in MB (10^6 bytes, two decimals) and exact.
+  const double sent = std::stod(manifest(dir_ / "out")["bandwidth=10Mbps,nodes=2,seed=0"]["total_bytes"]);
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "total bytes       %.2f MB (%.0f bytes)\n", sent / 1e6, sent);
+  EXPECT_NE(one.out.find(expected), std::string::npos) << one.out;
   EXPECT_EQ(cli("report nothing.h5").code, 2);
 }
 

@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string fmt(const char* format, double v) {
-  if (std::isnan(v)) return "-";
+  if (std::isnan(v)) return "n/a";
   char text[64];
   std::snprintf(text, sizeof text, format, v);
   return text;
@@ -37,11 +37,13 @@ void report_run(const std::string& path, std::ostream& out) {
     out << "status            " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
   }
   out << "steps completed   " << fmt("%.0f", r.steps_completed) << "\n";
-  out << "final accuracy    " << fmt("%.4f", r.final_accuracy) << "\n";
-  out << "final eval loss   " << fmt("%.4f", r.final_eval_loss) << "\n";
+  // A diverged run's last evaluation is of a model that is no longer a number.
+  const bool diverged = r.status == "diverged";
+  out << "final accuracy    " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_accuracy)) << "\n";
+  out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
   if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
-  out << "total bytes       " << fmt("%.0f", r.total_bytes) << "\n";
+  out << "total bytes       " << fmt("%.2f MB", r.total_bytes / 1e6) << " (" << fmt("%.0f", r.total_bytes) << " bytes)\n";
   out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";
   // Exposed communication is the projected time no node spent computing: the mean node's
   // compute per step, summed, against the whole.
