@@ -39,7 +39,10 @@ for case in "${cases[@]}"; do
   # A plan longer than the head travels as a head and a body; the scenarios' plans all fit in
   # 128 doubles, so one case shortens the head to 4 in every process.
   if [ "$name" = powersgd-long-plans ]; then export TESTBED_PLAN_HEAD=4; else unset TESTBED_PLAN_HEAD; fi
-  for processes in 1 2 3; do
+  # Three processes (2 + 2 + 2, a process in the middle) for the cases whose messages differ most
+  # in kind; the others over two.
+  case $name in ddp|dear|gossip-lora|powersgd-long-plans) counts="1 2 3" ;; *) counts="1 2" ;; esac
+  for processes in $counts; do
     mkdir -p "$work/$name/$processes"
     # The same relative output path, so that the scenario stored in the file is the same text.
     if [ "$processes" = 1 ]; then
