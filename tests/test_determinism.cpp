@@ -89,6 +89,12 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
                  "workload.steps=40"}),
             3);
   EXPECT_EQ(attribute(out, "status"), "diverged");
+  {
+    // The run's own summary says so too, in the report's words.
+    std::ifstream log(dir_ / "stdout");
+    std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(said.find("final accuracy    n/a (diverged)\n"), std::string::npos) << said;
+  }
   // The report says there is no accuracy rather than printing the file's placeholder.
   fs::remove(dir_ / "report");
   ASSERT_EQ(testbed::cli_child::run({"report", out.string()}, Options{"", (dir_ / "report").string(), ""}), 0);

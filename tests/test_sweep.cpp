@@ -297,7 +297,7 @@ TEST_F(Sweeps, TinySweepWritesTheManifestAndResumes) {
   Result direct = cli("run base.yaml --set topology.link.bandwidth=10Mbps --set nodes=3 -o direct.h5 -q");
   ASSERT_EQ(direct.code, 0) << direct.err;
   std::string bytes = table["bandwidth=10Mbps,nodes=3,seed=0"]["total_bytes"];
-  EXPECT_NE(direct.out.find("total bytes       " + bytes + " "), std::string::npos) << direct.out << bytes;
+  EXPECT_NE(direct.out.find(" (" + bytes + " bytes)\n"), std::string::npos) << direct.out << bytes;
 
   auto stamp = fs::last_write_time(dir_ / "out" / "bandwidth=1Gbps,nodes=3,seed=0.h5");
   Result again = cli("sweep s.yaml -j 2");
@@ -321,10 +321,11 @@ TEST_F(Sweeps, TinySweepWritesTheManifestAndResumes) {
   EXPECT_NE(one.out.find("status            completed"), std::string::npos) << one.out;
   // Fixed compute: 3 steps x 10 ms each on the mean node.
   EXPECT_NE(one.out.find("compute           0.030 s"), std::string::npos) << one.out;
-  // Bytes in MB (10^6 bytes, two decimals) and exact.
+  // Bytes in decimal units (here kB: 10^3 bytes, two decimals) and exact, as `testbed run` prints them.
   const double sent = std::stod(manifest(dir_ / "out")["bandwidth=10Mbps,nodes=2,seed=0"]["total_bytes"]);
+  ASSERT_TRUE(sent >= 1e3 && sent < 1e6) << sent;
   char expected[96];
-  std::snprintf(expected, sizeof expected, "total bytes       %.2f MB (%.0f bytes)\n", sent / 1e6, sent);
+  std::snprintf(expected, sizeof expected, "total bytes       %.2f kB (%.0f bytes)\n", sent / 1e3, sent);
   EXPECT_NE(one.out.find(expected), std::string::npos) << one.out;
   EXPECT_EQ(cli("report nothing.h5").code, 2);
 }

@@ -180,14 +180,17 @@ bool numerics_portable() {
   return aten_and_blas_pinned() && !at::globalContext().userEnabledMkldnn();
 }
 
+std::string not_portable_reason(const std::string& numerics) {
+  if (numerics != "portable" || numerics_portable()) return "";
+  const ProcessKernels& k = process_kernels();
+  if (!k.unpinned_why.empty()) return k.unpinned_why;
+  return at::globalContext().userEnabledMkldnn() ? "oneDNN is on" : "the kernels in effect are not the portable ones";
+}
+
 std::vector<std::pair<std::string, std::string>> numeric_environment(const std::string& numerics) {
   const ProcessKernels& k = process_kernels();
   const bool portable = numerics_portable();
-  std::string why;
-  if (numerics == "portable" && !portable)
-    why = !k.unpinned_why.empty() ? k.unpinned_why
-          : at::globalContext().userEnabledMkldnn() ? "oneDNN is on"
-                                                    : "the kernels in effect are not the portable ones";
+  const std::string why = not_portable_reason(numerics);
   std::string found;
   for (const auto& [name, value] : k.found) found += (found.empty() ? "" : " ") + name + "=" + value;
   std::string onednn = "off";

@@ -37,4 +37,7 @@ std::vector<std::pair<std::string, std::string>> numeric_environment(const std::
 // True when the kernels in effect are the portable family (ATen DEFAULT, OpenBLAS Haswell, oneDNN off).
 bool numerics_portable();
 
+// Why a run that asked for portable numerics does not have them ("" when it does, or asked for native).
+std::string not_portable_reason(const std::string& numerics);
+
 }  // namespace testbed

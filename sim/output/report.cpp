@@ -43,7 +43,7 @@ void report_run(const std::string& path, std::ostream& out) {
   out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
   if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
-  out << "total bytes       " << fmt("%.2f MB", r.total_bytes / 1e6) << " (" << fmt("%.0f", r.total_bytes) << " bytes)\n";
+  out << "total bytes       " << bytes_with_units(r.total_bytes) << "\n";
   out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";
   // Exposed communication is the projected time no node spent computing: the mean node's
   // compute per step, summed, against the whole.
@@ -87,6 +87,15 @@ void report_sweep(const std::string& dir, std::ostream& out) {
 }
 
 }  // namespace
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  return fmt(("%.2f " + std::string(units[u])).c_str(), bytes);
+}
+
+std::string bytes_with_units(double bytes) { return human_bytes(bytes) + " (" + fmt("%.0f", bytes) + " bytes)"; }
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;

@@ -45,15 +45,6 @@ std::atomic<bool> g_interrupted{false};
 
 void on_signal(int) { g_interrupted = true; }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f %s", bytes, units[u]);
-  return text;
-}
-
 // Checks --pcap and --flowmon against the scenario and makes their folders, before any output
 // exists; bad ones are bad input (InputError, exit 2) named by the option.
 testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, const std::string& pcap_dir,
@@ -240,11 +231,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     info.numerics = numerics_record(scenario);
     recorder = std::make_unique<Hdf5Recorder>(scenario.output.path, info);
   }
-  if (writer && scenario.numerics == "portable" && !numerics_portable())
-    for (const auto& [name, value] : numerics_record(scenario))
-      if (name == "not_portable_because")
-        std::fprintf(stderr, "testbed: warning: numerics are not portable (%s): another machine may give other bits\n",
-                     value.c_str());
+  if (const std::string why = not_portable_reason(scenario.numerics); writer && !why.empty())
+    std::fprintf(stderr, "testbed: warning: numerics are not portable (%s): another machine may give other bits\n",
+                 why.c_str());
   auto* file = dynamic_cast<Hdf5Recorder*>(recorder.get());
   on_fatal_error([file](const std::string& sentence) { if (file) file->fail(sentence); });
   RunSummary summary = loop->run(*recorder);
@@ -261,14 +250,18 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   std::printf("status            %s%s%s\n", summary.status.c_str(), summary.error.empty() ? "" : ": ",
               summary.error.c_str());
   std::printf("steps completed   %d\n", summary.steps_completed);
-  std::printf("final accuracy    %.4f\n", summary.final_accuracy);
-  std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
+  // A diverged run's last evaluation is of a model that is no longer a number (as `report` says).
+  if (summary.status == "diverged") {
+    std::printf("final accuracy    n/a (diverged)\nfinal eval loss   n/a (diverged)\n");
+  } else {
+    std::printf("final accuracy    %.4f\n", summary.final_accuracy);
+    std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
+  }
   std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
               static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
   if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
-  std::printf("total bytes       %llu (%s)\n", static_cast<unsigned long long>(summary.total_bytes),
-              human_bytes(static_cast<double>(summary.total_bytes)).c_str());
+  std::printf("total bytes       %s\n", testbed::bytes_with_units(static_cast<double>(summary.total_bytes)).c_str());
   std::printf("host time         %.2f s\n", summary.host_time_s);
   std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop->host_times().ns3(),
               summary.steps_completed > 0 ? 1e3 * loop->host_times().ns3() / summary.steps_completed : 0.0);
