@@ -163,6 +163,106 @@ def fig_time_to_target(sweep, target=None):
     return fig
 
 
+def _bandwidth_factor(sweep):
+    """The swept link bandwidth (any link: topology.link, topology.wan, topology.links.N), or NotApplicable."""
+    keys = [k for k in sweep.swept if k.endswith(".bandwidth") or k.endswith(".bandwidth_reverse")]
+    if len(keys) != 1:
+        raise NotApplicable("needs runs that differ in exactly one link bandwidth key" +
+                            (f" (these differ in {', '.join(keys)})" if keys else ""))
+    return keys[0]
+
+
+def _series(sweep, factor):
+    """{line name: [(x, run), ...] sorted by x}: runs that differ only in `factor` share a line,
+    named by algorithm and the other swept values."""
+    from analysis.style import format_value, short_key
+
+    lines = {}
+    for run in sweep.runs:
+        x = run.params.get(factor, run.flat.get(factor))
+        try:
+            x = float(x)
+        except (TypeError, ValueError):
+            continue
+        parts = [] if "algorithm" in sweep.swept else [run.algorithm]
+        for k in sweep.swept:
+            if k in (factor, "algorithm.name") or run.params.get(k) is None:
+                continue
+            if k == "algorithm":  # a whole section swept: "{name: ddp, overlap: false}" -> "ddp, overlap: false"
+                parts.append(str(run.params[k]).strip("{} ").replace("name: ", "", 1))
+                continue
+            parts.append(f"{short_key(k)}={format_value(k, run.params[k])}")
+        lines.setdefault(", ".join(parts), []).append((x, run))
+    return {name: sorted(points, key=lambda p: p[0]) for name, points in lines.items()}
+
+
+def iteration_time(run):
+    """Projected seconds per training step: the run's projected time over its completed steps."""
+    steps = float(run.summary_value("steps_completed"))
+    return metrics.projected_time(run) / steps if steps > 0 else float("nan")
+
+
+def fig_iteration_time_vs_bandwidth(sweep):
+    """9. Projected time per iteration, and training throughput (samples a second, all nodes),
+    against a swept link bandwidth, a line per algorithm: the figure compression and scheduling
+    papers show."""
+    factor = _bandwidth_factor(sweep)
+    lines = _series(sweep, factor)
+    # Stacked, so that both panels keep the column's width; the legend below them.
+    leg_h = 0.16 * len(lines) + 0.1
+    fig, (time_ax, rate_ax, leg) = style.new_figure(height_in=3.9 + leg_h, nrows=3,
+                                                    gridspec_kw={"height_ratios": [1.8, 1.8, leg_h]})
+    axes = (time_ax, rate_ax)
+    leg.axis("off")
+    for i, (name, points) in enumerate(lines.items()):
+        xs = np.asarray([x for x, _ in points]) / 1e6
+        t = np.asarray([iteration_time(r) for _, r in points])
+        samples = np.asarray([float(r.flat.get("nodes", 1)) * float(r.flat.get("workload.batch_size", 1)) for _, r in points])
+        axes[0].plot(xs, t * 1e3, label=name, **_style_of(i))
+        axes[1].plot(xs, samples / t, **_style_of(i))
+    for ax in axes:
+        ax.set_xscale("log")
+    rate_ax.set_xlabel(f"{factor.rsplit('.', 1)[0].split('.')[-1]} bandwidth (Mbit/s)")
+    time_ax.set_ylabel("time per iteration (ms)")
+    rate_ax.set_ylabel("samples/s (all nodes)")
+    _log_if_wide(axes[0], "y", [iteration_time(r) for pts in lines.values() for _, r in pts])
+    style.add_legend(axes[0], leg)
+    style.caption(fig, sweep, f"Time per iteration and throughput against {factor}.")
+    return fig
+
+
+def fig_time_to_target_line(sweep, target=None):
+    """4b. One-factor sweeps: projected time to a target eval loss against the swept link
+    bandwidth, a line per algorithm (never reached: left out of its line, marked at the top)."""
+    factor = _bandwidth_factor(sweep)
+    chosen = target if target is not None else default_target(sweep)
+    lines = _series(sweep, factor)
+    fig, ax, leg = style.legend_figure(len(lines))
+    for i, (name, points) in enumerate(lines.items()):
+        xs = np.asarray([x for x, _ in points]) / 1e6
+        t = np.asarray([metrics.time_to_target(r, chosen) for _, r in points])
+        ax.plot(xs, t, label=name, **_style_of(i))
+    ax.set_xscale("log")
+    ax.set_xlabel(f"{factor.rsplit('.', 1)[0].split('.')[-1]} bandwidth (Mbit/s)")
+    ax.set_ylabel("projected time to target (s)")
+    style.add_legend(ax, leg)
+    how = "given" if target is not None else "default: the worst run's best loss, which every run reaches"
+    style.caption(fig, sweep, f"Projected time to eval loss <= {chosen:.4g} ({how}).")
+    fig.target_loss = chosen
+    return fig
+
+
+def fig_time_to_target_any(sweep, target=None):
+    """4. The heatmap over bandwidth x latency when both vary, else the line against bandwidth."""
+    try:
+        return fig_time_to_target(sweep, target)
+    except NotApplicable as grid:
+        try:
+            return fig_time_to_target_line(sweep, target)
+        except NotApplicable as line:
+            raise NotApplicable(f"{grid}; or {line}") from None
+
+
 def fig_compute_vs_comm(sweep):
     """5. Per run, projected time split into compute (mean node, summed over steps) and exposed
     communication (the rest)."""
@@ -251,10 +351,11 @@ def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
         ("1", "fig1_loss_vs_time", lambda: fig_loss_vs_time(sweep)),
         ("2", "fig2_loss_vs_bytes", lambda: fig_loss_vs_bytes(sweep)),
         ("3", "fig3_correlation", lambda: fig_correlation(sweep)),
-        ("4", "fig4_time_to_target", lambda: fig_time_to_target(sweep, target_loss)),
+        ("4", "fig4_time_to_target", lambda: fig_time_to_target_any(sweep, target_loss)),
         ("5", "fig5_compute_vs_comm", lambda: fig_compute_vs_comm(sweep)),
         ("6", "table6_accuracy", None),
         ("8", "fig8_accuracy_per_round", lambda: fig_accuracy_per_round(sweep)),
+        ("9", "fig9_iteration_time_vs_bandwidth", lambda: fig_iteration_time_vs_bandwidth(sweep)),
     ]
     for run in sweep.runs:
         jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))

@@ -1,7 +1,9 @@
 """Load one testbed run (.h5) or a sweep directory into plain records of numpy arrays."""
 
 import csv
+import math
 import os
+import re
 
 import h5py
 import numpy as np
@@ -38,15 +40,54 @@ def parse_scenario(text, path="<scenario>"):
     return doc
 
 
+# The scenario's units (docs/scenario.md, Units; sim/config/units.cpp): a quantity as written,
+# "100Mbps", "10ms", "2.039TB/s", "82.6TFLOPS", becomes its base-unit number (bit/s, s, B/s,
+# FLOP/s) so that figures can place runs on an axis.
+_UNITS = {
+    **{u: s for u, s in [("bps", 1), ("kbps", 1e3), ("Mbps", 1e6), ("Gbps", 1e9), ("Tbps", 1e12),
+                         ("bit/s", 1), ("kbit/s", 1e3), ("Mbit/s", 1e6), ("Gbit/s", 1e9)]},
+    **{u: s for u, s in [("B/s", 1), ("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12)]},
+    **{u: s for u, s in [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1), ("min", 60), ("h", 3600)]},
+    **{p + f: s for p, s in [("", 1), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15)]
+       for f in ("FLOPS", "FLOP/s")},
+}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/]+)\s*$")
+
+
+def _same_unit(written, name):
+    # Case does not matter, except B (byte) against b (bit).
+    if len(written) != len(name):
+        return False
+    return all(a == b if "b" in (a, b) or "B" in (a, b) else a.lower() == b.lower() for a, b in zip(written, name))
+
+
+def quantity(value):
+    """A scenario quantity in base units (float), or the value unchanged when it is not one."""
+    if not isinstance(value, str):
+        return value
+    m = _QUANTITY.match(value)
+    if not m:
+        return value
+    for unit, scale in _UNITS.items():
+        if _same_unit(m.group(2), unit):
+            # Like the C++ reader: a power-of-ten unit shifts the exponent (5us is 5e-6 exactly).
+            power = math.log10(scale)
+            if abs(power - round(power)) < 1e-9:
+                return float(f"{m.group(1)}e{round(power)}") if "e" not in m.group(1).lower() else float(m.group(1)) * scale
+            return float(m.group(1)) * scale
+    return value
+
+
 def flatten(tree, prefix=""):
-    """Nested dicts -> {dotted.key: leaf value}, the same spelling as `--set a.b.c=`."""
+    """Nested dicts -> {dotted.key: leaf value}, the same spelling as `--set a.b.c=`; quantities
+    in base units (100Mbps -> 1e8)."""
     out = {}
     for key, value in tree.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flatten(value, dotted + "."))
         else:
-            out[dotted] = value
+            out[dotted] = quantity(value)
     return out
 
 
@@ -212,8 +253,8 @@ def load_sweep(directory):
                 continue
             run = Run(path)
             for k in swept:
-                # The resolved scenario holds the value in base units (1e+08 for 100Mbps); prefer it.
-                run.params[k] = run.flat.get(k, row.get(k))
+                # The resolved scenario's value, in base units (1e+08 for 100Mbps); prefer it.
+                run.params[k] = run.flat.get(k, quantity(row.get(k)))
             runs.append(run)
             seen.add(os.path.abspath(path))
     for entry in sorted(os.listdir(directory)):

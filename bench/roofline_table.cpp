@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
         ComputeSection c = s.compute;
         c.device = preset.name;
         c.dtype = dtype;
-        c.peak_flops = 0;
-        c.memory_bandwidth = Bandwidth{0};
+        c.peak_flops = FlopRate{0};
+        c.memory_bandwidth = ByteRate{0};
         c.launch_latency.reset();
         print_row(preset.name.c_str(), roofline(work, compute_roof(c)));
       }

@@ -43,7 +43,9 @@ class OverlapMlp : public ::testing::Test {
   // The same two nodes training a small GPT (2 blocks of `width`, context 32) on Brown: it
   // registers its head before its blocks, so registration order is not forward order.
   static std::vector<std::string> gpt(int width) {
-    return {"workload.model=gpt", "workload.dataset=brown", "workload.batch_size=4", "workload.eval_samples=32",
+    // The MLP's synthetic task has no effect on Brown: it goes back to its defaults.
+    return {"workload.model=gpt", "workload.dataset=brown", "workload.synthetic={}", "workload.batch_size=4",
+            "workload.eval_samples=32",
             "workload.gpt={preset: tiny, layers: 2, width: " + std::to_string(width) + ", heads: 2, context: 32}"};
   }
   static EngineRun run_gpt(int width, const std::string& algorithm) {

@@ -179,6 +179,49 @@ TEST_F(Cli, ValidatePrintsYamlThatValidates) {
   EXPECT_FALSE(fs::exists(dir_ / "results"));  // validate writes nothing
 }
 
+// In the units a scenario is written in, and what a sentinel stands for beside it.
+TEST_F(Cli, ValidatePrintsHumanUnitsAndWhatDefaultsResolveTo) {
+  fs::path good = write("good.yaml",
+                        "topology: {link: {bandwidth: 100Gbps, latency: 5us}}\ncompute: {device: a100}\n"
+                        "algorithm: {name: fedavg, deadline: 2s}\n");
+  Result r = run("validate '" + good.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"    bandwidth: 100Gbps\n", "    latency: 5us\n", "  deadline: 2s\n", "  min_rto: 200ms\n",
+                           "  server: -1  # -1: the host after the clients' (host 4)\n",
+                           "  peak_flops: 0FLOPS  # 0: the preset's fp32 peak, 19.5TFLOPS\n",
+                           "  memory_bandwidth: 0B/s  # 0: the preset's, 2.039TB/s\n",
+                           "  eval_every: 10\n"})  // a federated run evaluates every round unless told
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  EXPECT_EQ(r.out.find("e+"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("e-0"), std::string::npos) << r.out;
+}
+
+// A value no network or device has is a warning at its key, and the run goes on.
+TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
+  fs::path odd = write("odd.yaml", "topology:\n  link:\n    latency: 50\n    bandwidth: 100\n");
+  Result r = run("validate '" + odd.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(odd.string() + ":3:14: warning: a latency of 50s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a bare number is seconds"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(odd.string() + ":4:16: warning: a link of 100bps"), std::string::npos) << r.err;
+  Result plain = run("validate '" + write("plain.yaml", "topology: {link: {latency: 50ms}}\n").string() + "'");
+  EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
+}
+
+// validate checks a sweep's every run, and points at sweep --dry-run for the list.
+TEST_F(Cli, ValidateChecksSweepFiles) {
+  write("base.yaml", "workload: {steps: 10}\n");
+  fs::path sweep = write("s.yaml", "base: base.yaml\nout: out\ngrid:\n  nodes: [2, 3]\n");
+  Result r = run("validate '" + sweep.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("a sweep of 2 runs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sweep --dry-run"), std::string::npos) << r.out;
+  fs::path bad = write("bad.yaml", "base: base.yaml\nout: out\ngrid:\n  nodes: [2, 0]\n");
+  Result refused = run("validate '" + bad.string() + "'");
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_EQ(refused.err.rfind(bad.string() + ":4:14: ", 0), 0u) << refused.err;
+}
+
 TEST_F(Cli, ValidateRejectsLikeRun) {
   fs::path bad = write("bad.yaml", "nodes: 0\n");
   Result r = run("validate '" + bad.string() + "'");

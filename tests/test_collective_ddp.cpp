@@ -20,8 +20,9 @@ nodes: 5
 threads: 1
 topology: {kind: star, link: {bandwidth: 1Gbps, latency: 1ms}}
 network: {backend: flow}
-collective: {algorithm: )" + algorithm + ", slices: " + std::to_string(slices) + R"(, server: 2,
-             clusters: [[0, 1], [2, 3, 4]]}
+collective: {algorithm: )" + algorithm + ", slices: " + std::to_string(slices) +
+                            (algorithm == "parameter_server" ? ", server: 2" : "") +
+                            (algorithm == "hierarchical" ? ", clusters: [[0, 1], [2, 3, 4]]" : "") + R"(}
 workload: {model: mlp, batch_size: 16, steps: 4, eval_every: 4, eval_samples: 200}
 optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
 compute: {model: fixed, step_time: 10ms}

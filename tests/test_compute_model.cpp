@@ -51,14 +51,14 @@ TEST(ComputeModel, FlopsExplicitPeakOverridesPreset) {
   ComputeSection c;
   c.model = "flops";
   c.device = "a100";
-  c.peak_flops = 1e15;
+  c.peak_flops = FlopRate{1e15};
   c.mfu = 0.25;
   ComputeModel m(c, 5e12, 1, 1);
   EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0.0), 5e12 / (1e15 * 0.25));
   // explicit figures for everything the roofline needs make the device name irrelevant
   c.device = "no-such-device";
   EXPECT_THROW(ComputeModel(c, 5e12, 1, 1), std::invalid_argument);  // bandwidth, latency missing
-  c.memory_bandwidth = Bandwidth{8e12};
+  c.memory_bandwidth = ByteRate{1e12};
   c.launch_latency = Duration{4e-6};
   EXPECT_NO_THROW(ComputeModel(c, 5e12, 1, 1));
 }
@@ -69,9 +69,9 @@ TEST(ComputeModel, FlopsExplicitPeakOverridesPreset) {
 TEST(ComputeModel, ExtraWorkIsAPassOnTheRoof) {
   ComputeSection c;
   c.model = "flops";
-  c.peak_flops = 1e12;
+  c.peak_flops = FlopRate{1e12};
   c.mfu = 0.5;
-  c.memory_bandwidth = Bandwidth{1.6e12};  // bits/s: 2e11 bytes/s
+  c.memory_bandwidth = ByteRate{2e11};
   c.launch_latency = Duration{4e-6};
   c.speeds = {1.0, 0.5};
   ComputeModel m(c, 1e9, 2, 1);
@@ -125,7 +125,7 @@ TEST(ComputeModel, SpeedsApplyToMeasuredAndFlopsToo) {
   c.speeds = {2.0};
   EXPECT_DOUBLE_EQ(ComputeModel(c, 0, 1, 0).step_seconds(0, 0, 0.5), 0.25);
   c.model = "flops";
-  c.peak_flops = 1e12;
+  c.peak_flops = FlopRate{1e12};
   c.mfu = 1.0;
   EXPECT_DOUBLE_EQ(ComputeModel(c, 4e12, 1, 0).step_seconds(0, 0, 0), 2.0);
 }
@@ -315,7 +315,7 @@ TEST(ComputeModel, RejectsUnknownDevicePreset) {
   ComputeSection c;
   c.model = "flops";
   c.device = "tpu-v9000";
-  c.peak_flops = 0;
+  c.peak_flops = FlopRate{0};
   std::string msg = thrown_message([&] { ComputeModel(c, 1e9, 1, 0); });
   EXPECT_NE(msg.find("tpu-v9000"), std::string::npos) << msg;
 }

@@ -156,7 +156,7 @@ TEST_F(DdpTest, FlopsComputeModelUsesDevicePeak) {
   s.compute.model = "flops";
   s.compute.device = "a100";
   s.compute.mfu = 0.5;
-  s.compute.memory_bandwidth = Bandwidth{1e18};
+  s.compute.memory_bandwidth = ByteRate{1.25e17};
   MemoryRecorder rec;
   Engine engine(s, *data_);
   ASSERT_EQ(engine.run(rec).status, "completed");

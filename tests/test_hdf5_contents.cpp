@@ -117,7 +117,7 @@ TEST_F(Hdf5Contents, RootAttributes) {
   EXPECT_EQ(number_attribute(*file_, "deterministic"), 1);
   // The resolved scenario is itself a scenario that resolves to the same text.
   const std::string scenario = text_attribute(*file_, "scenario");
-  EXPECT_NE(scenario.find("step_time: 0.02"), std::string::npos) << scenario;
+  EXPECT_NE(scenario.find("step_time: 20ms"), std::string::npos) << scenario;
   std::ofstream(*dir_ / "resolved.yaml") << scenario;
   ASSERT_EQ(testbed::cli_child::run({"validate", (*dir_ / "resolved.yaml").string()},
                                     {"", (*dir_ / "again.yaml").string(), ""}),

@@ -341,8 +341,8 @@ TEST(Roofline, OverridesReplacePresetFigures) {
   ComputeSection s;
   s.device = "h100";
   s.mfu = 1;
-  s.peak_flops = 2e12;
-  s.memory_bandwidth = Bandwidth{8e9};  // 1 GB/s
+  s.peak_flops = FlopRate{2e12};
+  s.memory_bandwidth = ByteRate{1e9};
   s.launch_latency = Duration{1e-3};
   Roof roof = compute_roof(s);
   EXPECT_EQ(roof.flops, 2e12);

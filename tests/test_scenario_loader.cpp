@@ -1,15 +1,20 @@
 // Tests parse_scenario/load_scenario: defaults, every section, --set overrides, error locations, to_yaml round trip.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "netmodels/event_clock.h"
 #include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
+#include "training/algorithms/registry.h"
 
 namespace testbed {
 namespace {
@@ -197,7 +202,7 @@ network: {backend: ns3, transport: tcp, mtu: 1500, queue_packets: 50, min_rto: 1
 workload: {model: mlp, batch_size: 32, steps: 20, eval_every: 5, eval_samples: 100}
 optimizer: {name: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0}
 algorithm: {name: ddp}
-compute: {model: fixed, step_time: 20ms, mfu: 0.5}
+compute: {model: fixed, step_time: 20ms}
 output: {path: out/full.h5}
 )", "s.yaml");
   EXPECT_EQ(s.seed, 7u);
@@ -423,11 +428,12 @@ TEST(ScenarioCollective, BadInputPointsAtTheKey) {
   expect_error("collective: {algorithm: rign}\n", "s.yaml:1:25", "'rign' is not one of: ring, tree");
   expect_error("collective: {slices: 0}\n", "s.yaml:1:22", "out of range");
   expect_error("collective: {algorithm: hierarchical}\n", "s.yaml:1:25", "the hierarchical collective needs clusters");
-  expect_error("collective:\n  clusters: [[0, 1], [2, 7]]\n", "s.yaml:2:26", "node 7 is not a node (0..3)");
-  expect_error("collective:\n  clusters: [[0, 1], [1, 2, 3]]\n", "s.yaml:2:23", "node 1 is already in cluster 0");
-  expect_error("collective:\n  clusters: [[0, 1], [2]]\n", "s.yaml:2:13", "node 3 is in no cluster");
-  expect_error("collective:\n  clusters: [[0, 1, 2, 3], []]\n", "s.yaml:2:28", "a cluster needs at least one node");
-  expect_error("nodes: 4\n", "--set collective.server=9:1:19", "server 9 is not a node", {"collective.server=9"});
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2, 7]]\n", "s.yaml:3:26", "node 7 is not a node (0..3)");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [1, 2, 3]]\n", "s.yaml:3:23", "node 1 is already in cluster 0");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2]]\n", "s.yaml:3:13", "node 3 is in no cluster");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1, 2, 3], []]\n", "s.yaml:3:28", "a cluster needs at least one node");
+  expect_error("collective: {algorithm: parameter_server}\n", "--set collective.server=9:1:19", "server 9 is not a node",
+               {"collective.server=9"});
 }
 
 TEST(ScenarioFiles, MissingFile) {
@@ -506,7 +512,71 @@ TEST(ScenarioOverrides, FileErrorsStillPointAtTheFile) {
   expect_error("nodes: 4\nseed: x\n", "s.yaml:2:7", "expected an integer", {"nodes=5"});
 }
 
+// --- the docs' promises about scenarios ---
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// README's block under "every key has a default" shows the defaults, and names every algorithm.
+TEST(ScenarioDocs, ReadmeDefaultsBlockIsTheDefaults) {
+  const std::string readme = read_text(std::string(TESTBED_SOURCE_DIR) + "/README.md");
+  const size_t start = readme.find("every key has a default:\n\n");
+  ASSERT_NE(start, std::string::npos);
+  std::string block, comments;
+  std::istringstream lines(readme.substr(start + 26));
+  for (std::string line; std::getline(lines, line) && line.rfind("    ", 0) == 0;) {
+    block += line.substr(4) + "\n";
+    if (auto hash = line.find('#'); hash != std::string::npos) comments += line.substr(hash + 1) + " ";
+  }
+  ASSERT_FALSE(block.empty());
+  EXPECT_EQ(to_yaml(parse_scenario(block, "README.md")), to_yaml(parse_scenario("{}", "README.md"))) << block;
+  for (const auto& name : algorithm_names())
+    EXPECT_NE((" " + comments + " ").find(" " + name + " "), std::string::npos) << name << " missing from: " << comments;
+}
+
+// Every shipped scenario and sweep is in scenario.md's table (a folder of one per algorithm as
+// `folder/<name>.yaml`).
+TEST(ScenarioDocs, EveryShippedScenarioIsListed) {
+  const std::string doc = read_text(std::string(TESTBED_SOURCE_DIR) + "/docs/scenario.md");
+  const std::filesystem::path root = std::string(TESTBED_SOURCE_DIR);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string path = std::filesystem::relative(entry.path(), root).string();
+    const std::string pattern = std::filesystem::relative(entry.path().parent_path(), root).string() + "/<name>.yaml";
+    const std::string folder = std::filesystem::relative(entry.path().parent_path(), root).string() + "/`";
+    EXPECT_TRUE(doc.find("`" + path + "`") != std::string::npos || doc.find("`" + pattern + "`") != std::string::npos ||
+                doc.find("`" + folder) != std::string::npos)
+        << path << " is not in docs/scenario.md's shipped-scenario table";
+  }
+}
+
 // --- to_yaml ---
+
+// validate's promise for every scenario the project ships: what it prints loads back to the
+// same resolved scenario, printed the same way, with every quantity in a unit.
+TEST(ScenarioToYaml, EveryShippedScenarioRoundTripsInUnits) {
+  const std::regex bare_quantity(
+      "\\n *(bandwidth|latency|jitter|min_rto|syn_timeout|step_time|deadline|peak_flops|memory_bandwidth): "
+      "[-0-9.e+]+\\n");
+  int scenarios = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(TESTBED_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    if (YAML::LoadFile(entry.path().string())["base"].IsDefined()) continue;  // a sweep file
+    SCOPED_TRACE(entry.path().string());
+    // A fine-tuning scenario starts from a checkpoint that its pretraining run writes.
+    const bool finetune = entry.path().filename().string().rfind("finetune", 0) == 0;
+    const std::string text = to_yaml(load_scenario(entry.path().string(), finetune ? std::vector<std::string>{"workload.init_from=\"\""} : std::vector<std::string>{}));
+    EXPECT_EQ(to_yaml(parse_scenario(text, "resolved.yaml")), text);
+    std::smatch bare;
+    EXPECT_FALSE(std::regex_search(text, bare, bare_quantity)) << bare.str();
+    ++scenarios;
+  }
+  EXPECT_GE(scenarios, 25);
+}
 
 TEST(ScenarioToYaml, DefaultRoundTrips) {
   std::string text = to_yaml(parse_scenario("{}", "s.yaml"));
@@ -566,7 +636,7 @@ TEST(ScenarioErrors, BadQueue) {
 
 // A key that only one topology kind reads, given under another, is refused at the key and names
 // the kind that reads it; under its own kind, or at its default (as validate writes it), it loads.
-TEST(ScenarioErrors, TopologyKeysOfAnotherKindAreRefused) {
+TEST(ScenarioErrors, KeysThatWouldHaveNoEffectAreRefused) {
   struct Case {
     const char* yaml;
     const char* where;
@@ -582,15 +652,54 @@ TEST(ScenarioErrors, TopologyKeysOfAnotherKindAreRefused) {
       {"topology: {kind: erdos_renyi, beta: 0.3}\n", "s.yaml:1:37", "'topology.beta' has no effect with topology.kind erdos_renyi; it is read only with kind: watts_strogatz"},
       {"nodes: 6\ntopology: {degree: 2}\n", "s.yaml:2:20", "'topology.degree' has no effect with topology.kind ring"},
       {"topology: {placement: [a, b]}\n", "s.yaml:1:23", "'topology.placement' has no effect with topology.kind ring; it is read only with kind: graphml"},
+      // Beyond the topology: every key that counts only when another key has some value.
+      {"topology:\n  link: {p_good_bad: 0.01}\n", "s.yaml:2:22", "'topology.link.p_good_bad' has no effect with topology.link.loss_model bernoulli; it is read only with loss_model: gilbert_elliott"},
+      {"topology:\n  links:\n    - {between: [0, 1], loss_bad: 0.5}\n", "s.yaml:3:35", "'topology.links.0.loss_bad' has no effect with topology.links.0.loss_model bernoulli"},
+      {"compute: {step_time: 20ms}\n", "s.yaml:1:22", "'compute.step_time' has no effect with compute.model flops; it is read only with compute.model: fixed"},
+      {"compute: {model: fixed, step_time: 1s, peak_flops: 312TFLOPS}\n", "s.yaml:1:52", "'compute.peak_flops' has no effect with compute.model fixed; it is read only with compute.model: flops"},
+      {"compute: {model: measured, dtype: bf16}\n", "s.yaml:1:35", "'compute.dtype' has no effect with compute.model measured"},
+      {"compute: {measured_scale: 2}\n", "s.yaml:1:27", "'compute.measured_scale' has no effect with compute.model flops; it is read only with compute.model: measured"},
+      {"workload:\n  gpt: {layers: 2}\n", "s.yaml:2:8", "'workload.gpt' has no effect with workload.model cnn; it is read only with workload.model: gpt"},
+      {"workload:\n  synthetic: {inputs: 8}\n", "s.yaml:2:14", "'workload.synthetic' has no effect with workload.dataset fashion_mnist; it is read only with workload.dataset: synthetic"},
+      {"workload:\n  adapter: {rank: 8}\n", "s.yaml:2:19", "'workload.adapter.rank' has no effect with workload.adapter.kind none"},
+      {"optimizer: {momentum: 0.9}\n", "s.yaml:1:23", "'optimizer.momentum' has no effect with optimizer.name adamw; it is read only with optimizer.name: sgd"},
+      {"optimizer: {name: sgd, beta2: 0.95}\n", "s.yaml:1:31", "'optimizer.beta2' has no effect with optimizer.name sgd; it is read only with optimizer.name: adam or adamw"},
+      {"collective: {server: 2}\n", "s.yaml:1:22", "'collective.server' has no effect with collective.algorithm ring; it is read only with collective.algorithm: parameter_server"},
+      {"collective: {algorithm: tree, clusters: [[0, 1], [2, 3]]}\n", "s.yaml:1:41", "'collective.clusters' has no effect with collective.algorithm tree; it is read only with collective.algorithm: hierarchical"},
+      {"algorithm: {name: fedavg, H: 10}\nworkload: {eval_every: 15}\n", "s.yaml:2:24", "a federated run evaluates where a round ends: workload.eval_every (15) must be a multiple of H = 10"},
   };
   for (const Case& c : cases) expect_error(c.yaml, c.where, c.message);
   expect_error("topology: {kind: ring}\n", "--set topology.wan.bandwidth=10Mbps:1:24", "'topology.wan' has no effect",
                {"topology.wan.bandwidth=10Mbps"});
-  // Under their own kind they load, and a ring's validate output (every key, at its default) loads again.
+  // Where they count they load (a federated run evaluates every round unless told), and a ring's validate output (every key, at its default) loads again.
   EXPECT_EQ(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2, wan: {latency: 50ms}}\n", "s.yaml")
                 .topology.wan.latency.s, 0.05);
   EXPECT_EQ(parse_scenario("nodes: 6\ntopology: {kind: watts_strogatz, degree: 2, beta: 0.3}\n", "s.yaml").topology.beta, 0.3);
+  EXPECT_EQ(parse_scenario("optimizer: {name: sgd, momentum: 0.9}\n", "s.yaml").optimizer.momentum, 0.9);
+  EXPECT_EQ(parse_scenario("compute: {model: fixed, step_time: 20ms}\n", "s.yaml").compute.step_time.s, 0.02);
+  EXPECT_EQ(parse_scenario("topology:\n  link: {loss_model: gilbert_elliott, p_good_bad: 0.01}\n", "s.yaml")
+                .topology.link.p_good_bad.value, 0.01);
+  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {steps: 300}\n", "s.yaml").workload.eval_every, 5);
+  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {eval_every: 50}\n", "s.yaml").workload.eval_every, 50);
   EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("topology: {kind: star}\n", "s.yaml")), "again.yaml").topology.kind, "star");
+}
+
+// An error is where the value came from; a suggestion is never the refused value; a key at the
+// wrong level names the right one.
+TEST(ScenarioErrors, MessagesPointWhereTheValueCameFromAndSuggestWhatIsMeant) {
+  const std::string fed = "algorithm:\n  name: fedavg\n  H: 10\nworkload: {steps: 100}\n";
+  expect_error(fed, "--set workload.steps=1005:1:16", "workload.steps (1005) must be a whole number of rounds of H = 10",
+               {"workload.steps=1005"});
+  expect_error(fed, "--set algorithm.H=7:1:13", "must be a whole number of rounds of H = 7", {"algorithm.H=7"});
+  const std::string dirichlet = error_of("{}", {"workload.partition=dirichlet"});
+  EXPECT_NE(dirichlet.find("takes its alpha: {dirichlet: 0.5}"), std::string::npos) << dirichlet;
+  EXPECT_EQ(dirichlet.find("did you mean"), std::string::npos) << dirichlet;
+  expect_error("{}", "--set device=a100:1:8", "the compute model's device preset is compute.device: a100", {"device=a100"});
+  expect_error("{}", "--set compute.device=A100:1:16", "(did you mean 'a100'?)", {"compute.device=A100"});
+  expect_error("{}", "--set algorithm.name=PowerSGD:1:16", "(did you mean 'powersgd'?)", {"algorithm.name=PowerSGD"});
+  expect_error("workload:\n  lr: 0.1\n", "s.yaml:2:3", "unknown key 'lr' in 'workload' ('lr' is a key of 'optimizer': optimizer.lr)");
+  expect_error("eval_every: 10\n", "s.yaml:1:1", "('eval_every' is a key of 'workload': workload.eval_every)");
+  expect_error("algorithm: {name: ddp}\ncompute: {H: 3}\n", "s.yaml:2:11", "'H' is a key of 'algorithm'");
 }
 
 // flow_sharing picks the flow backend's sharing rule; maxmin (the default) anywhere, rtt only

@@ -1,4 +1,5 @@
-// Tests the SI-suffixed unit parsers (bandwidth, duration, bytes, fraction) and format_number.
+// Tests the SI-suffixed unit parsers (bandwidth, duration, bytes, fraction, memory and FLOP
+// rates), their one case rule, the unit-choosing printers and format_number.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,6 +61,62 @@ TEST(Units, NonFiniteIsRejected) {
   EXPECT_FALSE(parse_fraction("nan"));
   EXPECT_FALSE(parse_duration_s("inf"));
   EXPECT_FALSE(parse_bandwidth_bps("infGbps"));
+}
+
+// Case does not matter except bytes against bits: 1gbps is 1Gbps, 1gb/s is nothing.
+TEST(Units, OneCaseRuleExceptBytesAgainstBits) {
+  EXPECT_EQ(*parse_bandwidth_bps("1gbps"), 1e9);
+  EXPECT_FALSE(parse_bandwidth_bps("1GBPS"));  // B is a byte: there is no "GBPS"
+  EXPECT_EQ(*parse_bandwidth_bps("1mbit/S"), 1e6);
+  EXPECT_EQ(*parse_bandwidth_bps("1gB/s"), 8e9);
+  EXPECT_FALSE(parse_bandwidth_bps("1gb/s"));
+  EXPECT_EQ(*parse_duration_s("2S"), 2.0);
+  EXPECT_EQ(*parse_duration_s("10MS"), 0.01);
+  EXPECT_EQ(*parse_bytes("1miB"), 1048576.0);
+  EXPECT_FALSE(parse_bytes("1mb"));  // a megabit is not a size
+}
+
+TEST(Units, MemoryAndFlopRates) {
+  EXPECT_EQ(*parse_byte_rate("2.039TB/s"), 2.039e12);
+  EXPECT_EQ(*parse_byte_rate("900GB/s"), 900e9);
+  EXPECT_EQ(*parse_byte_rate("8Gbps"), 1e9);  // bits: an eighth as many bytes
+  EXPECT_EQ(*parse_byte_rate("1e9"), 1e9);    // a bare number is bytes/s
+  EXPECT_EQ(*parse_flop_rate("312TFLOPS"), 312e12);
+  EXPECT_EQ(*parse_flop_rate("312 tflop/s"), 312e12);
+  EXPECT_EQ(*parse_flop_rate("19.5e12"), 19.5e12);
+  EXPECT_FALSE(parse_flop_rate("312TB/s"));
+  EXPECT_FALSE(parse_byte_rate("312TFLOPS"));
+}
+
+// Below the base unit a suffix divides by an exact power of ten: the value is the decimal's.
+TEST(Units, SmallUnitsGiveTheNearestDouble) {
+  EXPECT_EQ(*parse_duration_s("5us"), 5e-6);
+  EXPECT_EQ(*parse_duration_s("0.3ms"), 0.3e-3);
+  EXPECT_EQ(*parse_duration_s("7ns"), 7e-9);
+  EXPECT_EQ(*parse_fraction("0.5%"), 0.005);
+}
+
+// The largest unit that keeps the number at least 1, with the fewest decimals that read back.
+TEST(Units, PrintedInTheirUnits) {
+  EXPECT_EQ(format_bandwidth(100e6), "100Mbps");
+  EXPECT_EQ(format_bandwidth(1e11), "100Gbps");
+  EXPECT_EQ(format_bandwidth(2.5e6), "2.5Mbps");
+  EXPECT_EQ(format_bandwidth(999), "999bps");
+  EXPECT_EQ(format_bandwidth(0), "0bps");
+  EXPECT_EQ(format_duration(0.05), "50ms");
+  EXPECT_EQ(format_duration(5e-6), "5us");
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(90), "90s");
+  EXPECT_EQ(format_byte_rate(2.039e12), "2.039TB/s");
+  EXPECT_EQ(format_flop_rate(82.6e12), "82.6TFLOPS");
+  EXPECT_EQ(format_flop_rate(0), "0FLOPS");
+  // Whatever the value, the text reads back to the same double.
+  for (double v : {1.0 / 3.0, 123456789.125, 4.9999999999999996e-06, 1e-12, 7e15}) {
+    EXPECT_EQ(*parse_bandwidth_bps(format_bandwidth(v)), v) << format_bandwidth(v);
+    EXPECT_EQ(*parse_duration_s(format_duration(v)), v) << format_duration(v);
+    EXPECT_EQ(*parse_byte_rate(format_byte_rate(v)), v) << format_byte_rate(v);
+    EXPECT_EQ(*parse_flop_rate(format_flop_rate(v)), v) << format_flop_rate(v);
+  }
 }
 
 TEST(Units, FormatNumberRoundTrips) {

@@ -200,3 +200,51 @@ def test_accuracy_per_round_lines(tmp_path):
 def test_accuracy_per_round_needs_a_federated_run(tmp_path):
     with pytest.raises(NotApplicable, match="federated"):
         figures.fig_accuracy_per_round(_two_runs(tmp_path))
+
+
+def _bandwidth_sweep(tmp_path, key="topology.link.bandwidth"):
+    # Two algorithms x three bandwidths, written in units as the resolved scenario holds them;
+    # each run 6 steps, its projected time 1.2 x scale (synth: node 2 finishes step 5 at 0.6 x 2).
+    rows = ["run," + key + ",status"]
+    for algo, scales in (("ddp", (4.0, 2.0, 1.0)), ("powersgd", (1.5, 1.5, 1.5))):
+        for bw, scale in zip(("10Mbps", "100Mbps", "1Gbps"), scales):
+            run = f"{algo}_{bw}"
+            write_run(tmp_path / f"{run}.h5", name="bw", algorithm=algo, bandwidth=bw, time_scale=scale,
+                      summary={"projected_time_s": 1.2 * scale, "steps_completed": 6, "total_bytes": 1})
+            rows.append(f"{run},{bw},completed")
+    (tmp_path / "sweep.csv").write_text("\n".join(rows) + "\n")
+    return load(str(tmp_path))
+
+
+def test_iteration_time_and_throughput_against_bandwidth(tmp_path):
+    fig = figures.fig_iteration_time_vs_bandwidth(_bandwidth_sweep(tmp_path))
+    time_ax, rate_ax = fig.axes[0], fig.axes[1]
+    lines = {l.get_label(): l for l in time_ax.get_lines()}
+    assert sorted(lines) == ["ddp", "powersgd"]
+    # ms per iteration: projected time / 6 steps; throughput: 3 nodes x batch (synth: none given, 1) / that.
+    np.testing.assert_allclose(lines["ddp"].get_xdata(), [10, 100, 1000])
+    np.testing.assert_allclose(lines["ddp"].get_ydata(), [1.2 * 4 / 6 * 1e3, 1.2 * 2 / 6 * 1e3, 1.2 / 6 * 1e3])
+    np.testing.assert_allclose(lines["powersgd"].get_ydata(), [1.2 * 1.5 / 6 * 1e3] * 3)
+    ddp_rate = rate_ax.get_lines()[0]
+    np.testing.assert_allclose(ddp_rate.get_ydata(), [3 / (1.2 * 4 / 6), 3 / (1.2 * 2 / 6), 3 / (1.2 / 6)])
+    assert rate_ax.get_xlabel() == "link bandwidth (Mbit/s)"
+    _written(style.save(fig, str(tmp_path / "out"), "f9"))
+
+
+def test_iteration_time_follows_any_swept_link(tmp_path):
+    fig = figures.fig_iteration_time_vs_bandwidth(_bandwidth_sweep(tmp_path, key="topology.wan.bandwidth"))
+    assert fig.axes[1].get_xlabel() == "wan bandwidth (Mbit/s)"
+
+
+def test_iteration_time_needs_one_swept_bandwidth(tmp_path):
+    with pytest.raises(NotApplicable, match="exactly one link bandwidth"):
+        figures.fig_iteration_time_vs_bandwidth(_two_runs(tmp_path))
+
+
+def test_time_to_target_of_a_one_factor_sweep_is_a_line(tmp_path):
+    # Eval losses 1.5 then 0.9 at eval times 0.6 and 1.2 x scale: target 1.0 is reached at the second.
+    fig = figures.fig_time_to_target_any(_bandwidth_sweep(tmp_path), target=1.0)
+    lines = _lines(fig)
+    np.testing.assert_allclose(lines["ddp"][1], [1.2 * 4, 1.2 * 2, 1.2 * 1])
+    np.testing.assert_allclose(lines["powersgd"][1], [1.2 * 1.5] * 3)
+    assert fig.target_loss == 1.0

@@ -140,3 +140,22 @@ def test_manifest_cells_with_spaces(tmp_path):
     (tmp_path / "sweep.csv").write_text("run, topology.link.latency, status\nr0, 1ms, completed\nr1, 10ms, completed\n")
     sweep = load_sweep(str(tmp_path))
     assert [r.label for r in sweep.runs] == ["latency=1 ms", "latency=10 ms"]
+
+
+def test_quantities_in_units_read_as_base_units(tmp_path):
+    from analysis.load import quantity
+
+    assert quantity("100Mbps") == 1e8
+    assert quantity("1gbps") == 1e9  # case does not matter ...
+    assert quantity("1gb/s") == "1gb/s"  # ... except byte against bit
+    assert quantity("2.039TB/s") == 2.039e12
+    assert quantity("5us") == 5e-6
+    assert quantity("50ms") == 0.05
+    assert quantity("0s") == 0.0
+    assert quantity("82.6TFLOPS") == 82.6e12
+    assert quantity("1.5bdp") == "1.5bdp"
+    assert quantity("ring") == "ring"
+    # What `testbed validate` and the file's scenario attribute now write: units, read as numbers.
+    run = load_run(write_run(tmp_path / "u.h5", bandwidth="100Mbps", latency="10ms"))
+    assert run.flat["topology.link.bandwidth"] == 1e8
+    assert run.flat["topology.link.latency"] == 0.01

@@ -9,20 +9,6 @@
 
 namespace testbed {
 
-// Unit-carrying doubles, so the reader knows how to parse each field ("100Mbps", "10ms", "1%").
-struct Bandwidth {
-  double bps = 0;
-  bool operator==(const Bandwidth&) const = default;
-};
-struct Duration {
-  double s = 0;
-  bool operator==(const Duration&) const = default;
-};
-struct Fraction {
-  double value = 0;
-  bool operator==(const Fraction&) const = default;
-};
-
 // How the training set is split among nodes: `iid`, `category` (whole label or genre
 // groups per node, round-robin) or `{dirichlet: alpha}` (label skew; smaller is more skewed).
 struct Partition {

@@ -311,8 +311,8 @@ struct ComputeSection {
   Duration step_time{0.1};       // fixed: seconds per step
   std::string device = "rtx4090";
   std::string dtype = "fp32";    // flops: training precision; picks the preset's peak and bytes per element
-  double peak_flops = 0;         // overrides the device preset when > 0
-  Bandwidth memory_bandwidth{0};  // overrides the preset when > 0 (e.g. 3.35TB/s)
+  FlopRate peak_flops{0};         // overrides the device preset when > 0 (e.g. 312TFLOPS)
+  ByteRate memory_bandwidth{0};   // overrides the preset when > 0 (e.g. 3.35TB/s)
   std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
   double mfu = 0.4;
   double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
@@ -388,6 +388,7 @@ struct Scenario {
   // checks that need more than the file (the data set, the partition) can point at it.
   std::string source;
   std::map<std::string, std::string> locations;
+  std::vector<std::string> warnings;  // "file:line:col: warning: ..." (scenario_rules.h), printed by the CLI
   std::string where(const std::string& key) const {
     auto it = locations.find(key);
     return it != locations.end() ? it->second : source + ":1:1";

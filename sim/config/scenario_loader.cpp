@@ -6,23 +6,64 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/scenario_notes.h"
 #include "sim/config/scenario_rules.h"
 #include "sim/config/yaml_reader.h"
 
 namespace testbed {
+
+namespace {
+
+// Lists every dotted key of a section (not inside lists), for the reader's wrong-level hints.
+class KeyLister {
+ public:
+  explicit KeyLister(std::vector<std::string>& keys, std::string prefix = "") : keys_(keys), prefix_(std::move(prefix)) {}
+  template <class T, class... Check>
+  void field(const char* key, T& value, const Check&...) {
+    const std::string path = prefix_ + key;
+    keys_.push_back(path);
+    if constexpr (requires(KeyLister& l) { value.fields(l); }) {
+      KeyLister sub(keys_, path + ".");
+      value.fields(sub);
+    }
+  }
+
+ private:
+  std::vector<std::string>& keys_;
+  std::string prefix_;
+};
+
+// Every key a scenario may hold, every algorithm's keys included.
+const std::vector<std::string>& every_scenario_key() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    KeyLister lister(out);
+    Scenario().fields(lister);
+    for (const auto& name : algorithm_names()) {
+      AlgorithmOptions options = find_algorithm(name)->defaults;
+      KeyLister algorithm(out, "algorithm.");
+      std::visit([&algorithm](auto& o) { o.fields(algorithm); }, options);
+    }
+    return out;
+  }();
+  return keys;
+}
+
+}  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
                         const std::vector<std::string>& overrides) {
   YAML::Node root = read_root_map(yaml_text, origin, "scenario");
   Origins origins(origin, apply_overrides(root, overrides));
   Scenario scenario;
-  FieldReader reader(root, "", origins);
+  FieldReader reader(root, "", origins, &every_scenario_key());
   scenario.fields(reader);
   reader.finish();
   scenario.source = origin;
   scenario.locations = origins.all();
   resolve_scenario(scenario, origins);
   check_scenario(scenario, origins);
+  scenario.warnings = scenario_warnings(scenario, origins);
   return scenario;
 }
 
@@ -43,7 +84,8 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 std::string to_yaml(const Scenario& scenario) {
   YAML::Emitter out;
-  FieldWriter writer(out);
+  const auto notes = resolved_notes(scenario);
+  FieldWriter writer(out, &notes);
   out << YAML::BeginMap;
   const_cast<Scenario&>(scenario).fields(writer);
   out << YAML::EndMap;

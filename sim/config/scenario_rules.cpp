@@ -36,33 +36,116 @@ std::string given_under(const Origins& origins, const std::string& key) {
   return key;
 }
 
-// A key of one topology kind, given under another kind, would be silently ignored (a WAN
-// under a ring). Refused at the key when it differs from its default: validate's output writes
-// every key at its value, and must load again.
-void check_kind_keys(const Scenario& s, const Origins& origins) {
-  const TopologySection d;
+// A key that only counts when another key has some value would be silently ignored otherwise
+// (a WAN under a ring, a momentum under Adam). Refused at the key when it differs from its
+// default: validate's output writes every key at its value, and must load again.
+struct DependentKey {
+  std::string key;    // its dotted path
+  bool given;         // its value differs from the default
+  bool counts;        // the scenario as resolved reads it
+  std::string needs;  // what would make it count ("topology.kind: hierarchical")
+  std::string now;    // what the scenario has instead ("topology.kind ring")
+};
+
+std::vector<DependentKey> dependent_keys(const Scenario& s) {
+  std::vector<DependentKey> keys;
+  const TopologySection dt;
   const TopologySection& t = s.topology;
-  struct KindKey {
-    const char* key;
-    const char* kind;
-    bool given;
+  auto kind_key = [&](const char* key, const char* kind, bool given) {
+    keys.push_back({key, given, t.kind == kind, std::string("kind: ") + kind, "topology.kind " + t.kind});
   };
-  const KindKey keys[] = {
-      {"topology.rows", "torus2d", t.rows != d.rows},
-      {"topology.k", "fat_tree", t.k != d.k},
-      {"topology.clusters", "hierarchical", t.clusters != d.clusters},
-      {"topology.per_cluster", "hierarchical", t.per_cluster != d.per_cluster},
-      {"topology.wan", "hierarchical", !(t.wan == d.wan)},
-      {"topology.p", "erdos_renyi", t.p != d.p},
-      {"topology.degree", "watts_strogatz", t.degree != d.degree},
-      {"topology.beta", "watts_strogatz", t.beta != d.beta},
-      {"topology.file", "graphml", !t.file.empty()},
-      {"topology.placement", "graphml", !t.placement.empty()},
+  kind_key("topology.rows", "torus2d", t.rows != dt.rows);
+  kind_key("topology.k", "fat_tree", t.k != dt.k);
+  kind_key("topology.clusters", "hierarchical", t.clusters != dt.clusters);
+  kind_key("topology.per_cluster", "hierarchical", t.per_cluster != dt.per_cluster);
+  kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
+  kind_key("topology.p", "erdos_renyi", t.p != dt.p);
+  kind_key("topology.degree", "watts_strogatz", t.degree != dt.degree);
+  kind_key("topology.beta", "watts_strogatz", t.beta != dt.beta);
+  kind_key("topology.file", "graphml", !t.file.empty());
+  kind_key("topology.placement", "graphml", !t.placement.empty());
+
+  // Burst-loss parameters mean something only under the Gilbert-Elliott model.
+  const LinkSection dl;
+  auto burst_keys = [&](const std::string& link, const std::string& model, bool p_good_bad, bool p_bad_good,
+                        bool loss_bad) {
+    const bool ge = model == "gilbert_elliott";
+    for (const auto& [key, given] : {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
+      keys.push_back({link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + model});
   };
-  for (const KindKey& k : keys) {
-    if (!k.given || t.kind == k.kind) continue;
-    fail(origins.where(given_under(origins, k.key)), "'" + std::string(k.key) + "' has no effect with topology.kind " +
-                                                         t.kind + "; it is read only with kind: " + k.kind);
+  auto section_burst = [&](const std::string& link, const LinkSection& l) {
+    burst_keys(link, l.loss_model, !(l.p_good_bad == dl.p_good_bad), !(l.p_bad_good == dl.p_bad_good),
+               !(l.loss_bad == dl.loss_bad));
+  };
+  section_burst("topology.link", t.link);
+  if (t.kind == "hierarchical") section_burst("topology.wan", t.wan);
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const auto& o = t.links[i];
+    // An override's burst keys count when its own model, or the default link's, is Gilbert-Elliott.
+    burst_keys("topology.links." + std::to_string(i), o.loss_model.value_or(t.link.loss_model), o.p_good_bad.has_value(),
+               o.p_bad_good.has_value(), o.loss_bad.has_value());
+  }
+
+  // Each compute model reads its own keys.
+  const ComputeSection dc;
+  const ComputeSection& c = s.compute;
+  auto compute_key = [&](const char* key, const char* model, bool given) {
+    keys.push_back({key, given, c.model == model, std::string("compute.model: ") + model, "compute.model " + c.model});
+  };
+  compute_key("compute.step_time", "fixed", !(c.step_time == dc.step_time));
+  compute_key("compute.device", "flops", c.device != dc.device);
+  compute_key("compute.dtype", "flops", c.dtype != dc.dtype);
+  compute_key("compute.peak_flops", "flops", !(c.peak_flops == dc.peak_flops));
+  compute_key("compute.memory_bandwidth", "flops", !(c.memory_bandwidth == dc.memory_bandwidth));
+  compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
+  compute_key("compute.mfu", "flops", c.mfu != dc.mfu);
+  compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
+
+  // The workload's sub-sections belong to one model, data set or adapter each.
+  const WorkloadSection dw;
+  const WorkloadSection& w = s.workload;
+  auto same_gpt = [](const GptSection& a, const GptSection& b) {
+    return a.preset == b.preset && a.layers == b.layers && a.heads == b.heads && a.width == b.width &&
+           a.context == b.context && a.dropout == b.dropout;
+  };
+  keys.push_back({"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt",
+                  "workload.model " + w.model});
+  const auto& sy = w.synthetic;
+  const auto& dsy = dw.synthetic;
+  const bool synthetic_given = sy.task != dsy.task || sy.inputs != dsy.inputs || sy.outputs != dsy.outputs ||
+                               sy.hidden != dsy.hidden || sy.train_samples != dsy.train_samples ||
+                               sy.test_samples != dsy.test_samples;
+  keys.push_back({"workload.synthetic", synthetic_given, w.dataset == "synthetic", "workload.dataset: synthetic",
+                  "workload.dataset " + w.dataset});
+  for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
+                                   {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
+    keys.push_back({key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa",
+                    "workload.adapter.kind none"});
+
+  // SGD's momentum and Adam's betas.
+  const OptimizerSection dopt;
+  const OptimizerSection& opt = s.optimizer;
+  const bool adam = opt.name == "adam" || opt.name == "adamw";
+  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd", "optimizer.name: sgd",
+                  "optimizer.name " + opt.name});
+  for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
+                                   {"optimizer.beta2", opt.beta2 != dopt.beta2}})
+    keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
+
+  // A collective's server and clusters belong to the algorithm that uses them.
+  const CollectiveSection& col = s.collective;
+  keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
+                  "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
+  keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
+                  "collective.algorithm: hierarchical", "collective.algorithm " + col.algorithm});
+  return keys;
+}
+
+void check_dependent_keys(const Scenario& s, const Origins& origins) {
+  for (const DependentKey& k : dependent_keys(s)) {
+    if (!k.given || k.counts) continue;
+    fail(origins.where(given_under(origins, k.key)),
+         "'" + k.key + "' has no effect with " + k.now + "; it is read only with " + k.needs);
   }
 }
 
@@ -213,11 +296,18 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
     fail(origins.where("algorithm.clients_per_round"), "clients_per_round " + std::to_string(o.clients_per_round) +
                                                            " is more than the " + std::to_string(s.nodes) + " clients (nodes)");
   }
-  if (origins.seen("algorithm.deadline") && o.deadline <= 0) {
+  if (o.deadline && o.deadline->s <= 0) {
     fail(origins.where("algorithm.deadline"), "a round's deadline must be more than 0 seconds (leave it out for none)");
   }
+  // The model is evaluated where a round ends; an eval_every between round ends would be moved
+  // (one past the last step only asks for the final evaluation).
+  if (s.workload.eval_every % o.H != 0 && s.workload.eval_every < s.workload.steps) {
+    fail(origins.where(origins.blame({"workload.eval_every", "algorithm.H"})),
+         "a federated run evaluates where a round ends: workload.eval_every (" + std::to_string(s.workload.eval_every) +
+             ") must be a multiple of H = " + std::to_string(o.H) + " (leave it out to evaluate every round)");
+  }
   if (s.workload.steps % o.H != 0) {
-    fail(origins.where(origins.seen("algorithm.H") ? "algorithm.H" : "workload.steps"),
+    fail(origins.where(origins.blame({"algorithm.H", "workload.steps"})),
          "workload.steps (" + std::to_string(s.workload.steps) + ") must be a whole number of rounds of H = " +
              std::to_string(o.H) + " local steps");
   }
@@ -261,9 +351,9 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
   const auto& a = s.algorithm;
   if (const auto* fed = std::get_if<FedAvgOptions>(&a.options)) check_federated_server(s, *fed, topology, origins);
   auto key_of = [&](const std::vector<std::string>& keys) {
-    for (const auto& k : keys)
-      if (origins.seen("algorithm." + k)) return "algorithm." + k;
-    return "algorithm." + keys.back();
+    std::vector<std::string> paths;
+    for (const auto& k : keys) paths.push_back("algorithm." + k);
+    return origins.blame(paths);
   };
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
   const AlgorithmEntry* entry = find_algorithm(a.name);
@@ -451,6 +541,9 @@ void check_compute(const Scenario& s, const Origins& origins) {
 
 void resolve_scenario(Scenario& s, const Origins& origins) {
   if (s.output.path.empty()) s.output.path = "results/" + s.name + ".h5";
+  // Federated learning is read round by round: unless told otherwise, evaluate every round.
+  if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options); fed && !origins.seen("workload.eval_every"))
+    s.workload.eval_every = fed->H;
   if (s.workload.data_dir.empty()) s.workload.data_dir = default_data_dir(s.workload.dataset);
   if (origins.seen("topology.file")) make_absolute(s.topology.file, "topology.file", origins);
   make_absolute(s.topology.link.trace, "topology.link.trace", origins);
@@ -462,7 +555,12 @@ void resolve_scenario(Scenario& s, const Origins& origins) {
 
 void check_scenario(const Scenario& s, const Origins& origins) {
   if (!std::regex_match(s.device, std::regex("cpu|cuda(:[0-9]+)?|mps"))) {
-    fail(origins.where("device"), "device '" + s.device + "' is not cpu, cuda, cuda:N or mps");
+    // A compute preset here is the right value at the wrong level.
+    std::string preset;
+    for (const auto& p : ComputeSection::device_presets())
+      if (std::regex_match(s.device, std::regex(p, std::regex::icase))) preset = p;
+    fail(origins.where("device"), "device '" + s.device + "' is not cpu, cuda, cuda:N or mps (the torch device that trains)" +
+                                      (preset.empty() ? "" : "; the compute model's device preset is compute.device: " + preset));
   }
   for (size_t i = 0; i < s.topology.links.size(); ++i) {
     const std::string item = "topology.links." + std::to_string(i);
@@ -471,7 +569,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
            "'between' takes two vertex indices, such as [0, 1]");
     }
   }
-  check_kind_keys(s, origins);
+  check_dependent_keys(s, origins);
   check_traces(s, origins);
   // Before the topology: its hosts follow from the federated keys (the server, the aggregators).
   if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) check_federated(s, *fed, origins);
@@ -485,6 +583,36 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   check_compute(s, origins);
   check_algorithm(s, topology, origins);
   check_collective(s, origins);
+}
+
+std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& origins) {
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& key, const std::string& message) {
+    warnings.push_back(origins.where(key).str() + ": warning: " + message);
+  };
+  // Beyond what networks have: a latency over 10 s (a bare number is seconds), a link under 1 kbps
+  // (a bare number is bit/s).
+  auto check_link = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth,
+                        const std::optional<Duration>& latency) {
+    if (latency && latency->s > 10 && origins.seen(key + ".latency"))
+      warn(key + ".latency", "a latency of " + format_duration(latency->s) +
+                                 " is longer than any network's (a bare number is seconds: write 50ms for 50 ms)");
+    if (bandwidth && bandwidth->bps < 1e3 && origins.seen(key + ".bandwidth"))
+      warn(key + ".bandwidth", "a link of " + format_bandwidth(bandwidth->bps) +
+                                   " is slower than any network's (a bare number is bit/s: write 100Mbps)");
+  };
+  check_link("topology.link", s.topology.link.bandwidth, s.topology.link.latency);
+  check_link("topology.wan", s.topology.wan.bandwidth, s.topology.wan.latency);
+  for (size_t i = 0; i < s.topology.links.size(); ++i)
+    check_link("topology.links." + std::to_string(i), s.topology.links[i].bandwidth, s.topology.links[i].latency);
+  // Beyond what devices have: under 1 GFLOPS or 1 GB/s.
+  if (s.compute.peak_flops.flops > 0 && s.compute.peak_flops.flops < 1e9)
+    warn("compute.peak_flops", "a peak of " + format_flop_rate(s.compute.peak_flops.flops) +
+                                   " is below any device's (a bare number is FLOP/s: write 312TFLOPS)");
+  if (s.compute.memory_bandwidth.bytes_per_s > 0 && s.compute.memory_bandwidth.bytes_per_s < 1e9)
+    warn("compute.memory_bandwidth", "a memory bandwidth of " + format_byte_rate(s.compute.memory_bandwidth.bytes_per_s) +
+                                         " is below any device's (a bare number is bytes/s: write 2TB/s)");
+  return warnings;
 }
 
 }  // namespace testbed

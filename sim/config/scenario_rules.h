@@ -2,6 +2,9 @@
 // each other, on the backend, on the topology, on the model or on files.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "sim/config/scenario.h"
 #include "sim/config/yaml_reader.h"
 
@@ -15,5 +18,9 @@ void resolve_scenario(Scenario& scenario, const Origins& origins);
 // Every cross-key rule, each stated once; throws ScenarioError at the key that broke it.
 // Builds the topology and the model once each.
 void check_scenario(const Scenario& scenario, const Origins& origins);
+
+// Values a scenario may hold but no network or device has (a 50 s latency, a 100 bit/s link):
+// "file:line:col: warning: ..." lines, for the CLI to print; never an error.
+std::vector<std::string> scenario_warnings(const Scenario& scenario, const Origins& origins);
 
 }  // namespace testbed

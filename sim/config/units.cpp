@@ -1,9 +1,11 @@
-// Unit parsing: a number followed by an optional suffix from a fixed table.
+// Unit parsing and printing: a number followed by an optional suffix from a fixed table.
 #include "sim/config/units.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -11,6 +13,19 @@ namespace testbed {
 namespace {
 
 using Suffixes = std::vector<std::pair<const char*, double>>;
+
+// The one case rule (docs/scenario.md, Units): a unit is matched without regard to case, except
+// that B (byte) and b (bit) differ, so 1gbps is 1Gbps and 1GB/s is not 1Gb/s.
+bool same_unit(const std::string& written, const char* name) {
+  size_t i = 0;
+  for (; i < written.size() && name[i]; ++i) {
+    const char a = written[i], b = name[i];
+    const bool byte_or_bit = a == 'b' || a == 'B' || b == 'b' || b == 'B';
+    if (byte_or_bit ? a != b : std::tolower(static_cast<unsigned char>(a)) != std::tolower(static_cast<unsigned char>(b)))
+      return false;
+  }
+  return i == written.size() && !name[i];
+}
 
 std::optional<double> parse_with_suffixes(const std::string& text, const Suffixes& suffixes) {
   const char* begin = text.data();
@@ -25,7 +40,22 @@ std::optional<double> parse_with_suffixes(const std::string& text, const Suffixe
   while (!suffix.empty() && suffix.front() == ' ') suffix.erase(suffix.begin());
   if (suffix.empty()) return value;
   for (const auto& [name, scale] : suffixes) {
-    if (suffix == name) return value * scale;
+    if (!same_unit(suffix, name)) continue;
+    // A power-of-ten unit shifts the decimal exponent, so that 5us is the double nearest 5e-6
+    // and 2.039TB/s the one nearest 2.039e12 (5 x 1e-6 and 2.039 x 1e12 are not).
+    const double power = std::log10(scale);
+    if (std::fabs(power - std::round(power)) > 1e-9) return value * scale;  // 8 (B/s), 1024, 60
+    std::string number(begin, ptr);
+    long exponent = std::lround(power);
+    if (auto e = number.find_first_of("eE"); e != std::string::npos) {
+      exponent += std::strtol(number.c_str() + e + 1, nullptr, 10);
+      number.erase(e);
+    }
+    number += "e" + std::to_string(exponent);
+    double shifted = 0;
+    auto read = std::from_chars(number.data(), number.data() + number.size(), shifted);
+    if (read.ec != std::errc() || !std::isfinite(shifted)) return std::nullopt;
+    return shifted;
   }
   return std::nullopt;
 }
@@ -65,6 +95,65 @@ std::optional<double> parse_bdp_multiple(const std::string& text) {
   if (text.size() < 3 || text.compare(text.size() - 3, 3, "bdp") != 0) return std::nullopt;
   static const Suffixes suffixes = {{"bdp", 1}};
   return parse_with_suffixes(text, suffixes);
+}
+
+std::optional<double> parse_byte_rate(const std::string& text) {
+  static const Suffixes suffixes = {
+      {"B/s", 1},  {"kB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9}, {"TB/s", 1e12},
+      {"bps", 1.0 / 8}, {"kbps", 1e3 / 8}, {"Mbps", 1e6 / 8}, {"Gbps", 1e9 / 8}, {"Tbps", 1e12 / 8}};
+  return parse_with_suffixes(text, suffixes);
+}
+
+std::optional<double> parse_flop_rate(const std::string& text) {
+  static const Suffixes suffixes = {
+      {"FLOPS", 1},     {"kFLOPS", 1e3},   {"MFLOPS", 1e6},   {"GFLOPS", 1e9},   {"TFLOPS", 1e12},
+      {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},  {"MFLOP/s", 1e6},  {"GFLOP/s", 1e9},
+      {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
+  return parse_with_suffixes(text, suffixes);
+}
+
+namespace {
+
+// The largest unit that leaves at least 1 and reads back to the same double; else the bare number.
+std::string format_with_units(double value, const Suffixes& units, std::optional<double> (*parse)(const std::string&)) {
+  for (const auto& [name, scale] : units) {
+    if (value == 0) {  // nothing, in the base unit: "0s", "0bps"
+      if (scale == 1) return std::string("0") + name;
+      continue;
+    }
+    if (std::fabs(value) < scale && scale != units.back().second) continue;
+    // The fewest decimals that read back: 0.05 s is "50ms", not "50.00000000000001ms".
+    for (int decimals = 0; decimals <= 17; ++decimals) {
+      char number[40];
+      std::snprintf(number, sizeof number, "%.*f", decimals, value / scale);
+      std::string text = std::string(number) + name;
+      if (auto back = parse(text); back && *back == value) return text;
+    }
+  }
+  return format_number(value);
+}
+
+}  // namespace
+
+std::string format_bandwidth(double bps) {
+  static const Suffixes units = {{"Tbps", 1e12}, {"Gbps", 1e9}, {"Mbps", 1e6}, {"kbps", 1e3}, {"bps", 1}};
+  return format_with_units(bps, units, parse_bandwidth_bps);
+}
+
+std::string format_duration(double s) {
+  static const Suffixes units = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  return format_with_units(s, units, parse_duration_s);
+}
+
+std::string format_byte_rate(double bytes_per_s) {
+  static const Suffixes units = {{"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}, {"B/s", 1}};
+  return format_with_units(bytes_per_s, units, parse_byte_rate);
+}
+
+std::string format_flop_rate(double flops) {
+  static const Suffixes units = {{"PFLOPS", 1e15}, {"TFLOPS", 1e12}, {"GFLOPS", 1e9},
+                                 {"MFLOPS", 1e6},  {"kFLOPS", 1e3},  {"FLOPS", 1}};
+  return format_with_units(flops, units, parse_flop_rate);
 }
 
 std::string format_number(double value) {

@@ -1,6 +1,8 @@
 // The strict YAML reader's non-template parts: where a value came from, hints, --set.
 #include "sim/config/yaml_reader.h"
 
+#include <cctype>
+
 #include <sstream>
 
 namespace testbed {
@@ -51,10 +53,18 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string nearest_hint(const std::string& word, const std::vector<std::string>& candidates) {
+  auto lower = [](std::string text) {
+    for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return text;
+  };
+  // Names are lower case: a candidate that differs only in case is the one meant (A100, PowerSGD).
+  for (const auto& c : candidates)
+    if (c != word && lower(c) == lower(word)) return " (did you mean '" + c + "'?)";
   std::string best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
-    size_t d = edit_distance(word, c);
+    if (c == word) continue;  // never suggest the refused value itself
+    size_t d = edit_distance(lower(word), lower(c));
     if (d < best_distance) best_distance = d, best = c;
   }
   return best.empty() ? "" : " (did you mean '" + best + "'?)";

@@ -52,6 +52,15 @@ class Origins {
     return out;
   }
   bool seen(const std::string& path) const { return seen_.count(path) > 0; }
+  // Of keys that break a rule together, the one to blame: the first given by --set (the value
+  // the user just changed), else the first given in the file, else the last of them.
+  std::string blame(const std::vector<std::string>& keys) const {
+    for (const auto& k : keys)
+      if (seen(k) && where(k).origin.rfind("--set ", 0) == 0) return k;
+    for (const auto& k : keys)
+      if (seen(k)) return k;
+    return keys.back();
+  }
   Location where(const std::string& path) const {
     auto it = seen_.find(path);
     return it == seen_.end() ? Location{origin_, 1, 1} : it->second;
@@ -83,16 +92,33 @@ template <class T> struct IsOptional : std::false_type {};
 template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
 template <class T> struct IsVector : std::false_type {};
 template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+// A list of numbers, written on one line.
+template <class T> struct IsNumberList : std::false_type {};
+template <class T> struct IsNumberList<std::vector<T>> : std::is_arithmetic<T> {};
 
 inline double numeric_value(const Bandwidth& v) { return v.bps; }
 inline double numeric_value(const Duration& v) { return v.s; }
 inline double numeric_value(const Fraction& v) { return v.value; }
+inline double numeric_value(const ByteRate& v) { return v.bytes_per_s; }
+inline double numeric_value(const FlopRate& v) { return v.flops; }
+
+// A value as a scenario writes it: in its unit ("100Mbps", "10ms", "2.039TB/s", "312TFLOPS").
+inline std::string format_quantity(const Bandwidth& v) { return format_bandwidth(v.bps); }
+inline std::string format_quantity(const Duration& v) { return format_duration(v.s); }
+inline std::string format_quantity(const Fraction& v) { return format_number(v.value); }
+inline std::string format_quantity(const ByteRate& v) { return format_byte_rate(v.bytes_per_s); }
+inline std::string format_quantity(const FlopRate& v) { return format_flop_rate(v.flops); }
+template <class T> constexpr bool is_quantity_v = std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
+                                                  std::is_same_v<T, Fraction> || std::is_same_v<T, ByteRate> ||
+                                                  std::is_same_v<T, FlopRate>;
 
 // Reads one YAML map into a section through its fields() list.
 class FieldReader {
  public:
-  FieldReader(YAML::Node node, std::string prefix, Origins& origins)
-      : node_(std::move(node)), prefix_(std::move(prefix)), origins_(origins) {}
+  // `every_key`: the document's every dotted key, so that a key given at the wrong level can
+  // name the right one (`workload.lr` -> `optimizer.lr`).
+  FieldReader(YAML::Node node, std::string prefix, Origins& origins, const std::vector<std::string>* every_key = nullptr)
+      : node_(std::move(node)), prefix_(std::move(prefix)), origins_(origins), every_key_(every_key) {}
 
   template <class T, class... Check>
   void field(const char* key, T& value, const Check&... checks) {
@@ -132,12 +158,26 @@ class FieldReader {
         if (std::string own = message(key, known_); !own.empty()) fail(loc, own);
       }
       std::string where = prefix_.empty() ? "top level" : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
-      fail(loc, "unknown key '" + key + "' in " + where + nearest_hint(key, known_) +
+      fail(loc, "unknown key '" + key + "' in " + where + elsewhere(key) + nearest_hint(key, known_) +
                     "; valid keys: " + join(known_));
     }
   }
 
  private:
+  // " ('lr' is a key of 'optimizer')" when the key belongs to another section.
+  std::string elsewhere(const std::string& key) const {
+    if (!every_key_) return "";
+    std::vector<std::string> homes;
+    for (const auto& path : *every_key_) {
+      const auto dot = path.rfind('.');
+      if (dot == std::string::npos || path.compare(dot + 1, std::string::npos, key) != 0) continue;
+      std::string home = path.substr(0, dot);
+      if (home + "." != prefix_ && std::find(homes.begin(), homes.end(), home) == homes.end()) homes.push_back(home);
+    }
+    if (homes.empty()) return "";
+    return " ('" + key + "' is a key of '" + join(homes) + "': " + homes.front() + "." + key + ")";
+  }
+
   static std::string kind_name(const YAML::Node& n) {
     if (n.IsMap()) return "a map";
     if (n.IsSequence()) return "a list";
@@ -182,11 +222,15 @@ class FieldReader {
       if (!parsed) fail(loc, "expected a number, got '" + s + "'");
       value = *parsed;
     } else if constexpr (std::is_same_v<T, Bandwidth>) {
-      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps");
+      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps (a bare number: bit/s)");
     } else if constexpr (std::is_same_v<T, Duration>) {
-      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us");
+      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us (a bare number: seconds)");
     } else if constexpr (std::is_same_v<T, Fraction>) {
       read_unit(n, loc, value.value, parse_fraction, "a fraction such as 0.01 or 1%");
+    } else if constexpr (std::is_same_v<T, ByteRate>) {
+      read_unit(n, loc, value.bytes_per_s, parse_byte_rate, "a memory bandwidth such as 2TB/s (a bare number: bytes/s)");
+    } else if constexpr (std::is_same_v<T, FlopRate>) {
+      read_unit(n, loc, value.flops, parse_flop_rate, "a FLOP rate such as 312TFLOPS (a bare number: FLOP/s)");
     } else if constexpr (IsOptional<T>::value) {
       value.emplace();
       read(n, path, loc, *value);
@@ -203,7 +247,7 @@ class FieldReader {
       }
     } else {
       if (!n.IsMap()) fail(loc, "expected a map of keys for '" + path + "', got " + kind_name(n));
-      FieldReader sub(n, path + ".", origins_);
+      FieldReader sub(n, path + ".", origins_, every_key_);
       value.fields(sub);
       sub.finish([&value](const std::string& key, const std::vector<std::string>& known) {
         if constexpr (requires { value.unknown_key_message(key, known); }) return value.unknown_key_message(key, known);
@@ -217,6 +261,7 @@ class FieldReader {
     const std::vector<std::string> kinds = {"iid", "category", "dirichlet"};
     if (n.IsScalar()) {
       value.kind = n.Scalar();
+      if (value.kind == "dirichlet") fail(loc, "a dirichlet partition takes its alpha: {dirichlet: 0.5}");
       if (value.kind != "iid" && value.kind != "category") {
         fail(loc, "partition '" + value.kind + "' is not iid, category or {dirichlet: alpha}" +
                       nearest_hint(value.kind, kinds));
@@ -251,8 +296,13 @@ class FieldReader {
       bool low = r.lo_open ? !(v > r.lo) : !(v >= r.lo);  // NaN is out of range
       bool high = r.hi_open ? !(v < r.hi) : !(v <= r.hi);
       if (low || high) {
-        fail(loc, "value " + format_number(v) + " is out of range " + (r.lo_open ? "(" : "[") +
-                      format_number(r.lo) + ", " + format_number(r.hi) + (r.hi_open ? ")" : "]"));
+        // In the key's own unit, as the scenario writes it.
+        auto text = [](double x) {
+          if constexpr (is_quantity_v<T>) return format_quantity(T{x});
+          else return format_number(x);
+        };
+        fail(loc, "value " + text(v) + " is out of range " + (r.lo_open ? "(" : "[") + text(r.lo) + ", " + text(r.hi) +
+                      (r.hi_open ? ")" : "]"));
       }
     }
   }
@@ -278,29 +328,36 @@ class FieldReader {
   YAML::Node node_;
   std::string prefix_;
   Origins& origins_;
+  const std::vector<std::string>* every_key_;
   std::vector<std::string> known_;
 };
 
-// Writes a section through the same fields() list.
+// Writes a section through the same fields() list. `notes` (by dotted path) become comments
+// after their key's value: what a sentinel such as 0 or -1 resolves to.
 class FieldWriter {
  public:
-  explicit FieldWriter(YAML::Emitter& out) : out_(out) {}
+  explicit FieldWriter(YAML::Emitter& out, const std::map<std::string, std::string>* notes = nullptr,
+                       std::string prefix = "")
+      : out_(out), notes_(notes), prefix_(std::move(prefix)) {}
 
   template <class T, class... Check>
   void field(const char* key, const T& value, const Check&...) {
+    const std::string path = prefix_ + key;
     if constexpr (IsOptional<T>::value) {
       if (!value) return;
       out_ << YAML::Key << key << YAML::Value;
-      write(*value);
+      write(*value, path);
     } else {
       out_ << YAML::Key << key << YAML::Value;
-      write(value);
+      write(value, path);
     }
+    if (notes_)
+      if (auto it = notes_->find(path); it != notes_->end()) out_ << YAML::Comment(it->second);
   }
 
  private:
   template <class T>
-  void write(const T& value) {
+  void write(const T& value, const std::string& path) {
     if constexpr (std::is_same_v<T, std::string>) {
       out_ << value;
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -309,9 +366,8 @@ class FieldWriter {
       out_ << enum_name(value);
     } else if constexpr (std::is_arithmetic_v<T>) {
       out_ << (std::is_integral_v<T> ? std::to_string(value) : format_number(static_cast<double>(value)));
-    } else if constexpr (std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
-                         std::is_same_v<T, Fraction>) {
-      out_ << format_number(numeric_value(value));
+    } else if constexpr (is_quantity_v<T>) {
+      out_ << format_quantity(value);
     } else if constexpr (std::is_same_v<T, Partition>) {
       if (value.kind == "dirichlet") {
         out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value
@@ -320,20 +376,24 @@ class FieldWriter {
         out_ << value.kind;
       }
     } else if constexpr (IsVector<T>::value) {
-      bool flat = std::is_arithmetic_v<typename T::value_type> ||
-                  std::is_same_v<typename T::value_type, std::string>;
-      if (flat) out_ << YAML::Flow;
+      using Item = typename T::value_type;
+      bool flat = std::is_arithmetic_v<Item> || std::is_same_v<Item, std::string> || is_quantity_v<Item> ||
+                  IsNumberList<Item>::value;
+      if (flat || value.empty()) out_ << YAML::Flow;
       out_ << YAML::BeginSeq;
-      for (const auto& item : value) write(item);
+      for (size_t i = 0; i < value.size(); ++i) write(value[i], path + "." + std::to_string(i));
       out_ << YAML::EndSeq;
     } else {
       out_ << YAML::BeginMap;
-      const_cast<T&>(value).fields(*this);
+      FieldWriter sub(out_, notes_, path + ".");
+      const_cast<T&>(value).fields(sub);
       out_ << YAML::EndMap;
     }
   }
 
   YAML::Emitter& out_;
+  const std::map<std::string, std::string>* notes_;
+  std::string prefix_;
 };
 
 }  // namespace testbed

@@ -141,14 +141,14 @@ Roof compute_roof(const ComputeSection& section) {
                                 "; or set compute." + key + ")");
   };
   Roof roof;
-  const double peak = section.peak_flops > 0
-                          ? section.peak_flops
+  const double peak = section.peak_flops.flops > 0
+                          ? section.peak_flops.flops
                           : (bf16 ? from_preset("peak_flops").bf16_flops : from_preset("peak_flops").fp32_flops);
   if (!(section.mfu > 0) || section.mfu > 1)
     throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
   roof.flops = peak * section.mfu;
-  roof.memory_bandwidth = section.memory_bandwidth.bps > 0 ? section.memory_bandwidth.bps / 8
-                                                           : from_preset("memory_bandwidth").memory_bandwidth;
+  roof.memory_bandwidth = section.memory_bandwidth.bytes_per_s > 0 ? section.memory_bandwidth.bytes_per_s
+                                                                   : from_preset("memory_bandwidth").memory_bandwidth;
   roof.launch_latency =
       section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
   if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))

@@ -53,7 +53,7 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   if (per_cluster_ > 0) server_ = std::max(1, scenario.topology.clusters) * (per_cluster_ + 1);  // after every cluster's clients and aggregator
   server_lr_ = o.server_lr;
   server_momentum_ = o.server_momentum;
-  deadline_ = o.deadline;
+  deadline_ = o.deadline ? o.deadline->s : 0;
   local_epochs_ = o.local_epochs;
   schedule_ = o.schedule;
   devices_.resize(static_cast<size_t>(o.devices));

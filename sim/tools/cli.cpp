@@ -155,7 +155,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   const std::string& out = options.out;
   const bool quiet = options.quiet;
   Scenario scenario = load_scenario(path, sets);
-  restart_for_numerics(scenario.numerics, options.argv);
+  restart_for_numerics(scenario.numerics, options.argv);  // may start this process again: warn after it
+  for (const auto& warning : scenario.warnings) std::fprintf(stderr, "%s\n", warning.c_str());
   if (!out.empty()) scenario.output.path = out;
   Dataset data = load_dataset(scenario);
   const auto model = make_model(scenario);
@@ -183,6 +184,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   }
   const std::string checkpoints = checkpoint_dir(scenario.output.path);
   const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario, checkpoints) : std::nullopt;
+  if (options.resume && !resume)
+    std::fprintf(stderr, "testbed: --resume: no checkpoint in %s (the run writes them with output.resume_every); "
+                         "starting from step 0\n", checkpoints.c_str());
 
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
@@ -508,9 +512,19 @@ int testbed::run_cli(int argc, char** argv) {
   }
   try {
     if (*validate) {
+      if (testbed::is_sweep_file(scenario_path)) {
+        // A sweep: every run's scenario, checked as `sweep` checks them before it starts.
+        testbed::one_thread_before_forks();
+        const testbed::Sweep sweep = testbed::load_sweep(scenario_path);
+        testbed::validate_sweep(sweep);
+        std::cout << scenario_path << ": a sweep of " << sweep.runs.size() << " runs, each a valid scenario; "
+                  << "`testbed sweep --dry-run " << scenario_path << "` lists them\n";
+        return 0;
+      }
       // Everything run checks before it writes: the scenario, then what depends on the data.
       testbed::Scenario scenario = testbed::load_scenario(scenario_path, sets);
       testbed::make_samplers(scenario, testbed::load_dataset(scenario));
+      for (const auto& warning : scenario.warnings) std::cerr << warning << "\n";
       std::cout << testbed::to_yaml(scenario);
       return 0;
     }

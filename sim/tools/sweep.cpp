@@ -248,6 +248,17 @@ Sweep parse_sweep(const std::string& yaml_text, const std::string& origin, const
   return sweep;
 }
 
+bool is_sweep_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return false;
+  try {
+    const YAML::Node root = YAML::Load(in);
+    return root.IsMap() && root["base"].IsDefined();
+  } catch (const YAML::Exception&) {
+    return false;  // the scenario reader reports it, with its position
+  }
+}
+
 Sweep load_sweep(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw ScenarioError(path + ":1:1: is a directory, not a sweep file");

@@ -30,6 +30,9 @@ struct Sweep {
   std::vector<SweepRun> runs;
 };
 
+// True when `path` reads as a sweep file (a map with a `base` key) rather than a scenario.
+bool is_sweep_file(const std::string& path);
+
 // Reads and expands a sweep file. The base scenario is read once (for its seed); errors in
 // the sweep file or the base throw ScenarioError "file:line:col: message".
 Sweep load_sweep(const std::string& path);

@@ -61,7 +61,7 @@ struct FedAvgOptions {
   // (x - average) (FedAvgM, Hsu et al. 2019; server_lr 1 and momentum 0 is FedAvg itself).
   double server_lr = 1.0;
   double server_momentum = 0.0;
-  double deadline = 0;  // seconds from a round's start; later uploads are not applied (0: none)
+  std::optional<Duration> deadline;  // from a round's start; later uploads are not applied (unset: none)
   int server = -1;      // the server's host; -1: the host after the clients' (the topology has nodes + 1)
   // > 0: a picked client runs E epochs of its shard, ceil(E n_k / B) local steps (McMahan et
   // al.'s u = E n / B), instead of H; H then only sets a round's length on the step axis.

@@ -9,6 +9,30 @@
 
 namespace testbed {
 
+// Unit-carrying doubles, so the reader knows how to parse each key ("100Mbps", "10ms", "1%",
+// "2TB/s", "312TFLOPS") and the writer how to print it back; each holds its base unit, which is
+// also what a bare number means (docs/scenario.md, Units).
+struct Bandwidth {  // a link's rate: bit/s
+  double bps = 0;
+  bool operator==(const Bandwidth&) const = default;
+};
+struct Duration {  // seconds
+  double s = 0;
+  bool operator==(const Duration&) const = default;
+};
+struct Fraction {  // a probability or share: 0.01 or 1%
+  double value = 0;
+  bool operator==(const Fraction&) const = default;
+};
+struct ByteRate {  // a memory's bandwidth: bytes/s
+  double bytes_per_s = 0;
+  bool operator==(const ByteRate&) const = default;
+};
+struct FlopRate {  // a device's arithmetic peak: FLOP/s
+  double flops = 0;
+  bool operator==(const FlopRate&) const = default;
+};
+
 // A numeric key's allowed interval; the reader reports a violation at the key's position.
 struct Range {
   double lo = -1e300, hi = 1e300;

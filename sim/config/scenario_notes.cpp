@@ -1,0 +1,68 @@
+// Each note is worked out from the scenario's values alone, so to_yaml stays a function of the
+// resolved scenario (its hash keys resume files and sweep manifests).
+#include "sim/config/scenario_notes.h"
+
+#include "sim/config/device_presets.h"
+#include "sim/config/units.h"
+#include "training/algorithms/fedavg_options.h"
+#include "training/algorithms/registry.h"
+
+namespace testbed {
+namespace {
+
+const DevicePreset* preset_of(const std::string& device) {
+  for (const auto& p : device_presets())
+    if (p.name == device) return &p;
+  return nullptr;
+}
+
+// "2 clusters of 2" or, when the sizes differ, "3 clusters (2, 2, 1 nodes)".
+std::string clusters_text(const std::vector<int>& cluster_of) {
+  std::map<int, int> sizes;
+  for (int c : cluster_of) ++sizes[c];
+  bool equal = true;
+  for (const auto& [c, n] : sizes) equal = equal && n == sizes.begin()->second;
+  std::string text = std::to_string(sizes.size()) + " clusters";
+  if (equal) return text + " of " + std::to_string(sizes.begin()->second);
+  std::string list;
+  for (const auto& [c, n] : sizes) list += (list.empty() ? "" : ", ") + std::to_string(n);
+  return text + " (" + list + " nodes)";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> resolved_notes(const Scenario& s) {
+  std::map<std::string, std::string> notes;
+  const ComputeSection& c = s.compute;
+  if (const DevicePreset* p = preset_of(c.device)) {
+    notes["compute.device"] = "preset: " + format_flop_rate(p->fp32_flops) + " fp32, " + format_flop_rate(p->bf16_flops) +
+                              " bf16, " + format_byte_rate(p->memory_bandwidth) + ", " +
+                              format_duration(p->launch_latency) + " a kernel launch";
+    if (c.peak_flops.flops == 0)
+      notes["compute.peak_flops"] = "0: the preset's " + c.dtype + " peak, " +
+                                    format_flop_rate(c.dtype == "bf16" ? p->bf16_flops : p->fp32_flops);
+    if (c.memory_bandwidth.bytes_per_s == 0)
+      notes["compute.memory_bandwidth"] = "0: the preset's, " + format_byte_rate(p->memory_bandwidth);
+  }
+  if (s.workload.eval_samples == 0) notes["workload.eval_samples"] = "0: the whole test split";
+  const TopologySection& t = s.topology;
+  if (t.kind == "hierarchical" && t.per_cluster == 0)
+    notes["topology.per_cluster"] = "0: nodes / clusters = " + std::to_string(s.nodes / std::max(1, t.clusters));
+  if (s.collective.algorithm == "hierarchical" && s.collective.clusters.empty()) {
+    const std::vector<int> cluster_of = node_clusters(s);
+    notes["collective.clusters"] = cluster_of.empty() ? "[]: none from the topology"
+                                                      : "[]: the topology's, " + clusters_text(cluster_of);
+  }
+  if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) {
+    if (fed->server < 0) {
+      const int host = t.kind == "hierarchical" ? topology_spec(s).hosts - 1 : s.nodes;
+      notes["algorithm.server"] = "-1: the host after the clients' (host " + std::to_string(host) + ")";
+    }
+    if (fed->clients_per_round == 0)
+      notes["algorithm.clients_per_round"] =
+          "0: round(fraction x nodes) = " + std::to_string(fed->picked(s.nodes));
+  }
+  return notes;
+}
+
+}  // namespace testbed
