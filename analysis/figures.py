@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.colors import LogNorm, Normalize
 
 from analysis import metrics, style, tables
-from analysis.load import LoadError, load
+from analysis.load import LoadError, MissingData, load
 
 
 class NotApplicable(Exception):
@@ -322,16 +322,24 @@ def fig_bytes_hotspots(sweep, run):
 
 
 def fig_accuracy_per_round(sweep):
-    """8. Federated runs: accuracy of the server's model at each eval against the round it
-    followed (/eval/step is the rounds' local steps, H a round)."""
+    """8. Federated runs: accuracy of the server's model after each evaluated round (/rounds, rounds
+    numbered from 0)."""
     federated = [run for run in sweep.runs if run.algorithm == "fedavg"]
     if not federated:
         raise NotApplicable("no federated (fedavg) run")
     fig, ax, leg = style.legend_figure(len(federated))
     for i, run in enumerate(federated):
-        H = int(run.flat.get("algorithm.H", 10))
-        rounds = np.asarray(run.read("/eval/step"), dtype=np.int64) / H
-        ax.plot(rounds, np.asarray(run.read("/eval/accuracy"), dtype=np.float64), label=run.label, **_style_of(i))
+        try:
+            # /rounds numbers rounds from 0, as /participation does; NaN where a round had no eval.
+            rounds = np.asarray(run.read("/rounds/round"), dtype=np.int64)
+            accuracy = np.asarray(run.read("/rounds/accuracy"), dtype=np.float64)
+            keep = np.isfinite(accuracy)
+            rounds, accuracy = rounds[keep], accuracy[keep]
+        except MissingData:  # files from before /rounds held accuracy: the eval's steps, H a round
+            H = int(run.flat.get("algorithm.H", 10))
+            rounds = np.asarray(run.read("/eval/step"), dtype=np.int64) // H - 1
+            accuracy = np.asarray(run.read("/eval/accuracy"), dtype=np.float64)
+        ax.plot(rounds, accuracy, label=run.label, **_style_of(i))
     ax.set_xlabel("round")
     ax.set_ylabel("accuracy of the server's model")
     style.add_legend(ax, leg)

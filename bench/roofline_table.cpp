@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
       for (const auto& preset : device_presets()) {
         ComputeSection c = s.compute;
         c.device = preset.name;
-        c.dtype = dtype;
+        // A 16-bit row: bf16, or fp16 on a device without bf16 (V100, T4), as docs/compute.md's table says.
+        c.dtype = preset_peak(preset, dtype) > 0 ? dtype : "fp16";
         c.peak_flops = FlopRate{0};
         c.memory_bandwidth = ByteRate{0};
         c.launch_latency.reset();

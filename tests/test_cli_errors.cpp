@@ -587,3 +587,27 @@ TEST_F(Cli, TopologyPrintsPathsAndDot) {
 }
 
 }  // namespace
+
+namespace {
+
+// A federated run's report: its rounds, how many were evaluated, accuracy by round and the best,
+// numbered from 0 as /rounds and /participation number them.
+TEST_F(Cli, ReportShowsAFederatedRunRoundByRound) {
+  fs::path s = write("fed.yaml",
+                     "nodes: 4\nthreads: 1\nnetwork: {backend: flow}\n"
+                     "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 8, train_samples: 400, test_samples: 100},\n"
+                     "           batch_size: 8, steps: 12}\n"
+                     "algorithm: {name: fedavg, H: 2, clients_per_round: 2}\ncompute: {model: fixed, step_time: 10ms}\n");
+  ASSERT_EQ(run("run '" + s.string() + "' -o fed.h5 -q").code, 0);
+  Result r = run("report fed.h5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rounds            6 (6 evaluated)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accuracy by round 0: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", 5: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best accuracy     "), std::string::npos) << r.out;
+  Result sparse = run("run '" + s.string() + "' -o sparse.h5 -q --set workload.eval_every=6");
+  ASSERT_EQ(sparse.code, 0) << sparse.err;
+  EXPECT_NE(run("report sparse.h5").out.find("rounds            6 (2 evaluated)\n"), std::string::npos);
+}
+
+}  // namespace

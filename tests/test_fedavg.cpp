@@ -325,6 +325,40 @@ TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
   std::filesystem::remove(path);
 }
 
+// /rounds holds each round's result: the mean local loss of the uploads applied (from
+// /participation) and, where the round was evaluated, the server's model's eval loss and
+// accuracy (the /eval row of that round). By default every round is evaluated.
+TEST_F(FedAvg, EachRoundHasItsLossAndAccuracy) {
+  for (const bool every_round : {true, false}) {
+    SCOPED_TRACE(every_round ? "default eval_every" : "eval_every 6");
+    // reference_scenario gives eval_every; the default (every round) is what a scenario without it gets.
+    const Scenario s = fed_scenario(5, 12, "{name: fedavg, H: 2, clients_per_round: 3}",
+                                    {every_round ? "workload.eval_every=2" : "workload.eval_every=6"});
+    const FedRun r = run_federated(s, *data_);
+    ASSERT_EQ(r.record.round_rows.size(), 6u);
+    size_t eval = 0;
+    for (const RoundRow& round : r.record.round_rows) {
+      double loss = 0;
+      int applied = 0;
+      for (const auto& p : r.record.participation_rows)
+        if (p.round == round.round && !p.dropped) loss += p.loss, ++applied;
+      ASSERT_EQ(applied, 3);
+      EXPECT_DOUBLE_EQ(round.train_loss, loss / applied) << "round " << round.round;
+      const bool evaluated = every_round || (round.round + 1) % 3 == 0;  // steps 6 and 12
+      EXPECT_EQ(std::isfinite(round.accuracy), evaluated) << "round " << round.round;
+      if (!evaluated) continue;
+      ASSERT_LT(eval, r.record.eval_rows.size());
+      EXPECT_EQ(r.record.eval_rows[eval].step, (round.round + 1) * 2);
+      EXPECT_EQ(round.accuracy, r.record.eval_rows[eval].accuracy);
+      EXPECT_EQ(round.eval_loss, r.record.eval_rows[eval].loss);
+      ++eval;
+    }
+    EXPECT_EQ(eval, r.record.eval_rows.size());
+  }
+  // Without eval_every in the scenario, a federated run evaluates where each round ends.
+  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 4}\nworkload: {steps: 40}\n", "s.yaml").workload.eval_every, 4);
+}
+
 // Two clusters of three clients on a hierarchical topology: hosts 0-2 are cluster 0's clients and
 // 3 its aggregator, 4-6 and 7 cluster 1's, 8 the server (in cluster 0). The model crosses the
 // WAN once each way per cluster; the server's average of the two aggregates (each the float32

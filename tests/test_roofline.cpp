@@ -337,6 +337,38 @@ TEST(Roofline, Bf16UsesTheBf16PeakAndHalfTheBytes) {
   EXPECT_DOUBLE_EQ(ComputeModel(s, work, 1, 0).step_seconds(0, 0, 0), 1e10 / (19.5e12 * 0.5));
 }
 
+// Each precision takes the preset's own datasheet peak: TF32 keeps 4-byte elements, FP16 and
+// BF16 take 2; a precision the device lacks has no peak (the loader refuses it at the key).
+TEST(Roofline, EveryDtypeTakesItsOwnPeak) {
+  ComputeSection s;
+  s.mfu = 1;
+  struct Case {
+    const char* device;
+    const char* dtype;
+    double peak;
+    int bytes;
+  };
+  for (const Case& c : {Case{"a100", "tf32", 156e12, 4}, Case{"a100", "fp16", 312e12, 2},
+                        Case{"h200", "bf16", 989.5e12, 2}, Case{"b200", "tf32", 1.1e15, 4},
+                        Case{"mi300x", "fp16", 1307.4e12, 2}, Case{"v100", "fp16", 125e12, 2},
+                        Case{"a100_40gb", "fp32", 19.5e12, 4}}) {
+    s.device = c.device;
+    s.dtype = c.dtype;
+    const Roof roof = compute_roof(s);
+    EXPECT_EQ(roof.flops, c.peak) << c.device << " " << c.dtype;
+    EXPECT_EQ(roof.bytes_per_element, c.bytes) << c.device << " " << c.dtype;
+  }
+  s.device = "a100_40gb";
+  EXPECT_EQ(compute_roof(s).memory_bandwidth, 1.555e12);
+  s.device = "a100_pcie";
+  EXPECT_EQ(compute_roof(s).memory_bandwidth, 1.935e12);
+  s.device = "v100";
+  s.dtype = "bf16";
+  EXPECT_THROW(compute_roof(s), std::invalid_argument);
+  s.peak_flops = FlopRate{1e14};  // an explicit peak needs no datasheet figure
+  EXPECT_EQ(compute_roof(s).flops, 1e14);
+}
+
 TEST(Roofline, OverridesReplacePresetFigures) {
   ComputeSection s;
   s.device = "h100";
@@ -355,11 +387,18 @@ TEST(Roofline, OverridesReplacePresetFigures) {
 TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
   for (const auto& p : device_presets()) {
     EXPECT_GT(p.fp32_flops, 0) << p.name;
-    EXPECT_GE(p.bf16_flops, p.fp32_flops) << p.name;
+    // Tensor precisions are at least the vector FP32 rate where the device has them, and every
+    // device has a 16-bit one.
+    for (double peak : {p.tf32_flops, p.bf16_flops, p.fp16_flops})
+      EXPECT_TRUE(peak == 0 || peak >= p.fp32_flops) << p.name;
+    EXPECT_GT(std::max(p.bf16_flops, p.fp16_flops), 0) << p.name;
     EXPECT_GT(p.memory_bandwidth, 0) << p.name;
     EXPECT_GT(p.launch_latency, 0) << p.name;
   }
-  EXPECT_EQ(device_presets().size(), 7u);
+  std::vector<std::string> names;
+  for (const auto& p : device_presets()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"h100", "h200", "b200", "a100", "a100_40gb", "a100_pcie", "mi300x",
+                                             "rtx4090", "v100", "t4", "l4", "cpu"}));
 }
 
 // The default scenario (rtx4090, fp32, mfu 0.4) charges the CNN more than pure FLOPs would.

@@ -180,8 +180,8 @@ def test_default_target_ignores_runs_without_finite_loss(tmp_path):
 
 
 def test_accuracy_per_round_lines(tmp_path):
-    # Two federated runs of H = 3 (the synthetic runs' eval_every): evals after steps 3 and 6
-    # are rounds 1 and 2.
+    # Two federated runs of H = 3 (the synthetic runs' eval_every) in files without /rounds:
+    # evals after steps 3 and 6 are rounds 0 and 1 (numbered from 0, as /rounds does).
     write_run(tmp_path / "a.h5", name="fl", algorithm="fedavg")
     write_run(tmp_path / "b.h5", name="fl", algorithm="fedavg", eval_accuracy=[0.5, 0.8], eval_loss=[1.8, 1.1])
     sweep = load(str(tmp_path))
@@ -192,9 +192,18 @@ def test_accuracy_per_round_lines(tmp_path):
     ys = sorted(tuple(line.get_ydata()) for line in ax.get_lines())
     assert ys == [(0.5, 0.8), (0.6, 0.75)]
     for line in ax.get_lines():
-        np.testing.assert_allclose(line.get_xdata(), [1, 2])
+        np.testing.assert_allclose(line.get_xdata(), [0, 1])
     assert ax.get_xlabel() == "round"
     _written(style.save(fig, str(tmp_path / "out"), "f8"))
+
+
+def test_accuracy_per_round_reads_rounds_and_skips_rounds_without_an_eval(tmp_path):
+    write_run(tmp_path / "a.h5", name="fl", algorithm="fedavg",
+              datasets={"rounds/round": [0, 1, 2, 3], "rounds/accuracy": [0.3, np.nan, 0.5, 0.6]})
+    fig = figures.fig_accuracy_per_round(load(str(tmp_path / "a.h5")))
+    (line,) = fig.axes[0].get_lines()
+    np.testing.assert_allclose(line.get_xdata(), [0, 2, 3])
+    np.testing.assert_allclose(line.get_ydata(), [0.3, 0.5, 0.6])
 
 
 def test_accuracy_per_round_needs_a_federated_run(tmp_path):

@@ -1,36 +1,69 @@
 // Device presets from the vendors' datasheets, and their names for the scenario's key.
 #include "sim/config/device_presets.h"
 
+#include <stdexcept>
+
 #include "sim/config/scenario.h"
 
 namespace testbed {
 
-// Dense (non-sparse) peaks from the vendors' datasheets. GPU launch latency: ~5 us per
-// kernel is the commonly cited cost of an eager framework's launch (CUDA's own launch is a few
-// us, plus dispatch); it is not a datasheet figure.
+// Dense (non-sparse) peaks from the vendors' datasheets: where a datasheet gives only the
+// figure "with sparsity", the dense one is half of it. GPU launch latency: ~5 us per kernel is
+// the commonly cited cost of an eager framework's launch (CUDA's own launch is a few us, plus
+// dispatch); it is not a datasheet figure.
 const std::vector<DevicePreset>& device_presets() {
   static const std::vector<DevicePreset> presets = {
-      // NVIDIA H100 SXM5 datasheet: FP32 67 TFLOPS, BF16 1979 sparse = 989 dense, HBM3 3.35 TB/s.
-      {"h100", 67e12, 989e12, 3.35e12, 5e-6},
-      // NVIDIA A100 80GB SXM datasheet: FP32 19.5, BF16 312 dense, HBM2e 2039 GB/s. FP32 is the
-      // non-TF32 figure: PyTorch (>= 1.12) runs fp32 matmuls without TF32 by default.
-      {"a100", 19.5e12, 312e12, 2.039e12, 5e-6},
-      // NVIDIA Ada (AD102) whitepaper, GeForce RTX 4090: FP32 82.6, BF16 with FP32 accumulate
-      // 165.2 dense, GDDR6X 1008 GB/s.
-      {"rtx4090", 82.6e12, 165.2e12, 1.008e12, 5e-6},
-      // NVIDIA V100 SXM2 datasheet: FP32 15.7, FP16 tensor 125 (no BF16), HBM2 900 GB/s.
-      {"v100", 15.7e12, 125e12, 900e9, 5e-6},
-      // NVIDIA T4 datasheet: FP32 8.1, FP16 tensor 65 (no BF16), GDDR6 320 GB/s.
-      {"t4", 8.1e12, 65e12, 320e9, 5e-6},
-      // NVIDIA L4 datasheet: FP32 30.3, BF16 242 sparse = 121 dense, GDDR6 300 GB/s.
-      {"l4", 30.3e12, 121e12, 300e9, 5e-6},
+      //                    fp32     tf32      bf16      fp16      memory B/s  launch
+      // NVIDIA H100 SXM5 datasheet: FP32 67, TF32 989 sparse, BF16 and FP16 1979 sparse; HBM3 3.35 TB/s.
+      {"h100", 67e12, 494.5e12, 989e12, 989e12, 3.35e12, 5e-6},
+      // NVIDIA H200 SXM datasheet: the H100's arithmetic (FP32 67, TF32 989, BF16/FP16 1979,
+      // all but FP32 with sparsity); HBM3e 4.8 TB/s.
+      {"h200", 67e12, 494.5e12, 989.5e12, 989.5e12, 4.8e12, 5e-6},
+      // NVIDIA HGX B200 datasheet, one GPU: FP32 75, TF32 2.2 P sparse, FP16/BF16 4.5 P sparse;
+      // HBM3e 7.7 TB/s.
+      {"b200", 75e12, 1.1e15, 2.25e15, 2.25e15, 7.7e12, 5e-6},
+      // NVIDIA A100 datasheet, 80GB SXM: FP32 19.5, TF32 156, BF16/FP16 312 dense; HBM2e 2039 GB/s.
+      // FP32 is the non-TF32 figure: PyTorch (>= 1.12) runs fp32 matmuls without TF32 by default.
+      {"a100", 19.5e12, 156e12, 312e12, 312e12, 2.039e12, 5e-6},
+      // The same datasheet, 40GB SXM: the same arithmetic, HBM2 1555 GB/s.
+      {"a100_40gb", 19.5e12, 156e12, 312e12, 312e12, 1.555e12, 5e-6},
+      // The same datasheet, 80GB PCIe: the same arithmetic, HBM2e 1935 GB/s.
+      {"a100_pcie", 19.5e12, 156e12, 312e12, 312e12, 1.935e12, 5e-6},
+      // AMD Instinct MI300X datasheet: FP32 163.4, TF32 653.7, BF16 and FP16 1307.4 (dense);
+      // HBM3 5.3 TB/s.
+      {"mi300x", 163.4e12, 653.7e12, 1307.4e12, 1307.4e12, 5.3e12, 5e-6},
+      // NVIDIA Ada (AD102) whitepaper, GeForce RTX 4090: FP32 82.6, TF32 82.6, BF16 and FP16
+      // with FP32 accumulate 165.2 dense; GDDR6X 1008 GB/s.
+      {"rtx4090", 82.6e12, 82.6e12, 165.2e12, 165.2e12, 1.008e12, 5e-6},
+      // NVIDIA V100 SXM2 datasheet: FP32 15.7, FP16 tensor 125; no TF32, no BF16; HBM2 900 GB/s.
+      {"v100", 15.7e12, 0, 0, 125e12, 900e9, 5e-6},
+      // NVIDIA T4 datasheet: FP32 8.1, FP16 tensor 65; no TF32, no BF16; GDDR6 320 GB/s.
+      {"t4", 8.1e12, 0, 0, 65e12, 320e9, 5e-6},
+      // NVIDIA L4 datasheet: FP32 30.3, TF32 120 sparse, BF16 and FP16 242 sparse; GDDR6 300 GB/s.
+      {"l4", 30.3e12, 60e12, 121e12, 121e12, 300e9, 5e-6},
       // One 32-core AVX-512 server socket at 2.5 GHz: 32 x 2 FMA units x 16 lanes x 2 FLOPs x
-      // 2.5e9 = 5.12 TFLOPS FP32, doubled by AVX512-BF16 dot products; 8 channels of DDR5-4800
-      // = 307 GB/s. An eager CPU op has no device launch, only dispatch: LibTorch's per-op
-      // overhead with autograd recording, 1.0 us on this host (build/testbed_roofline).
-      {"cpu", 5.12e12, 10.24e12, 307.2e9, 1e-6}};
+      // 2.5e9 = 5.12 TFLOPS FP32, doubled by AVX512-BF16 dot products (no TF32, no FP16
+      // arithmetic); 8 channels of DDR5-4800 = 307 GB/s. An eager CPU op has no device launch,
+      // only dispatch: LibTorch's per-op overhead with autograd recording, 1.0 us on this host
+      // (build/testbed_roofline).
+      {"cpu", 5.12e12, 0, 10.24e12, 0, 307.2e9, 1e-6}};
   return presets;
 }
+
+const std::vector<std::string>& compute_dtypes() {
+  static const std::vector<std::string> dtypes = {"fp32", "tf32", "bf16", "fp16"};
+  return dtypes;
+}
+
+double preset_peak(const DevicePreset& p, const std::string& dtype) {
+  if (dtype == "fp32") return p.fp32_flops;
+  if (dtype == "tf32") return p.tf32_flops;
+  if (dtype == "bf16") return p.bf16_flops;
+  if (dtype == "fp16") return p.fp16_flops;
+  throw std::invalid_argument("compute.dtype must be fp32, tf32, bf16 or fp16, got '" + dtype + "'");
+}
+
+int dtype_bytes(const std::string& dtype) { return dtype == "bf16" || dtype == "fp16" ? 2 : 4; }
 
 std::vector<std::string> ComputeSection::device_presets() {
   std::vector<std::string> names;

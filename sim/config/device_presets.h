@@ -7,15 +7,26 @@
 
 namespace testbed {
 
-// A device as the roofline sees it: vendor datasheet figures.
+// A device as the roofline sees it: vendor datasheet figures. A peak of 0: the device has no
+// such arithmetic (V100 has no BF16), and a scenario asking for it is refused.
 struct DevicePreset {
   std::string name;
-  double fp32_flops;        // dense FP32 peak (no TF32: PyTorch's default for fp32 matmuls)
-  double bf16_flops;        // dense BF16 tensor peak (FP16 where the device has no BF16)
+  double fp32_flops;        // dense FP32 (no TF32: PyTorch's default for fp32 matmuls)
+  double tf32_flops;        // dense TF32 tensor (fp32 storage, TF32 matmuls: allow_tf32)
+  double bf16_flops;        // dense BF16 tensor, FP32 accumulate
+  double fp16_flops;        // dense FP16 tensor, FP32 accumulate
   double memory_bandwidth;  // bytes per second
   double launch_latency;    // seconds per kernel launch
 };
 
 const std::vector<DevicePreset>& device_presets();
+
+// The training precisions (compute.dtype): fp32 tf32 bf16 fp16.
+const std::vector<std::string>& compute_dtypes();
+
+// The preset's peak for `dtype` (0 when the device has none); bytes a weight or activation
+// element takes in it (tf32 keeps fp32 storage).
+double preset_peak(const DevicePreset& preset, const std::string& dtype);
+int dtype_bytes(const std::string& dtype);
 
 }  // namespace testbed

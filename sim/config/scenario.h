@@ -310,7 +310,7 @@ struct ComputeSection {
   std::string model = "flops";   // fixed | flops | measured
   Duration step_time{0.1};       // fixed: seconds per step
   std::string device = "rtx4090";
-  std::string dtype = "fp32";    // flops: training precision; picks the preset's peak and bytes per element
+  std::string dtype = "fp32";    // flops: training precision (fp32 tf32 bf16 fp16); picks the preset's peak and bytes per element
   FlopRate peak_flops{0};         // overrides the device preset when > 0 (e.g. 312TFLOPS)
   ByteRate memory_bandwidth{0};   // overrides the preset when > 0 (e.g. 3.35TB/s)
   std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
@@ -325,7 +325,7 @@ struct ComputeSection {
     v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
-    v.field("dtype", dtype, Choices{{"fp32", "bf16"}});
+    v.field("dtype", dtype, Choices{{"fp32", "tf32", "bf16", "fp16"}});
     v.field("peak_flops", peak_flops, Range{0, 1e20});
     v.field("memory_bandwidth", memory_bandwidth, Range{0, 1e18});
     v.field("launch_latency", launch_latency, Range{0, 1});

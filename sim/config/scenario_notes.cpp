@@ -35,12 +35,13 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
   std::map<std::string, std::string> notes;
   const ComputeSection& c = s.compute;
   if (const DevicePreset* p = preset_of(c.device)) {
-    notes["compute.device"] = "preset: " + format_flop_rate(p->fp32_flops) + " fp32, " + format_flop_rate(p->bf16_flops) +
-                              " bf16, " + format_byte_rate(p->memory_bandwidth) + ", " +
+    std::string peaks;
+    for (const auto& dtype : compute_dtypes())
+      if (preset_peak(*p, dtype) > 0) peaks += format_flop_rate(preset_peak(*p, dtype)) + " " + dtype + ", ";
+    notes["compute.device"] = "preset: " + peaks + format_byte_rate(p->memory_bandwidth) + ", " +
                               format_duration(p->launch_latency) + " a kernel launch";
     if (c.peak_flops.flops == 0)
-      notes["compute.peak_flops"] = "0: the preset's " + c.dtype + " peak, " +
-                                    format_flop_rate(c.dtype == "bf16" ? p->bf16_flops : p->fp32_flops);
+      notes["compute.peak_flops"] = "0: the preset's " + c.dtype + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
     if (c.memory_bandwidth.bytes_per_s == 0)
       notes["compute.memory_bandwidth"] = "0: the preset's, " + format_byte_rate(p->memory_bandwidth);
   }

@@ -9,6 +9,7 @@
 
 #include "sim/config/bandwidth_trace.h"
 #include "sim/config/data_dirs.h"
+#include "sim/config/device_presets.h"
 #include "sim/config/model_check.h"
 #include "topologies/routing.h"
 #include "training/algorithms/registry.h"
@@ -534,6 +535,16 @@ void check_compute(const Scenario& s, const Origins& origins) {
   }
   if (c.speed_min > c.speed_max) {
     fail(origins.where("compute.speed_min"), "speed_min is larger than speed_max");
+  }
+  // A precision the device has no arithmetic for (BF16 on a V100) has no datasheet peak.
+  if (c.model != "flops" || c.peak_flops.flops > 0) return;
+  for (const auto& p : device_presets()) {
+    if (p.name != c.device || preset_peak(p, c.dtype) > 0) continue;
+    std::string has;
+    for (const auto& dtype : compute_dtypes())
+      if (preset_peak(p, dtype) > 0) has += (has.empty() ? "" : ", ") + dtype;
+    fail(origins.where(origins.blame({"compute.dtype", "compute.device"})),
+         c.device + " has no " + c.dtype + " arithmetic (it has " + has + "); pick one of those, or give compute.peak_flops");
   }
 }
 

@@ -124,14 +124,19 @@ StepShares step_shares(const StepCost& cost) {
   return s;
 }
 
+// "it has fp32, fp16": the dtypes a preset has a peak for.
+std::string dtypes_of(const DevicePreset& p) {
+  std::string has;
+  for (const auto& dtype : compute_dtypes())
+    if (preset_peak(p, dtype) > 0) has += (has.empty() ? "it has " : ", ") + dtype;
+  return has;
+}
+
 Roof compute_roof(const ComputeSection& section) {
   const DevicePreset* preset = nullptr;
   for (const auto& p : device_presets()) {
     if (p.name == section.device) preset = &p;
   }
-  const bool bf16 = section.dtype == "bf16";
-  if (!bf16 && section.dtype != "fp32")
-    throw std::invalid_argument("compute.dtype must be fp32 or bf16, got '" + section.dtype + "'");
   // An unknown device is fine only when every figure it would give is set explicitly.
   auto from_preset = [&](const char* key) -> const DevicePreset& {
     if (preset) return *preset;
@@ -141,9 +146,13 @@ Roof compute_roof(const ComputeSection& section) {
                                 "; or set compute." + key + ")");
   };
   Roof roof;
-  const double peak = section.peak_flops.flops > 0
-                          ? section.peak_flops.flops
-                          : (bf16 ? from_preset("peak_flops").bf16_flops : from_preset("peak_flops").fp32_flops);
+  double peak = section.peak_flops.flops;
+  if (!(peak > 0)) {
+    peak = preset_peak(from_preset("peak_flops"), section.dtype);
+    if (!(peak > 0))
+      throw std::invalid_argument("compute.dtype: " + section.device + " has no " + section.dtype +
+                                  " arithmetic (" + dtypes_of(*preset) + "; or set compute.peak_flops)");
+  }
   if (!(section.mfu > 0) || section.mfu > 1)
     throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
   roof.flops = peak * section.mfu;
@@ -156,7 +165,7 @@ Roof compute_roof(const ComputeSection& section) {
   if (!(roof.launch_latency >= 0) || !std::isfinite(roof.launch_latency))
     throw std::invalid_argument("compute.launch_latency must be finite and non-negative, got " +
                                 num(roof.launch_latency));
-  roof.bytes_per_element = bf16 ? 2 : 4;
+  roof.bytes_per_element = dtype_bytes(section.dtype);
   return roof;
 }
 

@@ -409,7 +409,13 @@ void FederatedRun::end_round() {
   recorder_->train(row);
   RoundRow round_row{round_, round_start_, clock_->now(), static_cast<int>(uploads.size()),
                    static_cast<int>(slots.size() - uploads.size()), utilisation(round_start_, clock_->now())};
-  recorder_->round(round_row);
+  {
+    double loss = 0;
+    int trained = 0;
+    for (size_t k : slot_of)
+      if (std::isfinite(row.loss[k])) loss += row.loss[k], ++trained;
+    if (trained > 0) round_row.train_loss = loss / trained;
+  }
   forget_if_done(round_);
   summary_.projected_time_s = clock_->now();
   const int steps_done = (round_ + 1) * H_;
@@ -423,9 +429,12 @@ void FederatedRun::end_round() {
     }
     if (none) eval.replica_loss.clear(), eval.replica_accuracy.clear(), eval.correlation_matrix.clear();
     scatter_to_slots(eval, slot_of);
+    round_row.eval_loss = eval.loss;
+    round_row.accuracy = eval.accuracy;
     recorder_->eval(eval);
     evaluator_->summarise(eval, summary_);
   }
+  recorder_->round(round_row);
   if (hooks_.progress) {
     double loss = 0;
     int trained = 0;

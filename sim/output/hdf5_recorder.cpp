@@ -139,7 +139,8 @@ struct Hdf5Recorder::Impl {
   // Federated runs: a row per picked client and round.
   Appendable part_round, part_client, part_samples, part_steps, part_device, part_loss, part_download, part_start,
       part_compute, part_upload, part_dropped;
-  Appendable round_round, round_start, round_end, round_applied, round_dropped, round_utilisation;
+  Appendable round_round, round_start, round_end, round_applied, round_dropped, round_utilisation, round_train_loss,
+      round_eval_loss, round_accuracy;
   std::vector<MessageRow> pending_messages;
   uint64_t lost_bytes = 0;  // over every message, for /summary
 
@@ -207,6 +208,9 @@ struct Hdf5Recorder::Impl {
       round_applied = column(r, "applied", i64(), {}, p);
       round_dropped = column(r, "dropped", i64(), {}, p);
       round_utilisation = column(r, "utilisation", f64(), {}, p);
+      round_train_loss = column(r, "train_loss", f64(), {}, p);
+      round_eval_loss = column(r, "eval_loss", f64(), {}, p);
+      round_accuracy = column(r, "accuracy", f64(), {}, p);
     }
     if (keep) {
       lost_bytes = keep->lost_bytes;
@@ -242,6 +246,9 @@ struct Hdf5Recorder::Impl {
     round_applied.append(&applied);
     round_dropped.append(&dropped);
     round_utilisation.append(&row.utilisation);
+    round_train_loss.append(&row.train_loss);
+    round_eval_loss.append(&row.eval_loss);
+    round_accuracy.append(&row.accuracy);
   }
   void append_eval(const EvalRow& row);
   void write_summary(const RunSummary& summary);

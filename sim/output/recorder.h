@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,11 @@ struct RoundRow {
   // Busy device-seconds within [t_start, t_end] over devices x (t_end - t_start): the share of
   // the executors' time spent training (devices: algorithm.devices, or the picked clients').
   double utilisation = 0;
+  // Mean local training loss of the applied uploads' clients; the server's model after the
+  // round's average on the test split (NaN in a round without an evaluation: workload.eval_every).
+  double train_loss = std::numeric_limits<double>::quiet_NaN();
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct MessageRecord {

@@ -25,6 +25,30 @@ std::string fmt(const char* format, double v) {
   return text;
 }
 
+// A federated run round by round (rounds numbered from 0, as in /rounds and /participation):
+// how many were evaluated, the accuracy at a few of them, and the best.
+void report_rounds(const RunFile& r, std::ostream& out) {
+  const size_t rounds = r.round_accuracy.size();
+  std::vector<size_t> evaluated;
+  for (size_t i = 0; i < rounds; ++i)
+    if (std::isfinite(r.round_accuracy[i])) evaluated.push_back(i);
+  out << "rounds            " << rounds << " (" << evaluated.size() << " evaluated)\n";
+  if (evaluated.empty()) return;
+  // Five evaluated rounds spread from the first to the last.
+  std::string line;
+  const size_t shown = std::min<size_t>(5, evaluated.size());
+  for (size_t j = 0; j < shown; ++j) {
+    const size_t i = evaluated[shown == 1 ? 0 : j * (evaluated.size() - 1) / (shown - 1)];
+    line += (line.empty() ? "" : ", ") + std::to_string(i) + ": " + fmt("%.4f", r.round_accuracy[i]);
+  }
+  out << "accuracy by round " << line << "\n";
+  size_t best = evaluated.front();
+  for (size_t i : evaluated)
+    if (r.round_accuracy[i] > r.round_accuracy[best]) best = i;
+  out << "best accuracy     " << fmt("%.4f", r.round_accuracy[best]) << " after round " << best << " (eval loss "
+      << fmt("%.4f", r.round_eval_loss.size() > best ? r.round_eval_loss[best] : NAN) << ")\n";
+}
+
 void report_run(const std::string& path, std::ostream& out) {
   auto file = read_run_file(path);
   if (!file) throw InputError(path + ":1:1: not a readable run file (HDF5)");
@@ -42,6 +66,7 @@ void report_run(const std::string& path, std::ostream& out) {
   out << "final accuracy    " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_accuracy)) << "\n";
   out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
   if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
+  if (!r.round_accuracy.empty()) report_rounds(r, out);
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
   out << "total bytes       " << bytes_with_units(r.total_bytes) << "\n";
   out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";

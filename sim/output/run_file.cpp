@@ -61,6 +61,19 @@ double last_step(const H5::H5File& file) {
   return static_cast<double>(step);
 }
 
+// A 1-D float column; empty when the file has none.
+std::vector<double> column(const H5::H5File& file, const char* path) {
+  if (!file.nameExists(path)) return {};
+  H5::DataSet set = file.openDataSet(path);
+  H5::DataSpace space = set.getSpace();
+  if (space.getSimpleExtentNdims() != 1) return {};
+  hsize_t rows = 0;
+  space.getSimpleExtentDims(&rows);
+  std::vector<double> values(rows);
+  if (rows > 0) set.read(values.data(), H5::PredType::NATIVE_DOUBLE);
+  return values;
+}
+
 std::vector<std::pair<std::string, std::string>> string_attrs(const H5::H5File& file, const char* group) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!file.nameExists(group)) return out;
@@ -102,6 +115,10 @@ std::optional<RunFile> read_run_file(const std::string& path) {
     }
     r.compute_time_s = compute_time(file);
     r.last_step = last_step(file);
+    if (file.nameExists("/rounds")) {
+      r.round_accuracy = column(file, "/rounds/accuracy");
+      r.round_eval_loss = column(file, "/rounds/eval_loss");
+    }
     r.numerics = string_attrs(file, "/numerics");
     return r;
   } catch (const H5::Exception&) {

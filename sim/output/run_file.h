@@ -19,6 +19,9 @@ struct RunFile {
   double compute_time_s = NAN;
   // The last step in /train/step (what a cut run reached); NaN without rows.
   double last_step = NAN;
+  // A federated run's /rounds/accuracy and /rounds/eval_loss, a value per round (NaN where the
+  // round had no evaluation); empty for other runs.
+  std::vector<double> round_accuracy, round_eval_loss;
   // /numerics as written (what produced the bits); empty for files older than it.
   std::vector<std::pair<std::string, std::string>> numerics;
 };
