@@ -190,7 +190,9 @@ TEST_F(Cli, ValidatePrintsHumanUnitsAndWhatDefaultsResolveTo) {
                            "  server: -1  # -1: the host after the clients' (host 4)\n",
                            "  peak_flops: 0FLOPS  # 0: the preset's fp32 peak, 19.5TFLOPS\n",
                            "  memory_bandwidth: 0B/s  # 0: the preset's, 2.039TB/s\n",
-                           "  eval_every: 10\n"})  // a federated run evaluates every round unless told
+                           "  eval_every: 10\n",  // a federated run evaluates every round unless told
+                           "# vhl: none (VHL's virtual data: {virtual_samples: 200, weight: 1})\n",
+                           "# launch_latency: unset: the preset's, 5us\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
   EXPECT_EQ(r.out.find("e+"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("e-0"), std::string::npos) << r.out;
@@ -206,6 +208,16 @@ TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
   EXPECT_NE(r.err.find(odd.string() + ":4:16: warning: a link of 100bps"), std::string::npos) << r.err;
   Result plain = run("validate '" + write("plain.yaml", "topology: {link: {latency: 50ms}}\n").string() + "'");
   EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
+  // Clusters whose inside is slower than the WAN between them, by default only.
+  fs::path clusters = write("clusters.yaml", "topology:\n  kind: hierarchical\n");
+  Result slow = run("validate '" + clusters.string() + "'");
+  ASSERT_EQ(slow.code, 0) << slow.err;
+  EXPECT_NE(slow.err.find(clusters.string() + ":2:9: warning: the links inside each cluster take "
+                                              "topology.link.bandwidth, 100Mbps by default, slower than the WAN (1Gbps)"),
+            std::string::npos)
+      << slow.err;
+  Result given = run("validate '" + clusters.string() + "' --set topology.link.bandwidth=100Mbps");
+  EXPECT_EQ(given.err.find("warning"), std::string::npos) << given.err;
 }
 
 // validate checks a sweep's every run, and points at sweep --dry-run for the list.

@@ -44,6 +44,7 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
       notes["compute.peak_flops"] = "0: the preset's " + c.dtype + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
     if (c.memory_bandwidth.bytes_per_s == 0)
       notes["compute.memory_bandwidth"] = "0: the preset's, " + format_byte_rate(p->memory_bandwidth);
+    if (!c.launch_latency) notes["compute.launch_latency"] = "unset: the preset's, " + format_duration(p->launch_latency);
   }
   if (s.workload.eval_samples == 0) notes["workload.eval_samples"] = "0: the whole test split";
   const TopologySection& t = s.topology;
@@ -59,6 +60,8 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
       const int host = t.kind == "hierarchical" ? topology_spec(s).hosts - 1 : s.nodes;
       notes["algorithm.server"] = "-1: the host after the clients' (host " + std::to_string(host) + ")";
     }
+    if (!fed->deadline) notes["algorithm.deadline"] = "none (a round waits for every upload)";
+    if (!fed->vhl) notes["algorithm.vhl"] = "none (VHL's virtual data: {virtual_samples: 200, weight: 1})";
     if (fed->clients_per_round == 0)
       notes["algorithm.clients_per_round"] =
           "0: round(fraction x nodes) = " + std::to_string(fed->picked(s.nodes));

@@ -616,6 +616,13 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   check_link("topology.wan", s.topology.wan.bandwidth, s.topology.wan.latency);
   for (size_t i = 0; i < s.topology.links.size(); ++i)
     check_link("topology.links." + std::to_string(i), s.topology.links[i].bandwidth, s.topology.links[i].latency);
+  // A hierarchical topology's links inside a cluster take topology.link, 100 Mbps unless given:
+  // slower than the WAN between the clusters (1 Gbps by default), which few clusters are.
+  if (s.topology.kind == "hierarchical" && !origins.seen("topology.link.bandwidth") &&
+      s.topology.link.bandwidth.bps < s.topology.wan.bandwidth.bps)
+    warn("topology.kind", "the links inside each cluster take topology.link.bandwidth, " +
+                              format_bandwidth(s.topology.link.bandwidth.bps) + " by default, slower than the WAN (" +
+                              format_bandwidth(s.topology.wan.bandwidth.bps) + "); give topology.link.bandwidth to say so");
   // Beyond what devices have: under 1 GFLOPS or 1 GB/s.
   if (s.compute.peak_flops.flops > 0 && s.compute.peak_flops.flops < 1e9)
     warn("compute.peak_flops", "a peak of " + format_flop_rate(s.compute.peak_flops.flops) +

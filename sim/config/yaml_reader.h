@@ -344,7 +344,13 @@ class FieldWriter {
   void field(const char* key, const T& value, const Check&...) {
     const std::string path = prefix_ + key;
     if constexpr (IsOptional<T>::value) {
-      if (!value) return;
+      if (!value) {
+        // An unset key is not written (it would read back as set); its note says what that means.
+        if (notes_)
+          if (auto it = notes_->find(path); it != notes_->end())
+            out_ << YAML::Newline << YAML::Comment(std::string(key) + ": " + it->second);
+        return;
+      }
       out_ << YAML::Key << key << YAML::Value;
       write(*value, path);
     } else {

@@ -454,6 +454,9 @@ int testbed::run_cli(int argc, char** argv) {
       ->check(CLI::Range(1, 65535));
   launch->allow_extras();
   launch->prefix_command();
+  // The scenario and run's options are passed through unparsed, so CLI11 cannot list them.
+  launch->footer("Then: SCENARIO [testbed run's options: --set KEY=VALUE, -o OUT.h5, -q, --timeout S]\n"
+                 "  e.g. testbed launch -n 2 scenarios/100mbps_ring.yaml --set threads=1");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
