@@ -145,3 +145,71 @@ TEST_F(DdpBuckets, GptBucketsFollowBackward) {
 
 }  // namespace
 }  // namespace testbed
+
+namespace testbed {
+namespace {
+
+// ACP-SGD's fusion as acpsgd.py forms it, written out: tensors in reverse registration order,
+// a group taking the next while its factor bytes stay at most the threshold scaled by the
+// factors' share of the gradient (the first whatever its size); each group's all-reduce leaves
+// when backward has passed the last of its layers (the ops queue on one stream: never before).
+// DDP's rule (gradient-ready order, closing at >= the cap, a first cap of 1 MiB) groups this
+// GPT otherwise.
+TEST_F(OverlapMlp, AcpSgdBucketsFollowTheReference) {
+  const int rank = 4;
+  const double mb = 0.05;
+  const Scenario s = scenario(gpt(128));
+  auto model = make_model(s);
+  const TrainingWork work = training_work(s, *model);
+  const StepShares shares = step_shares(roofline(work, flop_count_roof()));
+  std::vector<int64_t> p_size;
+  std::vector<int> layer;
+  int64_t d = 0, p_total = 0;
+  for (const auto& np : model->named_parameters()) {
+    const auto& t = np.value();
+    d += t.numel();
+    const int64_t rows = t.dim() >= 2 ? t.size(0) : t.numel(), cols = t.numel() / rows;
+    p_size.push_back(t.dim() >= 2 ? rows * std::min<int64_t>({rows, cols, rank}) : t.numel());
+    p_total += p_size.back();
+    // The tensor's layer: the longest layer name that starts its name.
+    int best = -1;
+    for (size_t l = 0; l < work.layers.size(); ++l)
+      if (np.key().rfind(work.layers[l].name + ".", 0) == 0 &&
+          (best < 0 || work.layers[l].name.size() > work.layers[best].name.size()))
+        best = static_cast<int>(l);
+    ASSERT_GE(best, 0) << np.key();
+    layer.push_back(best);
+  }
+  const double threshold = mb * 1048576 * static_cast<double>(p_total) / static_cast<double>(d);
+  std::vector<std::vector<int>> groups(1);
+  double total = 0;
+  for (int t = static_cast<int>(p_size.size()) - 1; t >= 0; --t) {
+    if (!groups.back().empty() && total + 4.0 * p_size[t] > threshold) groups.emplace_back(), total = 0;
+    groups.back().push_back(t);
+    total += 4.0 * p_size[t];
+  }
+  ASSERT_GE(groups.size(), 4u);
+
+  const EngineRun run = run_gpt(128, "algorithm={name: acpsgd, rank: 4, bucket_mb: 0.05}");
+  // Steps 0 and 2 send P; on two nodes a ring all-reduce moves 8 bytes an element in all.
+  for (size_t b = 0; b < groups.size(); ++b) {
+    int64_t elements = 0;
+    double ready = 0;
+    for (int t : groups[b]) elements += p_size[t], ready = std::max(ready, 0.05 * shares.backward_done(layer[t]));
+    uint64_t sent = 0;
+    double first_send = 1e9;
+    for (const auto& m : run.record.messages) {
+      if (m.kind != "p." + std::to_string(b)) continue;
+      sent += m.bytes;
+      first_send = std::min(first_send, m.t_send);  // step 0's: step 2's leave later
+    }
+    EXPECT_EQ(sent, 2u * 8 * static_cast<uint64_t>(elements)) << "bucket " << b;
+    EXPECT_GE(first_send, ready - 1e-9) << "bucket " << b;
+    if (b == 0) EXPECT_NEAR(first_send, ready, 1e-8);  // the last block's tensors: the first ready
+  }
+  for (const auto& m : run.record.messages)
+    EXPECT_TRUE(m.kind.rfind("p.", 0) != 0 || std::stoul(m.kind.substr(2)) < groups.size()) << m.kind;
+}
+
+}  // namespace
+}  // namespace testbed

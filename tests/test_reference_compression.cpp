@@ -238,6 +238,7 @@ struct PowerCase {
   std::string name;
   int nodes, steps, rank, start_iter;
   std::string optimizer;
+  double min_rate = 0;  // PyTorch's min_compression_rate; 0: every matrix compressed (paper-code)
 };
 void PrintTo(const PowerCase& c, std::ostream* os) { *os << c.name; }
 class PowerReference : public Compression, public ::testing::WithParamInterface<PowerCase> {};
@@ -257,20 +258,29 @@ const std::vector<Part> kParts = {{0, 64, 16, true},    {1024, 64, 1, false}, {1
 TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   const PowerCase& c = GetParam();
   std::ostringstream a;
-  a << "{name: powersgd, rank: " << c.rank << ", start_iter: " << c.start_iter << "}";
+  a << "{name: powersgd, rank: " << c.rank << ", start_iter: " << c.start_iter
+    << ", min_compression_rate: " << c.min_rate << "}";
   const Scenario s = scenario(c.nodes, c.steps, c.optimizer, a.str());
   auto ref = make_replicas(s, *data_);
+  // PyTorch's rule, written out: compress when (rows + cols) r x rate < rows cols; the others
+  // go with the 1-D tensors, averaged and without memory.
+  std::vector<Part> parts = kParts;
+  for (auto& p : parts) {
+    const int64_t r = std::min<int64_t>({p.rows, p.cols, c.rank});
+    if (p.matrix && c.min_rate > 0 && !(static_cast<double>((p.rows + p.cols) * r) * c.min_rate < p.rows * p.cols))
+      p.matrix = false;
+  }
   std::vector<torch::Tensor> memory;  // each its own storage (updated in place below)
   for (int i = 0; i < c.nodes; ++i) memory.push_back(torch::zeros({kD}));
   // Q drawn once from the run's seed, every matrix's in flat order (rank r = min(rows, cols, rank)).
   int64_t q_size = 0;
-  for (const auto& p : kParts)
+  for (const auto& p : parts)
     if (p.matrix) q_size += p.cols * std::min<int64_t>({p.rows, p.cols, c.rank});
   auto generator = at::detail::createCPUGenerator(stream_seed(s.seed, "powersgd_q"));
   const auto q0 = at::normal(0.0, 1.0, {q_size}, generator);
   std::vector<torch::Tensor> q;
   int64_t at = 0;
-  for (const auto& p : kParts) {
+  for (const auto& p : parts) {
     if (!p.matrix) continue;
     const int64_t r = std::min<int64_t>({p.rows, p.cols, c.rank});
     q.push_back(q0.slice(0, at, at + p.cols * r).view({p.cols, r}).clone());
@@ -284,7 +294,7 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
       for (auto& r : ref) mean += r->gradients() / c.nodes;
     } else {
       size_t j = 0;
-      for (const auto& p : kParts) {
+      for (const auto& p : parts) {
         const int64_t n = p.rows * p.cols;
         if (!p.matrix) {
           for (auto& r : ref) mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
@@ -319,11 +329,13 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   EXPECT_LT(run.state_diff, 1e-5);
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, *data_)[0]->parameters()).abs().max().item<double>(), 1e-4);
   EXPECT_GT(memory[0].abs().max().item<double>(), 1e-3);  // the approximation really drops something
-  // Bytes of a compressed step: P (rows r), the 1-D tensors (100) and Q (cols r) each all-reduced:
+  // Bytes of a compressed step: P (rows r), the uncompressed tensors (the 1-D ones' 100, and with
+  // min_rate 2 the 4 x 32 head, whose rank-2 factors are 144 of its 128) and Q (cols r) each all-reduced:
   // a ring sends 2(N-1) chunks of n/N from each node, 2(N-1) x 4 n from all.
-  int64_t p_size = 0, q_elements = 0;
-  for (const auto& p : kParts) {
+  int64_t p_size = 0, q_elements = 0, compressed = 0;
+  for (const auto& p : parts) {
     if (!p.matrix) continue;
+    compressed += p.rows * p.cols;
     const int64_t r = std::min<int64_t>({p.rows, p.cols, c.rank});
     p_size += p.rows * r;
     q_elements += p.cols * r;
@@ -331,7 +343,7 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   for (const auto& row : run.record.train_rows) {
     uint64_t total = 0;
     for (uint64_t b : row.bytes) total += b;
-    const int64_t elements = row.step < c.start_iter ? kD : p_size + 100 + q_elements;
+    const int64_t elements = row.step < c.start_iter ? kD : p_size + (kD - compressed) + q_elements;
     EXPECT_EQ(total, static_cast<uint64_t>(2 * (c.nodes - 1) * 4 * elements)) << "step " << row.step;
   }
 }
@@ -339,6 +351,8 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
 const std::vector<PowerCase> kPowerCases = {
     {"defaults_rank2_adamw", 3, 6, 2, 0, "{name: adamw}"},
     {"rank1_start_iter2_sgd", 4, 6, 1, 2, "{name: sgd, lr: 0.05, momentum: 0.9}"},
+    // PyTorch's default rule: the 4 x 32 head is not worth compressing at rank 2, the rest is.
+    {"min_compression_rate2_adamw", 3, 6, 2, 0, "{name: adamw}", 2.0},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, PowerReference, ::testing::ValuesIn(kPowerCases),
                          [](const ::testing::TestParamInfo<PowerCase>& i) { return i.param.name; });

@@ -7,8 +7,8 @@
 //   Q-steps (odd):  P <- QR(P) of the last all-reduced P, Q = (M + E)^T P, E likewise,
 //                   Q all-reduced; the gradient is P Q^T / N.
 // 1-D tensors travel raw in the same buffers, without memory. The factors are fused into
-// buckets in gradient-ready order (the threshold scaled by the factors' share of the gradient),
-// each all-reduced as soon as backward has produced it, as DDP's buckets are.
+// buckets as the reference fuses them (acp_buckets below), each all-reduced as soon as backward
+// has produced its last tensor's gradient.
 #include <algorithm>
 
 #include <torch/torch.h>
@@ -21,6 +21,33 @@
 
 namespace testbed {
 namespace {
+
+// The reference's fusion (acpsgd.py, at construction): tensors in reverse registration order; a
+// group takes the next tensor while its bytes stay at most the threshold (its first tensor
+// whatever its size). A group leaves when the last of its gradients is ready: backward reaches
+// layers from the last to the first, within a layer in reverse registration order.
+std::vector<GradientBucket> acp_buckets(const std::vector<int64_t>& sizes, const std::vector<int>& layers,
+                                        double threshold_bytes) {
+  auto layer = [&](int t) { return layers.empty() ? t : layers[t]; };
+  std::vector<GradientBucket> buckets;
+  GradientBucket open;
+  auto close = [&] {
+    open.last_ready = open.tensors.front();
+    for (int t : open.tensors)
+      if (layer(t) < layer(open.last_ready) || (layer(t) == layer(open.last_ready) && t < open.last_ready))
+        open.last_ready = t;
+    std::sort(open.tensors.begin(), open.tensors.end());
+    buckets.push_back(std::move(open));
+    open = GradientBucket{};
+  };
+  for (int t = static_cast<int>(sizes.size()) - 1; t >= 0; --t) {
+    if (!open.tensors.empty() && 4.0 * static_cast<double>(open.elements + sizes[t]) > threshold_bytes) close();
+    open.tensors.push_back(t);
+    open.elements += sizes[t];
+  }
+  if (!open.tensors.empty()) close();
+  return buckets;
+}
 
 // An orthonormal basis of m's columns (reduced QR; the same on every node: they factor the
 // same all-reduced matrix).
@@ -109,7 +136,9 @@ class AcpSgd : public Algorithm {
       const auto approx = p_step ? sum.view({x.rows, x.rank}).matmul(other.t()) : other.matmul(sum.view({x.cols, x.rank}).t());
       g.narrow(0, x.offset, x.rows * x.cols).copy_(approx.reshape(-1) / nodes_);
     }
-    if (b + 1 == buckets.size()) {
+    // Buckets complete in the order they left, which need not be their index order.
+    if (++n.applied == static_cast<int>(buckets.size())) {
+      n.applied = 0;
       n.ortho = torch::Tensor();
       replica.optimizer_step();
     }
@@ -120,11 +149,14 @@ class AcpSgd : public Algorithm {
     AlgorithmState s;
     const Node& n = node_[node];
     put_tensors(s, {{"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}});
+    s.counters["applied"] = n.applied;
     return s;
   }
   void load_state(int node, const AlgorithmState& s) override {
     Node& n = node_[node];
     take_tensors(s, {{"memory", &n.memory}, {"p", &n.p}, {"q", &n.q}, {"ortho", &n.ortho}});
+    auto applied = s.counters.find("applied");
+    n.applied = applied == s.counters.end() ? 0 : static_cast<int>(applied->second);
   }
 
  private:
@@ -135,6 +167,7 @@ class AcpSgd : public Algorithm {
   struct Node {
     torch::Tensor memory, p, q;  // error feedback (flat, d); the last all-reduced P and Q (sums)
     torch::Tensor ortho;         // within a step: the orthonormalised factor that stayed home
+    int applied = 0;             // within a step: buckets applied so far
   };
 
   static torch::Tensor factor(const torch::Tensor& flat, int64_t at, int64_t rows, int64_t rank) {
@@ -182,8 +215,8 @@ class AcpSgd : public Algorithm {
     p_work_.kernels = q_work_.kernels = 6 * static_cast<int64_t>(tensors_.size());
     // The reference scales the fusion threshold by each factor's share of the gradient.
     const double bytes = options_.bucket_mb * 1024 * 1024;
-    p_buckets_ = gradient_buckets(p_sizes, tensor_layers_, bytes * p_size_ / d_, bytes * p_size_ / d_);
-    q_buckets_ = gradient_buckets(q_sizes, tensor_layers_, bytes * q_size_ / d_, bytes * q_size_ / d_);
+    p_buckets_ = acp_buckets(p_sizes, tensor_layers_, bytes * static_cast<double>(p_size_) / static_cast<double>(d_));
+    q_buckets_ = acp_buckets(q_sizes, tensor_layers_, bytes * static_cast<double>(q_size_) / static_cast<double>(d_));
     p_slices_ = TensorSlices(p_sizes);
     q_slices_ = TensorSlices(q_sizes);
   }

@@ -4,7 +4,8 @@
 // from the previous step (drawn from a shared seed the first time):
 //   P = M Q, all-reduced (summed); P orthonormalised by Gram-Schmidt;
 //   Q = M^T P, all-reduced and divided by N; the gradient is P Q^T, the memory M - P Q^T.
-// 1-D tensors are all-reduced uncompressed in an all-reduce of their own, with no memory.
+// 1-D tensors are all-reduced uncompressed in an all-reduce of their own, with no memory; with
+// min_compression_rate (PyTorch's hook's rule) so are the matrices too small to gain from it.
 // Two rounds of communication a step: Q's all-reduce needs P's result (Algorithm::next_round).
 // The first `start_iter` steps all-reduce the whole gradient, as PyTorch's hook does.
 #include <algorithm>
@@ -147,12 +148,17 @@ class PowerSgd : public Algorithm {
     if (!matrices_.empty() || !vectors_.empty()) return;
     int64_t offset = 0;
     for (const auto& t : trainable_parameters(replica.model())) {
-      if (t.dim() <= 1) {
+      const int64_t rows = t.dim() > 1 ? t.size(0) : 1, cols = t.numel() / std::max<int64_t>(1, rows);
+      const int64_t rank = std::min<int64_t>({rows, cols, options_.rank});
+      // PyTorch's hook leaves a matrix uncompressed unless its factors are min_compression_rate
+      // times smaller than it.
+      const bool worth = options_.min_compression_rate <= 0 ||
+                         static_cast<double>((rows + cols) * rank) * options_.min_compression_rate <
+                             static_cast<double>(rows * cols);
+      if (t.dim() <= 1 || !worth) {
         vectors_.push_back({offset, t.numel()});
         vector_size_ += t.numel();
       } else {
-        const int64_t rows = t.size(0), cols = t.numel() / rows;
-        const int64_t rank = std::min<int64_t>({rows, cols, options_.rank});
         matrices_.push_back({offset, rows, cols, rank, p_size_, q_size_});
         p_size_ += rows * rank;
         q_size_ += cols * rank;
