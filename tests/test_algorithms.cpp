@@ -172,7 +172,7 @@ TEST_F(Algorithms, SpartaSendsTheAllReduceOfPdValues) {
 
 TEST_F(Algorithms, SpartaRingExchangeSendsToNeighbours) {
   const int nodes = 4, steps = 2;
-  const Run r = run(scenario(nodes, steps, "{name: sparta, p: 0.005, exchange: ring, selection: partitioned}"));
+  const Run r = run(scenario(nodes, steps, "{name: sparta, p: 0.005, exchange: ring, selection: windows}"));
   const int64_t k = std::llround(0.005 * kD);
   for (uint64_t b : bytes_of(r, 0)) EXPECT_EQ(b, static_cast<uint64_t>(2 * k * 4));  // two ring neighbours
   for (const auto& m : r.record.messages) EXPECT_EQ(std::abs(m.src - m.dst) % 2, 1);  // neighbours on a ring of 4

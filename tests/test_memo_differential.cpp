@@ -124,8 +124,8 @@ Generated generate(int index) {
     const int delay = !any || chance(rng, 40) ? 0 : draw(rng, 1, 2);  // delayed ops are refused
     period = !any || chance(rng, 60) ? 1 : draw(rng, 2, 3);
     // Layerwise: k of each tensor in turn, a plan per tensor; these split evenly on 2 or 4 nodes.
-    const std::string selection = nodes == 2 || nodes == 4 ? pick<std::string>(rng, {"random", "partitioned", "layerwise"})
-                                                           : pick<std::string>(rng, {"random", "partitioned"});
+    const std::string selection = nodes == 2 || nodes == 4 ? pick<std::string>(rng, {"random", "windows", "layerwise"})
+                                                           : pick<std::string>(rng, {"random", "windows"});
     layerwise = selection == "layerwise";
     std::string exchange = "allreduce";
     per_parameter = p;

@@ -77,6 +77,9 @@ struct TopkCase {
   int nodes, steps;
   double ratio;
   std::string optimizer;
+  std::string scope = "tensor";  // model: one top-k of the whole gradient (Shi et al.'s merged buffer)
+  double warmup_ratio = 0;       // for the first warmup_steps steps
+  int warmup_steps = 0;
 };
 void PrintTo(const TopkCase& c, std::ostream* os) { *os << c.name; }
 class TopkReference : public Compression, public ::testing::WithParamInterface<TopkCase> {};
@@ -84,12 +87,19 @@ class TopkReference : public Compression, public ::testing::WithParamInterface<T
 TEST_P(TopkReference, MatchesTheEngineNodeByNode) {
   const TopkCase& c = GetParam();
   std::ostringstream a;
-  a << "{name: topk, ratio: " << c.ratio << "}";
+  a << "{name: topk, ratio: " << c.ratio << ", scope: " << c.scope << ", warmup_ratio: " << c.warmup_ratio
+    << ", warmup_steps: " << c.warmup_steps << "}";
   const Scenario s = scenario(c.nodes, c.steps, c.optimizer, a.str());
   auto ref = make_replicas(s, *data_);
   std::vector<torch::Tensor> residual(c.nodes, torch::zeros({kD}));
-  int64_t pairs = 0;
-  for (int64_t n : kSizes) pairs += std::max<int64_t>(1, static_cast<int64_t>(std::floor(c.ratio * n)));
+  // What a step selects from: each tensor, or (model) the whole flat gradient.
+  const std::vector<int64_t> blocks = c.scope == "model" ? std::vector<int64_t>{kD} : kSizes;
+  auto ratio_at = [&](int t) { return t < c.warmup_steps ? c.warmup_ratio : c.ratio; };
+  auto pairs_at = [&](int t) {
+    int64_t pairs = 0;
+    for (int64_t n : blocks) pairs += std::max<int64_t>(1, static_cast<int64_t>(std::floor(ratio_at(t) * n)));
+    return pairs;
+  };
   for (int t = 0; t < c.steps; ++t) {
     gradients(ref, s);
     torch::NoGradGuard no_grad;
@@ -98,8 +108,8 @@ TEST_P(TopkReference, MatchesTheEngineNodeByNode) {
       const auto acc = residual[i] + ref[i]->gradients();
       auto sent = torch::zeros({kD});
       int64_t at = 0;
-      for (int64_t n : kSizes) {
-        const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(std::floor(c.ratio * n)));
+      for (int64_t n : blocks) {
+        const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(std::floor(ratio_at(t) * n)));
         const auto top = acc.slice(0, at, at + n).abs().argsort(0, /*descending=*/true).slice(0, 0, k) + at;
         sent.index_put_({top}, acc.index_select(0, top));
         at += n;
@@ -118,13 +128,17 @@ TEST_P(TopkReference, MatchesTheEngineNodeByNode) {
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, *data_)[0]->parameters()).abs().max().item<double>(), 1e-4);
   // Each node sends its pairs to N - 1 others (ring all-gather): 4-byte index and 4-byte value.
   for (const auto& row : run.record.train_rows)
-    for (uint64_t b : row.bytes) EXPECT_EQ(b, static_cast<uint64_t>((c.nodes - 1) * pairs * 8));
+    for (uint64_t b : row.bytes) EXPECT_EQ(b, static_cast<uint64_t>((c.nodes - 1) * pairs_at(row.step) * 8));
 }
 
 const std::vector<TopkCase> kTopkCases = {
     // The default 0.001: one entry of most tensors, two of the 2048.
     {"default_ratio_adamw", 3, 6, 0.001, "{name: adamw}"},
     {"ratio0.05_sgd_momentum", 4, 6, 0.05, "{name: sgd, lr: 0.05, momentum: 0.9}"},
+    // Shi et al.'s: one top-k of the whole model (k = floor(0.001 x 3300) = 3 pairs, against 7
+    // per tensor), after a warm-up of 3 steps at their first epoch's 0.004 (13 pairs).
+    {"model_scope_warmup_adamw", 3, 6, 0.001, "{name: adamw}", "model", 0.004, 3},
+    {"model_scope_ratio0.05_sgd_momentum", 4, 6, 0.05, "{name: sgd, lr: 0.05, momentum: 0.9}", "model"},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, TopkReference, ::testing::ValuesIn(kTopkCases),
                          [](const ::testing::TestParamInfo<TopkCase>& i) {

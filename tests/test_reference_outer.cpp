@@ -347,7 +347,7 @@ TEST_F(ReferenceOuter, StreamingDilocoBytesAreTheSumOfTheStepsFragments) {
 }
 
 // sparta_diloco: SPARTA's sparse averaging after every step plus DiLoCo's outer step
-// (Algorithm 1) every H. Selection `partitioned`: in step s the k = round(p d) elements
+// (Algorithm 1) every H. Selection `windows`: in step s the k = round(p d) elements
 // s k .. s k + k - 1 (mod d) are replaced by their mean over the nodes. Both exchanges leave
 // right after the inner step, so the pseudo-gradient is of the parameters before this step's
 // sparse average; the outer step's result then replaces every parameter. Caught: windows
@@ -356,7 +356,7 @@ TEST_F(ReferenceOuter, StreamingDilocoBytesAreTheSumOfTheStepsFragments) {
 TEST_F(ReferenceOuter, SpartaDilocoIsSparseAveragingPlusTheOuterStep) {
   const int nodes = 3, H = 3, steps = 9;
   const double p = 0.3;  // windows of 70544 elements: the fourth wraps around d
-  const Scenario s = scenario(nodes, steps, "{name: sparta_diloco, H: 3, p: 0.3, selection: partitioned}");
+  const Scenario s = scenario(nodes, steps, "{name: sparta_diloco, H: 3, p: 0.3, selection: windows}");
   const int64_t k = std::llround(p * kD);
   auto reps = replicas(s);
   OuterSgd outer(reps[0]->parameters(), 0.7, 0.9);
@@ -384,7 +384,7 @@ TEST_F(ReferenceOuter, SpartaDilocoIsSparseAveragingPlusTheOuterStep) {
   const EngineRun r = run(s);
   std::printf("sparta_diloco: max |engine - reference| %.3g\n", expect_matches(r, want, kTolerance));
   // Between outer steps the sparse averages are all that ties the replicas.
-  Scenario eight = scenario(nodes, 8, "{name: sparta_diloco, H: 3, p: 0.3, selection: partitioned}");
+  Scenario eight = scenario(nodes, 8, "{name: sparta_diloco, H: 3, p: 0.3, selection: windows}");
   const EngineRun mid = run(eight);
   EXPECT_GT(max_diff(mid.parameters[0], mid.parameters[1]), 100 * kTolerance);
 

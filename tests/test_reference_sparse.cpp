@@ -208,13 +208,30 @@ torch::Tensor reference_indices(const std::string& selection, int64_t round, dou
   for (int64_t s : sizes) d += s;
   const int64_t k = std::max<int64_t>(1, std::min<int64_t>(d, std::llround(p * static_cast<double>(d))));
   if (selection == "random") return seeded_indices(d, k, stream_seed(seed, "sparta", round));
-  if (selection == "partitioned" || selection == "shuffled_sequential") {
+  if (selection == "bernoulli") {  // EXO Gym's per-element mask, from a seeded uniform draw
+    auto generator = at::detail::createCPUGenerator(stream_seed(seed, "sparta_bernoulli", round));
+    return (at::rand({d}, generator) < p).nonzero().view(-1);
+  }
+  if (selection == "partitioned") {  // EXO Gym's: part round mod P of each tensor's cycle's partition
+    std::vector<int64_t> chosen;
+    int64_t first = 0;
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1 / p)), sizes[t]));
+      const auto perm = seeded_permutation(
+          sizes[t], stream_seed(stream_seed(seed, "sparta_partition", t), "cycle", static_cast<uint64_t>(round / parts)));
+      for (int64_t j = 0; j < sizes[t]; ++j)
+        if (perm[j] % parts == round % parts) chosen.push_back(first + j);
+      first += sizes[t];
+    }
+    return torch::tensor(chosen, torch::kInt64);
+  }
+  if (selection == "windows" || selection == "shuffled_sequential") {
     // Round r's window: positions r k, r k + 1, ..., r k + k - 1, each modulo d, of the
-    // parameters in order (partitioned) or of one fixed shuffle (shuffled_sequential).
+    // parameters in order (windows) or of one fixed shuffle (shuffled_sequential).
     std::vector<int64_t> chosen;
     for (int64_t i = 0; i < k; ++i) {
       const int64_t position = (round * k + i) % d;
-      chosen.push_back(selection == "partitioned" ? position : order.at(position));
+      chosen.push_back(selection == "windows" ? position : order.at(position));
     }
     std::sort(chosen.begin(), chosen.end());
     return torch::tensor(chosen, torch::kInt64);
@@ -267,7 +284,8 @@ TEST_P(SpartaReference, MatchesTheEngineNodeByNode) {
       f.index = reference_indices(c.selection, round, c.p, s.seed, sizes, order);
       for (auto& r : ref) f.sent.push_back(r->parameters().index_select(0, f.index));
       const int64_t k = f.index.numel();
-      if (c.selection != "random" && c.selection != "layerwise" && (round * k) % kD + k > kD) rounds_wrapped.insert(round);
+      if ((c.selection == "windows" || c.selection == "shuffled_sequential") && (round * k) % kD + k > kD)
+        rounds_wrapped.insert(round);
       flight.push_back(std::move(f));
     }
     torch::NoGradGuard no_grad;
@@ -306,7 +324,7 @@ TEST_P(SpartaReference, MatchesTheEngineNodeByNode) {
               diff, moved, spread(ref));
   EXPECT_LT(diff, kTolerance);
   EXPECT_GT(moved, 100 * kTolerance);  // the exchanges are visible at this tolerance
-  if (c.selection == "partitioned" || c.selection == "shuffled_sequential") {
+  if (c.selection == "windows" || c.selection == "shuffled_sequential") {
     EXPECT_FALSE(rounds_wrapped.empty()) << "no window wrapped past d: the wrap is untested";
   }
 }
@@ -318,16 +336,21 @@ const std::vector<SpartaCase> kSpartaCases = {
     {"random_allreduce_interval3_sgd_momentum", 3, 9, "ring", "{name: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0}",
      "random", "allreduce", 0.05, 3, 0},
     {"shuffled_sequential_allreduce_interval2", 4, 10, "ring", kAdamW, "shuffled_sequential", "allreduce", 0.3, 2, 0},
-    {"partitioned_ring_random_graph_interval3", 6, 12, "erdos_renyi", kAdamW, "partitioned", "ring", 0.3, 3, 0},
+    {"windows_ring_random_graph_interval3", 6, 12, "erdos_renyi", kAdamW, "windows", "ring", 0.3, 3, 0},
     {"layerwise_gossip_random_graph", 6, 8, "erdos_renyi", kAdamW, "layerwise", "gossip", 0.005, 1, 0},
     {"random_allreduce_delay1", 4, 6, "ring", kAdamW, "random", "allreduce", 0.05, 1, 1},
     {"random_gossip_line_delay2", 4, 7, "line", kAdamW, "random", "gossip", 0.3, 1, 2},
-    {"partitioned_gossip_line_interval2_delay2", 4, 10, "line", kAdamW, "partitioned", "gossip", 0.3, 2, 2},
+    {"windows_gossip_line_interval2_delay2", 4, 10, "line", kAdamW, "windows", "gossip", 0.3, 2, 2},
     {"shuffled_sequential_ring_star_interval2_delay1", 4, 10, "star", kAdamW, "shuffled_sequential", "ring", 0.3, 2,
      1},
     {"layerwise_gossip_star_sgd", 5, 7, "star", "{name: sgd, lr: 0.05, weight_decay: 0}", "layerwise", "gossip", 0.05,
      1, 0},
     {"random_gossip_line", 4, 6, "line", kAdamW, "random", "gossip", 0.05, 1, 0},
+    // EXO Gym's two: a Bernoulli mask at its default p, and its partitions cycling (p 0.3: 4
+    // parts, a new partition every 4 rounds).
+    {"bernoulli_allreduce_adamw", 4, 6, "ring", kAdamW, "bernoulli", "allreduce", 0.005, 1, 0},
+    {"partitioned_allreduce_interval2", 4, 12, "ring", kAdamW, "partitioned", "allreduce", 0.3, 2, 0},
+    {"bernoulli_gossip_line_delay1", 4, 7, "line", kAdamW, "bernoulli", "gossip", 0.05, 1, 1},
     {"layerwise_ring_line_interval2_delay2", 3, 14, "line", kAdamW, "layerwise", "ring", 0.05, 2, 2},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, SpartaReference, ::testing::ValuesIn(kSpartaCases),
@@ -360,6 +383,7 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
     const auto order = seeded_permutation(d, stream_seed(seed, "sparta_order"));
     std::vector<bool> covered(d, false);
     std::set<size_t> tensors_visited;
+    std::set<int64_t> counts;
     for (int r = 0; r < rounds; ++r) {
       const auto ix = ex.indices(2 * r);
       ASSERT_TRUE(torch::equal(ix, ex.indices(2 * r + 1))) << "round " << r;
@@ -376,6 +400,34 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
         }
         continue;
       }
+      if (selection == "bernoulli") {
+        // Each element kept when its seeded uniform draw is below p: a count near p d that varies.
+        auto generator = at::detail::createCPUGenerator(stream_seed(seed, "sparta_bernoulli", r));
+        const auto mask = at::rand({d}, generator) < 0.005;
+        check_sorted_distinct_in(ix, 0, d);
+        if (r < 12) EXPECT_TRUE(torch::equal(ix, mask.nonzero().view(-1))) << "round " << r;
+        EXPECT_NEAR(static_cast<double>(ix.numel()), 0.005 * d, 6 * std::sqrt(0.005 * d)) << "round " << r;
+        counts.insert(ix.numel());
+        continue;
+      }
+      if (selection == "partitioned") {
+        // Per tensor: P = ceil(1 / p) = 200 parts, at most the tensor's size (10 for the last
+        // bias: one element a round there); element j is in part perm[j] mod P of this cycle's
+        // seeded permutation, round r takes part r mod P; the cycle is r / P.
+        std::vector<int64_t> want;
+        int64_t first = 0;
+        for (size_t t = 0; t < sizes.size(); ++t) {
+          const int64_t parts = std::min<int64_t>(200, sizes[t]);
+          const auto perm = seeded_permutation(
+              sizes[t], stream_seed(stream_seed(seed, "sparta_partition", t), "cycle", static_cast<uint64_t>(r / parts)));
+          for (int64_t j = 0; j < sizes[t]; ++j)
+            if (perm[j] % parts == r % parts) want.push_back(first + j);
+          first += sizes[t];
+        }
+        EXPECT_TRUE(torch::equal(ix, torch::tensor(want, torch::kInt64))) << "round " << r;
+        for (int64_t i : want) covered[i] = true;
+        continue;
+      }
       check_sorted_distinct_in(ix, 0, d);
       ASSERT_EQ(ix.numel(), k);
       if (selection == "random") {
@@ -387,23 +439,24 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
       std::vector<int64_t> want;
       for (int64_t i = 0; i < k; ++i) {
         const int64_t position = (r * k + i) % d;
-        want.push_back(selection == "partitioned" ? position : order[position]);
+        want.push_back(selection == "windows" ? position : order[position]);
       }
       std::sort(want.begin(), want.end());
       EXPECT_TRUE(torch::equal(ix, torch::tensor(want, torch::kInt64))) << "round " << r;
       for (int64_t i : std::vector<int64_t>(ix.data_ptr<int64_t>(), ix.data_ptr<int64_t>() + ix.numel()))
         covered[i] = true;
     }
-    if (selection == "partitioned") {
+    if (selection == "windows") {
       // The last window wraps: its end past d continues at 0.
       const auto last = ex.indices(2 * (rounds - 1));
       EXPECT_EQ(last[0].item<int64_t>(), 0);
       EXPECT_EQ(last[-1].item<int64_t>(), d - 1);
       EXPECT_EQ(last.lt((rounds - 1) * k).sum().item<int64_t>(), (rounds * k) - d);
     }
-    if (selection == "partitioned" || selection == "shuffled_sequential") {
-      EXPECT_EQ(std::count(covered.begin(), covered.end(), true), d) << "ceil(d / k) windows cover every index";
+    if (selection == "windows" || selection == "shuffled_sequential" || selection == "partitioned") {
+      EXPECT_EQ(std::count(covered.begin(), covered.end(), true), d) << "a cycle of rounds covers every index";
     }
+    if (selection == "bernoulli") EXPECT_GT(counts.size(), 1u) << "the count should vary from round to round";
     if (selection == "layerwise") EXPECT_EQ(tensors_visited.size(), sizes.size());
   }
 }

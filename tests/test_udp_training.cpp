@@ -51,7 +51,7 @@ class UdpTraining : public ::testing::Test {
 };
 Dataset* UdpTraining::data_ = nullptr;
 
-// (c) SPARTA, ring exchange, p = 0.5 with the partitioned selection: after step 0 the chosen
+// (c) SPARTA, ring exchange, p = 0.5 with the windows selection: after step 0 the chosen
 // elements are [0, k), k = round(0.5 d). Two nodes on one link with 10 % packet loss, MTU 576:
 // each datagram carries (576 - 28) / 4 = 137 floats, so node n's chosen elements fall into
 // blocks of 137 that each either arrived (the element is now the mean of both nodes' values)
@@ -60,9 +60,9 @@ Dataset* UdpTraining::data_ = nullptr;
 // initialisations make the two nodes' values differ everywhere, so every element tells.
 TEST_F(UdpTraining, SpartaRingOverTenPercentLossAppliesAboutNinetyPercent) {
   const std::string net = "{backend: ns3, transport: udp, mtu: 576}";
-  const Run before = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: partitioned, interval: 2}", net, 0.1, 1,
+  const Run before = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows, interval: 2}", net, 0.1, 1,
                                   "independent"));
-  const Run after = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: partitioned}", net, 0.1, 1, "independent"));
+  const Run after = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows}", net, 0.1, 1, "independent"));
   const int64_t k = std::llround(0.5 * kD);
   constexpr int64_t per = 137;
   const int64_t blocks = (k + per - 1) / per;

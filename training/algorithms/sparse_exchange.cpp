@@ -78,13 +78,34 @@ torch::Tensor SparseExchange::indices(int step) const {
   const int64_t k = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_);
   const SpartaSelection sel = options_.selection;
   if (sel == SpartaSelection::Random) return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
-  if (sel == SpartaSelection::ShuffledSequential || sel == SpartaSelection::Partitioned) {
+  if (sel == SpartaSelection::Bernoulli) {
+    // Each element with probability p: a count that varies by round, fixed by the seed alone.
+    auto generator = at::detail::createCPUGenerator(stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
+    return at::rand({d_}, generator).lt(options_.p).nonzero().view(-1);
+  }
+  if (sel == SpartaSelection::Partitioned) {
+    // Per tensor: P = ceil(1/p) parts (at most its size) of a seeded permutation (element j in
+    // part perm[j] mod P), one part a round; a new permutation each cycle of P rounds.
+    std::vector<int64_t> out;
+    int64_t begin = 0;
+    for (size_t t = 0; t < tensor_sizes_.size(); ++t) {
+      const int64_t size = tensor_sizes_[t];
+      const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
+      const auto perm = seeded_permutation(
+          size, stream_seed(stream_seed(seed_, "sparta_partition", t), "cycle", static_cast<uint64_t>(round / parts)));
+      for (int64_t j = 0; j < size; ++j)
+        if (perm[j] % parts == round % parts) out.push_back(begin + j);
+      begin += size;
+    }
+    return torch::tensor(out, torch::kInt64);
+  }
+  if (sel == SpartaSelection::ShuffledSequential || sel == SpartaSelection::Windows) {
     // Consecutive windows of k, wrapping: of a fixed shuffle, or of the parameters in order.
     std::vector<int64_t> out(static_cast<size_t>(k));
     const int64_t start = (round * k) % d_;
     for (int64_t i = 0; i < k; ++i) {
       const int64_t at = (start + i) % d_;
-      out[i] = sel == SpartaSelection::Partitioned ? at : order_[at];
+      out[i] = sel == SpartaSelection::Windows ? at : order_[at];
     }
     std::sort(out.begin(), out.end());
     return torch::tensor(out, torch::kInt64);
@@ -102,7 +123,9 @@ torch::Tensor SparseExchange::indices(int step) const {
 
 void SparseExchange::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) {
   if ((step + 1) % options_.interval != 0) return;
-  auto values = replica.parameters().index_select(0, indices(step));
+  const auto index = indices(step);
+  if (index.numel() == 0) return;  // a Bernoulli draw of nothing: no exchange this round
+  auto values = replica.parameters().index_select(0, index);
   if (options_.delay > 0) sent_[{node, step}] = values.clone();
   if (options_.exchange == SparseExchangeWith::AllReduce) {
     comm.push_back(make_op(CommKind::AllReduce, kTag, values, options_.delay));

@@ -14,9 +14,12 @@ namespace testbed {
 
 // Which parameters a round exchanges.
 enum class SpartaSelection {
-  Random,              // a fresh seeded draw of p d indices each round
-  ShuffledSequential,  // consecutive windows of one seeded permutation
-  Partitioned,         // consecutive windows of the parameters in order
+  Random,              // a fresh seeded draw of round(p d) indices each round
+  Bernoulli,           // each element with probability p, drawn afresh each round (EXO Gym's RandomIndexSelector)
+  ShuffledSequential,  // consecutive windows of one seeded permutation of the flat vector
+  Partitioned,         // each tensor a seeded random partition into ceil(1/p) parts, one part a round,
+                       // redrawn every cycle (EXO Gym's PartitionedIndexSelector)
+  Windows,             // consecutive windows of round(p d) of the parameters in order
   Layerwise,           // a fraction p of one parameter tensor, tensors in turn
 };
 // With whom: everyone, or topology neighbours (uniform mean, or Metropolis-Hastings weights).
@@ -26,8 +29,10 @@ template <> struct EnumNames<SpartaSelection> {
   static const std::vector<std::pair<SpartaSelection, std::string>>& all() {
     static const std::vector<std::pair<SpartaSelection, std::string>> names = {
         {SpartaSelection::Random, "random"},
+        {SpartaSelection::Bernoulli, "bernoulli"},
         {SpartaSelection::ShuffledSequential, "shuffled_sequential"},
         {SpartaSelection::Partitioned, "partitioned"},
+        {SpartaSelection::Windows, "windows"},
         {SpartaSelection::Layerwise, "layerwise"}};
     return names;
   }
