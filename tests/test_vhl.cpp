@@ -140,6 +140,23 @@ TEST(Vhl, VirtualDataIsSeededAndItsClassesApart) {
 // A FedAvg + VHL round of two of four clients against the reference's local step written out
 // here: the real batch and the virtual rows in one forward pass of the 20-way CNN, the losses
 // by the definitions above (SupCon as a loop over anchors), SGD; the server's weighted mean.
+// normalisation: reference takes the generator's [0, 1] images to (x - 0.5) / 0.25, as
+// wizard1203/VHL's loader does; the default normalises them as Fashion-MNIST's real images.
+TEST(Vhl, VirtualImagesAreNormalisedAsAsked) {
+  const std::string base = R"(name: vhl
+nodes: 4
+workload: {model: cnn, dataset: fashion_mnist}
+algorithm: {name: fedavg, H: 10, vhl: {virtual_samples: 5)";
+  const Scenario dataset = parse_scenario(base + "}}\n", "vhl");
+  const Scenario reference = parse_scenario(base + ", normalisation: reference}}\n", "vhl");
+  const Dataset data = load_dataset(dataset);
+  const auto a = make_vhl_data(dataset, data).inputs, b = make_vhl_data(reference, data).inputs;
+  const auto pixels = a * kFashionMnistStd + kFashionMnistMean;  // the generator's clamped [0, 1] output
+  EXPECT_LT((b - (pixels - 0.5) / 0.25).abs().max().item<double>(), 1e-5);
+  EXPECT_NEAR(b.min().item<double>(), -2.0, 1e-5);  // a pixel clamped to 0
+  EXPECT_NEAR(a.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+}
+
 TEST(Vhl, OneRoundFollowsTheReference) {
   const Scenario s = parse_scenario(R"(name: vhl
 seed: 3

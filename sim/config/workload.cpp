@@ -136,8 +136,9 @@ VirtualData make_vhl_data(const Scenario& s, const Dataset& data) {
   if (s.workload.dataset != "fashion_mnist")
     throw std::invalid_argument("VHL's virtual images are made for fashion_mnist, not " + s.workload.dataset);
   const auto shape = data.train_inputs.sizes().slice(1).vec();
-  return make_virtual_data(data.outputs, vhl->virtual_samples, shape, kFashionMnistMean, kFashionMnistStd,
-                           stream_seed(s.seed, "vhl_generator"));
+  const bool reference = vhl->normalisation == VhlNormalisation::Reference;  // wizard1203/VHL's (x - 0.5) / 0.25
+  return make_virtual_data(data.outputs, vhl->virtual_samples, shape, reference ? 0.5 : kFashionMnistMean,
+                           reference ? 0.25 : kFashionMnistStd, stream_seed(s.seed, "vhl_generator"));
 }
 
 OptimizerConfig optimizer_config(const Scenario& scenario) {

@@ -41,14 +41,29 @@ template <> struct EnumNames<ClientState> {
   }
 };
 
+// How VHL's virtual images are normalised: as the real ones (Fashion-MNIST's mean 0.286 and std
+// 0.353, the default: real and virtual inputs of one network share their statistics), or as
+// the reference's loader normalises its generated images, (x - 0.5) / 0.25.
+enum class VhlNormalisation { Dataset, Reference };
+
+template <> struct EnumNames<VhlNormalisation> {
+  static const std::vector<std::pair<VhlNormalisation, std::string>>& all() {
+    static const std::vector<std::pair<VhlNormalisation, std::string>> names = {
+        {VhlNormalisation::Dataset, "dataset"}, {VhlNormalisation::Reference, "reference"}};
+    return names;
+  }
+};
+
 // VHL (Tang et al., ICML 2022): a shared virtual data set from a seeded, untrained generator,
 // mixed into every local step with the feature-calibration loss (training/vhl.h).
 struct VhlOptions {
   int virtual_samples = 200;  // per class (the reference's 200)
   double weight = 1.0;        // of the calibration term (real features against virtual anchors)
+  VhlNormalisation normalisation = VhlNormalisation::Dataset;
   template <class V> void fields(V& v) {
     v.field("virtual_samples", virtual_samples, Range{1, 1e6});
     v.field("weight", weight, Range{0, 1e6});
+    v.field("normalisation", normalisation);
   }
   bool operator==(const VhlOptions&) const = default;
 };
