@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 #include "sim/core/engine.h"
 #include "tests/engine_run.h"
 #include "tests/reference_scenario.h"
+#include "training/replica.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -253,6 +255,7 @@ struct PowerCase {
   int nodes, steps, rank, start_iter;
   std::string optimizer;
   double min_rate = 0;  // PyTorch's min_compression_rate; 0: every matrix compressed (paper-code)
+  std::string model = "mlp";
 };
 void PrintTo(const PowerCase& c, std::ostream* os) { *os << c.name; }
 class PowerReference : public Compression, public ::testing::WithParamInterface<PowerCase> {};
@@ -265,6 +268,32 @@ struct Part {
 const std::vector<Part> kParts = {{0, 64, 16, true},    {1024, 64, 1, false}, {1088, 32, 64, true},
                                   {3136, 32, 1, false}, {3168, 4, 32, true},  {3296, 4, 1, false}};
 
+// Each trainable tensor in flat order: a matrix shape[0] x the rest (a conv kernel: out x in kh
+// kw), or a vector; checked against kParts for the MLP.
+std::vector<Part> parts_of(const Replica& replica, const std::string& model) {
+  std::vector<Part> parts;
+  int64_t d = 0;
+  for (const auto& t : trainable_parameters(replica.model())) {
+    parts.push_back({d, t.dim() >= 2 ? t.size(0) : t.numel(), t.dim() >= 2 ? t.numel() / t.size(0) : 1, t.dim() >= 2});
+    d += t.numel();
+  }
+  if (model == "mlp") {
+    EXPECT_EQ(parts.size(), kParts.size());
+    for (size_t k = 0; k < std::min(parts.size(), kParts.size()); ++k)
+      EXPECT_TRUE(parts[k].offset == kParts[k].offset && parts[k].rows == kParts[k].rows &&
+                  parts[k].cols == kParts[k].cols && parts[k].matrix == kParts[k].matrix) << k;
+  } else {
+    EXPECT_GT(std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.matrix && p.cols > p.rows; }), 1)
+        << "conv kernels flattened to out x (in kh kw)";
+  }
+  return parts;
+}
+int64_t size_of(const std::vector<Part>& parts) { return parts.back().offset + parts.back().rows * parts.back().cols; }
+
+// The CNN (the default model) on Fashion-MNIST, at a small batch.
+const std::vector<std::string> kCnn = {"workload.model=cnn", "workload.dataset=fashion_mnist", "workload.synthetic={}",
+                                       "workload.batch_size=8"};
+
 // Vogels et al. 2019, Algorithm 1 with error feedback (and their reference's warm start): per
 // matrix M = g + e, P = sum over nodes of M Q, P orthonormal, Q = mean of M^T P, the gradient
 // P Q^T, e = M - P Q^T; 1-D tensors averaged. Orthonormalised here by QR (signs fixed so the
@@ -274,18 +303,22 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   std::ostringstream a;
   a << "{name: powersgd, rank: " << c.rank << ", start_iter: " << c.start_iter
     << ", min_compression_rate: " << c.min_rate << "}";
-  const Scenario s = scenario(c.nodes, c.steps, c.optimizer, a.str());
-  auto ref = make_replicas(s, *data_);
+  const Scenario s = scenario(c.nodes, c.steps, c.optimizer, a.str(), c.model == "cnn" ? kCnn : std::vector<std::string>{});
+  std::unique_ptr<Dataset> own;
+  if (c.model == "cnn") own = std::make_unique<Dataset>(load_dataset(s));
+  const Dataset& data = own ? *own : *data_;
+  auto ref = make_replicas(s, data);
+  std::vector<Part> parts = parts_of(*ref[0], c.model);
+  const int64_t d = size_of(parts);
   // PyTorch's rule, written out: compress when (rows + cols) r x rate < rows cols; the others
   // go with the 1-D tensors, averaged and without memory.
-  std::vector<Part> parts = kParts;
   for (auto& p : parts) {
     const int64_t r = std::min<int64_t>({p.rows, p.cols, c.rank});
     if (p.matrix && c.min_rate > 0 && !(static_cast<double>((p.rows + p.cols) * r) * c.min_rate < p.rows * p.cols))
       p.matrix = false;
   }
   std::vector<torch::Tensor> memory;  // each its own storage (updated in place below)
-  for (int i = 0; i < c.nodes; ++i) memory.push_back(torch::zeros({kD}));
+  for (int i = 0; i < c.nodes; ++i) memory.push_back(torch::zeros({d}));
   // Q drawn once from the run's seed, every matrix's in flat order (rank r = min(rows, cols, rank)).
   int64_t q_size = 0;
   for (const auto& p : parts)
@@ -301,9 +334,9 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
     at += p.cols * r;
   }
   for (int t = 0; t < c.steps; ++t) {
-    gradients(ref, s);
+    for (auto& r : ref) r->forward_backward(r->next_batch(data, s.workload.batch_size));
     torch::NoGradGuard no_grad;
-    auto mean = torch::zeros({kD});
+    auto mean = torch::zeros({d});
     if (t < c.start_iter) {
       for (auto& r : ref) mean += r->gradients() / c.nodes;
     } else {
@@ -336,12 +369,12 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
       r->optimizer_step();
     }
   }
-  const EngineSide run = engine_side(s, *data_, "memory", memory);
+  const EngineSide run = engine_side(s, data, "memory", memory);
   // QR against Gram-Schmidt and sums in another order: a few float32 ulps of the factors,
   // which AdamW's division by sqrt(v) magnifies on small gradients.
   EXPECT_LT(worst(run.params, ref), 1e-5);
   EXPECT_LT(run.state_diff, 1e-5);
-  EXPECT_GT((ref[0]->parameters() - make_replicas(s, *data_)[0]->parameters()).abs().max().item<double>(), 1e-4);
+  EXPECT_GT((ref[0]->parameters() - make_replicas(s, data)[0]->parameters()).abs().max().item<double>(), 1e-4);
   EXPECT_GT(memory[0].abs().max().item<double>(), 1e-3);  // the approximation really drops something
   // Bytes of a compressed step: P (rows r), the uncompressed tensors (the 1-D ones' 100, and with
   // min_rate 2 the 4 x 32 head, whose rank-2 factors are 144 of its 128) and Q (cols r) each all-reduced:
@@ -357,7 +390,7 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   for (const auto& row : run.record.train_rows) {
     uint64_t total = 0;
     for (uint64_t b : row.bytes) total += b;
-    const int64_t elements = row.step < c.start_iter ? kD : p_size + (kD - compressed) + q_elements;
+    const int64_t elements = row.step < c.start_iter ? d : p_size + (d - compressed) + q_elements;
     EXPECT_EQ(total, static_cast<uint64_t>(2 * (c.nodes - 1) * 4 * elements)) << "step " << row.step;
   }
 }
@@ -367,6 +400,8 @@ const std::vector<PowerCase> kPowerCases = {
     {"rank1_start_iter2_sgd", 4, 6, 1, 2, "{name: sgd, lr: 0.05, momentum: 0.9}"},
     // PyTorch's default rule: the 4 x 32 head is not worth compressing at rank 2, the rest is.
     {"min_compression_rate2_adamw", 3, 6, 2, 0, "{name: adamw}", 2.0},
+    // The default model and rank on its conv kernels, over several steps.
+    {"cnn_defaults_adamw", 3, 5, 2, 0, "{name: adamw}", 0, "cnn"},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, PowerReference, ::testing::ValuesIn(kPowerCases),
                          [](const ::testing::TestParamInfo<PowerCase>& i) { return i.param.name; });
@@ -393,6 +428,7 @@ struct AcpCase {
   std::string name;
   int nodes, steps, rank;
   std::string optimizer;
+  std::string model = "mlp";  // mlp: on a regression task (see below); cnn: Fashion-MNIST's classes
 };
 void PrintTo(const AcpCase& c, std::ostream* os) { *os << c.name; }
 class AcpReference : public Compression, public ::testing::WithParamInterface<AcpCase> {};
@@ -406,15 +442,17 @@ class AcpReference : public Compression, public ::testing::WithParamInterface<Ac
 TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
   const AcpCase& c = GetParam();
   const Scenario s = scenario(c.nodes, c.steps, c.optimizer, "{name: acpsgd, rank: " + std::to_string(c.rank) + "}",
-                              {"workload.synthetic.task=regression"});
+                              c.model == "cnn" ? kCnn : std::vector<std::string>{"workload.synthetic.task=regression"});
   const Dataset data = load_dataset(s);
   auto ref = make_replicas(s, data);
+  const std::vector<Part> parts = parts_of(*ref[0], c.model);
+  const int64_t d = size_of(parts);
   std::vector<torch::Tensor> memory;
-  for (int i = 0; i < c.nodes; ++i) memory.push_back(torch::zeros({kD}));
+  for (int i = 0; i < c.nodes; ++i) memory.push_back(torch::zeros({d}));
   // P and Q drawn from the run's seed: every matrix's P in flat order, then every Q.
   std::vector<int64_t> rank;
   int64_t p_total = 0, q_total = 0;
-  for (const auto& p : kParts) {
+  for (const auto& p : parts) {
     rank.push_back(p.matrix ? std::min<int64_t>({p.rows, p.cols, c.rank}) : 0);
     p_total += p.matrix ? p.rows * rank.back() : p.rows;
     q_total += p.matrix ? p.cols * rank.back() : p.rows;
@@ -423,8 +461,8 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
   const auto p0 = at::normal(0.0, 1.0, {p_total}, generator), q0 = at::normal(0.0, 1.0, {q_total}, generator);
   std::vector<torch::Tensor> P, Q;
   int64_t pa = 0, qa = 0;
-  for (size_t j = 0; j < kParts.size(); ++j) {
-    const auto& p = kParts[j];
+  for (size_t j = 0; j < parts.size(); ++j) {
+    const auto& p = parts[j];
     if (p.matrix) {
       P.push_back(p0.slice(0, pa, pa + p.rows * rank[j]).view({p.rows, rank[j]}).clone());
       Q.push_back(q0.slice(0, qa, qa + p.cols * rank[j]).view({p.cols, rank[j]}).clone());
@@ -438,9 +476,9 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
   for (int t = 0; t < c.steps; ++t) {
     for (auto& r : ref) r->forward_backward(r->next_batch(data, s.workload.batch_size));
     torch::NoGradGuard no_grad;
-    auto mean = torch::zeros({kD});
-    for (size_t j = 0; j < kParts.size(); ++j) {
-      const auto& p = kParts[j];
+    auto mean = torch::zeros({d});
+    for (size_t j = 0; j < parts.size(); ++j) {
+      const auto& p = parts[j];
       const int64_t n = p.rows * p.cols;
       if (!p.matrix) {
         for (auto& r : ref) mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
@@ -469,7 +507,7 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
   EXPECT_LT(run.state_diff, 1e-5);
   EXPECT_GT((ref[0]->parameters() - make_replicas(s, data)[0]->parameters()).abs().max().item<double>(), 1e-4);
   EXPECT_GT(memory[0].abs().max().item<double>(), 1e-3);
-  // One all-reduce a step, of P's (even steps) or Q's (odd) factors and the 100 1-D entries.
+  // One all-reduce a step (one bucket at 25 MB), of P's (even steps) or Q's (odd) factors and the 1-D entries.
   for (const auto& row : run.record.train_rows) {
     uint64_t total = 0;
     for (uint64_t b : row.bytes) total += b;
@@ -481,6 +519,8 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
 const std::vector<AcpCase> kAcpCases = {
     {"defaults_rank4_adamw", 3, 6, 4, "{name: adamw}"},
     {"rank1_sgd_momentum", 4, 5, 1, "{name: sgd, lr: 0.05, momentum: 0.9}"},
+    // The default model and rank on its conv kernels (10 classes: the head's factor sums keep rank 4).
+    {"cnn_defaults_adamw", 3, 5, 4, "{name: adamw}", "cnn"},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, AcpReference, ::testing::ValuesIn(kAcpCases),
                          [](const ::testing::TestParamInfo<AcpCase>& i) { return i.param.name; });
