@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -572,6 +573,7 @@ struct DemoCase {
   double beta;
   int chunk, k;
   bool sign;
+  std::string model = "mlp";  // cnn: the default model on Fashion-MNIST, its 4-D conv kernels
 };
 
 void PrintTo(const DemoCase& c, std::ostream* os) { *os << c.name; }
@@ -603,10 +605,18 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
   std::ostringstream a;
   a << "{name: demo, beta: " << c.beta << ", chunk: " << c.chunk << ", k: " << c.k
     << ", sign: " << (c.sign ? "true" : "false") << "}";
-  const Scenario s = scenario(c.nodes, c.steps, "ring", c.optimizer, a.str());
+  Scenario s = scenario(c.nodes, c.steps, "ring", c.optimizer, a.str());
+  std::unique_ptr<Dataset> own;
+  if (c.model == "cnn") {
+    s = reference_scenario(11, c.nodes, c.steps, topology_yaml("ring"), c.optimizer, a.str(),
+                           {"workload.model=cnn", "workload.dataset=fashion_mnist", "workload.synthetic={}",
+                            "workload.batch_size=8"});
+    own = std::make_unique<Dataset>(load_dataset(s));
+  }
+  const Dataset& data = own ? *own : *data_;
   const double lr = s.optimizer.lr, wd = s.optimizer.weight_decay;
 
-  auto ref = replicas(s);
+  auto ref = make_replicas(s, data);
   struct Part {
     int64_t offset, rows, cols, h, w, k;
     torch::Tensor ch, cw;  // cosine matrices, float64
@@ -625,7 +635,8 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
     parts.push_back(part);
     offset += p.numel();
   }
-  ASSERT_EQ(offset, kD);
+  const int64_t d = offset;
+  if (c.model == "mlp") ASSERT_EQ(d, kD);
   ASSERT_GT(sparse_blocks, 0) << "every coefficient travels: no top-k to check";
   // [rows, cols] <-> [blocks, h w]; transforms in float64, results rounded to float32.
   auto encode = [](const torch::Tensor& x, const Part& q) {
@@ -641,9 +652,9 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
   // 0, and every coefficient of its block travels) is the sign of float noise, which two
   // correct transforms need not share; such elements are compared apart.
   constexpr double kRoundingNoise = 1e-10;
-  auto undetermined = torch::zeros({kD}, torch::kBool);
+  auto undetermined = torch::zeros({d}, torch::kBool);
   std::vector<torch::Tensor> delta;  // each node's residual (its own storage)
-  for (int i = 0; i < c.nodes; ++i) delta.push_back(torch::zeros({kD}));
+  for (int i = 0; i < c.nodes; ++i) delta.push_back(torch::zeros({d}));
   for (int t = 0; t < c.steps; ++t) {
     std::vector<torch::Tensor> sum, count;  // per part: the kept coefficients summed over nodes, and how many sent each
     for (const auto& q : parts) {
@@ -651,7 +662,7 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
       count.push_back(torch::zeros_like(sum.back()));
     }
     for (int i = 0; i < c.nodes; ++i) {
-      ref[i]->forward_backward(ref[i]->next_batch(*data_, s.workload.batch_size));
+      ref[i]->forward_backward(ref[i]->next_batch(data, s.workload.batch_size));
       torch::NoGradGuard no_grad;
       delta[i].mul_(c.beta).add_(ref[i]->gradients() * lr);
       for (size_t j = 0; j < parts.size(); ++j) {
@@ -682,10 +693,10 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
   }
   // The engine itself, to read each node's residual as well (its algorithm state).
   MemoryRecorder record;
-  Engine engine(s, *data_);
+  Engine engine(s, data);
   ASSERT_EQ(engine.run(record).status, "completed");
   double diff = 0, delta_diff = 0, moved = 0;
-  const auto initial = replicas(s)[0]->parameters();
+  const auto initial = make_replicas(s, data)[0]->parameters();
   const auto determined = undetermined.logical_not();
   for (int i = 0; i < c.nodes; ++i) {
     const auto apart = (engine.replicas()[i]->parameters() - ref[i]->parameters()).abs();
@@ -699,8 +710,8 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
   std::printf("demo %s: engine vs reference %.3g (residual %.3g), moved %.3g, replica spread %.3g, %lld of %lld "
               "updates 0 but for rounding\n",
               c.name.c_str(), diff, delta_diff, moved, spread(ref), static_cast<long long>(noise),
-              static_cast<long long>(kD));
-  EXPECT_LT(noise, kD / 20) << "too few updates left to compare";
+              static_cast<long long>(d));
+  EXPECT_LT(noise, d / 20) << "too few updates left to compare";
   EXPECT_LT(diff, kTolerance);
   EXPECT_LT(delta_diff, kTolerance);
   EXPECT_GT(moved, 100 * kTolerance);
@@ -717,6 +728,9 @@ const std::vector<DemoCase> kDemoCases = {
     {"beta0.9_chunk10_k3_weight_decay", 4, 5, "{name: sgd, lr: 0.01, weight_decay: 0.1}", 0.9, 10, 3, true},
     // Without the sign the update's size shows, so the mean over senders does too.
     {"no_sign_beta0.95_chunk16_k8", 3, 5, "{name: sgd, lr: 0.05, weight_decay: 0}", 0.95, 16, 8, false},
+    // The CNN at the defaults: conv kernels 16 x 25 and 32 x 400 (blocks of 16 x 25 and 32 x 50),
+    // the dense 128 x 512 and 10 x 128, over 5 steps.
+    {"cnn_defaults_adamw", 3, 5, kAdamW, 0.999, 64, 32, true, "cnn"},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, DemoReference, ::testing::ValuesIn(kDemoCases),
                          [](const ::testing::TestParamInfo<DemoCase>& i) {
