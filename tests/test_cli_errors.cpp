@@ -500,6 +500,21 @@ TEST_F(Cli, HelpMentionsSubcommands) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("run"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("validate"), std::string::npos) << r.out;
+  // launch passes the scenario and run's options through: its help says so.
+  Result launch = run("launch --help");
+  EXPECT_EQ(launch.code, 0);
+  EXPECT_NE(launch.out.find("Then: SCENARIO [testbed run's options"), std::string::npos) << launch.out;
+}
+
+// --resume where no checkpoint was written starts over, and says so rather than silently.
+TEST_F(Cli, ResumeWithoutACheckpointSaysItStartsOver) {
+  fs::path s = write("tiny.yaml", "nodes: 2\nthreads: 1\nnetwork: {backend: analytical}\n"
+                                  "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 4, train_samples: 64, "
+                                  "test_samples: 16}, batch_size: 8, steps: 2}\ncompute: {model: fixed, step_time: 1ms}\n");
+  Result r = run("run '" + s.string() + "' -o out.h5 -q --resume");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--resume: no checkpoint in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("starting from step 0"), std::string::npos) << r.err;
 }
 
 // A run over several processes checks what it cannot do before it meets its peers: exit 2 at
