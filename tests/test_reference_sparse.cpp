@@ -402,31 +402,22 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
         continue;
       }
       if (selection == "bernoulli") {
-        // Each element kept when its seeded uniform draw is below p: a count near p d that varies.
-        auto generator = at::detail::createCPUGenerator(stream_seed(seed, "sparta_bernoulli", r));
-        const auto mask = at::rand({d}, generator) < 0.005;
+        // Each element kept when its seeded uniform draw is below p (reference_indices above): a
+        // count near p d that varies.
         check_sorted_distinct_in(ix, 0, d);
-        if (r < 12) EXPECT_TRUE(torch::equal(ix, mask.nonzero().view(-1))) << "round " << r;
+        if (r < 12) EXPECT_TRUE(torch::equal(ix, reference_indices(selection, r, 0.005, seed, sizes, order))) << "round " << r;
         EXPECT_NEAR(static_cast<double>(ix.numel()), 0.005 * d, 6 * std::sqrt(0.005 * d)) << "round " << r;
         counts.insert(ix.numel());
         continue;
       }
       if (selection == "partitioned") {
         // Per tensor: P = ceil(1 / p) = 200 parts, at most the tensor's size (10 for the last
-        // bias: one element a round there); element j is in part perm[j] mod P of this cycle's
-        // seeded permutation, round r takes part r mod P; the cycle is r / P.
-        std::vector<int64_t> want;
-        int64_t first = 0;
-        for (size_t t = 0; t < sizes.size(); ++t) {
-          const int64_t parts = std::min<int64_t>(200, sizes[t]);
-          const auto perm = seeded_permutation(
-              sizes[t], stream_seed(stream_seed(seed, "sparta_partition", t), "cycle", static_cast<uint64_t>(r / parts)));
-          for (int64_t j = 0; j < sizes[t]; ++j)
-            if (perm[j] % parts == r % parts) want.push_back(first + j);
-          first += sizes[t];
-        }
-        EXPECT_TRUE(torch::equal(ix, torch::tensor(want, torch::kInt64))) << "round " << r;
-        for (int64_t i : want) covered[i] = true;
+        // bias: one element a round there); round r takes part r mod P of its cycle's partition
+        // (reference_indices above). Over a cycle every index is covered.
+        const auto want = reference_indices(selection, r, 0.005, seed, sizes, order);
+        EXPECT_TRUE(torch::equal(ix, want)) << "round " << r;
+        for (int64_t i : std::vector<int64_t>(want.data_ptr<int64_t>(), want.data_ptr<int64_t>() + want.numel()))
+          covered[i] = true;
         continue;
       }
       check_sorted_distinct_in(ix, 0, d);

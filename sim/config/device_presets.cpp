@@ -63,6 +63,13 @@ double preset_peak(const DevicePreset& p, const std::string& dtype) {
   throw std::invalid_argument("compute.dtype must be fp32, tf32, bf16 or fp16, got '" + dtype + "'");
 }
 
+std::string preset_dtypes(const DevicePreset& p) {
+  std::string has;
+  for (const auto& dtype : compute_dtypes())
+    if (preset_peak(p, dtype) > 0) has += (has.empty() ? "" : ", ") + dtype;
+  return has;
+}
+
 int dtype_bytes(const std::string& dtype) { return dtype == "bf16" || dtype == "fp16" ? 2 : 4; }
 
 std::vector<std::string> ComputeSection::device_presets() {

@@ -29,4 +29,7 @@ const std::vector<std::string>& compute_dtypes();
 double preset_peak(const DevicePreset& preset, const std::string& dtype);
 int dtype_bytes(const std::string& dtype);
 
+// The dtypes the preset has a peak for: "fp32, fp16".
+std::string preset_dtypes(const DevicePreset& preset);
+
 }  // namespace testbed

@@ -540,11 +540,9 @@ void check_compute(const Scenario& s, const Origins& origins) {
   if (c.model != "flops" || c.peak_flops.flops > 0) return;
   for (const auto& p : device_presets()) {
     if (p.name != c.device || preset_peak(p, c.dtype) > 0) continue;
-    std::string has;
-    for (const auto& dtype : compute_dtypes())
-      if (preset_peak(p, dtype) > 0) has += (has.empty() ? "" : ", ") + dtype;
     fail(origins.where(origins.blame({"compute.dtype", "compute.device"})),
-         c.device + " has no " + c.dtype + " arithmetic (it has " + has + "); pick one of those, or give compute.peak_flops");
+         c.device + " has no " + c.dtype + " arithmetic (it has " + preset_dtypes(p) +
+             "); pick one of those, or give compute.peak_flops");
   }
 }
 

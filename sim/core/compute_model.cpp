@@ -124,14 +124,6 @@ StepShares step_shares(const StepCost& cost) {
   return s;
 }
 
-// "it has fp32, fp16": the dtypes a preset has a peak for.
-std::string dtypes_of(const DevicePreset& p) {
-  std::string has;
-  for (const auto& dtype : compute_dtypes())
-    if (preset_peak(p, dtype) > 0) has += (has.empty() ? "it has " : ", ") + dtype;
-  return has;
-}
-
 Roof compute_roof(const ComputeSection& section) {
   const DevicePreset* preset = nullptr;
   for (const auto& p : device_presets()) {
@@ -151,7 +143,7 @@ Roof compute_roof(const ComputeSection& section) {
     peak = preset_peak(from_preset("peak_flops"), section.dtype);
     if (!(peak > 0))
       throw std::invalid_argument("compute.dtype: " + section.device + " has no " + section.dtype +
-                                  " arithmetic (" + dtypes_of(*preset) + "; or set compute.peak_flops)");
+                                  " arithmetic (it has " + preset_dtypes(*preset) + "; or set compute.peak_flops)");
   }
   if (!(section.mfu > 0) || section.mfu > 1)
     throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
