@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
     struct Pair {
       double bare_seconds;
       HostTimes times;
+      int64_t phases_replayed = 0, phases = 0;
       double ratio() const { return times.testbed() / bare_seconds; }
     };
     std::vector<Pair> pairs;
@@ -133,8 +134,9 @@ int main(int argc, char** argv) {
       double bare_seconds = federated ? bare_federated_seconds(scenario, data) : bare_loop_seconds(scenario, data);
       const auto run = make_run(scenario, data, {});
       Hdf5Recorder hdf5(out.string(), run->run_info());
-      run->run(hdf5);
-      pairs.push_back({bare_seconds, run->host_times()});
+      const RunSummary summary = run->run(hdf5);
+      pairs.push_back({bare_seconds, run->host_times(), summary.phases_replayed,
+                       summary.phases_replayed + summary.phases_simulated});
       if (!federated) numerics.push_back({bare_loop_seconds(scenario, data), native_bare_seconds(argv)});
     }
     std::filesystem::remove(out);
@@ -149,6 +151,8 @@ int main(int argc, char** argv) {
     std::printf("host time, whole run     %.3f s\n", times.run);
     std::printf("  evaluation             %.3f s (%.1f %% of the run)\n", times.eval, 100 * times.eval / times.run);
     std::printf("  inside ns-3            %.3f s (%.1f %% of the run)\n", times.ns3(), 100 * times.ns3() / times.run);
+    std::printf("  memoization            %lld of %lld steps' communication replayed\n",
+                static_cast<long long>(median.phases_replayed), static_cast<long long>(median.phases));
     std::printf("  testbed (the rest)     %.3f s\n", times.testbed());
     std::printf("    local step           %.3f s (forward/backward/optimizer and the algorithm's math)\n",
                 times.local_compute);

@@ -50,6 +50,9 @@ struct QuiescentState {
   // idle), else empty; and when that was (absolute ticks, -1 if never).
   std::vector<int64_t> idle_ticks;
   std::vector<int64_t> last_sent_ticks;
+  // When the pairs' connections last saw a packet (absolute ticks, -1 if never): their traffic
+  // has been over since then, though the network may only now be asked.
+  int64_t quiet_since_ticks = -1;
 };
 
 // Backends run on the EventClock: send() is called from inside an event and

@@ -16,11 +16,19 @@ class PhaseMemo::RecordingNetwork final : public Network {
       : clock_(clock), network_(network), record_(std::move(record)), start_(start) {}
   void send(const Message& message, OnDelivered on_delivered) override {
     const int index = static_cast<int>(record_->sends.size());
-    record_->sends.push_back({message, clock_.now_ticks() - start_, -1});
+    const int64_t now = clock_.now_ticks();
+    record_->sends.push_back({message, now - start_, -1});
+    if (!in_handover_ && now == handover_tick_) deferred_send_ = true;
     network_.send(message, [this, record = record_, index, on_delivered = std::move(on_delivered)](const Delivery& d) {
-      record->sends[index].delivered = clock_.now_ticks() - start_;
+      const int64_t at = clock_.now_ticks();
+      if (at == handover_tick_ && deferred_send_) record->replayable = false;
+      if (at != handover_tick_) deferred_send_ = false;
+      handover_tick_ = at;
+      record->sends[index].delivered = at - start_;
       record->delivery_order.push_back(index);
+      in_handover_ = true;
       on_delivered(d);
+      in_handover_ = false;
     });
   }
   std::string name() const override { return network_.name(); }
@@ -30,6 +38,10 @@ class PhaseMemo::RecordingNetwork final : public Network {
   Network& network_;
   std::shared_ptr<PhaseRecord> record_;
   int64_t start_;
+  // The replay's order within a tick (PhaseRecord::replayable): the last hand-over's tick,
+  // whether a send outside a hand-over followed it at that tick, and whether one is running.
+  int64_t handover_tick_ = -1;
+  bool deferred_send_ = false, in_handover_ = false;
 };
 
 // Hands each message back at its recorded time, in the recorded order, without the network.
@@ -100,16 +112,21 @@ void PhaseMemo::close_open(bool quiescent) {
   // Only a phase that leaves the network as it found it may be replayed in its place: the
   // real network then stays valid for whatever is simulated after a run of replays.
   if (!after || after->state != open.state) return;
+  if (!open.record->replayable) return;
   for (const auto& s : open.record->sends) {
     if (s.delivered < 0) return;
   }
-  open.record->quiet = clock_.now_ticks() - open.start;
+  // Its last message, or the ACK of it: after that nothing of the phase was left to collide
+  // with, though the next phase may only have begun (and asked) much later.
+  int64_t quiet = after->quiet_since_ticks - open.start;
+  for (const auto& s : open.record->sends) quiet = std::max(quiet, s.delivered);
+  open.record->quiet = quiet;
   for (int64_t t : after->last_sent_ticks) open.record->last_sent.push_back(t > open.start ? t - open.start : -1);
   // Phases that never repeat (stragglers draw new entry times every step) must not pile up.
   if (phases_.size() < kMaxPhases) phases_.emplace(std::move(open.key), std::move(*open.record));
 }
 
-std::unique_ptr<Network> PhaseMemo::begin(const std::string& signature, const std::vector<HostPair>& pairs,
+std::shared_ptr<Network> PhaseMemo::begin(const std::string& signature, const std::vector<HostPair>& pairs,
                                           const ReplayCheck& may_replay) {
   const int64_t now = clock_.now_ticks();
   if (replay_quiet_ >= 0 && now < replay_quiet_)
@@ -118,7 +135,7 @@ std::unique_ptr<Network> PhaseMemo::begin(const std::string& signature, const st
   close_open(state.has_value());
   if (signature.empty() || !state) {
     ++stats_.simulated;
-    return std::make_unique<Direct>(network_);
+    return std::make_shared<Direct>(network_);
   }
   std::string key = signature + '|' + state->state + '|';
   for (int64_t idle : state->idle_ticks) key += std::to_string(idle) + ',';
@@ -130,16 +147,16 @@ std::unique_ptr<Network> PhaseMemo::begin(const std::string& signature, const st
     std::vector<int64_t> last_sent;
     for (int64_t t : record.last_sent) last_sent.push_back(t < 0 ? -1 : now + t);
     network_.replayed(pairs, last_sent);
-    return std::make_unique<Replay>(clock_, record, now);
+    return std::make_shared<Replay>(clock_, record, now);
   }
   if (it != phases_.end()) {  // recorded, but something could reach the network too early
     ++stats_.simulated;
-    return std::make_unique<Direct>(network_);
+    return std::make_shared<Direct>(network_);
   }
   ++stats_.recorded;
   auto record = std::make_shared<PhaseRecord>();
   open_ = Open{std::move(key), state->state, pairs, now, record};
-  return std::make_unique<RecordingNetwork>(clock_, network_, record, now);
+  return std::make_shared<RecordingNetwork>(clock_, network_, record, now);
 }
 
 }  // namespace testbed

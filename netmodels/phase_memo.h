@@ -1,5 +1,6 @@
-// Memoization of network phases: a collective that starts on a quiescent network in a state
-// seen before, with the same plan and entry times, replays the recorded deliveries.
+// Memoization of network phases: messages that start on a quiescent network in a state seen
+// before, from the same plans at the same entry times (a step's collectives), replay the
+// recorded deliveries.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,12 @@ struct PhaseRecord {
   };
   std::vector<Send> sends;        // in send order
   std::vector<int> delivery_order;  // indices into sends, in delivery order
-  int64_t quiet = 0;              // when the network was next seen quiescent (no later than that)
+  int64_t quiet = 0;              // when its traffic was over: its last delivery or ACK
   std::vector<int64_t> last_sent;  // per pair: the connection's last data, -1 if it sent none
+  // A replay hands over a tick's messages before anything those hand-overs scheduled at that
+  // tick runs (phase_memo.cpp): a phase where, at one tick, such a deferred send came between
+  // two hand-overs would replay in another order, and is never replayed.
+  bool replayable = true;
 };
 
 class PhaseMemo {
@@ -36,12 +41,13 @@ class PhaseMemo {
 
   PhaseMemo(EventClock& clock, Network& network) : clock_(clock), network_(network) {}
 
-  // The network a phase's messages go through: a replay of an identical recorded phase, a
-  // recorder of this one (when the network is quiescent), or the network itself. `signature`
-  // names the plan, sizes and relative entry times; `pairs` are the (src, dst) hosts it uses.
-  // While a replay or recording is open, nothing else may send (the caller guarantees it).
-  // An empty signature marks a phase that cannot be memoized: it simply goes to the network.
-  std::unique_ptr<Network> begin(const std::string& signature, const std::vector<HostPair>& pairs,
+  // The network a phase's messages go through (all of them, whichever collective sends): a
+  // replay of an identical recorded phase, a recorder of this one (when the network is
+  // quiescent), or the network itself. `signature` names the plans, sizes and relative entry
+  // times; `pairs` are the (src, dst) hosts they use. While a replay or recording is open,
+  // nothing else may send (the caller guarantees it). An empty signature marks a phase that
+  // cannot be memoized: it simply goes to the network.
+  std::shared_ptr<Network> begin(const std::string& signature, const std::vector<HostPair>& pairs,
                                  const ReplayCheck& may_replay);
 
   struct Stats {

@@ -223,7 +223,7 @@ def default_run(tb):
         f"{r['final_eval_loss']:.4f}, projected time **{r['projected_time_s']:.3f} s**, "
         f"{mb(r['total_bytes'])} sent ({r['total_bytes'] // steps} bytes a step: 2 (N-1) chunks of "
         f"d/N floats from each of the N = 4 nodes), {r['phases_replayed']} of "
-        f"{r['phases_replayed'] + r['phases_simulated']} collectives replayed by memoization.\n"
+        f"{r['phases_replayed'] + r['phases_simulated']} steps' communication replayed by memoization.\n"
     )
 
 

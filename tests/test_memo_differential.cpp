@@ -56,7 +56,7 @@ std::vector<int64_t> mlp_tensors(int64_t inputs, int64_t hidden, int64_t outputs
 }
 
 // How a scenario is drawn. `any`: every option, refusals included (stragglers, delayed or
-// overlapped ops, subsets of nodes, uneven chunks, long round trips, shared links). `repeating`:
+// ops, subsets of nodes, uneven chunks, long round trips, shared links). `repeating`:
 // only what memoization accepts, with the fleet in lockstep, so that phases repeat and replays are
 // common. `restart`: staggered fragments of a few initial windows on 2-3 nodes whose gaps of one
 // and two steps straddle min_rto, so that phases of one plan start after idle times on both sides
@@ -96,7 +96,9 @@ Generated generate(int index) {
   bool neighbour = false;
   const int which = restart ? 30 : draw(rng, 0, 99);
   if (which < 16) {
-    a << "{name: ddp, overlap: false}";  // buckets during backward are never memoized
+    // Overlapped: the buckets leave during backward, and the step is still one phase. A model
+    // this small is one bucket (PyTorch's first holds 1 MiB), issued as backward ends.
+    a << "{name: ddp, overlap: " << (chance(rng, 50) ? "true" : "false") << "}";
   } else if (which < 22) {
     period = draw(rng, 2, 4);
     a << "{name: diloco, H: " << period << "}";
@@ -146,6 +148,16 @@ Generated generate(int index) {
     neighbour = true;
     share = 1;
     a << "{name: gossip}";
+  } else if (which >= 90) {
+    // ACP-SGD (P or Q buckets during backward: a phase) and DeAR (its all-gathers are a round:
+    // never a phase), at fusion thresholds that make one bucket or one per tensor or so.
+    const std::string bucket = pick<std::string>(rng, {"25", "0.004", "0.0005"});
+    if (which < 95) {
+      a << "{name: acpsgd, rank: " << draw(rng, 1, 2) << ", bucket_mb: " << bucket << "}";
+      per_parameter = 0.2;  // rank-1 or -2 factors of small matrices, and the biases whole
+    } else {
+      a << "{name: dear, bucket_mb: " << bucket << "}";
+    }
   } else {
     const int chunk = pick<int>(rng, {8, 16, 32});
     const int k = draw(rng, 1, chunk / 4);

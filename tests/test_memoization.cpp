@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -35,19 +36,34 @@ workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 6, train_samples:
 compute: {model: fixed, step_time: 50ms}
 )";
 
+// Buckets that leave during backward: the MLP 784-800-400-8 (951 608 parameters) splits into
+// three buckets at bucket_mb 0.0005 (PyTorch's first bucket of 1 MiB closes on the 320 000
+// weights of the second layer, then one tensor a bucket), each a multiple of 4 elements, so
+// ring chunks are equal. On 1 Gbps links the round trip stays far below min_rto.
+constexpr const char* kBuckets = R"(name: memo_buckets
+seed: 3
+nodes: 4
+threads: 1
+topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 5ms}}
+workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 784, hidden: 400, outputs: 8, train_samples: 2000,
+           test_samples: 200}, batch_size: 16, steps: 20, eval_every: 10}
+compute: {model: fixed, step_time: 50ms}
+algorithm: {bucket_mb: 0.0005}
+)";
+
 // Runs the scenario with memoization on and off, in this process; both must complete and agree
-// bit for bit (tests/memo_compare.h). Returns how many collectives the memoized run replayed.
+// bit for bit (tests/memo_compare.h). Returns how many steps' phases the memoized run replayed.
 // `sets` are --set arguments, "key=value" each.
-int64_t compare(const std::vector<std::string>& sets = {}) {
+int64_t compare(const std::vector<std::string>& sets = {}, const char* yaml = kLockstep) {
   std::vector<std::string> on = sets, off = sets;
-  // DDP's buckets leave during backward and are never memoized (algorithm.h): DDP here
-  // all-reduces once after compute, the phase memoization is for.
+  // DDP all-reduces once after compute unless a test says otherwise: the step is then one
+  // collective, the simplest phase.
   const bool other = std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("algorithm.", 0) == 0; });
   if (!other) on.push_back("algorithm.overlap=false"), off.push_back("algorithm.overlap=false");
   on.push_back("network.memoize=true");
   off.push_back("network.memoize=false");
-  const Scenario memo_on = parse_scenario(kLockstep, "memo", on);
-  const Scenario memo_off = parse_scenario(kLockstep, "memo", off);
+  const Scenario memo_on = parse_scenario(yaml, "memo", on);
+  const Scenario memo_off = parse_scenario(yaml, "memo", off);
   const Dataset data = load_dataset(memo_on);
   const Outcome a = run_outcome(memo_on, data);
   const Outcome b = run_outcome(memo_off, data);
@@ -133,8 +149,34 @@ TEST(Memoization, NeverWithDelayedAcksOrAnotherTcp) {
   EXPECT_EQ(compare({"network.tcp=cubic"}), 0);
 }
 
+// A step whose buckets leave during backward is one phase: its collectives, issued at their
+// layers' ticks and queued one after another on the node's stream, repeat as one blocking
+// all-reduce does.
+TEST(Memoization, OverlappedBucketsReplayAsOneStep) {
+  EXPECT_GE(compare({"algorithm.name=ddp", "algorithm.overlap=true"}), 15);  // one bucket
+  EXPECT_GE(compare({"algorithm.name=ddp"}, kBuckets), 14);
+  EXPECT_GE(compare({"algorithm.name=acpsgd", "algorithm.rank=2"}, kBuckets), 14);  // P and Q buckets
+}
+
+// The step's collectives share one recording: were a later bucket simulated apart (its own
+// phase, or none), the replay would miss its messages or fail.
+TEST(Memoization, EveryBucketOfAReplayedStepIsInItsPhase) {
+  const Scenario s = parse_scenario(kBuckets, "memo", {"algorithm.name=ddp", "network.memoize=true"});
+  const Dataset data = load_dataset(s);
+  const Outcome o = run_outcome(s, data);
+  ASSERT_EQ(o.summary.status, "completed") << o.summary.error;
+  std::map<std::string, int> messages;
+  for (const auto& m : o.record.messages) ++messages[m.kind];
+  // Three buckets, each a ring all-reduce: 2 (4 - 1) messages a rank, 4 ranks, 20 steps.
+  EXPECT_EQ(messages, (std::map<std::string, int>{{"gradient.0", 480}, {"gradient.1", 480}, {"gradient.2", 480}}));
+  EXPECT_GE(o.summary.phases_replayed, 14);
+  EXPECT_EQ(o.summary.phases_replayed + o.summary.phases_simulated, 20);  // a phase a step
+}
+
 TEST(Memoization, OtherAlgorithmsStayIdentical) {
-  EXPECT_EQ(compare({"algorithm.overlap=true"}), 0);  // ops during backward: never a phase
+  // DeAR's all-gathers are a round, decided once the reduce-scatters are applied: never a phase.
+  EXPECT_EQ(compare({"algorithm.name=dear"}, kBuckets), 0);
+  EXPECT_EQ(compare({"algorithm.name=powersgd"}), 0);  // rounds too
   compare({"algorithm.name=diloco", "algorithm.H=4"});
   compare({"algorithm.name=sparta", "algorithm.p=0.1", "algorithm.delay=1"});
   compare({"algorithm.name=local_sgd", "algorithm.H=3", "algorithm.fraction=0.5"});

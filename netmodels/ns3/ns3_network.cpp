@@ -348,6 +348,12 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
                 }));
   tcp_socket->TraceConnectWithoutContext(
       "RTO", Callback<void, Time, Time>([tcp = c.tcp](Time, Time rto) { tcp->on_rto(rto); }));
+  // The connection's last ACK: when a memoized phase's traffic went quiet (QuiescentState).
+  tcp_socket->TraceConnectWithoutContext(
+      "Rx", Callback<void, Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>>(
+                [tcp = c.tcp](Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>) {
+                  tcp->on_segment_received(Simulator::Now());
+                }));
   if (bind_host_address_ && src < hosts_) {
     c.tx->Bind(InetSocketAddress(host_address_[src], 0));
   } else {
@@ -468,6 +474,7 @@ std::optional<QuiescentState> Ns3Network::quiescent_state(const std::vector<Host
     // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
     if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
     q.state += tcp.state() + ';';
+    if (!tcp.last_received().IsNegative()) q.quiet_since_ticks = std::max(q.quiet_since_ticks, tcp.last_received().GetTimeStep());
     const int64_t last = tcp.last_data_sent().IsNegative() ? -1 : tcp.last_data_sent().GetTimeStep();
     q.last_sent_ticks.push_back(last);
     if (options_.slow_start_after_idle) q.idle_ticks.push_back(last < 0 ? -1 : now - last);

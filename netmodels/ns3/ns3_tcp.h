@@ -34,6 +34,9 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   // Fed by the socket's traces: the last data segment sent, the current retransmission timeout.
   void on_data_sent(ns3::Time now) { last_data_sent_ = now; }
   void on_rto(ns3::Time rto) { rto_ = rto; }
+  // And the last segment the sender received (an ACK): when its traffic last moved.
+  void on_segment_received(ns3::Time now) { last_received_ = now; }
+  ns3::Time last_received() const { return last_received_; }
 
   // The state that decides how this connection's next data travels on a quiescent network,
   // as text ("" before the connection exists). Exact where it matters: see ns3_network.cpp.
@@ -64,6 +67,7 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   bool slow_start_after_idle_ = true;
   uint32_t initial_cwnd_segments_ = 10;
   ns3::Time last_data_sent_ = ns3::Seconds(-1);
+  ns3::Time last_received_ = ns3::Seconds(-1);
   ns3::Time rto_ = ns3::Seconds(1);
 };
 

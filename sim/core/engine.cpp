@@ -80,11 +80,15 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
                                 "model that knows the step's time beforehand (not measured)");
   state_.resize(nodes_);
   schedule_.resize(nodes_);
+  // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
+  // its first leaves.
+  memo_steps_ = scenario.network.memoize && compute_->deterministic() && !algorithm_->has_rounds();
   summary_.model_parameters = parameters_;
 }
 
 Engine::~Engine() {
   collectives_.clear();
+  phase_.reset();
   memo_.reset();
   network_.reset();
   clock_.reset();
@@ -195,6 +199,7 @@ void Engine::start_step(int node) {
   }
   // A step whose forward ran at its gates (begin_forward) started that much earlier.
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time) - s.forward_ticks;
+  s.planned.clear();
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
   s.forward_ticks = 0;
   if (!std::isfinite(plan.loss)) {
@@ -205,15 +210,38 @@ void Engine::start_step(int node) {
   // Computes that end at one tick end in node order, whatever order the steps started in:
   // the same fleet state then always enters its collectives the same way (memoization).
   auto [batch, fresh] = compute_batches_.try_emplace(s.compute_end_ticks);
-  batch->second.push_back(node);
+  batch->second.nodes.push_back(node);
   if (fresh) {
+    batch->second.event_order = issue_events_++;
     clock_->schedule_ticks(s.compute_end_ticks - clock_->now_ticks(), [this, end = s.compute_end_ticks] {
-      auto nodes = std::move(compute_batches_.at(end));
+      auto nodes = std::move(compute_batches_.at(end).nodes);
       compute_batches_.erase(end);
       std::sort(nodes.begin(), nodes.end());
       for (int n : nodes) compute_done(n);
     });
   }
+  for (const auto& op : s.to_issue) plan_issue(node, op, s.compute_end_ticks, true);
+}
+
+void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_batch) {
+  if (!memo_steps_) return;
+  PlannedIssue p;
+  p.at_ticks = at_ticks;
+  p.event_order = in_batch ? compute_batches_.at(at_ticks).event_order : issue_events_++;
+  p.streamed = op.after_gradient >= 0;
+  p.delay = op.delay;
+  // Rank r is node r: only whole-fleet collectives in node order are phases.
+  bool fleet = op.nodes.empty();
+  if (!fleet && static_cast<int>(op.nodes.size()) == nodes_) {
+    fleet = true;
+    for (int n = 0; n < nodes_; ++n) fleet = fleet && op.nodes[n] == n;
+  }
+  if (fleet) {
+    std::vector<int> participants(nodes_);
+    for (int n = 0; n < nodes_; ++n) participants[n] = n;
+    p.plan = plan_for(op, participants).get();
+  }
+  state_[node].planned.push_back(p);
 }
 
 void Engine::schedule_start(int node) {
@@ -252,6 +280,7 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
       at_end.push_back(std::move(op));
       continue;
     }
+    plan_issue(node, op, at, false);
     clock_->schedule_ticks(at - clock_->now_ticks(), [this, node, op = std::move(op)]() mutable {
       HostTimer timer(times_.engine);
       issue(node, std::move(op));
@@ -560,10 +589,7 @@ bool Engine::start_round(int node) {
   return true;
 }
 
-Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
-  const std::pair<int, std::string> key{step, op.tag};
-  auto& slot = collectives_[key];
-  if (slot.run) return slot;
+std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const std::vector<int>& participants) {
   const int64_t elements = op.buffer.numel();
   const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
   auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element, options.algorithm,
@@ -582,6 +608,14 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
     plan = std::make_shared<const CollectivePlan>(
         comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options));
   }
+  return plan;
+}
+
+Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
+  const std::pair<int, std::string> key{step, op.tag};
+  auto& slot = collectives_[key];
+  if (slot.run) return slot;
+  const auto plan = plan_for(op, participants);
   CollectiveHooks hooks;
   hooks.rank_done = [this, key, participants](int rank) {
     op_complete(participants[rank], key.first, key.second);
@@ -600,27 +634,36 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   // reduction or gather needs every byte and stays on TCP whatever network.transport says.
   slot.transport.datagrams = op.kind == CommKind::NeighbourExchange && scenario_.network.transport == "udp";
   slot.transport.element_bytes = op.bytes_per_element;
-  slot.channel = std::make_unique<TimedNetwork>(phase_channel(node, step, op, participants, *plan), times_);
+  // The step's first collective opens its phase; the others take the same channel.
+  if (step != phase_step_ || !phase_) {
+    phase_ = phase_channel(node, step);
+    phase_step_ = step;
+  }
+  slot.channel = std::make_unique<TimedNetwork>(phase_, times_);
   slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
                                              slot.transport);
   return slot;
 }
 
-// The memo policy (memo_policy.h) sees each node as it stands when the collective is entered.
-std::unique_ptr<Network> Engine::phase_channel(int node, int step, const CommOp& op,
-                                               const std::vector<int>& participants, const CollectivePlan& plan) {
+// The memo policy (memo_policy.h) sees each node as it stands when the step's first
+// collective is entered.
+std::shared_ptr<Network> Engine::phase_channel(int node, int step) {
   PhaseEntry entry;
-  entry.memoize = scenario_.network.memoize && compute_->deterministic() && !algorithm_->issues_during_backward() &&
-                  !algorithm_->has_rounds();
+  entry.memoize = memo_steps_;
   entry.node = node;
   entry.step = step;
-  entry.op = &op;
-  entry.participants = &participants;
-  entry.plan = &plan;
-  for (const auto& s : state_) entry.nodes.push_back({s.step, s.computing, s.compute_end_ticks, &s.to_issue});
+  for (const auto& s : state_) entry.nodes.push_back({s.step, s.computing, s.in_flight.empty(), &s.planned});
   entry.now_ticks = clock_->now_ticks();
   entry.steps = scenario_.workload.steps;
-  entry.compute_seconds = [this](int n, int st) { return compute_->step_seconds(n, st, 0); };
+  // The passes before a node's first send: the whole step, or, when ops leave during
+  // backward, at least its forward (a tick off for the rounding of passes from the step).
+  double forward = 0;
+  for (double f : compute_->shares().forward) forward += f;
+  const bool during_backward = algorithm_->issues_during_backward();
+  entry.ticks_to_first_send = [this, forward, during_backward](int n, int st) {
+    const double passes = compute_->step_seconds(n, st, 0);
+    return during_backward ? std::max<int64_t>(0, EventClock::ticks(passes * forward) - 1) : EventClock::ticks(passes);
+  };
   return open_phase(*memo_, entry);
 }
 

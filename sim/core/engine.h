@@ -14,6 +14,7 @@
 #include "netmodels/network.h"
 #include "sim/core/collective_run.h"
 #include "sim/core/host_times.h"
+#include "sim/core/memo_policy.h"
 #include "sim/core/network_factory.h"
 #include "sim/core/op_schedule.h"
 #include "sim/output/recorder.h"
@@ -106,6 +107,8 @@ class Engine {
     int64_t forward_ticks = 0;        // of the step's passes, what ran at the gates before start_step
     bool waiting = false;              // idle until the ops due at the next step complete
     bool finished = false;
+    // The step's ops with the ticks they are issued at, for memoization (empty when it is off).
+    std::vector<PlannedIssue> planned;
   };
   struct Collective {
     std::shared_ptr<const CollectivePlan> plan;
@@ -178,8 +181,12 @@ class Engine {
   static std::vector<CommOp> replayed_ops(const std::vector<ScheduledOp>& ops);
   PendingRow& pending_row(int step);
   Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
-  std::unique_ptr<Network> phase_channel(int node, int step, const CommOp& op, const std::vector<int>& participants,
-                                         const CollectivePlan& plan);
+  std::shared_ptr<const CollectivePlan> plan_for(const CommOp& op, const std::vector<int>& participants);
+  // What memoization needs of an op the node will issue at `at_ticks` (in an event scheduled
+  // now, or in the step's compute batch at that tick).
+  void plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_batch);
+  // The channel the step's collectives take: opened by its first (memo_policy.h).
+  std::shared_ptr<Network> phase_channel(int node, int step);
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -223,7 +230,15 @@ class Engine {
   uint64_t payload_tags_ = 0;   // collectives' input tags used
   std::vector<std::pair<int64_t, torch::Tensor>> plan_heads_;  // per remote node: the posted receive
   uint64_t eval_tags_ = 0;
-  std::map<int64_t, std::vector<int>> compute_batches_;  // nodes whose compute ends at a tick
+  struct ComputeBatch {
+    std::vector<int> nodes;   // whose compute ends at its tick
+    uint64_t event_order = 0;  // its event's (PlannedIssue::event_order)
+  };
+  std::map<int64_t, ComputeBatch> compute_batches_;  // by tick
+  bool memo_steps_ = false;     // memoization may replay steps (network.memoize, deterministic compute)
+  uint64_t issue_events_ = 0;   // events scheduled to issue ops, so far
+  int phase_step_ = -1;         // the step whose collectives take phase_
+  std::shared_ptr<Network> phase_;
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;

@@ -39,7 +39,7 @@ class HostTimer {
 // Charges delivery callbacks to the engine and send() calls to the network.
 class TimedNetwork : public Network {
  public:
-  TimedNetwork(std::unique_ptr<Network> inner, HostTimes& times) : inner_(std::move(inner)), times_(times) {}
+  TimedNetwork(std::shared_ptr<Network> inner, HostTimes& times) : inner_(std::move(inner)), times_(times) {}
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return inner_->name(); }
   std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override {
@@ -47,7 +47,7 @@ class TimedNetwork : public Network {
   }
 
  private:
-  std::unique_ptr<Network> inner_;
+  std::shared_ptr<Network> inner_;  // shared: a step's collectives take one memoized phase
   HostTimes& times_;
 };
 

@@ -1,66 +1,70 @@
-// The memoization policy: which collectives are phases, their signature, when a replay is safe.
+// The memoization policy: which steps are phases, their signature, when a replay is safe.
 #include "sim/core/memo_policy.h"
 
 #include <algorithm>
 #include <string>
-
-#include "netmodels/event_clock.h"
+#include <tuple>
 
 namespace testbed {
 
-// Eligible: every node issues this one blocking op in this step, and each one's entry time is
-// already known (it is computing).
-std::unique_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
-  const int nodes = static_cast<int>(e.nodes.size());
-  const int node = e.node, step = e.step;
-  const CommOp& op = *e.op;
-  const std::vector<int>& participants = *e.participants;
-  const CollectivePlan& plan = *e.plan;
-  std::string signature;
-  std::vector<int64_t> entry(nodes, 0);
-  const int64_t now = e.now_ticks;
-  bool eligible = e.memoize &&
-                  static_cast<int>(participants.size()) == nodes && op.delay == 0 &&
-                  std::is_sorted(participants.begin(), participants.end());  // rank r is node r
-  for (int n = 0; eligible && n < nodes; ++n) {
-    const auto& s = e.nodes[n];
-    eligible = s.step == step && s.to_issue->size() == 1 && (n == node || s.computing);
-    if (!eligible) break;
-    const CommOp& theirs = n == node ? op : (*s.to_issue)[0];
-    eligible = theirs.tag == op.tag && theirs.delay == 0 && theirs.kind == op.kind &&
-               theirs.buffer.numel() == op.buffer.numel();
-    if (n != node) entry[n] = s.compute_end_ticks - now;
+bool step_is_phase(const PhaseEntry& e) {
+  if (!e.memoize) return false;
+  for (int n = 0; n < static_cast<int>(e.nodes.size()); ++n) {
+    const NodeAtEntry& s = e.nodes[n];
+    // A node whose compute has ended without issuing could start its next step mid-phase.
+    if (s.step != e.step || !s.idle || !(n == e.node || s.computing)) return false;
+    for (const PlannedIssue& p : *s.planned) {
+      // Issued already: this is not the step's first collective after all.
+      if (p.plan == nullptr || p.delay != 0 || p.at_ticks < e.now_ticks) return false;
+    }
   }
-  if (eligible) {
-    // Entries in the order they happen: at one tick, in node order (start_step).
-    std::vector<int> order(nodes);
-    for (int n = 0; n < nodes; ++n) order[n] = n;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return entry[a] < entry[b]; });
-    signature = std::to_string(reinterpret_cast<uintptr_t>(&plan)) + ':';
-    for (int n : order) signature += std::to_string(participants[n]) + '@' + std::to_string(entry[n]) + ',';
+  return true;
+}
+
+std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
+  if (!step_is_phase(e)) return memo.begin("", {}, nullptr);
+  const int nodes = static_cast<int>(e.nodes.size());
+  const int64_t now = e.now_ticks;
+  // The step's ops in the order their issues happen, with their ticks from now: two steps
+  // with the same list (and the same network state) put the same messages on the network.
+  std::vector<std::tuple<int64_t, uint64_t, int, size_t>> order;
+  for (int n = 0; n < nodes; ++n) {
+    const auto& planned = *e.nodes[n].planned;
+    for (size_t i = 0; i < planned.size(); ++i) order.emplace_back(planned[i].at_ticks, planned[i].event_order, n, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::string signature;
+  std::vector<int64_t> last_issue(nodes, 0);  // by node: ticks from now of its last issue
+  std::vector<const CollectivePlan*> plans;
+  for (const auto& [at, event, n, i] : order) {
+    const PlannedIssue& p = (*e.nodes[n].planned)[i];
+    signature += std::to_string(n) + '@' + std::to_string(at - now) + ':' +
+                 std::to_string(reinterpret_cast<uintptr_t>(p.plan)) + (p.streamed ? "s," : ",");
+    last_issue[n] = at - now;
+    plans.push_back(p.plan);
   }
   // A replay leaves no packets behind, so nothing may reach the network before the recorded
-  // phase went quiet: each node's next send is at the earliest when its next step's compute
-  // ends after it got its last message.
-  auto may_replay = [nodes, step, participants, entry, steps = e.steps,
-                     compute_seconds = e.compute_seconds](const PhaseRecord& record) {
+  // phase went quiet: a node's first send of the next step comes at the earliest that many
+  // ticks after the later of its last issue and its last message.
+  auto may_replay = [nodes, step = e.step, steps = e.steps, last_issue,
+                     ticks_to_first_send = e.ticks_to_first_send](const PhaseRecord& record) {
     if (step + 1 >= steps) return true;
-    std::vector<int64_t> done = entry;  // by node: its entry, then its last delivery
+    std::vector<int64_t> done = last_issue;
     for (const auto& send : record.sends) done[send.message.dst] = std::max(done[send.message.dst], send.delivered);
-    for (int r = 0; r < nodes; ++r) {
-      const int64_t next = done[r] + EventClock::ticks(compute_seconds(participants[r], step + 1));
-      if (next < record.quiet) return false;
+    for (int n = 0; n < nodes; ++n) {
+      // At the quiet tick itself, its send and the last ACK would race within the tick.
+      if (done[n] + ticks_to_first_send(n, step + 1) <= record.quiet) return false;
     }
     return true;
   };
-  // The connections the phase uses: only an eligible phase needs them (the others only close
-  // an open recording, which asks whether the whole network is quiescent).
-  std::vector<HostPair> pairs;
-  if (eligible) {
-    for (const auto& m : plan.messages) pairs.emplace_back(participants[m.src], participants[m.dst]);
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  std::vector<HostPair> pairs;  // the connections the phase uses (rank n is node n)
+  std::sort(plans.begin(), plans.end());
+  plans.erase(std::unique(plans.begin(), plans.end()), plans.end());
+  for (const CollectivePlan* plan : plans) {
+    for (const auto& m : plan->messages) pairs.emplace_back(m.src, m.dst);
   }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   return memo.begin(signature, pairs, may_replay);
 }
 

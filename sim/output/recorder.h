@@ -93,7 +93,7 @@ struct RunSummary {
   int steps_completed = 0;
   int64_t eval_samples = 0;  // test samples (windows for language models) each evaluation used
   int64_t final_eval_samples = 0;  // the last evaluation's: the whole test split
-  // Collectives whose network phase was replayed from an identical earlier one (memoization),
+  // Steps whose communication (one network phase) was replayed from an identical earlier one (memoization),
   // and the ones the network simulated.
   int64_t phases_replayed = 0, phases_simulated = 0;
 };

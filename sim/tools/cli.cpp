@@ -273,7 +273,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n",
                 spread.world, loop->host_times().transfers, static_cast<long long>(loop->host_times().receives));
   if (summary.phases_replayed > 0)
-    std::printf("memoized         %lld of %lld collectives replayed\n", static_cast<long long>(summary.phases_replayed),
+    std::printf("memoized         %lld of %lld steps' communication replayed\n", static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
   std::printf("parameters        %lld\n", static_cast<long long>(summary.model_parameters));
   std::printf("output            %s\n", scenario.output.path.c_str());
