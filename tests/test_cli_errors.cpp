@@ -371,6 +371,9 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("algorithm: {name: streaming_diloco, H: 4, tau: 4}\n", "1:48", "tau (4) must be below H (4)");
   expect_rejected("algorithm: {name: streaming_diloco, H: 1}\n", "1:40", "tau (1) must be below H (1)");
   expect_rejected("algorithm: {name: lofi}\nworkload: {init: random}\n", "2:18", "not one of: shared, independent");
+  // A broadcast mask makes the values a second round of the step: they cannot be late.
+  expect_rejected("algorithm: {name: sparta, delay: 1, index_transport: broadcast}\n", "1:34", "delay must be 0");
+  expect_rejected("algorithm: {name: sparta, index_transport: multicast}\n", "1:44", "not one of: seeded, broadcast");
 }
 
 TEST_F(Cli, AnalyticalBackendRefusesLoss) {

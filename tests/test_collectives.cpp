@@ -184,6 +184,27 @@ TEST(RingAllGather, EveryRankEndsWithEveryBlockInRankOrder) {
   }
 }
 
+TEST(DirectBroadcast, EveryRankEndsWithRankZerosBuffer) {
+  for (int p : {1, 2, 5}) {
+    SCOPED_TRACE("p=" + std::to_string(p));
+    const int64_t k = 9;
+    const auto plan = direct_broadcast(p, k, 1);  // a byte an element: SPARTA's mask
+    const auto data = execute(plan, std::vector<int64_t>(p, k));
+    for (int r = 0; r < p; ++r)
+      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(data[r][i], static_cast<double>(i)) << r;  // rank 0's values
+    // Rank 0 sends k bytes to each of the p - 1 others at once; nobody else sends.
+    const auto bytes = bytes_sent_per_rank(plan);
+    EXPECT_EQ(bytes[0], static_cast<uint64_t>((p - 1) * k));
+    for (int r = 1; r < p; ++r) EXPECT_EQ(bytes[r], 0u);
+    ASSERT_EQ(plan.messages.size(), static_cast<size_t>(p - 1));
+    for (const auto& m : plan.messages) {
+      EXPECT_EQ(m.src, 0);
+      EXPECT_TRUE(m.after.empty());
+      EXPECT_EQ(m.op, ChunkOp::Copy);
+    }
+  }
+}
+
 TEST(NeighbourExchange, EachRankReceivesEachNeighboursBlock) {
   // A line 0-1-2-3 plus the chord 0-2: degrees 2, 2, 3, 1.
   const std::vector<std::vector<int>> neighbours = {{1, 2}, {0, 2}, {1, 3, 0}, {2}};

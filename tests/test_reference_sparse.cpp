@@ -186,6 +186,7 @@ struct SpartaCase {
   std::string selection, exchange;
   double p;
   int interval, delay;
+  std::string index_transport = "seeded";
 };
 
 // Test names show the case's name, not its bytes (which hold pointers and would change).
@@ -194,7 +195,7 @@ void PrintTo(const SpartaCase& c, std::ostream* os) { *os << c.name; }
 std::string sparta_yaml(const SpartaCase& c) {
   std::ostringstream o;
   o << "{name: sparta, p: " << c.p << ", selection: " << c.selection << ", exchange: " << c.exchange
-    << ", interval: " << c.interval << ", delay: " << c.delay << "}";
+    << ", interval: " << c.interval << ", delay: " << c.delay << ", index_transport: " << c.index_transport << "}";
   return o.str();
 }
 
@@ -328,6 +329,36 @@ TEST_P(SpartaReference, MatchesTheEngineNodeByNode) {
   if (c.selection == "windows" || c.selection == "shuffled_sequential") {
     EXPECT_FALSE(rounds_wrapped.empty()) << "no window wrapped past d: the wrap is untested";
   }
+  if (c.index_transport == "broadcast") {
+    // Each round, node 0's mask, a byte an element, straight to every other node (EXO Gym's
+    // dist.broadcast from rank 0); a node's values leave only once its mask has arrived.
+    const int rounds = c.steps / c.interval;
+    std::vector<std::vector<double>> mask_arrived(c.nodes);
+    std::vector<std::vector<double>> values_sent(c.nodes);
+    for (const auto& m : run.record.messages) {
+      if (m.kind == "sparse_mask") {
+        EXPECT_EQ(m.src, 0);
+        EXPECT_EQ(m.bytes, static_cast<uint64_t>(kD));
+        mask_arrived[m.dst].push_back(m.t_recv);
+      } else if (m.kind == "sparse") {
+        values_sent[m.src].push_back(m.t_send);
+      }
+    }
+    for (int i = 1; i < c.nodes; ++i) {
+      ASSERT_EQ(mask_arrived[i].size(), static_cast<size_t>(rounds)) << "node " << i;
+      std::sort(mask_arrived[i].begin(), mask_arrived[i].end());
+      std::sort(values_sent[i].begin(), values_sent[i].end());
+      ASSERT_FALSE(values_sent[i].empty());
+      // Round j's values go between mask j's arrival and mask j + 1's, and each round sends some.
+      EXPECT_GE(values_sent[i].front(), mask_arrived[i].front()) << "node " << i << " sent values before its mask";
+      for (int j = 0; j < rounds; ++j) {
+        const double next = j + 1 < rounds ? mask_arrived[i][j + 1] : 1e300;
+        EXPECT_TRUE(std::any_of(values_sent[i].begin(), values_sent[i].end(),
+                                [&](double t) { return t >= mask_arrived[i][j] && t < next; }))
+            << "node " << i << " round " << j;
+      }
+    }
+  }
 }
 
 // Every selection and exchange, interval > 1, delay 1 and 2, on a ring, a line, a star and
@@ -353,6 +384,9 @@ const std::vector<SpartaCase> kSpartaCases = {
     {"partitioned_allreduce_interval2", 4, 12, "ring", kAdamW, "partitioned", "allreduce", 0.3, 2, 0},
     {"bernoulli_gossip_line_delay1", 4, 7, "line", kAdamW, "bernoulli", "gossip", 0.05, 1, 1},
     {"layerwise_ring_line_interval2_delay2", 3, 14, "line", kAdamW, "layerwise", "ring", 0.05, 2, 2},
+    // The indices as EXO Gym moves them: node 0's draw, broadcast as a mask before the values.
+    {"bernoulli_allreduce_broadcast", 4, 6, "ring", kAdamW, "bernoulli", "allreduce", 0.005, 1, 0, "broadcast"},
+    {"random_ring_line_broadcast_interval2", 4, 8, "line", kAdamW, "random", "ring", 0.05, 2, 0, "broadcast"},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, SpartaReference, ::testing::ValuesIn(kSpartaCases),
                          [](const ::testing::TestParamInfo<SpartaCase>& i) { return i.param.name; });

@@ -3,6 +3,9 @@
 // re-implementation of the reference's local step.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 #include <cmath>
 #include <vector>
 
@@ -157,8 +160,11 @@ algorithm: {name: fedavg, H: 10, vhl: {virtual_samples: 5)";
   EXPECT_NEAR(a.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
 }
 
-TEST(Vhl, OneRoundFollowsTheReference) {
-  const Scenario s = parse_scenario(R"(name: vhl
+// augment: crop_flip draws, per virtual image, a top and a left offset in 0..8 and a coin from
+// mt19937_64 seeded with the step's seed for "vhl_augment"; the window of the image padded
+// with 4 black pixels (0 before normalisation) on each side, mirrored on heads.
+void one_round_follows_the_reference(bool augment) {
+  const Scenario s = parse_scenario(std::string(R"(name: vhl
 seed: 3
 nodes: 4
 threads: 1
@@ -167,7 +173,8 @@ network: {backend: analytical}
 workload: {model: cnn, dataset: fashion_mnist, batch_size: 8, steps: 3, eval_every: 3, eval_samples: 64,
            partition: {dirichlet: 0.5}}
 optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
-algorithm: {name: fedavg, H: 3, clients_per_round: 2, vhl: {virtual_samples: 20, weight: 0.5}}
+algorithm: {name: fedavg, H: 3, clients_per_round: 2, vhl: {virtual_samples: 20, weight: 0.5, augment: )") +
+                                        (augment ? "crop_flip" : "none") + R"(}}
 compute: {model: fixed, step_time: 10ms}
 )",
                                     "vhl");
@@ -205,9 +212,24 @@ compute: {model: fixed, step_time: 10ms}
     load_flat_parameters(rep.model(), global);
     for (int h = 0; h < 3; ++h) {
       const Batch real = rep.next_batch(data, 8);
-      const auto rows = seeded_subset(200, 8, stream_seed(3, "vhl_batches", (static_cast<uint64_t>(c) << 32) | h));
+      const uint64_t step_seed = stream_seed(3, "vhl_batches", (static_cast<uint64_t>(c) << 32) | h);
+      const auto rows = seeded_subset(200, 8, step_seed);
       const auto index = torch::tensor(rows, torch::kInt64);
-      const auto vx = virt.inputs.index_select(0, index), vy = virt.targets.index_select(0, index);
+      auto vx = virt.inputs.index_select(0, index);
+      const auto vy = virt.targets.index_select(0, index);
+      if (augment) {
+        std::mt19937_64 rng(stream_seed(step_seed, "vhl_augment"));
+        const double black = -kFashionMnistMean / kFashionMnistStd;
+        for (int64_t i = 0; i < vx.size(0); ++i) {
+          const int64_t top = static_cast<int64_t>(rng() % 9), left = static_cast<int64_t>(rng() % 9);
+          const bool heads = rng() % 2 == 1;
+          auto padded = torch::full({1, 36, 36}, black);
+          padded.slice(1, 4, 32).slice(2, 4, 32).copy_(vx[i]);
+          auto window = padded.slice(1, top, top + 28).slice(2, left, left + 28);
+          if (heads) window = window.index_select(2, torch::arange(27, -1, -1));
+          vx[i].copy_(window);
+        }
+      }
       const auto f = rep.model().features(torch::cat({real.inputs, vx}));
       const auto logits = rep.model().classify(f);
       const auto rf = f.narrow(0, 0, 8), vf = f.narrow(0, 8, 8);
@@ -232,6 +254,41 @@ compute: {model: fixed, step_time: 10ms}
   EXPECT_LT((run.global() - expected).abs().max().item<double>(), 1e-5);
   // The 20-way head: ten real classes, ten virtual ones.
   EXPECT_EQ(make_model(s)->forward(data.test_inputs.narrow(0, 0, 2)).size(1), 20);
+}
+
+TEST(Vhl, OneRoundFollowsTheReference) { one_round_follows_the_reference(false); }
+TEST(Vhl, OneRoundWithTheReferencesCropAndFlipFollowsIt) { one_round_follows_the_reference(true); }
+
+// Every offset 0..8 on both axes and both sides of the coin occur, and each output is a window
+// of the padded image: a crop that never reaches the far edge (offsets 0..7) or never flips fails.
+TEST(Vhl, CropFlipCoversEveryOffsetAndBothOrientations) {
+  const int64_t n = 400;
+  const auto images = torch::arange(n * 2 * 5 * 6, torch::kFloat32).view({n, 2, 5, 6});
+  const auto out = crop_flip(images, -1.0, 11);
+  std::set<int64_t> tops, lefts;
+  int flipped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    auto padded = torch::full({2, 13, 14}, -1.0);
+    padded.slice(1, 4, 9).slice(2, 4, 10).copy_(images[i]);
+    bool found = false;
+    for (int64_t top = 0; top <= 8 && !found; ++top)
+      for (int64_t left = 0; left <= 8 && !found; ++left)
+        for (int f = 0; f < 2 && !found; ++f) {
+          auto w = padded.slice(1, top, top + 5).slice(2, left, left + 6);
+          if (f == 1) w = w.index_select(2, torch::arange(5, -1, -1));
+          if (torch::equal(w, out[i])) {
+            found = true;
+            tops.insert(top);
+            lefts.insert(left);
+            flipped += f;
+          }
+        }
+    ASSERT_TRUE(found) << "image " << i << " is no window of its padded self";
+  }
+  EXPECT_EQ(tops.size(), 9u);
+  EXPECT_EQ(lefts.size(), 9u);
+  EXPECT_GT(flipped, n / 2 - 60);
+  EXPECT_LT(flipped, n / 2 + 60);
 }
 
 }  // namespace

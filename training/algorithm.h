@@ -23,6 +23,7 @@ enum class CommKind {
   // holds the node's share: block `rank` of `participants` equal blocks.
   ReduceScatter,
   NeighbourExchange,  // `buffer` goes to each topology neighbour; `received` holds theirs, in `peers` order
+  Broadcast,          // the first node's `buffer` replaces every other node's, in place
 };
 
 // Steps counted from the issuing step: applied before step s + 1 + delay starts.

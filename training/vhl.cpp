@@ -2,11 +2,13 @@
 #include "training/vhl.h"
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 #include <torch/torch.h>
 
 #include "training/partition.h"
+#include "training/seed_streams.h"
 
 namespace testbed {
 namespace {
@@ -46,6 +48,7 @@ VirtualData make_virtual_data(int classes, int per_class, const std::vector<int6
   x = F::conv2d(x, w3);
   VirtualData d;
   d.inputs = x.clamp_(0, 1).sub_(mean).div_(std);
+  d.black = -mean / std;
   d.targets = torch::arange(classes, torch::kInt64).repeat_interleave(per_class);
   return d;
 }
@@ -73,13 +76,33 @@ torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& 
          weight * calibration + kVhlVirtualSupConWeight * supcon_loss(virt, virtual_labels, kVhlTemperature);
 }
 
+torch::Tensor crop_flip(const torch::Tensor& images, double fill, uint64_t seed) {
+  constexpr int64_t kPad = 4;
+  if (images.dim() != 4) throw std::invalid_argument("crop_flip takes images [n, C, H, W]");
+  const int64_t H = images.size(2), W = images.size(3);
+  const auto padded = torch::constant_pad_nd(images, {kPad, kPad, kPad, kPad}, fill);
+  auto out = torch::empty_like(images);
+  // The raw engine's bits, reduced modulo: the same draws from every standard library.
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < images.size(0); ++i) {
+    const int64_t top = static_cast<int64_t>(rng() % (2 * kPad + 1));
+    const int64_t left = static_cast<int64_t>(rng() % (2 * kPad + 1));
+    const bool flip = rng() % 2 == 1;
+    auto window = padded[i].narrow(1, top, H).narrow(2, left, W);
+    out[i].copy_(flip ? window.flip({2}) : window);
+  }
+  return out;
+}
+
 double vhl_local_step(Replica& replica, const Dataset& data, int batch_size, const VirtualData& virtual_data,
-                      int virtual_batch, uint64_t seed, double weight) {
+                      int virtual_batch, uint64_t seed, double weight, bool augment) {
   const Batch real = replica.next_batch(data, batch_size);
   const auto chosen = seeded_subset(virtual_data.inputs.size(0), virtual_batch, seed);
   const auto index = torch::tensor(chosen, torch::kInt64);
   const auto device = replica.device();
-  const auto virtual_inputs = virtual_data.inputs.index_select(0, index).to(device);
+  auto drawn = virtual_data.inputs.index_select(0, index);
+  if (augment) drawn = crop_flip(drawn, virtual_data.black, stream_seed(seed, "vhl_augment"));
+  const auto virtual_inputs = drawn.to(device);
   const auto virtual_labels = virtual_data.targets.index_select(0, index).to(device);
   Model& model = replica.model();
   model.train();

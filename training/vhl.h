@@ -24,7 +24,14 @@ constexpr double kVhlVirtualSupConWeight = 0.1;  // the SupCon among virtual fea
 struct VirtualData {
   torch::Tensor inputs;   // float [K x per_class, shape...], normalised as the real inputs
   torch::Tensor targets;  // int64: the virtual class 0..K-1, class by class
+  double black = 0;       // a pixel of 0 after that normalisation: what padding adds
 };
+
+// torchvision's RandomCrop(H x W, padding=4) then RandomHorizontalFlip() on each image of
+// `images` [n, C, H, W]: pad every side with 4 pixels of `fill`, take the H x W window at a
+// top and left offset each uniform in 0..8, mirror it left to right with probability 1/2.
+// The draws come from `seed` (per image: top, left, flip), the same on every machine.
+torch::Tensor crop_flip(const torch::Tensor& images, double fill, uint64_t seed);
 
 // The virtual data set: per class c a latent mean m_c ~ N(0, 0.5^2 I), per sample z ~ N(m_c,
 // 0.3^2 I), through an untrained generator whose weights are drawn from `seed` alone (the
@@ -51,10 +58,11 @@ torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& 
                        const torch::Tensor& virtual_labels, int classes, double weight);
 
 // One local step of VHL: the replica's next real batch and `virtual_batch` rows of `data`
-// (sorted indices drawn without replacement from `seed`), one forward pass of both (the
-// reference concatenates them), vhl_loss, the optimizer's step. Returns the real batch's
-// cross-entropy (comparable with a step without VHL).
+// (sorted indices drawn without replacement from `seed`; with `augment`, crop_flip'd under a
+// seed derived from it), one forward pass of both (the reference concatenates them),
+// vhl_loss, the optimizer's step. Returns the real batch's cross-entropy (comparable with a
+// step without VHL).
 double vhl_local_step(Replica& replica, const Dataset& data, int batch_size, const VirtualData& virtual_data,
-                      int virtual_batch, uint64_t seed, double weight);
+                      int virtual_batch, uint64_t seed, double weight, bool augment = false);
 
 }  // namespace testbed

@@ -123,6 +123,13 @@ CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_byt
   return plan;
 }
 
+CollectivePlan direct_broadcast(int ranks, int64_t elements, double element_bytes) {
+  check_sizes("direct_broadcast", ranks, elements, element_bytes);
+  CollectivePlan plan = empty_plan(ranks);
+  for (int q = 1; q < ranks; ++q) add(plan, chunk(0, q, 0, 0, elements, element_bytes, ChunkOp::Copy));
+  return plan;
+}
+
 namespace plan_builder {
 
 void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements,

@@ -43,6 +43,10 @@ CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes
 // Direct all-gather: every rank sends its block straight to every other rank (one step).
 CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_bytes);
 
+// Broadcast of rank 0's `elements` to every other rank, each sent straight from rank 0 at
+// once (Gloo's broadcast on CPU tensors: the root posts a send to every other rank).
+CollectivePlan direct_broadcast(int ranks, int64_t elements, double element_bytes);
+
 // Ring reduce-scatter: every rank's buffer holds the whole vector of `elements` values as p
 // equal blocks (so `elements` must be a multiple of p: std::invalid_argument otherwise; DeAR
 // pads its buffers so). Afterwards rank r's block r holds the sum of every rank's block r,

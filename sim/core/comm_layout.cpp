@@ -14,12 +14,20 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
     case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
     case CommKind::ReduceScatter: return reduce_scatter(options, ranks, elements, element_bytes);
     case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
+    case CommKind::Broadcast: return direct_broadcast(ranks, elements, element_bytes);
   }
   throw std::logic_error("comm_plan: unknown kind");
 }
 
+namespace {
+// Reductions and broadcasts work in the op's own buffer.
+bool in_place(CommKind kind) {
+  return kind == CommKind::AllReduce || kind == CommKind::ReduceScatter || kind == CommKind::Broadcast;
+}
+}  // namespace
+
 torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
-  if (op.kind == CommKind::AllReduce || op.kind == CommKind::ReduceScatter) return op.buffer;
+  if (in_place(op.kind)) return op.buffer;
   torch::Tensor own;
   auto work = comm_work_buffer_awaiting(op.kind, rank, blocks, op.buffer.numel(), own);
   own.copy_(op.buffer.reshape({-1}));
@@ -27,7 +35,7 @@ torch::Tensor comm_work_buffer(const CommOp& op, int rank, int blocks) {
 }
 
 torch::Tensor comm_work_buffer_awaiting(CommKind kind, int rank, int blocks, int64_t elements, torch::Tensor& own) {
-  if (kind == CommKind::AllReduce || kind == CommKind::ReduceScatter) {
+  if (in_place(kind)) {
     own = torch::empty({elements}, torch::kFloat32);
     return own;
   }
@@ -38,7 +46,7 @@ torch::Tensor comm_work_buffer_awaiting(CommKind kind, int rank, int blocks, int
 }
 
 void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, int rank, const torch::Tensor& arrived) {
-  if (op.kind == CommKind::AllReduce) return;
+  if (op.kind == CommKind::AllReduce || op.kind == CommKind::Broadcast) return;
   if (op.kind == CommKind::ReduceScatter) {
     const int64_t k = op.buffer.numel() / blocks;
     op.received = {work.slice(0, rank * k, (rank + 1) * k)};

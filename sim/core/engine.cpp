@@ -318,7 +318,8 @@ void Engine::issue(int node, CommOp op) {
   Collective& c = collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
                  ? static_cast<int>(participants.size())
-                 : 1 + static_cast<int>(c.plan->inbox[rank].size());
+             : op.kind == CommKind::Broadcast ? 1
+                                              : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }

@@ -243,7 +243,8 @@ void FederatedRun::train(int round, size_t k) {
       HostTimer compute_timer(host_seconds);
       const int batch = scenario_.workload.batch_size;
       // VHL's virtual batch is as large as the real one (the reference's 128 and 128).
-      loss += virtual_ ? vhl_local_step(replica, data_, batch, *virtual_, batch, vhl_batch_seed(slot.client), vhl_->weight)
+      loss += virtual_ ? vhl_local_step(replica, data_, batch, *virtual_, batch, vhl_batch_seed(slot.client), vhl_->weight,
+                                           vhl_->augment == VhlAugment::CropFlip)
                        : local_sgd_step(replica, data_, batch);
     }
     times_.local_compute += host_seconds;

@@ -54,16 +54,32 @@ template <> struct EnumNames<VhlNormalisation> {
   }
 };
 
+// Whether a VHL step augments the virtual images it draws: not at all (the default: the real
+// images are not augmented either, so both inputs of one network are treated alike), or as the
+// reference's loader does (data_preprocessing/generative/data_loader.py): a random crop of the
+// image padded by 4 zero pixels on each side, then a horizontal flip with probability 1/2.
+enum class VhlAugment { None, CropFlip };
+
+template <> struct EnumNames<VhlAugment> {
+  static const std::vector<std::pair<VhlAugment, std::string>>& all() {
+    static const std::vector<std::pair<VhlAugment, std::string>> names = {{VhlAugment::None, "none"},
+                                                                          {VhlAugment::CropFlip, "crop_flip"}};
+    return names;
+  }
+};
+
 // VHL (Tang et al., ICML 2022): a shared virtual data set from a seeded, untrained generator,
 // mixed into every local step with the feature-calibration loss (training/vhl.h).
 struct VhlOptions {
   int virtual_samples = 200;  // per class (the reference's 200)
   double weight = 1.0;        // of the calibration term (real features against virtual anchors)
   VhlNormalisation normalisation = VhlNormalisation::Dataset;
+  VhlAugment augment = VhlAugment::None;
   template <class V> void fields(V& v) {
     v.field("virtual_samples", virtual_samples, Range{1, 1e6});
     v.field("weight", weight, Range{0, 1e6});
     v.field("normalisation", normalisation);
+    v.field("augment", augment);
   }
   bool operator==(const VhlOptions&) const = default;
 };

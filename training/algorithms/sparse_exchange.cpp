@@ -15,6 +15,7 @@
 namespace testbed {
 namespace {
 const std::string kTag = "sparse";
+const std::string kMaskTag = "sparse_mask";
 }
 
 torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op) {
@@ -123,9 +124,31 @@ torch::Tensor SparseExchange::indices(int step) const {
 
 void SparseExchange::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) {
   if ((step + 1) % options_.interval != 0) return;
+  if (broadcasts_mask()) {
+    // Node 0 draws the indices; the others learn them from its mask, one byte an element.
+    auto mask = torch::zeros({d_});
+    if (node == 0) mask.index_fill_(0, indices(step), 1.0);
+    auto op = make_op(CommKind::Broadcast, kMaskTag, mask);
+    op.bytes_per_element = 1;
+    comm.push_back(std::move(op));
+    return;
+  }
   const auto index = indices(step);
   if (index.numel() == 0) return;  // a Bernoulli draw of nothing: no exchange this round
-  auto values = replica.parameters().index_select(0, index);
+  push_values(node, step, replica.parameters().index_select(0, index), comm);
+}
+
+void SparseExchange::issue_after_mask(int node, Replica& replica, std::vector<CommOp>& comm) {
+  auto it = mask_.find(node);
+  if (it == mask_.end()) return;
+  const auto index = std::move(it->second);
+  mask_.erase(it);
+  if (index.numel() == 0) return;  // node 0 drew nothing: no exchange this round
+  exchanged_[node] = index;
+  push_values(node, -1, replica.parameters().index_select(0, index), comm);
+}
+
+void SparseExchange::push_values(int node, int step, torch::Tensor values, std::vector<CommOp>& comm) {
   if (options_.delay > 0) sent_[{node, step}] = values.clone();
   if (options_.exchange == SparseExchangeWith::AllReduce) {
     comm.push_back(make_op(CommKind::AllReduce, kTag, values, options_.delay));
@@ -149,11 +172,21 @@ void SparseExchange::load(int node, const AlgorithmState& state) {
   }
 }
 
-bool SparseExchange::owns(const CommOp& op) { return op.tag == kTag; }
+bool SparseExchange::owns(const CommOp& op) { return op.tag == kTag || op.tag == kMaskTag; }
 
 void SparseExchange::apply(int node, int issued_step, Replica& replica, CommOp& op) {
   torch::NoGradGuard no_grad;
-  auto index = indices(issued_step);
+  if (op.tag == kMaskTag) {
+    mask_[node] = op.buffer.nonzero().view(-1);  // node 0's, as it arrived
+    return;
+  }
+  torch::Tensor index;
+  if (broadcasts_mask()) {
+    index = std::move(exchanged_.at(node));
+    exchanged_.erase(node);
+  } else {
+    index = indices(issued_step);
+  }
   torch::Tensor average;
   if (op.kind == CommKind::AllReduce) {
     average = op.buffer.div_(nodes_);

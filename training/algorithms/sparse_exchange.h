@@ -1,6 +1,7 @@
 // SPARTA's sparse parameter averaging, shared by sparta and sparta_diloco: after a local
 // step, a fraction p of the parameters, chosen by a generator every node seeds alike (so
-// no indices travel), is averaged across all nodes or with topology neighbours.
+// no indices travel; or node 0's choice, broadcast as a mask), is averaged across all nodes
+// or with topology neighbours.
 #pragma once
 
 #include <map>
@@ -19,6 +20,9 @@ class SparseExchange {
   SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours,
                  std::vector<int64_t> tensor_sizes, const SparseExchangeOptions& options);
   void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm);
+  // index_transport broadcast: the mask is the step's first round, the values its second.
+  bool broadcasts_mask() const { return options_.index_transport == IndexTransport::Broadcast; }
+  void issue_after_mask(int node, Replica& replica, std::vector<CommOp>& comm);
   static bool owns(const CommOp& op);
   void apply(int node, int issued_step, Replica& replica, CommOp& op);
   // The copies of delayed ops' values (delay > 0) that `apply` still needs.
@@ -32,10 +36,15 @@ class SparseExchange {
   uint64_t seed_;
   std::vector<std::vector<int>> neighbours_;
   std::vector<int64_t> tensor_sizes_;
+  // The values' op (delayed ones keep a copy of what they sent: `step` names it).
+  void push_values(int node, int step, torch::Tensor values, std::vector<CommOp>& comm);
   int64_t d_ = 0;
   SparseExchangeOptions options_;
   std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1
   std::map<std::pair<int, int>, torch::Tensor> sent_;  // (node, step) -> values sent, while delayed
+  // index_transport broadcast, per node: the indices the arrived mask names, until their
+  // values are sent (mask_) and until their average is applied (exchanged_).
+  std::map<int, torch::Tensor> mask_, exchanged_;
 };
 
 // Metropolis-Hastings mixing of a completed neighbour exchange: node i keeps

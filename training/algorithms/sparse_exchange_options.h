@@ -22,6 +22,10 @@ enum class SpartaSelection {
   Windows,             // consecutive windows of round(p d) of the parameters in order
   Layerwise,           // a fraction p of one parameter tensor, tensors in turn
 };
+// How the receivers learn which parameters a round exchanges: each draws them from the seed
+// every node shares (no bytes), or node 0 draws them and broadcasts the mask, a byte an
+// element (EXO Gym's SPARTA: dist.broadcast of a bool mask from rank 0 before the all-reduce).
+enum class IndexTransport { Seeded, Broadcast };
 // With whom: everyone, or topology neighbours (uniform mean, or Metropolis-Hastings weights).
 enum class SparseExchangeWith { AllReduce, Ring, Gossip };
 
@@ -34,6 +38,13 @@ template <> struct EnumNames<SpartaSelection> {
         {SpartaSelection::Partitioned, "partitioned"},
         {SpartaSelection::Windows, "windows"},
         {SpartaSelection::Layerwise, "layerwise"}};
+    return names;
+  }
+};
+template <> struct EnumNames<IndexTransport> {
+  static const std::vector<std::pair<IndexTransport, std::string>>& all() {
+    static const std::vector<std::pair<IndexTransport, std::string>> names = {
+        {IndexTransport::Seeded, "seeded"}, {IndexTransport::Broadcast, "broadcast"}};
     return names;
   }
 };
@@ -52,6 +63,7 @@ struct SparseExchangeOptions {
   SparseExchangeWith exchange = SparseExchangeWith::AllReduce;
   int interval = 1;            // exchange after every `interval` steps
   int delay = 0;               // apply the average this many steps late (asynchronous SPARTA)
+  IndexTransport index_transport = IndexTransport::Seeded;
 
   template <class V> void fields(V& v) {
     v.field("p", p, Range{0, 1, true});
@@ -59,6 +71,15 @@ struct SparseExchangeOptions {
     v.field("exchange", exchange);
     v.field("interval", interval, Range{1, 1e9});
     v.field("delay", delay, Range{0, 1e9});
+    v.field("index_transport", index_transport);
+  }
+  // The values wait for the mask within the step (a second round), so they cannot be late.
+  std::optional<OptionError> check() const {
+    if (index_transport == IndexTransport::Broadcast && delay > 0)
+      return OptionError{{"delay", "index_transport"},
+                         "index_transport broadcast sends the values once the mask has arrived, in the same step: "
+                         "delay must be 0"};
+    return std::nullopt;
   }
   // A layerwise selection exchanges a share of one tensor at a time: a plan per tensor.
   int64_t plans_held(int parameter_tensors, int, int) const {
@@ -81,7 +102,10 @@ struct SpartaDilocoOptions {
     sparse.fields(v);
     outer.fields(v);
   }
-  std::optional<OptionError> check() const { return outer.check(); }
+  std::optional<OptionError> check() const {
+    if (auto e = sparse.check()) return e;
+    return outer.check();
+  }
   std::optional<std::string> neighbour_key() const { return sparse.neighbour_key(); }
   // The sparse exchange's plans; the outer sync all-reduces the whole model besides.
   int64_t plans_held(int parameter_tensors, int nodes, int steps) const {

@@ -21,6 +21,13 @@ class Sparta : public Algorithm {
     if (outer) outer_.emplace(s.nodes, *outer);
   }
   std::string name() const override { return name_; }
+  // index_transport broadcast: the values leave once node 0's mask has arrived.
+  bool has_rounds() const override { return sparse_.broadcasts_mask(); }
+  Round next_round(int node, int /*step*/, Replica& replica) override {
+    Round round;
+    sparse_.issue_after_mask(node, replica, round.comm);
+    return round;
+  }
 
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
     if (outer_) outer_->start(node, replica);
