@@ -403,10 +403,16 @@ def finetune(tb):
 def memo_bench(tb):
     a = tb.run("bench/scenarios/memo_ddp.yaml")
     b = tb.run("bench/scenarios/memo_ddp.yaml", "nodes=64", "workload.steps=100")
-    return (command("build/testbed run bench/scenarios/memo_ddp.yaml [--set nodes=64 --set workload.steps=100]")
+    c = tb.run("bench/scenarios/memo_ddp.yaml", "algorithm.overlap=true")
+    d = tb.run(DEFAULT)
+    return (command("build/testbed run bench/scenarios/memo_ddp.yaml [--set nodes=64 --set workload.steps=100] "
+                    "[--set algorithm.overlap=true]", f"build/testbed run {DEFAULT}")
             + f"8 nodes, 200 steps: {a['phases_replayed']} of {a['phases_replayed'] + a['phases_simulated']} "
-            f"all-reduces replayed; 64 nodes, 100 steps: {b['phases_replayed']} of "
-            f"{b['phases_replayed'] + b['phases_simulated']}.\n")
+            f"steps replayed; 64 nodes, 100 steps: {b['phases_replayed']} of "
+            f"{b['phases_replayed'] + b['phases_simulated']}; 8 nodes with the buckets leaving during backward "
+            f"(overlap): {c['phases_replayed']} of {c['phases_replayed'] + c['phases_simulated']}. The default "
+            f"scenario: {d['phases_replayed']} of {d['phases_replayed'] + d['phases_simulated']} (its network "
+            f"never goes quiet between steps: docs/network.md).\n")
 
 
 def gtest_lines(tb, binary, pattern, drop=()):

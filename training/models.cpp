@@ -1,5 +1,6 @@
-// MLP and small CNN for 28x28 grey images.
+// MLP and small CNN for 28x28 grey images (and the ResNets, training/resnet.h).
 #include "training/models.h"
+#include "training/resnet.h"
 
 #include <stdexcept>
 
@@ -122,6 +123,12 @@ std::shared_ptr<Model> make_image_model(const std::string& name, int classes, co
     auto model = std::make_shared<Cnn>(classes, adapter);
     if (adapter.kind != "none") freeze_all_but_adapters(*model);
     return model;
+  }
+  // The ResNets in their CIFAR form (a 3 x 3 stem, no pool) on the 28 x 28 grey images.
+  for (int depth : {18, 34, 50, 101, 152}) {
+    if (name != "resnet" + std::to_string(depth)) continue;
+    if (adapter.kind != "none") throw std::invalid_argument(name + " takes no adapter (its layers are convolutions)");
+    return make_resnet({depth, classes, 1, 28, false});
   }
   throw std::invalid_argument("unknown image model '" + name + "'");
 }

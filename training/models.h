@@ -28,7 +28,7 @@ class Model : public torch::nn::Module {
   double forward_flops_per_sample() const;
 };
 
-// The model names a scenario may use with 28x28 image data (mlp, cnn).
+// The model names a scenario may use with 28x28 image data: mlp, cnn, resnet18/34/50/101/152.
 std::shared_ptr<Model> make_image_model(const std::string& name, int classes, const AdapterConfig& adapter = {});
 
 // A multilayer perceptron over flat inputs: inputs -> hidden -> hidden -> outputs (ReLU).

@@ -249,7 +249,7 @@ struct WorkloadSection {
   std::string init_from;  // checkpoint every replica starts from
   int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn", "gpt"}});
+    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt"}});
     v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});

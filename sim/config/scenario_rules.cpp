@@ -385,7 +385,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
   bool language_model = w.model == "gpt";
   if (language_model != (w.dataset == "brown")) {
     fail(origins.where("workload.model"), "model '" + w.model + "' does not fit dataset '" + w.dataset +
-                                              "' (gpt trains on brown; mlp and cnn on images or synthetic)");
+                                              "' (gpt trains on brown; mlp, cnn and the resnets on images, mlp on synthetic)");
   }
   if (w.dataset == "synthetic" && w.model != "mlp") {
     fail(origins.where("workload.model"), "the synthetic task trains an mlp");

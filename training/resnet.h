@@ -1,0 +1,36 @@
+// ResNets (He et al. 2016) with torchvision's layout (v1.5: a bottleneck's stride is in its 3 x 3
+// convolution), trainable in LibTorch, with each layer's roofline cost.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "training/layer_cost.h"
+#include "training/models.h"
+
+namespace testbed {
+
+struct ResNetShape {
+  int depth = 18;         // 18 or 34 (basic blocks), 50, 101 or 152 (bottlenecks)
+  int classes = 1000;
+  int channels = 3;       // of the input images
+  int side = 224;         // their height and width
+  // The ImageNet stem (7 x 7 stride-2 convolution, 3 x 3 stride-2 max pool), or the CIFAR one
+  // (a 3 x 3 stride-1 convolution, no pool) that small images (32 x 32, 28 x 28) use.
+  bool imagenet_stem = true;
+};
+
+std::shared_ptr<Model> make_resnet(const ResNetShape& shape);
+
+// A convolution's cost: `in` channels of side x side to `out` channels with a k x k kernel,
+// `stride`, `padding` and `groups` (each output element a dot product over in / groups x k x k
+// inputs). Output side: floor((side + 2 padding - k) / stride) + 1.
+LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
+                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains);
+int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding);
+
+// Batch normalisation of `channels` x side x side: elementwise, with a scale and a shift a channel.
+LayerCost batch_norm_cost(const std::string& name, int64_t channels, int64_t side, bool trains);
+
+}  // namespace testbed
