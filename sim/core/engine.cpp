@@ -80,6 +80,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
                                 "model that knows the step's time beforehand (not measured)");
   state_.resize(nodes_);
   schedule_.resize(nodes_);
+  fleet_.resize(nodes_);
+  for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
   // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
   // its first leaves.
   memo_steps_ = scenario.network.memoize && compute_->deterministic() && !algorithm_->has_rounds();
@@ -231,16 +233,7 @@ void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_ba
   p.streamed = op.after_gradient >= 0;
   p.delay = op.delay;
   // Rank r is node r: only whole-fleet collectives in node order are phases.
-  bool fleet = op.nodes.empty();
-  if (!fleet && static_cast<int>(op.nodes.size()) == nodes_) {
-    fleet = true;
-    for (int n = 0; n < nodes_; ++n) fleet = fleet && op.nodes[n] == n;
-  }
-  if (fleet) {
-    std::vector<int> participants(nodes_);
-    for (int n = 0; n < nodes_; ++n) participants[n] = n;
-    p.plan = plan_for(op, participants).get();
-  }
+  if (op.nodes.empty() || op.nodes == fleet_) p.plan = plan_for(op, fleet_).get();
   state_[node].planned.push_back(p);
 }
 
@@ -305,11 +298,7 @@ void Engine::issue(int node, CommOp op) {
   f.issued_step = s.step;
   // Everything still in flight when training ends is applied then.
   f.due_step = op.delay >= steps ? steps : std::min(steps, s.step + 1 + op.delay);
-  std::vector<int> participants = op.nodes;
-  if (participants.empty()) {
-    participants.resize(nodes_);
-    for (int n = 0; n < nodes_; ++n) participants[n] = n;
-  }
+  const std::vector<int> participants = op.nodes.empty() ? fleet_ : op.nodes;
   const auto rank_it = std::find(participants.begin(), participants.end(), node);
   if (rank_it == participants.end())
     throw std::logic_error(algorithm_->name() + ": node " + std::to_string(node) + " issued '" + op.tag +

@@ -193,6 +193,7 @@ class Engine {
   Recorder* recorder_ = nullptr;  // set for the duration of run()
   EngineHooks hooks_;
   int nodes_;
+  std::vector<int> fleet_;  // 0..nodes-1: an op's participants when it names none
 
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Algorithm> algorithm_;

@@ -6,7 +6,10 @@
 #include <tuple>
 
 namespace testbed {
+namespace {
 
+// Whether the step's communication can be a phase at all (not whether it repeats): every node
+// in the step with nothing else in flight, every op a whole-fleet collective due at the step.
 bool step_is_phase(const PhaseEntry& e) {
   if (!e.memoize) return false;
   for (int n = 0; n < static_cast<int>(e.nodes.size()); ++n) {
@@ -20,6 +23,8 @@ bool step_is_phase(const PhaseEntry& e) {
   }
   return true;
 }
+
+}  // namespace
 
 std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
   if (!step_is_phase(e)) return memo.begin("", {}, nullptr);

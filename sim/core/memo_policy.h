@@ -45,10 +45,6 @@ struct PhaseEntry {
   std::function<int64_t(int node, int step)> ticks_to_first_send;
 };
 
-// Whether the step's communication can be a phase at all (not whether it repeats): every node
-// in the step with nothing else in flight, every op a whole-fleet collective due at the step.
-bool step_is_phase(const PhaseEntry& entry);
-
 // The channel the step's messages take: a memoized phase (recorded, or replayed when the same
 // phase was seen before and nothing can interfere), or the network itself.
 std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& entry);
