@@ -1,7 +1,10 @@
 // Tests the testbed CLI on bad input: exit code 2, "file:line:col: " on stderr, no output file; validate and --help.
 #include <gtest/gtest.h>
 
+#include <H5Cpp.h>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -641,3 +644,42 @@ TEST_F(Cli, ReportShowsAFederatedRunRoundByRound) {
 }
 
 }  // namespace
+
+// A projection (workload.train false) refuses what needs values, each at its key.
+TEST_F(Cli, ProjectionRefusesWhatNeedsValues) {
+  const std::string head = "nodes: 2\nworkload: {model: mlp, steps: 2, train: false}\n";
+  expect_rejected(head + "compute: {model: measured}\n", "3:18", "runs no step to measure");
+  expect_rejected(head + "algorithm: {name: fedavg, H: 1}\n", "3:19", "fedavg runs as a server and sampled clients");
+  expect_rejected(head + "output: {resume_every: 1}\n", "3:24", "keeps no state to resume");
+  expect_rejected(head + "output: {checkpoint: m.pt}\n", "3:22", "trains no model to save");
+  expect_rejected("nodes: 2\nworkload: {model: mlp, steps: 2, train: false, init_from: m.pt}\n", "2:59",
+                  "loads no weights");
+}
+
+// A projection's file says it is one and holds no loss and no evaluation; `report` says so too,
+// and a training scenario's evaluation keys only warn.
+TEST_F(Cli, ProjectionFileSaysSo) {
+  fs::path s = write("p.yaml", "nodes: 2\nthreads: 1\nworkload: {model: mlp, steps: 3, eval_samples: 100, train: false}\n");
+  fs::path out = dir_ / "out.h5";
+  Result r = run("run '" + s.string() + "' -q -o '" + out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(s.string() + ":3:48: warning: 'workload.eval_samples' has no effect in a projection"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("projection        from shapes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("final accuracy"), std::string::npos) << r.out;
+  const auto file = testbed::read_run_file(out.string());
+  ASSERT_TRUE(file);
+  EXPECT_TRUE(file->projection);
+  EXPECT_EQ(file->status, "completed");
+  EXPECT_TRUE(std::isnan(file->final_accuracy));  // not written
+  EXPECT_EQ(file->steps_completed, 3);
+  {
+    H5::H5File h5(out.string(), H5F_ACC_RDONLY);
+    EXPECT_FALSE(h5.nameExists("/train/loss"));
+    EXPECT_TRUE(h5.nameExists("/train/time"));
+    EXPECT_FALSE(h5.nameExists("/eval/accuracy"));
+  }
+  Result report = run("report '" + out.string() + "'");
+  EXPECT_EQ(report.code, 0) << report.err;
+  EXPECT_NE(report.out.find("projection        from shapes"), std::string::npos) << report.out;
+}

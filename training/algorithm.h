@@ -104,6 +104,15 @@ class Algorithm {
   virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }
   // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;
+  // A projection (workload.train false, docs/projection.md): what local_step would send, from
+  // shapes alone, with no replica. Every op's kind, tag, size, bytes per element, delay, nodes
+  // and issue point equal local_step's, its buffer shape-only (shape_only(): never read), and
+  // `work` equal; the loss is NaN. Sizes never depend on values (decision 5), so this exists
+  // for every algorithm; the engine's cross-check test holds the two paths together.
+  virtual StepPlan projected_step(int node, int step) = 0;
+  // The step's round `round` (0: the first after its own ops), as next_round would return it
+  // in a training run; none ends the step.
+  virtual Round projected_round(int /*node*/, int /*step*/, size_t /*round*/) { return {}; }
   // An op the node issued at `issued_step` has completed and is due: apply it. Ops due at
   // the same time are applied in the order they were issued.
   virtual void apply(int node, int issued_step, Replica& replica, CommOp& op) = 0;

@@ -248,6 +248,10 @@ struct WorkloadSection {
   std::string init = "shared";  // shared | independent: every replica its own seed-derived initialisation
   std::string init_from;  // checkpoint every replica starts from
   int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
+  // false: a projection (docs/projection.md): no replica is trained; every op is sized from the
+  // model's shapes and every step timed by the compute model, so times, bytes and messages are a
+  // training run's, with no loss or accuracy.
+  bool train = true;
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt"}});
     v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
@@ -265,6 +269,7 @@ struct WorkloadSection {
     v.field("init", init, Choices{{"shared", "independent"}});
     v.field("init_from", init_from);
     v.field("correlation_pairs", correlation_pairs, Range{0, 1e9});
+    v.field("train", train);
   }
 };
 

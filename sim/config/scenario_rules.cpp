@@ -526,6 +526,23 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
   }
 }
 
+// A projection (workload.train false) computes no value: what needs one is refused at its key.
+void check_projection(const Scenario& s, const Origins& origins) {
+  if (s.workload.train) return;
+  const std::string why = "a projection (workload.train false) ";
+  if (s.compute.model == "measured")
+    fail(origins.where("compute.model"), why + "runs no step to measure; give a compute model that knows a step's "
+                                               "time beforehand (flops or fixed)");
+  if (const AlgorithmEntry* entry = find_algorithm(s.algorithm.name); entry && entry->federated)
+    fail(origins.where("algorithm.name"), s.algorithm.name + " runs as a server and sampled clients in a loop of its "
+                                              "own, which trains for real; " + why + "runs on the engine's nodes");
+  if (s.output.resume_every > 0)
+    fail(origins.where("output.resume_every"), why + "keeps no state to resume; it runs from shapes, start to end");
+  if (!s.output.checkpoint.empty()) fail(origins.where("output.checkpoint"), why + "trains no model to save");
+  if (!s.workload.init_from.empty())
+    fail(origins.where("workload.init_from"), why + "loads no weights; it sizes everything from the model's shapes");
+}
+
 void check_compute(const Scenario& s, const Origins& origins) {
   const auto& c = s.compute;
   for (size_t i = 0; i < c.speeds.size(); ++i) {
@@ -588,6 +605,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
+  check_projection(s, origins);  // before the model is built from workload.init_from
   check_workload(s, origins);
   check_compute(s, origins);
   check_algorithm(s, topology, origins);
@@ -628,6 +646,17 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   if (s.compute.memory_bandwidth.bytes_per_s > 0 && s.compute.memory_bandwidth.bytes_per_s < 1e9)
     warn("compute.memory_bandwidth", "a memory bandwidth of " + format_byte_rate(s.compute.memory_bandwidth.bytes_per_s) +
                                          " is below any device's (a bare number is bytes/s: write 2TB/s)");
+  // A projection evaluates nothing: a training scenario's evaluation keys stay readable (so
+  // that --set workload.train=false projects any scenario) but are said to do nothing.
+  if (!s.workload.train) {
+    const WorkloadSection dw;
+    const WorkloadSection& w = s.workload;
+    for (const auto& [key, given] : {std::pair{"workload.eval_every", w.eval_every != dw.eval_every},
+                                     {"workload.eval_samples", w.eval_samples != dw.eval_samples},
+                                     {"workload.shifts", !w.shifts.empty()},
+                                     {"workload.correlation_pairs", w.correlation_pairs != dw.correlation_pairs}})
+      if (given) warn(key, "'" + std::string(key) + "' has no effect in a projection (workload.train false): it evaluates nothing");
+  }
   return warnings;
 }
 

@@ -181,8 +181,16 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
   return samplers;
 }
 
+std::vector<std::vector<int64_t>> trainable_shapes(const Model& model) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& p : model.parameters()) {
+    if (p.requires_grad()) shapes.push_back(p.sizes().vec());
+  }
+  return shapes;
+}
+
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
-                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
                                           std::vector<int> tensor_layers) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
@@ -199,7 +207,12 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.seed = scenario.seed;
   settings.neighbours = std::move(neighbours);
   settings.shard_sizes = std::move(shard_sizes);
-  settings.tensor_sizes = std::move(tensor_sizes);
+  for (const auto& shape : tensor_shapes) {
+    int64_t n = 1;
+    for (int64_t side : shape) n *= side;
+    settings.tensor_sizes.push_back(n);
+  }
+  settings.tensor_shapes = std::move(tensor_shapes);
   settings.tensor_layers = std::move(tensor_layers);
   settings.optimizer = optimizer_config(scenario);
   return entry->make(settings);

@@ -29,6 +29,9 @@ Dataset load_dataset(const Scenario& scenario);
 // std::invalid_argument for an impossible shape.
 std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
 
+// The shapes of the model's trainable parameter tensors, in registration (flat) order.
+std::vector<std::vector<int64_t>> trainable_shapes(const Model& model);
+
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
 // The scenario's VHL settings (fedavg's `vhl`), or null.
@@ -47,10 +50,10 @@ TrainingWork training_work(const Scenario& scenario, const Model& model);
 std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset& data);
 
 // The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
-// shard size, the trainable parameter tensors' sizes, each host's topology neighbours and the
+// shard size, the trainable parameter tensors' shapes, each host's topology neighbours and the
 // tensors' layers in forward order (training/layer_cost.h, gradient_layers).
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
-                                          std::vector<int64_t> tensor_sizes,
+                                          std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
                                           std::vector<int> tensor_layers = {});
 

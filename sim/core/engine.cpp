@@ -35,8 +35,11 @@ bool is_eval_step(int steps_done, const Scenario& s) {
 }  // namespace
 
 Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
-    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes) {
+    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes),
+      projection_(!scenario.workload.train) {
   configure_host(scenario);
+  if (projection_ && hooks_.group)
+    throw std::invalid_argument("a projection (workload.train false) trains no replica to spread: run it in one process");
   torch::Device device(scenario.device);
 
   placement_ = hooks_.group ? ReplicaPlacement{nodes_, hooks_.group->world(), hooks_.group->rank()}
@@ -48,18 +51,19 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   for (int n = 0; n < nodes_; ++n) {
     shard_sizes.push_back(samplers[n].shard_size());
     // Another process's replica is never built here: its plans and values come from there.
-    replicas_.push_back(placement_.local(n) ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
+    // A projection builds none: its plans come from shapes (Algorithm::projected_step).
+    replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
                                                                         std::move(samplers[n]), device, data.task)
                                             : nullptr);
   }
   eval_model_ = make_model(scenario);
   eval_model_->to(device);
   parameters_ = count_parameters(*eval_model_);
-  std::vector<int64_t> tensor_sizes;
+  std::vector<std::vector<int64_t>> tensor_shapes;
   std::vector<std::string> tensor_names;
   for (const auto& p : eval_model_->named_parameters()) {
     if (!p.value().requires_grad()) continue;
-    tensor_sizes.push_back(p.value().numel());
+    tensor_shapes.push_back(p.value().sizes().vec());
     tensor_names.push_back(p.key());
   }
   const TrainingWork work = training_work(scenario, *eval_model_);
@@ -74,7 +78,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
   gradient_layer_ = gradient_layers(work, tensor_names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_sizes, host_neighbours_, gradient_layer_);
+  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_shapes, host_neighbours_, gradient_layer_);
+  if (projection_ && !compute_->deterministic())
+    throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
+                                "that knows a step's time beforehand (not measured)");
   if (algorithm_->forward_waits_for_ops() && !compute_->deterministic())
     throw std::invalid_argument(algorithm_->name() + " times its forward before the step runs: it needs a compute "
                                 "model that knows the step's time beforehand (not measured)");
@@ -106,6 +113,7 @@ RunInfo Engine::run_info() const {
   info.trainable_parameters = count_parameters(*eval_model_, true);
   info.device = scenario_.device;
   info.deterministic = compute_->deterministic();
+  info.projection = projection_;
   for (int n = 0; n < nodes_; ++n) info.node_speeds.push_back(compute_->speed(n));
   for (const auto& v : data_.test_variants) info.test_variants.push_back(v.name);
   return info;
@@ -204,7 +212,7 @@ void Engine::start_step(int node) {
   s.planned.clear();
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
   s.forward_ticks = 0;
-  if (!std::isfinite(plan.loss)) {
+  if (!projection_ && !std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
                                 std::to_string(s.step));
@@ -312,12 +320,14 @@ void Engine::issue(int node, CommOp op) {
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
-  if (!placement_.spread()) {
+  if (projection_) {
+    f.work = op.buffer;  // shape-only: no value moves (CollectiveHooks::values)
+  } else if (!placement_.spread()) {
     f.work = comm_work_buffer(op, rank, f.blocks);
   } else {
     f.work = spread_work_buffer(node, op, rank, f.blocks, c);
   }
-  if (c.transport.datagrams) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
+  if (c.transport.datagrams && !projection_) f.arrived = torch::ones({f.work.numel()}, torch::kBool);
   // Sizes never depend on values (decision 5), so the step's bytes are known as it issues
   // the op, even when the op outlives the step (overlap) and its messages leave later.
   pending_row(s.step).row.bytes[node] += c.bytes_per_rank[rank];
@@ -430,7 +440,7 @@ void Engine::end_step(int node) {
   const int next = s.step + 1;
   record_step(node);
   s.step = next;
-  if (is_eval_step(next, scenario_)) snapshot_for_eval(node, next);
+  if (is_eval_step(next, scenario_) && !projection_) snapshot_for_eval(node, next);
   if (next == scenario_.workload.steps) {
     s.finished = true;
     // Background flows run to their own end and FlowMonitor checks for lost packets every
@@ -532,7 +542,7 @@ void Engine::finish_forward(int node) {
   apply_ops(node, gated);
   s.gate_update_ticks = 0;
   if (s.gates_end_step) return end_step(node);
-  if (is_eval_step(s.step, scenario_)) snapshot_for_eval(node, s.step);
+  if (is_eval_step(s.step, scenario_) && !projection_) snapshot_for_eval(node, s.step);
   schedule_start(node);  // start_step times itself
 }
 
@@ -551,6 +561,10 @@ bool Engine::start_round(int node) {
     if (outline.comm.empty()) return false;
     round.comm = std::move(outline.comm);
     seconds = outline.compute_time;
+  } else if (projection_) {
+    round = algorithm_->projected_round(node, s.step, s.round);
+    seconds = round.comm.empty() ? 0 : compute_->extra_seconds(node, s.step, round.work);
+    if (round.comm.empty()) return false;
   } else {
     double host_seconds = 0;
     {
@@ -618,6 +632,7 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
     recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
   };
   if (placement_.spread()) spread_collective(slot, hooks, key, participants, op.tag);
+  hooks.values = hooks.values && !projection_;
   slot.plan = plan;
   slot.bytes_per_rank = bytes_sent_per_rank(*plan);
   // Only a neighbour exchange may lose parts (its receivers average what arrived); a

@@ -193,6 +193,9 @@ class Engine {
   Recorder* recorder_ = nullptr;  // set for the duration of run()
   EngineHooks hooks_;
   int nodes_;
+  // workload.train false: no replica, plans from shapes (Algorithm::projected_step), no values
+  // in the collectives, no evaluation; times, bytes and messages as a training run's.
+  bool projection_ = false;
   std::vector<int> fleet_;  // 0..nodes-1: an op's participants when it names none
 
   std::vector<std::unique_ptr<Replica>> replicas_;

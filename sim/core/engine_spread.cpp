@@ -37,7 +37,9 @@ PlanOutline Engine::train_step(int node) {
   const int step = state_[node].step;
   StepPlan step_plan;
   double host_seconds = 0;
-  {
+  if (projection_) {
+    step_plan = algorithm_->projected_step(node, step);  // shapes only: the compute model times it
+  } else {
     HostTimer compute_timer(host_seconds);
     step_plan = algorithm_->local_step(node, step, *replicas_[node], data_);
   }

@@ -103,6 +103,7 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
     if (options && options->client_state == ClientState::Memory)
       e.client_state_bytes = static_cast<double>(scenario.nodes) * optimizer_vectors(scenario.optimizer) * vector_bytes;
   }
+  if (!scenario.workload.train) e.replicas_bytes = 0;  // a projection builds no replica: shapes only
   e.eval_model_bytes = vector_bytes;
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
                  tensor_bytes(data.test_targets) + tensor_bytes(data.train_groups);
@@ -142,8 +143,13 @@ MachineMemory machine_memory() {
 
 std::string memory_refusal(const MemoryEstimate& e, const MachineMemory& m, int nodes) {
   std::ostringstream parts;
-  parts << "the run needs about " << gib(e.total_bytes()) << " (" << nodes << " replicas x " << e.vectors_per_replica
-        << " vectors of " << e.parameters << " parameters: " << gib(e.replicas_bytes) << "; data "
+  parts << "the run needs about " << gib(e.total_bytes()) << " (";
+  if (e.replicas_bytes > 0)
+    parts << nodes << " replicas x " << e.vectors_per_replica << " vectors of " << e.parameters << " parameters: "
+          << gib(e.replicas_bytes);
+  else
+    parts << "no replica, a projection of " << e.parameters << " parameters";
+  parts << "; data "
         << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes) << "; collective plans of "
         << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
         << gib(e.network_bytes);

@@ -131,6 +131,7 @@ struct Hdf5Recorder::Impl {
   H5::H5File file;
   H5::Group train, comm, eval, replicas, summary, nodes_group;
   hsize_t nodes;
+  bool projection;  // no loss, no evaluation: those datasets are left out
   Appendable train_step, train_loss, train_time, train_compute, comm_bytes;
   Appendable eval_step, eval_loss, eval_accuracy, eval_perplexity, eval_replica_loss, eval_replica_accuracy;
   std::map<std::string, std::pair<Appendable, Appendable>> variants;  // loss, accuracy
@@ -155,7 +156,8 @@ struct Hdf5Recorder::Impl {
         replicas(group(file, "/replicas", keep)),
         summary(group(file, "/summary", keep)),
         nodes_group(group(file, "/nodes", keep)),
-        nodes(info.nodes) {
+        nodes(info.nodes),
+        projection(info.projection) {
     auto column = [&](H5::Group& g, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row,
                       int64_t rows) {
       return keep ? Appendable(g, name, type, std::move(row), static_cast<hsize_t>(rows))
@@ -163,28 +165,30 @@ struct Hdf5Recorder::Impl {
     };
     const int64_t t = keep ? keep->train_rows : 0, e = keep ? keep->eval_rows : 0;
     train_step = column(train, "step", i64(), {}, t);
-    train_loss = column(train, "loss", f64(), {nodes}, t);
+    if (!projection) train_loss = column(train, "loss", f64(), {nodes}, t);
     train_time = column(train, "time", f64(), {nodes}, t);
     train_compute = column(train, "compute_time", f64(), {nodes}, t);
     comm_bytes = column(comm, "bytes", H5::PredType::NATIVE_UINT64, {nodes}, t);
-    eval_step = column(eval, "step", i64(), {}, e);
-    eval_loss = column(eval, "loss", f64(), {}, e);
-    eval_accuracy = column(eval, "accuracy", f64(), {}, e);
-    eval_perplexity = column(eval, "perplexity", f64(), {}, e);
-    eval_replica_loss = column(eval, "replica_loss", f64(), {nodes}, e);
-    eval_replica_accuracy = column(eval, "replica_accuracy", f64(), {nodes}, e);
-    correlation = column(replicas, "correlation", f64(), {}, e);
-    min_correlation = column(replicas, "min_correlation", f64(), {}, e);
-    distance = column(replicas, "distance", f64(), {}, e);
     messages = column(comm, "messages", message_type(), {}, keep ? keep->messages : 0);
-    if (info.nodes <= kMaxMatrixNodes) {
-      correlation_matrix = column(replicas, "correlation_matrix", f64(), {nodes, nodes}, e);
-    }
-    if (!info.test_variants.empty()) {
-      H5::Group all = keep ? eval.openGroup("variants") : eval.createGroup("variants");
-      for (const auto& name : info.test_variants) {
-        H5::Group g = keep ? all.openGroup(name) : all.createGroup(name);
-        variants[name] = {column(g, "loss", f64(), {}, e), column(g, "accuracy", f64(), {}, e)};
+    if (!projection) {  // a projection has no loss and no evaluation
+      eval_step = column(eval, "step", i64(), {}, e);
+      eval_loss = column(eval, "loss", f64(), {}, e);
+      eval_accuracy = column(eval, "accuracy", f64(), {}, e);
+      eval_perplexity = column(eval, "perplexity", f64(), {}, e);
+      eval_replica_loss = column(eval, "replica_loss", f64(), {nodes}, e);
+      eval_replica_accuracy = column(eval, "replica_accuracy", f64(), {nodes}, e);
+      correlation = column(replicas, "correlation", f64(), {}, e);
+      min_correlation = column(replicas, "min_correlation", f64(), {}, e);
+      distance = column(replicas, "distance", f64(), {}, e);
+      if (info.nodes <= kMaxMatrixNodes) {
+        correlation_matrix = column(replicas, "correlation_matrix", f64(), {nodes, nodes}, e);
+      }
+      if (!info.test_variants.empty()) {
+        H5::Group all = keep ? eval.openGroup("variants") : eval.createGroup("variants");
+        for (const auto& name : info.test_variants) {
+          H5::Group g = keep ? all.openGroup(name) : all.createGroup(name);
+          variants[name] = {column(g, "loss", f64(), {}, e), column(g, "accuracy", f64(), {}, e)};
+        }
       }
     }
     if (info.federated) {
@@ -277,6 +281,7 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
     set_attribute(impl_->file, "device", info.device);
     set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
     set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
+    set_attribute(impl_->file, "projection", int64_t(info.projection), i64());
     H5::Group numerics = impl_->file.createGroup("/numerics");
     for (const auto& [name, value] : info.numerics) set_attribute(numerics, name, value);
     unsigned major = 0, minor = 0, release = 0;
@@ -319,7 +324,7 @@ void Hdf5Recorder::train(const TrainRow& row) {
 void Hdf5Recorder::Impl::append_train(const TrainRow& row) {
   int64_t step = row.step;
   train_step.append(&step);
-  train_loss.append(row.loss.data());
+  if (!projection) train_loss.append(row.loss.data());
   train_time.append(row.time.data());
   train_compute.append(row.compute_time.data());
   comm_bytes.append(row.bytes.data());
@@ -389,16 +394,18 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   set_attribute(g, "projected_time_s", s.projected_time_s, f64());
   set_attribute(g, "total_bytes", s.total_bytes, H5::PredType::NATIVE_UINT64);
   set_attribute(g, "lost_bytes", lost_bytes, H5::PredType::NATIVE_UINT64);
-  set_attribute(g, "final_eval_loss", s.final_eval_loss, f64());
-  set_attribute(g, "final_accuracy", s.final_accuracy, f64());
-  set_attribute(g, "final_perplexity", s.final_perplexity, f64());
+  if (!projection) {
+    set_attribute(g, "final_eval_loss", s.final_eval_loss, f64());
+    set_attribute(g, "final_accuracy", s.final_accuracy, f64());
+    set_attribute(g, "final_perplexity", s.final_perplexity, f64());
+    set_attribute(g, "eval_samples", s.eval_samples, i64());
+    set_attribute(g, "final_eval_samples", s.final_eval_samples, i64());
+  }
   set_attribute(g, "host_time_s", s.host_time_s, f64());
   set_attribute(g, "model_parameters", s.model_parameters, i64());
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
   set_attribute(g, "phases_replayed", s.phases_replayed, i64());
   set_attribute(g, "phases_simulated", s.phases_simulated, i64());
-  set_attribute(g, "eval_samples", s.eval_samples, i64());
-  set_attribute(g, "final_eval_samples", s.final_eval_samples, i64());
   set_attribute(file, "status", s.status);
   if (!s.error.empty()) set_attribute(file, "error", s.error);
   flush();

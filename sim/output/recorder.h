@@ -17,6 +17,9 @@ struct RunInfo {
   int64_t trainable_parameters = 0;  // what the replicas train and exchange
   std::string device;
   bool deterministic = true;             // false when compute time is measured on the host
+  // A projection (workload.train false): times, bytes and messages from shapes; no loss, no
+  // evaluation (/train/loss, /eval and /replicas are left out).
+  bool projection = false;
   std::vector<double> node_speeds;       // relative compute speed of each node
   std::vector<std::string> test_variants;  // names of the extra test sets evaluated
   bool federated = false;                  // rounds of sampled clients: /participation, a /train row a round

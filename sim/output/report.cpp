@@ -63,8 +63,12 @@ void report_run(const std::string& path, std::ostream& out) {
   out << "steps completed   " << fmt("%.0f", r.steps_completed) << "\n";
   // A diverged run's last evaluation is of a model that is no longer a number.
   const bool diverged = r.status == "diverged";
-  out << "final accuracy    " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_accuracy)) << "\n";
-  out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
+  if (r.projection) {
+    out << "projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n";
+  } else {
+    out << "final accuracy    " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_accuracy)) << "\n";
+    out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
+  }
   if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
   if (!r.round_accuracy.empty()) report_rounds(r, out);
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";

@@ -103,6 +103,7 @@ std::optional<RunFile> read_run_file(const std::string& path) {
     r.status = string_attr(file, "status");
     r.scenario = string_attr(file, "scenario");
     r.error = string_attr(file, "error");
+    r.projection = number_attr(file, "projection") == 1;
     if (file.nameExists("/summary")) {
       H5::Group g = file.openGroup("/summary");
       r.projected_time_s = number_attr(g, "projected_time_s");

@@ -203,8 +203,11 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     hooks.progress = [host_start](const Progress& p) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
       double eta = elapsed / p.step * (p.steps - p.step);
-      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps,
-                   p.loss, p.projected_time_s, eta);
+      if (std::isnan(p.loss))  // a projection
+        std::fprintf(stderr, "\rstep %d/%d  projected %.2f s  ETA %.0f s   ", p.step, p.steps, p.projected_time_s, eta);
+      else
+        std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps,
+                     p.loss, p.projected_time_s, eta);
     };
   }
   std::signal(SIGINT, on_signal);
@@ -255,15 +258,18 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
               summary.error.c_str());
   std::printf("steps completed   %d\n", summary.steps_completed);
   // A diverged run's last evaluation is of a model that is no longer a number (as `report` says).
-  if (summary.status == "diverged") {
+  if (!scenario.workload.train) {
+    std::printf("projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n");
+  } else if (summary.status == "diverged") {
     std::printf("final accuracy    n/a (diverged)\nfinal eval loss   n/a (diverged)\n");
   } else {
     std::printf("final accuracy    %.4f\n", summary.final_accuracy);
     std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
   }
-  std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
-              static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
-  if (std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
+  if (scenario.workload.train)
+    std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
+                static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
+  if (scenario.workload.train && std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
   std::printf("total bytes       %s\n", testbed::bytes_with_units(static_cast<double>(summary.total_bytes)).c_str());
   std::printf("host time         %.2f s\n", summary.host_time_s);

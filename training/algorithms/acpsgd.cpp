@@ -10,6 +10,7 @@
 // buckets as the reference fuses them (acp_buckets below), each all-reduced as soon as backward
 // has produced its last tensor's gradient.
 #include <algorithm>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -61,7 +62,9 @@ class AcpSgd : public Algorithm {
         batch_(s.batch_size),
         seed_(s.seed),
         tensor_layers_(s.tensor_layers),
-        node_(s.nodes) {}
+        node_(s.nodes) {
+    layout(s.tensor_shapes);
+  }
   std::string name() const override { return "acpsgd"; }
   bool issues_during_backward() const override { return true; }
 
@@ -69,7 +72,6 @@ class AcpSgd : public Algorithm {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     torch::NoGradGuard no_grad;
-    layout(replica);
     auto& n = node_[node];
     if (!n.memory.defined()) start(n);
     const bool p_step = step % 2 == 0;
@@ -99,20 +101,21 @@ class AcpSgd : public Algorithm {
         n.ortho.narrow(0, p_slices_.offset(t), x.rows * x.rank).copy_(p.reshape(-1));
       }
     }
-    const auto& buckets = p_step ? p_buckets_ : q_buckets_;
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      CommOp op = make_op(CommKind::AllReduce, (p_step ? "p." : "q.") + std::to_string(b),
-                          (p_step ? p_slices_ : q_slices_).gather(wire, buckets[b].tensors));
-      op.after_gradient = buckets[b].last_ready;
-      plan.comm.push_back(std::move(op));
-    }
+    plan.comm = factor_ops(step, [&](const GradientBucket& b) { return at.gather(wire, b.tensors); });
     plan.work = p_step ? p_work_ : q_work_;
+    return plan;
+  }
+
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    plan.comm = factor_ops(step, [](const GradientBucket& b) { return shape_only(b.elements); });
+    plan.work = step % 2 == 0 ? p_work_ : q_work_;
     return plan;
   }
 
   void apply(int node, int issued_step, Replica& replica, CommOp& op) override {
     torch::NoGradGuard no_grad;
-    layout(replica);
     auto& n = node_[node];
     const bool p_step = issued_step % 2 == 0;
     const auto& buckets = p_step ? p_buckets_ : q_buckets_;
@@ -170,6 +173,20 @@ class AcpSgd : public Algorithm {
     int applied = 0;             // within a step: buckets applied so far
   };
 
+  // The step's all-reduces, one a bucket of the factor that travels (P on even steps, Q on odd
+  // ones), `payload(bucket)` each one's buffer.
+  std::vector<CommOp> factor_ops(int step, const std::function<torch::Tensor(const GradientBucket&)>& payload) const {
+    const bool p_step = step % 2 == 0;
+    const auto& buckets = p_step ? p_buckets_ : q_buckets_;
+    std::vector<CommOp> ops;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      CommOp op = make_op(CommKind::AllReduce, (p_step ? "p." : "q.") + std::to_string(b), payload(buckets[b]));
+      op.after_gradient = buckets[b].last_ready;
+      ops.push_back(std::move(op));
+    }
+    return ops;
+  }
+
   static torch::Tensor factor(const torch::Tensor& flat, int64_t at, int64_t rows, int64_t rank) {
     return flat.narrow(0, at, rows * rank).view({rows, rank});
   }
@@ -183,15 +200,16 @@ class AcpSgd : public Algorithm {
     n.q = at::normal(0.0, 1.0, {q_size_}, generator);
   }
 
-  void layout(const Replica& replica) {
-    if (!tensors_.empty()) return;
+  void layout(const std::vector<std::vector<int64_t>>& shapes) {
     int64_t offset = 0;
     std::vector<int64_t> p_sizes, q_sizes;
-    for (const auto& t : trainable_parameters(replica.model())) {
-      Tensor x{offset, t.numel(), 1, 0, t.dim() >= 2};
+    for (const auto& shape : shapes) {
+      int64_t numel = 1;
+      for (int64_t side : shape) numel *= side;
+      Tensor x{offset, numel, 1, 0, shape.size() >= 2};
       if (x.matrix) {
-        x.rows = t.size(0);
-        x.cols = t.numel() / x.rows;
+        x.rows = shape[0];
+        x.cols = numel / x.rows;
         x.rank = std::min<int64_t>({x.rows, x.cols, options_.rank});
       }
       p_sizes.push_back(x.matrix ? x.rows * x.rank : x.rows);
@@ -206,7 +224,7 @@ class AcpSgd : public Algorithm {
         q_work_.flops += qr + 3 * product;
       }
       tensors_.push_back(x);
-      offset += t.numel();
+      offset += numel;
     }
     d_ = offset;
     // M + E, E written, the gradient written: elementwise passes over d; the factors.

@@ -18,6 +18,7 @@ struct AlgorithmSettings {
   std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
   std::vector<int64_t> shard_sizes;            // each node's training samples
   std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
+  std::vector<std::vector<int64_t>> tensor_shapes;  // theirs (what a matrix is, for the low-rank ones)
   // Each tensor's layer, numbered in forward order (tensors of one module share it); empty
   // when unknown (a tensor a layer, in flat order).
   std::vector<int> tensor_layers;

@@ -1,6 +1,7 @@
 // Shared algorithm pieces: local SGD, wire formats, seeded index draws.
 #include "training/algorithms/common.h"
 
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <unordered_set>
@@ -84,5 +85,9 @@ CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay) 
   op.delay = delay;
   return op;
 }
+
+torch::Tensor shape_only(int64_t elements) { return torch::zeros({1}).expand({elements}); }
+
+double no_loss() { return std::numeric_limits<double>::quiet_NaN(); }
 
 }  // namespace testbed

@@ -36,4 +36,11 @@ void take_tensors(const AlgorithmState& state, std::initializer_list<std::pair<c
 // An op over the given tensor with a tag; the rest defaulted.
 CommOp make_op(CommKind kind, std::string tag, torch::Tensor buffer, int delay = 0);
 
+// A float32 vector of `elements` that owns one element (a broadcast view): a projection's op
+// buffer, whose size is all anyone reads. A 7B model's gradient costs 4 bytes.
+torch::Tensor shape_only(int64_t elements);
+
+// The NaN a projected step reports as its loss (no sample was seen).
+double no_loss();
+
 }  // namespace testbed

@@ -2,6 +2,7 @@
 #include "training/algorithms/ddp.h"
 
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
 
 #include <torch/torch.h>
 
@@ -18,26 +19,41 @@ Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, co
   if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
 }
 
-StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
-  StepPlan plan;
-  plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
+std::vector<CommOp> Ddp::gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const {
   if (buckets_.empty()) {
-    // The all-reduce sums a copy of the replica's gradient buffer; the update waits for it. A copy,
-    // not the buffer itself: an op owns its storage (algorithm.h), so a resumed run can rebuild it.
     CommOp op;
     op.tag = "gradient";
-    op.buffer = replica.gradients().clone();
-    plan.comm.push_back(std::move(op));
-    return plan;
+    op.buffer = payload(nullptr);
+    return {op};
   }
   // One all-reduce per bucket, each issued when backward has produced its last gradient.
+  std::vector<CommOp> ops;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     CommOp op;
     op.tag = bucket_tag(b);
-    op.buffer = slices_.gather(replica.gradients(), buckets_[b].tensors);
+    op.buffer = payload(&buckets_[b]);
     op.after_gradient = buckets_[b].last_ready;
-    plan.comm.push_back(std::move(op));
+    ops.push_back(std::move(op));
   }
+  return ops;
+}
+
+StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) {
+  StepPlan plan;
+  plan.loss = replica.forward_backward(replica.next_batch(data, batch_size_));
+  // Without buckets the all-reduce sums a copy of the replica's gradient buffer; the update waits
+  // for it. A copy, not the buffer itself: an op owns its storage (algorithm.h), so a resumed
+  // run can rebuild it.
+  plan.comm = gradient_ops([&](const GradientBucket* b) {
+    return b ? slices_.gather(replica.gradients(), b->tensors) : replica.gradients().clone();
+  });
+  return plan;
+}
+
+StepPlan Ddp::projected_step(int /*node*/, int /*step*/) {
+  StepPlan plan;
+  plan.loss = no_loss();
+  plan.comm = gradient_ops([&](const GradientBucket* b) { return shape_only(b ? b->elements : slices_.total()); });
   return plan;
 }
 

@@ -1,6 +1,7 @@
 // Data-parallel SGD: every step, gradients are averaged across all nodes before the update.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "training/algorithm.h"
@@ -18,9 +19,13 @@ class Ddp : public Algorithm {
   std::string name() const override { return "ddp"; }
   bool issues_during_backward() const override { return !buckets_.empty(); }
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
+  StepPlan projected_step(int node, int step) override;
   void apply(int node, int issued_step, Replica& replica, CommOp& op) override;
 
  private:
+  // The step's all-reduces, `payload(bucket)` each one's buffer (null: the whole gradient).
+  std::vector<CommOp> gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const;
+
   int nodes_;
   int batch_size_;
   std::vector<GradientBucket> buckets_;  // empty without overlap: one all-reduce of the whole vector

@@ -10,6 +10,7 @@
 // waits for its all-gathers and applies it, so the parameters are DDP's.
 #include "training/algorithms/dear.h"
 
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -73,14 +74,21 @@ class Dear : public Algorithm {
   StepPlan local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
-    for (size_t g = groups_.size(); g-- > 0;) {
-      const DearGroup& group = groups_[g];
-      auto buffer = slices_.gather(replica.gradients(), group.tensors, dear_padded(group.elements, nodes_));
-      CommOp op = make_op(CommKind::ReduceScatter, tag("reduce_scatter", g), buffer);
-      op.after_gradient = group.tensors.front();
-      plan.comm.push_back(std::move(op));
-    }
+    plan.comm = reduce_scatters([&](const DearGroup& group) {
+      return slices_.gather(replica.gradients(), group.tensors, dear_padded(group.elements, nodes_));
+    });
     return plan;
+  }
+  StepPlan projected_step(int /*node*/, int /*step*/) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    plan.comm = reduce_scatters([&](const DearGroup& group) { return shape_only(dear_padded(group.elements, nodes_)); });
+    return plan;
+  }
+  // The all-gathers of every step, of a shard each (the padded group over N).
+  Round projected_round(int /*node*/, int /*step*/, size_t round) override {
+    if (round > 0) return {};
+    return all_gathers([&](size_t g) { return shape_only(dear_padded(groups_[g].elements, nodes_) / nodes_); });
   }
 
   // Once every reduce-scatter is in: the all-gathers of the node's shards, in forward order,
@@ -89,11 +97,7 @@ class Dear : public Algorithm {
     Round round;
     auto& shards = shards_[node];
     if (shards.empty()) return round;
-    for (size_t g = 0; g < groups_.size(); ++g) {
-      CommOp op = make_op(CommKind::AllGather, tag("all_gather", g), shards.at(g));
-      op.before_forward = groups_[g].tensors.front();
-      round.comm.push_back(std::move(op));
-    }
+    round = all_gathers([&](size_t g) { return shards.at(g); });
     shards.clear();
     return round;
   }
@@ -122,6 +126,25 @@ class Dear : public Algorithm {
   }
 
  private:
+  std::vector<CommOp> reduce_scatters(const std::function<torch::Tensor(const DearGroup&)>& payload) const {
+    std::vector<CommOp> ops;
+    for (size_t g = groups_.size(); g-- > 0;) {
+      CommOp op = make_op(CommKind::ReduceScatter, tag("reduce_scatter", g), payload(groups_[g]));
+      op.after_gradient = groups_[g].tensors.front();
+      ops.push_back(std::move(op));
+    }
+    return ops;
+  }
+  Round all_gathers(const std::function<torch::Tensor(size_t)>& shard) const {
+    Round round;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      CommOp op = make_op(CommKind::AllGather, tag("all_gather", g), shard(g));
+      op.before_forward = groups_[g].tensors.front();
+      round.comm.push_back(std::move(op));
+    }
+    return round;
+  }
+
   size_t group_of(const std::string& op_tag) const {
     const std::string number = op_tag.substr(op_tag.rfind('.') + 1);
     const size_t g = std::stoul(number);

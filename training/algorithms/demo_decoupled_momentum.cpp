@@ -63,14 +63,15 @@ class Demo : public Algorithm {
         batch_(s.batch_size),
         lr_(s.optimizer.lr),
         weight_decay_(s.optimizer.weight_decay),
-        delta_(s.nodes) {}
+        delta_(s.nodes) {
+    cut(s.tensor_shapes);
+  }
   std::string name() const override { return "demo"; }
 
   StepPlan local_step(int node, int, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     torch::NoGradGuard no_grad;
-    if (layout_.empty()) cut(replica);
     auto& delta = delta_[node];
     if (!delta.defined()) delta = torch::zeros_like(replica.gradients());
     delta.mul_(options_.beta).add_(replica.gradients(), lr_);
@@ -86,9 +87,17 @@ class Demo : public Algorithm {
       wire.push_back(index.to(torch::kFloat32).reshape(-1));
       wire.push_back(values.reshape(-1));
     }
-    CommOp op = make_op(CommKind::AllGather, "dct_coefficients", torch::cat(wire));
-    op.bytes_per_element = ((options_.index == DemoIndex::Int64 ? 8.0 : 2.0) + 4.0) / 2.0;
-    plan.comm.push_back(std::move(op));
+    plan.comm.push_back(coefficients_op(torch::cat(wire)));
+    plan.work = work_;
+    return plan;
+  }
+
+  StepPlan projected_step(int, int) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    int64_t pairs = 0;
+    for (const auto& b : layout_) pairs += b.pairs();
+    plan.comm.push_back(coefficients_op(shape_only(2 * pairs)));
     plan.work = work_;
     return plan;
   }
@@ -127,20 +136,30 @@ class Demo : public Algorithm {
   void load_state(int node, const AlgorithmState& s) override { take_tensors(s, {{"delta", &delta_[node]}}); }
 
  private:
+  // Every tensor's indices and values, each index in a float32 slot; on the wire an index takes
+  // 2 bytes (int64: 8), a value 4.
+  CommOp coefficients_op(torch::Tensor wire) const {
+    CommOp op = make_op(CommKind::AllGather, "dct_coefficients", std::move(wire));
+    op.bytes_per_element = ((options_.index == DemoIndex::Int64 ? 8.0 : 2.0) + 4.0) / 2.0;
+    return op;
+  }
+
   // The blocks of each trainable tensor, in flat order (the same on every node).
-  void cut(const Replica& replica) {
+  void cut(const std::vector<std::vector<int64_t>>& shapes) {
     int64_t offset = 0;
-    for (const auto& p : trainable_parameters(replica.model())) {
+    for (const auto& shape : shapes) {
+      int64_t numel = 1;
+      for (int64_t side : shape) numel *= side;
       Blocks b;
       b.offset = offset;
-      b.two_d = p.dim() >= 2;
-      b.rows = b.two_d ? p.size(0) : 1;
-      b.cols = p.numel() / b.rows;
+      b.two_d = shape.size() >= 2;
+      b.rows = b.two_d ? shape[0] : 1;
+      b.cols = numel / b.rows;
       b.h = b.two_d ? block_side(b.rows, options_.chunk) : 1;
       b.w = block_side(b.cols, options_.chunk);
       b.k = std::clamp<int64_t>(options_.k, 1, b.h * b.w);
       layout_.push_back(b);
-      offset += p.numel();
+      offset += numel;
     }
     // The transforms as the reference computes them, products with h x h and w x w basis
     // matrices: 2 h w (h + w) FLOPs a 2-D block (2 w^2 a 1-D chunk), once to encode and once

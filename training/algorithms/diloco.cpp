@@ -11,7 +11,9 @@ namespace {
 class Diloco : public Algorithm {
  public:
   Diloco(std::string name, const AlgorithmSettings& s, const OuterSyncOptions& options)
-      : name_(std::move(name)), batch_(s.batch_size), outer_(s.nodes, options) {}
+      : name_(std::move(name)), batch_(s.batch_size), outer_(s.nodes, options) {
+    for (int64_t n : s.tensor_sizes) d_ += n;
+  }
   std::string name() const override { return name_; }
 
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
@@ -19,6 +21,12 @@ class Diloco : public Algorithm {
     StepPlan plan;
     plan.loss = local_sgd_step(replica, data, batch_);
     outer_.issue(node, step, replica, plan.comm);
+    return plan;
+  }
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    outer_.project(step, d_, plan.comm);
     return plan;
   }
   void apply(int node, int, Replica& replica, CommOp& op) override { outer_.apply(node, replica, op); }
@@ -32,6 +40,7 @@ class Diloco : public Algorithm {
  private:
   std::string name_;
   int batch_;
+  int64_t d_ = 0;  // trainable parameters
   OuterSync outer_;
 };
 

@@ -15,13 +15,21 @@ namespace {
 
 class Gossip : public Algorithm {
  public:
-  explicit Gossip(const AlgorithmSettings& s) : batch_(s.batch_size), neighbours_(s.neighbours) {}
+  explicit Gossip(const AlgorithmSettings& s) : batch_(s.batch_size), neighbours_(s.neighbours) {
+    for (int64_t n : s.tensor_sizes) d_ += n;
+  }
   std::string name() const override { return "gossip"; }
 
   StepPlan local_step(int, int, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = local_sgd_step(replica, data, batch_);
     plan.comm.push_back(make_op(CommKind::NeighbourExchange, "parameters", replica.parameters().clone()));
+    return plan;
+  }
+  StepPlan projected_step(int, int) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    plan.comm.push_back(make_op(CommKind::NeighbourExchange, "parameters", shape_only(d_)));
     return plan;
   }
 
@@ -32,6 +40,7 @@ class Gossip : public Algorithm {
 
  private:
   int batch_;
+  int64_t d_ = 0;  // trainable parameters
   std::vector<std::vector<int>> neighbours_;
 };
 

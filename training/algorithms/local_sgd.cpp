@@ -6,6 +6,7 @@
 // (`fedavg`, sim/core/federated_run.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -26,22 +27,22 @@ class LocalSgd : public Algorithm {
         H_(std::get<LocalSgdOptions>(s.options).H),
         fraction_(std::get<LocalSgdOptions>(s.options).fraction),
         seed_(s.seed),
-        shard_sizes_(s.shard_sizes) {}
+        shard_sizes_(s.shard_sizes) {
+    for (int64_t n : s.tensor_sizes) d_ += n;
+  }
   std::string name() const override { return "local_sgd"; }
 
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = local_sgd_step(replica, data, batch_);
-    if ((step + 1) % H_ != 0) return plan;
-    const auto nodes = participants((step + 1) / H_);
-    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) return plan;
-    double total = 0;
-    for (int n : nodes) total += static_cast<double>(shard_sizes_[n]);
     // Each node sends its weighted share, so the all-reduce's sum is the weighted mean.
-    auto op = make_op(CommKind::AllReduce, "parameters",
-                      replica.parameters() * static_cast<float>(shard_sizes_[node] / total));
-    if (nodes.size() < static_cast<size_t>(nodes_)) op.nodes = nodes;
-    plan.comm.push_back(std::move(op));
+    plan.comm = average_ops(node, step, [&](double share) { return replica.parameters() * static_cast<float>(share); });
+    return plan;
+  }
+  StepPlan projected_step(int node, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    plan.comm = average_ops(node, step, [&](double) { return shape_only(d_); });
     return plan;
   }
 
@@ -51,6 +52,19 @@ class LocalSgd : public Algorithm {
   }
 
  private:
+  // The average after `step`, when it is due and the node takes part: `payload(share)` its
+  // buffer, share the node's weight in it.
+  std::vector<CommOp> average_ops(int node, int step, const std::function<torch::Tensor(double)>& payload) const {
+    if ((step + 1) % H_ != 0) return {};
+    const auto nodes = participants((step + 1) / H_);
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) return {};
+    double total = 0;
+    for (int n : nodes) total += static_cast<double>(shard_sizes_[n]);
+    auto op = make_op(CommKind::AllReduce, "parameters", payload(static_cast<double>(shard_sizes_[node]) / total));
+    if (nodes.size() < static_cast<size_t>(nodes_)) op.nodes = nodes;
+    return {op};
+  }
+
   // The round's nodes, ascending: all, or a seeded choice of round(fraction x N) (at least 1).
   std::vector<int> participants(int round) const {
     std::vector<int> all(nodes_);
@@ -65,6 +79,7 @@ class LocalSgd : public Algorithm {
   }
 
   int nodes_, batch_, H_;
+  int64_t d_ = 0;  // trainable parameters
   double fraction_;
   uint64_t seed_;
   std::vector<int64_t> shard_sizes_;

@@ -10,15 +10,21 @@ namespace {
 
 class Lofi : public Algorithm {
  public:
-  explicit Lofi(const AlgorithmSettings& s) : nodes_(s.nodes), batch_(s.batch_size), steps_(s.steps) {}
+  explicit Lofi(const AlgorithmSettings& s) : nodes_(s.nodes), batch_(s.batch_size), steps_(s.steps) {
+    for (int64_t n : s.tensor_sizes) d_ += n;
+  }
   std::string name() const override { return "lofi"; }
 
   StepPlan local_step(int, int step, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = local_sgd_step(replica, data, batch_);
-    if (step == steps_ - 1) {
-      plan.comm.push_back(make_op(CommKind::AllReduce, "average", replica.parameters().clone(), kDueAtEnd));
-    }
+    if (step == steps_ - 1) plan.comm.push_back(average(replica.parameters().clone()));
+    return plan;
+  }
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    if (step == steps_ - 1) plan.comm.push_back(average(shape_only(d_)));
     return plan;
   }
 
@@ -28,7 +34,11 @@ class Lofi : public Algorithm {
   }
 
  private:
+  static CommOp average(torch::Tensor parameters) {
+    return make_op(CommKind::AllReduce, "average", std::move(parameters), kDueAtEnd);
+  }
   int nodes_, batch_, steps_;
+  int64_t d_ = 0;  // trainable parameters
 };
 
 }  // namespace

@@ -29,21 +29,40 @@ std::pair<int64_t, int64_t> OuterSync::fragment(int f, int64_t d) const {
   return {f * d / options_.fragments, (f + 1) * d / options_.fragments};
 }
 
-void OuterSync::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) const {
+std::vector<int> OuterSync::due(int step) const {
   const int H = options_.H, P = options_.fragments;
-  const int64_t d = global_[node].numel();
+  std::vector<int> fragments;
   for (int f = 0; f < P; ++f) {
     // Fragment f's syncs are staggered by f H / P steps, so the P fragments share the
     // network evenly instead of all landing every H steps.
     const int offset = f * H / P;
-    if ((step + 1 + offset) % H != 0) continue;
+    if ((step + 1 + offset) % H == 0) fragments.push_back(f);
+  }
+  return fragments;
+}
+
+CommOp OuterSync::fragment_op(int f, torch::Tensor wire) const {
+  const int P = options_.fragments;
+  auto op = make_op(CommKind::AllReduce, kTagPrefix + (P > 1 ? "/" + std::to_string(f) : ""), std::move(wire),
+                    options_.tau);
+  op.bytes_per_element = wire_bytes(options_.dtype);
+  return op;
+}
+
+void OuterSync::issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) const {
+  const int64_t d = global_[node].numel();
+  for (int f : due(step)) {
     auto [begin, end] = fragment(f, d);
     torch::NoGradGuard no_grad;
     auto delta = global_[node].slice(0, begin, end) - replica.parameters().slice(0, begin, end);
-    auto op = make_op(CommKind::AllReduce, kTagPrefix + (P > 1 ? "/" + std::to_string(f) : ""),
-                      to_wire(delta, options_.dtype), options_.tau);
-    op.bytes_per_element = wire_bytes(options_.dtype);
-    comm.push_back(std::move(op));
+    comm.push_back(fragment_op(f, to_wire(delta, options_.dtype)));
+  }
+}
+
+void OuterSync::project(int step, int64_t d, std::vector<CommOp>& comm) const {
+  for (int f : due(step)) {
+    auto [begin, end] = fragment(f, d);
+    comm.push_back(fragment_op(f, shape_only(end - begin)));
   }
 }
 

@@ -21,6 +21,8 @@ class OuterSync {
   void start(int node, Replica& replica);
   // The ops due after `step` (the fragments whose turn it is), appended to `comm`.
   void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm) const;
+  // The same ops from shapes alone (a projection): `d` trainable parameters.
+  void project(int step, int64_t d, std::vector<CommOp>& comm) const;
   // True for the ops issue() makes.
   static bool owns(const CommOp& op);
   void apply(int node, Replica& replica, CommOp& op);
@@ -29,6 +31,10 @@ class OuterSync {
 
  private:
   std::pair<int64_t, int64_t> fragment(int f, int64_t d) const;  // [begin, end)
+  // The fragments whose sync is due after `step`, ascending.
+  std::vector<int> due(int step) const;
+  // Fragment f's op, `wire` its values (already in the wire format).
+  CommOp fragment_op(int f, torch::Tensor wire) const;
 
   int nodes_;
   OuterSyncOptions options_;

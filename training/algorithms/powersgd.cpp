@@ -40,7 +40,7 @@ class PowerSgd : public Algorithm {
         batch_(s.batch_size),
         seed_(s.seed),
         node_(s.nodes) {
-    for (int64_t n : s.tensor_sizes) d_ += n;
+    layout(s.tensor_shapes);
   }
   std::string name() const override { return "powersgd"; }
   bool has_rounds() const override { return true; }
@@ -49,7 +49,6 @@ class PowerSgd : public Algorithm {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
     torch::NoGradGuard no_grad;
-    layout(replica);
     if (step < options_.start_iter) {
       plan.comm.push_back(make_op(CommKind::AllReduce, "gradient", replica.gradients().clone()));
       return plan;
@@ -66,8 +65,28 @@ class PowerSgd : public Algorithm {
     return plan;
   }
 
-  Round next_round(int node, int, Replica& replica) override {
-    layout(replica);  // a resumed run can get here before its first local step
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    if (step < options_.start_iter) {
+      plan.comm.push_back(make_op(CommKind::AllReduce, "gradient", shape_only(d_)));
+      return plan;
+    }
+    plan.comm.push_back(make_op(CommKind::AllReduce, "powersgd_p", shape_only(p_size_)));
+    if (vector_size_ > 0) plan.comm.push_back(make_op(CommKind::AllReduce, "vectors", shape_only(vector_size_)));
+    plan.work = p_work();
+    return plan;
+  }
+
+  Round projected_round(int, int step, size_t round) override {
+    if (round > 0 || step < options_.start_iter) return {};
+    Round out;
+    out.comm.push_back(make_op(CommKind::AllReduce, "powersgd_q", shape_only(q_size_)));
+    out.work = q_work();
+    return out;
+  }
+
+  Round next_round(int node, int, Replica&) override {
     auto& n = node_[node];
     if (!n.awaiting_q) return {};
     n.awaiting_q = false;
@@ -83,7 +102,6 @@ class PowerSgd : public Algorithm {
 
   void apply(int node, int, Replica& replica, CommOp& op) override {
     torch::NoGradGuard no_grad;
-    layout(replica);
     auto& n = node_[node];
     if (op.tag == "gradient") {
       replica.gradients().copy_(op.buffer.div_(nodes_));
@@ -143,28 +161,30 @@ class PowerSgd : public Algorithm {
     bool awaiting_q = false;
   };
 
-  // Each tensor a matrix or a vector, once (every node's model has the same shapes).
-  void layout(const Replica& replica) {
-    if (!matrices_.empty() || !vectors_.empty()) return;
+  // Each tensor a matrix or a vector (every node's model has the same shapes).
+  void layout(const std::vector<std::vector<int64_t>>& shapes) {
     int64_t offset = 0;
-    for (const auto& t : trainable_parameters(replica.model())) {
-      const int64_t rows = t.dim() > 1 ? t.size(0) : 1, cols = t.numel() / std::max<int64_t>(1, rows);
+    for (const auto& shape : shapes) {
+      int64_t numel = 1;
+      for (int64_t side : shape) numel *= side;
+      const int64_t rows = shape.size() > 1 ? shape[0] : 1, cols = numel / std::max<int64_t>(1, rows);
       const int64_t rank = std::min<int64_t>({rows, cols, options_.rank});
       // PyTorch's hook leaves a matrix uncompressed unless its factors are min_compression_rate
       // times smaller than it.
       const bool worth = options_.min_compression_rate <= 0 ||
                          static_cast<double>((rows + cols) * rank) * options_.min_compression_rate <
                              static_cast<double>(rows * cols);
-      if (t.dim() <= 1 || !worth) {
-        vectors_.push_back({offset, t.numel()});
-        vector_size_ += t.numel();
+      if (shape.size() <= 1 || !worth) {
+        vectors_.push_back({offset, numel});
+        vector_size_ += numel;
       } else {
         matrices_.push_back({offset, rows, cols, rank, p_size_, q_size_});
         p_size_ += rows * rank;
         q_size_ += cols * rank;
       }
-      offset += t.numel();
+      offset += numel;
     }
+    d_ = offset;
   }
   torch::Tensor initial_q() const {
     auto generator = at::detail::createCPUGenerator(stream_seed(seed_, "powersgd_q"));

@@ -69,13 +69,18 @@ class SignSgd : public Algorithm {
       const auto& v = options_.variant == SignVariant::Signum ? m.mul_(options_.momentum).add_(g, 1 - options_.momentum) : g;
       wire = pack_bits(v >= 0);
     }
-    CommOp op = make_op(CommKind::AllGather, "signs", wire);
-    op.bytes_per_element = 1;
-    plan.comm.push_back(std::move(op));
-    ExtraWork w;  // the passes over the d entries (momentum or residual, sign, pack) and unpacking N of them
-    w.bytes = 4.0 * d_ * (3 + 2) + d_ / 8.0 + nodes_ * (d_ / 8.0 + 4.0 * d_);
-    w.kernels = 6 + 3 * nodes_;
-    plan.work = w;
+    plan.comm.push_back(signs_op(wire));
+    plan.work = work();
+    return plan;
+  }
+
+  StepPlan projected_step(int, int) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    // The packed signs, and ef_sign's scale of each tensor as 4 bytes.
+    const int64_t scales = options_.variant == SignVariant::EfSign ? 4 * static_cast<int64_t>(sizes_.size()) : 0;
+    plan.comm.push_back(signs_op(shape_only((d_ + 7) / 8 + scales)));
+    plan.work = work();
     return plan;
   }
 
@@ -112,6 +117,19 @@ class SignSgd : public Algorithm {
   void load_state(int node, const AlgorithmState& s) override { take_tensors(s, {{"memory", &memory_[node]}}); }
 
  private:
+  static CommOp signs_op(torch::Tensor wire) {
+    CommOp op = make_op(CommKind::AllGather, "signs", std::move(wire));
+    op.bytes_per_element = 1;
+    return op;
+  }
+  // The passes over the d entries (momentum or residual, sign, pack) and unpacking N of them.
+  ExtraWork work() const {
+    ExtraWork w;
+    w.bytes = 4.0 * d_ * (3 + 2) + d_ / 8.0 + nodes_ * (d_ / 8.0 + 4.0 * d_);
+    w.kernels = 6 + 3 * nodes_;
+    return w;
+  }
+
   SignOptions options_;
   int nodes_, batch_;
   double lr_, weight_decay_;

@@ -74,9 +74,35 @@ SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector
   if (options.selection == SpartaSelection::ShuffledSequential) order_ = seeded_permutation(d_, stream_seed(seed, "sparta_order"));
 }
 
+int64_t SparseExchange::k() const { return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_); }
+
+int64_t SparseExchange::index_count(int step) const {
+  const int64_t round = step / options_.interval;
+  switch (options_.selection) {
+    case SpartaSelection::Random:
+    case SpartaSelection::ShuffledSequential:
+    case SpartaSelection::Windows: return k();
+    case SpartaSelection::Layerwise: {
+      const int64_t size = tensor_sizes_[round % static_cast<int64_t>(tensor_sizes_.size())];
+      return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(size)), 1, size);
+    }
+    case SpartaSelection::Partitioned: {
+      // Part r of a permutation of 0..size-1 (its values v with v mod P = r) has this many.
+      int64_t count = 0;
+      for (int64_t size : tensor_sizes_) {
+        const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
+        count += (size - 1 - round % parts) / parts + 1;
+      }
+      return count;
+    }
+    case SpartaSelection::Bernoulli: return indices(step).numel();
+  }
+  throw std::invalid_argument("unknown sparta selection");
+}
+
 torch::Tensor SparseExchange::indices(int step) const {
   const int64_t round = step / options_.interval;
-  const int64_t k = std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_);
+  const int64_t k = this->k();
   const SpartaSelection sel = options_.selection;
   if (sel == SpartaSelection::Random) return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
   if (sel == SpartaSelection::Bernoulli) {
@@ -128,9 +154,7 @@ void SparseExchange::issue(int node, int step, Replica& replica, std::vector<Com
     // Node 0 draws the indices; the others learn them from its mask, one byte an element.
     auto mask = torch::zeros({d_});
     if (node == 0) mask.index_fill_(0, indices(step), 1.0);
-    auto op = make_op(CommKind::Broadcast, kMaskTag, mask);
-    op.bytes_per_element = 1;
-    comm.push_back(std::move(op));
+    comm.push_back(mask_op(mask));
     return;
   }
   const auto index = indices(step);
@@ -148,14 +172,33 @@ void SparseExchange::issue_after_mask(int node, Replica& replica, std::vector<Co
   push_values(node, -1, replica.parameters().index_select(0, index), comm);
 }
 
+void SparseExchange::project(int step, std::vector<CommOp>& comm) const {
+  if ((step + 1) % options_.interval != 0) return;
+  if (broadcasts_mask()) return comm.push_back(mask_op(shape_only(d_)));
+  const int64_t count = index_count(step);
+  if (count > 0) comm.push_back(values_op(shape_only(count)));
+}
+
+void SparseExchange::project_after_mask(int step, std::vector<CommOp>& comm) const {
+  if (!broadcasts_mask() || (step + 1) % options_.interval != 0) return;
+  const int64_t count = index_count(step);  // node 0's draw, which its mask carried
+  if (count > 0) comm.push_back(values_op(shape_only(count)));
+}
+
+CommOp SparseExchange::mask_op(torch::Tensor mask) const {
+  auto op = make_op(CommKind::Broadcast, kMaskTag, std::move(mask));
+  op.bytes_per_element = 1;
+  return op;
+}
+
+CommOp SparseExchange::values_op(torch::Tensor values) const {
+  const CommKind kind = options_.exchange == SparseExchangeWith::AllReduce ? CommKind::AllReduce : CommKind::NeighbourExchange;
+  return make_op(kind, kTag, std::move(values), options_.delay);
+}
+
 void SparseExchange::push_values(int node, int step, torch::Tensor values, std::vector<CommOp>& comm) {
   if (options_.delay > 0) sent_[{node, step}] = values.clone();
-  if (options_.exchange == SparseExchangeWith::AllReduce) {
-    comm.push_back(make_op(CommKind::AllReduce, kTag, values, options_.delay));
-  } else {
-    auto op = make_op(CommKind::NeighbourExchange, kTag, values, options_.delay);
-    comm.push_back(std::move(op));
-  }
+  comm.push_back(values_op(values));
 }
 
 void SparseExchange::save(int node, AlgorithmState& state) const {

@@ -23,6 +23,9 @@ class SparseExchange {
   // index_transport broadcast: the mask is the step's first round, the values its second.
   bool broadcasts_mask() const { return options_.index_transport == IndexTransport::Broadcast; }
   void issue_after_mask(int node, Replica& replica, std::vector<CommOp>& comm);
+  // The same ops from shapes alone (a projection): after `step`, and in its round after the mask.
+  void project(int step, std::vector<CommOp>& comm) const;
+  void project_after_mask(int step, std::vector<CommOp>& comm) const;
   static bool owns(const CommOp& op);
   void apply(int node, int issued_step, Replica& replica, CommOp& op);
   // The copies of delayed ops' values (delay > 0) that `apply` still needs.
@@ -30,6 +33,9 @@ class SparseExchange {
   void load(int node, const AlgorithmState& state);
   // The indices exchanged after `step` (sorted); the same on every node.
   torch::Tensor indices(int step) const;
+  // How many: indices(step).numel(), without drawing them where the count is known (all but
+  // bernoulli, whose count is its draw's).
+  int64_t index_count(int step) const;
 
  private:
   int nodes_;
@@ -38,6 +44,9 @@ class SparseExchange {
   std::vector<int64_t> tensor_sizes_;
   // The values' op (delayed ones keep a copy of what they sent: `step` names it).
   void push_values(int node, int step, torch::Tensor values, std::vector<CommOp>& comm);
+  CommOp values_op(torch::Tensor values) const;
+  CommOp mask_op(torch::Tensor mask) const;
+  int64_t k() const;  // round(p d), at least 1
   int64_t d_ = 0;
   SparseExchangeOptions options_;
   std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1

@@ -19,6 +19,7 @@ class Sparta : public Algorithm {
         batch_(s.batch_size),
         sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse) {
     if (outer) outer_.emplace(s.nodes, *outer);
+    for (int64_t n : s.tensor_sizes) d_ += n;
   }
   std::string name() const override { return name_; }
   // index_transport broadcast: the values leave once node 0's mask has arrived.
@@ -27,6 +28,19 @@ class Sparta : public Algorithm {
     Round round;
     sparse_.issue_after_mask(node, replica, round.comm);
     return round;
+  }
+
+  Round projected_round(int, int step, size_t round) override {
+    Round out;
+    if (round == 0) sparse_.project_after_mask(step, out.comm);
+    return out;
+  }
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    sparse_.project(step, plan.comm);
+    if (outer_) outer_->project(step, d_, plan.comm);
+    return plan;
   }
 
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
@@ -55,6 +69,7 @@ class Sparta : public Algorithm {
  private:
   std::string name_;
   int batch_;
+  int64_t d_ = 0;  // trainable parameters
   SparseExchange sparse_;
   std::optional<OuterSync> outer_;
 };

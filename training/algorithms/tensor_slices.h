@@ -20,6 +20,7 @@ class TensorSlices {
   }
   int64_t offset(int t) const { return offsets_.at(t); }
   int64_t size(int t) const { return sizes_.at(t); }
+  int64_t total() const { return offsets_.back(); }
 
   // The tensors' slices of `flat` one after another, in the order given, in a new buffer of
   // `length` elements (zeros after them; -1: exactly their elements).

@@ -53,6 +53,14 @@ class Topk : public Algorithm {
     return plan;
   }
 
+  StepPlan projected_step(int, int step) override {
+    StepPlan plan;
+    plan.loss = no_loss();
+    plan.comm.push_back(make_op(CommKind::AllGather, "topk", shape_only(2 * pairs_at(step))));
+    plan.work = compression_work(step);
+    return plan;
+  }
+
   void apply(int, int issued_step, Replica& replica, CommOp& op) override {
     torch::NoGradGuard no_grad;
     const int64_t pairs = pairs_at(issued_step);

@@ -1,0 +1,175 @@
+// The cross-check of projection runs (workload.train false): for every algorithm on the CNN,
+// the MLP and the tiny GPT, at 4 to 64 nodes, on each network backend, a projection's /train
+// time rows, /comm (bytes per step and every message) and summary equal the training run's bit
+// for bit. The training run is the independent side: its ops come from real tensors
+// (Algorithm::local_step), the projection's from shapes alone (projected_step).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "sim/core/engine.h"
+
+namespace testbed {
+namespace {
+
+struct Case {
+  std::string label;      // the test's name
+  std::string algorithm;  // the algorithm section, YAML
+  bool straggle = false;  // heterogeneous speeds and lognormal stragglers, so nodes drift apart
+};
+
+// Every algorithm that runs on the engine, with the options that change its ops' sizes,
+// schedule or issue points.
+const std::vector<Case>& algorithms() {
+  static const std::vector<Case> all = {
+      {"ddp_blocking", "{name: ddp, overlap: false}"},
+      {"ddp_buckets", "{name: ddp, bucket_mb: 0.05}", true},
+      {"lofi", "{name: lofi}"},
+      {"local_sgd_sampled", "{name: local_sgd, H: 2, fraction: 0.5}", true},
+      {"diloco", "{name: diloco, H: 2}"},
+      {"streaming_diloco", "{name: streaming_diloco, H: 4, fragments: 2, tau: 1, outer_dtype: bf16}", true},
+      {"sparta_random", "{name: sparta, p: 0.01}"},
+      {"sparta_partitioned_ring", "{name: sparta, p: 0.05, selection: partitioned, exchange: ring}"},
+      {"sparta_bernoulli_broadcast", "{name: sparta, p: 0.01, selection: bernoulli, index_transport: broadcast}", true},
+      {"sparta_layerwise_delayed", "{name: sparta, p: 0.1, selection: layerwise, delay: 1}"},
+      {"sparta_diloco", "{name: sparta_diloco, p: 0.01, H: 2}"},
+      {"demo", "{name: demo}"},
+      {"topk_tensor", "{name: topk, ratio: 0.01}"},
+      {"topk_model_warmup", "{name: topk, scope: model, ratio: 0.01, warmup_ratio: 0.1, warmup_steps: 2}"},
+      {"signsgd_ef", "{name: signsgd, variant: ef_sign}"},
+      {"powersgd", "{name: powersgd, start_iter: 1}", true},
+      {"acpsgd", "{name: acpsgd, bucket_mb: 0.01}"},
+      {"dear", "{name: dear, bucket_mb: 0.02}", true},
+      {"gossip", "{name: gossip}"},
+  };
+  return all;
+}
+
+const char* const kModels[] = {"cnn", "mlp", "gpt"};
+const char* const kBackends[] = {"analytical", "flow", "ns3"};
+const int kNodes[] = {4, 8, 16, 64};
+
+struct Param {
+  Case c;
+  std::string model, backend;
+  int nodes;
+};
+
+void PrintTo(const Param& p, std::ostream* os) { *os << p.c.label << " on the " << p.model << ", " << p.nodes << " nodes, " << p.backend; }
+
+// Each algorithm on each model; the backend and fleet size rotate so that every algorithm meets
+// every backend and every model every backend, at 4 to 64 nodes (ns-3 at most 16: 64 nodes' packets
+// would be most of the test's time).
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (size_t a = 0; a < algorithms().size(); ++a) {
+    for (int m = 0; m < 3; ++m) {
+      const std::string backend = kBackends[(a + m) % 3];
+      int nodes = kNodes[(a + 2 * m) % 4];
+      if (backend == "ns3") nodes = std::min(nodes, 16);
+      out.push_back({algorithms()[a], kModels[m], backend, nodes});
+    }
+  }
+  return out;
+}
+
+std::string scenario_yaml(const Param& p, bool train) {
+  const bool gpt = p.model == "gpt";
+  std::string workload = gpt ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
+                               "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
+                             : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";
+  if (!train) workload += ", train: false";
+  workload += "}";
+  return "name: projection_check\nnodes: " + std::to_string(p.nodes) +
+         "\nthreads: 1\n"
+         "topology: {kind: ring, link: {bandwidth: 200Mbps, latency: 2ms}}\n"
+         "network: {backend: " + p.backend + "}\n"
+         "workload: " + workload + "\n"
+         "algorithm: " + p.c.algorithm + "\n" +
+         (p.c.straggle ? "compute: {model: flops, device: rtx4090, speed_min: 0.5, speed_max: 1.5, straggler_sigma: 0.2}\n"
+                       : "compute: {model: flops, device: a100}\n");
+}
+
+// The scenario's data with its test split cut to 64 samples: the training run's final
+// evaluation (over the whole split) would otherwise be most of this test's time, and no
+// evaluation changes a time, a byte or a message.
+const Dataset& dataset(const Scenario& s) {
+  static std::map<std::string, std::unique_ptr<Dataset>> cache;
+  auto& slot = cache[s.workload.dataset];
+  if (!slot) {
+    slot = std::make_unique<Dataset>(load_dataset(s));
+    slot->test_inputs = slot->test_inputs.slice(0, 0, 64);
+    slot->test_targets = slot->test_targets.slice(0, 0, 64);
+  }
+  return *slot;
+}
+
+struct Outcome {
+  MemoryRecorder record;
+  RunSummary summary;
+  RunInfo info;
+};
+
+Outcome run(const Scenario& s) {
+  Outcome o;
+  Engine engine(s, dataset(s));
+  o.info = engine.run_info();
+  o.summary = engine.run(o.record);
+  return o;
+}
+
+class Projection : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Projection, EqualsTheTrainingRunBitForBit) {
+  const Param& p = GetParam();
+  const Scenario trained = parse_scenario(scenario_yaml(p, true), "trained");
+  const Scenario projected = parse_scenario(scenario_yaml(p, false), "projected");
+  const Outcome t = run(trained), j = run(projected);
+  ASSERT_EQ(t.summary.status, "completed") << t.summary.error;
+  ASSERT_EQ(j.summary.status, "completed") << j.summary.error;
+  EXPECT_FALSE(t.info.projection);
+  EXPECT_TRUE(j.info.projection);
+
+  // The training run has communication to compare (lofi's one average included).
+  ASSERT_FALSE(t.record.messages.empty());
+  ASSERT_EQ(j.record.train_rows.size(), t.record.train_rows.size());
+  for (size_t i = 0; i < t.record.train_rows.size(); ++i) {
+    const TrainRow &a = t.record.train_rows[i], &b = j.record.train_rows[i];
+    EXPECT_EQ(b.step, a.step);
+    EXPECT_EQ(b.time, a.time) << "step " << a.step;
+    EXPECT_EQ(b.compute_time, a.compute_time) << "step " << a.step;
+    EXPECT_EQ(b.bytes, a.bytes) << "step " << a.step;
+    for (double loss : b.loss) EXPECT_TRUE(std::isnan(loss));  // no sample was seen
+  }
+  ASSERT_EQ(j.record.messages.size(), t.record.messages.size());
+  for (size_t i = 0; i < t.record.messages.size(); ++i) {
+    const MessageRecord &a = t.record.messages[i], &b = j.record.messages[i];
+    ASSERT_TRUE(a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.t_send == b.t_send &&
+                a.t_recv == b.t_recv && a.lost_bytes == b.lost_bytes && a.kind == b.kind)
+        << "message " << i << ": trained " << a.kind << " " << a.src << "->" << a.dst << " " << a.bytes << " B at "
+        << a.t_send << "-" << a.t_recv << ", projected " << b.kind << " " << b.src << "->" << b.dst << " " << b.bytes
+        << " B at " << b.t_send << "-" << b.t_recv;
+  }
+  EXPECT_EQ(j.summary.projected_time_s, t.summary.projected_time_s);
+  EXPECT_EQ(j.summary.total_bytes, t.summary.total_bytes);
+  EXPECT_EQ(j.summary.steps_completed, t.summary.steps_completed);
+  EXPECT_EQ(j.summary.phases_replayed, t.summary.phases_replayed);
+  EXPECT_EQ(j.summary.phases_simulated, t.summary.phases_simulated);
+  EXPECT_TRUE(j.record.eval_rows.empty());
+  EXPECT_FALSE(t.record.eval_rows.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Projection, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return info.param.c.label + "_" + info.param.model + "_" + info.param.backend + "_" +
+                                  std::to_string(info.param.nodes);
+                         });
+
+}  // namespace
+}  // namespace testbed
