@@ -522,6 +522,36 @@ def paper_diloco_h(tb):
     return sweep_table(tb, "scenarios/paper/diloco_h.yaml", SUMMARY, run_label)
 
 
+SEVEN_B = "scenarios/paper/7b_diloco_100mbps.yaml"
+
+
+@block("test")
+def paper_7b_sync(tb):
+    # Projections (workload.train false): seconds of host time each. A sync's time is the step
+    # time less the step's compute, summed over the steps that sync.
+    cases = [
+        ("ddp (fp32 gradient every step, one all-reduce)", ["algorithm={name: ddp, overlap: false}", "workload.steps=2"], 1),
+        ("diloco H 100 (bf16)", ["workload.steps=500"], 100),
+        ("diloco H 500 (bf16)", ["workload.steps=500", "algorithm.H=500"], 500),
+        ("sparta p 0.005 (fp32, every step)", ["algorithm={name: sparta, p: 0.005}", "workload.steps=20"], 1),
+    ]
+    rows = []
+    for (label, sets, every), r in zip(cases, tb.runs([(SEVEN_B, c[1]) for c in cases])):
+        with h5py.File(r["path"], "r") as f:
+            times = f["/train/time"][:].max(axis=1)
+            compute = f["/train/compute_time"][:].max(axis=1)
+        steps = len(times)
+        step_times = [times[0]] + [times[i] - times[i - 1] for i in range(1, steps)]
+        syncs = [i for i in range(steps) if (i + 1) % every == 0]
+        sync = sum(step_times[i] - compute[i] for i in syncs) / len(syncs)
+        rows.append([label, steps, f"{r['projected_time_s']:.1f} s", f"{r['projected_time_s'] / steps:.2f} s",
+                     f"{sync:.1f} s ({sync / 60:.1f} min)", f"{r['total_bytes'] / 64 / 1e9 / steps:.3f} GB"])
+    return (command(f"build/testbed run {SEVEN_B} --set workload.steps=500 [--set algorithm.H=500]",
+                    f"build/testbed run {SEVEN_B} --set 'algorithm={{name: ddp, overlap: false}}' --set workload.steps=2",
+                    f"build/testbed run {SEVEN_B} --set 'algorithm={{name: sparta, p: 0.005}}' --set workload.steps=20")
+            + table(["run", "steps", "projected time", "a step", "a sync (exposed)", "sent a node a step"], rows))
+
+
 @block("full")
 def paper_compression(tb):
     per_step = ("projected time a step", lambda r: f"{1000 * r['projected_time_s'] / r['steps_completed']:.2f} ms")

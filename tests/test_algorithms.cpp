@@ -269,7 +269,7 @@ algorithm: {name: demo, chunk: 32, k: 16}
     // engine counts exactly that), without a whole run's final evaluation of the held-out text.
     const Dataset text = load_dataset(s);
     auto gpt = make_replicas(s, text);
-    auto demo = make_algorithm(s, {1, 1, 1}, trainable_shapes(gpt[0]->model()), {{1, 2}, {0, 2}, {0, 1}});
+    auto demo = make_algorithm(s, {1, 1, 1}, shapes_of(gpt[0]->model()).shapes, {{1, 2}, {0, 2}, {0, 1}});
     const StepPlan plan = demo->local_step(0, 0, *gpt[0], text);
     ASSERT_EQ(plan.comm.size(), 1u);
     const int64_t pairs = demo_pairs(gpt[0]->model(), 32, 16);

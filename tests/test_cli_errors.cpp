@@ -643,7 +643,6 @@ TEST_F(Cli, ReportShowsAFederatedRunRoundByRound) {
   EXPECT_NE(run("report sparse.h5").out.find("rounds            6 (2 evaluated)\n"), std::string::npos);
 }
 
-}  // namespace
 
 // A projection (workload.train false) refuses what needs values, each at its key.
 TEST_F(Cli, ProjectionRefusesWhatNeedsValues) {
@@ -683,3 +682,17 @@ TEST_F(Cli, ProjectionFileSaysSo) {
   EXPECT_EQ(report.code, 0) << report.err;
   EXPECT_NE(report.out.find("projection        from shapes"), std::string::npos) << report.out;
 }
+
+// Training the 7B decoder on 64 nodes needs terabytes: refused at `nodes` from its shapes, before
+// anything is allocated (under a 4 GiB address space, a build of the model would fail first).
+TEST_F(Cli, SevenBTrainingIsRefusedFromShapes) {
+  fs::path s = write("big.yaml", "nodes: 64\nworkload: {model: llama, llama: {preset: 7b}, dataset: brown, batch_size: 1}\n");
+  fs::path out = dir_ / "out.h5";
+  Result r = run("run '" + s.string() + "' -o '" + out.string() + "'", "", 4L << 20);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(s.string() + ":1:8: the run needs about"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("6738415616 parameters"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+}  // namespace

@@ -1,5 +1,5 @@
 // The cross-check of projection runs (workload.train false): for every algorithm on the CNN,
-// the MLP and the tiny GPT, at 4 to 64 nodes, on each network backend, a projection's /train
+// the MLP and the tiny GPT (and some on a small LLaMA), at 4 to 64 nodes, on each network backend, a projection's /train
 // time rows, /comm (bytes per step and every message) and summary equal the training run's bit
 // for bit. The training run is the independent side: its ops come from real tensors
 // (Algorithm::local_step), the projection's from shapes alone (projected_step).
@@ -76,14 +76,22 @@ std::vector<Param> params() {
       out.push_back({algorithms()[a], kModels[m], backend, nodes});
     }
   }
+  // The LLaMA decoder's projection takes its shapes from its configuration, never from a built
+  // module (training/llama.h): those algorithms whose ops follow each tensor's shape check that too.
+  for (const char* label : {"ddp_buckets", "diloco", "demo", "powersgd", "acpsgd", "dear", "sparta_partitioned_ring"}) {
+    for (size_t a = 0; a < algorithms().size(); ++a)
+      if (algorithms()[a].label == label) out.push_back({algorithms()[a], "llama", kBackends[a % 3], 8});
+  }
   return out;
 }
 
 std::string scenario_yaml(const Param& p, bool train) {
-  const bool gpt = p.model == "gpt";
-  std::string workload = gpt ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
-                               "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
-                             : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";
+  std::string workload =
+      p.model == "gpt"     ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
+                             "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
+      : p.model == "llama" ? "{model: llama, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
+                             "llama: {preset: tiny, layers: 2, width: 64, heads: 4, kv_heads: 2, hidden: 96, context: 24}"
+                           : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";
   if (!train) workload += ", train: false";
   workload += "}";
   return "name: projection_check\nnodes: " + std::to_string(p.nodes) +

@@ -162,7 +162,7 @@ TEST_F(Compression, TopkOfEverythingIsDdp) {
 TEST_F(Compression, TopkResidualPlusSentIsTheAccumulatedGradient) {
   const Scenario s = scenario(2, 3, "{name: adamw}", "{name: topk, ratio: 0.01}");
   auto replicas = make_replicas(s, *data_);
-  auto algorithm = make_algorithm(s, {1000, 1000}, trainable_shapes(replicas[0]->model()), {{1}, {0}});
+  auto algorithm = make_algorithm(s, {1000, 1000}, shapes_of(replicas[0]->model()).shapes, {{1}, {0}});
   torch::Tensor before = torch::zeros({kD});
   for (int step = 0; step < 3; ++step) {
     StepPlan plan = algorithm->local_step(0, step, *replicas[0], *data_);

@@ -133,7 +133,7 @@ class Gpt : public Model {
         wte_(register_module("wte", torch::nn::Embedding(c.vocab, c.width))),
         wpe_(register_module("wpe", torch::nn::Embedding(c.context, c.width))),
         ln_f_(register_module("ln_f", LayerNorm(c.width))),
-        head_(register_module("head", Dense(c.width, c.vocab, c.adapter))) {
+        head_(c.tie_embeddings ? Dense(nullptr) : register_module("head", Dense(c.width, c.vocab, c.adapter))) {
     blocks_ = register_module("blocks", torch::nn::ModuleList());
     for (int l = 0; l < c.layers; ++l) {
       Block block(c);
@@ -157,7 +157,8 @@ class Gpt : public Model {
     auto x = wte_(tokens) + wpe_(positions);
     if (config_.dropout > 0) x = F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
     for (auto& block : block_list_) x = block->forward(x);
-    return head_(ln_f_(x));
+    x = ln_f_(x);
+    return config_.tie_embeddings ? torch::matmul(x, wte_->weight.t()) : head_(x);
   }
 
   // One sample is a full window of `context` tokens.
@@ -183,7 +184,14 @@ class Gpt : public Model {
       block_list_[l]->append_costs(c, "blocks." + std::to_string(l), T, C);
     }
     c.push_back(layer_norm_cost("ln_f", ln_f_, T, C));
-    head_->append_costs(c, "head", T);
+    if (config_.tie_embeddings) {
+      // The embedding's weights again, as a product with no bias; updated with wte.
+      LayerCost head = linear_cost("head", C, V, T, false, wte_->weight.requires_grad());
+      head.shared_weights = true;
+      c.push_back(head);
+    } else {
+      head_->append_costs(c, "head", T);
+    }
     c.push_back(loss_cost(T * V));
     return c;
   }
@@ -199,22 +207,43 @@ class Gpt : public Model {
 
 }  // namespace
 
+namespace {
+struct GptShape {
+  const char* name;
+  int vocab, layers, heads, width, context;
+  bool tied;
+};
+const GptShape kGptShapes[] = {
+    {"tiny", 256, 2, 4, 128, 64, false},         {"small", 256, 4, 4, 256, 128, false},
+    {"gpt2_124m", 50257, 12, 12, 768, 1024, true}, {"gpt2_355m", 50257, 24, 16, 1024, 1024, true},
+    {"gpt2_774m", 50257, 36, 20, 1280, 1024, true}, {"gpt2_1558m", 50257, 48, 25, 1600, 1024, true},
+};
+}  // namespace
+
+const std::vector<std::string>& gpt_preset_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& shape : kGptShapes) out.push_back(shape.name);
+    return out;
+  }();
+  return names;
+}
+
 GptConfig gpt_preset(const std::string& name) {
-  struct Shape {
-    const char* name;
-    int layers, heads, width, context;
-  };
-  static const Shape shapes[] = {{"tiny", 2, 4, 128, 64}, {"small", 4, 4, 256, 128}};
-  for (const auto& shape : shapes) {
+  for (const auto& shape : kGptShapes) {
     if (name != shape.name) continue;
     GptConfig c;
+    c.vocab = shape.vocab;
     c.layers = shape.layers;
     c.heads = shape.heads;
     c.width = shape.width;
     c.context = shape.context;
+    c.tie_embeddings = shape.tied;
     return c;
   }
-  throw std::invalid_argument("unknown GPT preset '" + name + "' (expected tiny or small)");
+  std::string names;
+  for (const auto& n : gpt_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown GPT preset '" + name + "' (expected " + names + ")");
 }
 
 std::shared_ptr<Model> make_gpt(const GptConfig& config) {

@@ -16,6 +16,9 @@ struct LayerCost {
   double weights = 0;        // parameter elements: read by forward and input-gradient, written by weight-gradient
   int tensors = 0;           // parameter tensors (weight, bias, ...): one weight-gradient and one optimizer kernel each
   bool trains = false;       // weights receive gradients (false when frozen, e.g. under an adapter)
+  // The weights are another layer's (a head tied to the token embedding): read and given a
+  // gradient here, but held and updated by their owner (counted once in the update).
+  bool shared_weights = false;
   double inputs = 0;         // activation elements read per sample (all operands)
   double outputs = 0;        // activation elements written per sample
   int kernels = 1;           // forward kernel launches (the input-gradient pass launches as many per operand)

@@ -189,19 +189,38 @@ struct CollectiveSection {
   }
 };
 
-// The byte-level GPT's shape; 0 keeps the preset's value.
+// The GPT's shape (training/gpt.h: tiny, small, GPT-2's four); 0 keeps the preset's value.
 struct GptSection {
-  std::string preset = "tiny";  // tiny | small
+  std::string preset = "tiny";
   int layers = 0, heads = 0, width = 0, context = 0;
+  int vocab = 0;
   double dropout = 0;
   template <class V> void fields(V& v) {
-    v.field("preset", preset, Choices{{"tiny", "small"}});
+    v.field("preset", preset, Choices{{"tiny", "small", "gpt2_124m", "gpt2_355m", "gpt2_774m", "gpt2_1558m"}});
+    v.field("vocab", vocab, Range{0, 1 << 24});
     v.field("layers", layers, Range{0, 1024});
     v.field("heads", heads, Range{0, 1024});
     v.field("width", width, Range{0, 1 << 16});
     v.field("context", context, Range{0, 1 << 16});
     v.field("dropout", dropout, Range{0, 1, false, true});
   }
+};
+
+// The LLaMA-style decoder's shape (training/llama.h: tiny, 1b, 7b); 0 keeps the preset's value.
+struct LlamaSection {
+  std::string preset = "tiny";
+  int layers = 0, heads = 0, kv_heads = 0, width = 0, hidden = 0, context = 0, vocab = 0;
+  template <class V> void fields(V& v) {
+    v.field("preset", preset, Choices{{"tiny", "1b", "7b"}});
+    v.field("layers", layers, Range{0, 1024});
+    v.field("heads", heads, Range{0, 1024});
+    v.field("kv_heads", kv_heads, Range{0, 1024});
+    v.field("width", width, Range{0, 1 << 16});
+    v.field("hidden", hidden, Range{0, 1 << 20});
+    v.field("context", context, Range{0, 1 << 20});
+    v.field("vocab", vocab, Range{0, 1 << 24});
+  }
+  bool operator==(const LlamaSection&) const = default;
 };
 
 // A teacher network labels Gaussian inputs: a task with a known optimum, for fast tests.
@@ -242,6 +261,7 @@ struct WorkloadSection {
   Partition partition;
   std::vector<std::string> shifts;  // extra shifted test sets (images): noise rotation invert
   GptSection gpt;
+  LlamaSection llama;
   SyntheticSection synthetic;
   AdapterSection adapter;
   std::vector<int> classes;  // keep only these labels (train and test); empty: all
@@ -253,7 +273,7 @@ struct WorkloadSection {
   // training run's, with no loss or accuracy.
   bool train = true;
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt"}});
+    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt", "llama"}});
     v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});
@@ -263,6 +283,7 @@ struct WorkloadSection {
     v.field("partition", partition);
     v.field("shifts", shifts);
     v.field("gpt", gpt);
+    v.field("llama", llama);
     v.field("synthetic", synthetic);
     v.field("adapter", adapter);
     v.field("classes", classes);

@@ -107,9 +107,11 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   const WorkloadSection& w = s.workload;
   auto same_gpt = [](const GptSection& a, const GptSection& b) {
     return a.preset == b.preset && a.layers == b.layers && a.heads == b.heads && a.width == b.width &&
-           a.context == b.context && a.dropout == b.dropout;
+           a.context == b.context && a.vocab == b.vocab && a.dropout == b.dropout;
   };
   keys.push_back({"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt",
+                  "workload.model " + w.model});
+  keys.push_back({"workload.llama", !(w.llama == dw.llama), w.model == "llama", "workload.model: llama",
                   "workload.model " + w.model});
   const auto& sy = w.synthetic;
   const auto& dsy = dw.synthetic;
@@ -382,10 +384,10 @@ void check_workload(const Scenario& s, const Origins& origins) {
            "data set '" + w.dataset + "' not found (no " + file.string() + "); run scripts/install-deps.sh");
     }
   }
-  bool language_model = w.model == "gpt";
+  bool language_model = w.model == "gpt" || w.model == "llama";
   if (language_model != (w.dataset == "brown")) {
     fail(origins.where("workload.model"), "model '" + w.model + "' does not fit dataset '" + w.dataset +
-                                              "' (gpt trains on brown; mlp, cnn and the resnets on images, mlp on synthetic)");
+                                              "' (gpt and llama train on brown; mlp, cnn and the resnets on images, mlp on synthetic)");
   }
   if (w.dataset == "synthetic" && w.model != "mlp") {
     fail(origins.where("workload.model"), "the synthetic task trains an mlp");
@@ -417,7 +419,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
   } catch (const std::invalid_argument& e) {
     std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
                             ? "workload.adapter.rank"
-                            : (language_model ? "workload.gpt" : "workload.model");
+                            : (language_model ? "workload." + w.model : "workload.model");
     fail(origins.where(where), e.what());
   } catch (const std::runtime_error& e) {
     fail(origins.where("workload.init_from"), e.what());

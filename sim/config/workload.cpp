@@ -21,6 +21,7 @@
 #include "training/algorithms/algorithm_settings.h"
 #include "training/fashion_mnist.h"
 #include "training/gpt.h"
+#include "training/llama.h"
 #include "training/numerics.h"
 #include "training/shifts.h"
 #include "training/synthetic.h"
@@ -42,7 +43,12 @@ void configure_host(const Scenario& scenario) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-void check_model(const Scenario& scenario) { make_model(scenario); }
+// A model described from its configuration is checked without building it (a 7B model would not
+// fit before the memory estimate could refuse it); a projection needs only its shapes.
+void check_model(const Scenario& scenario) {
+  if (!scenario.workload.train || shapes_from_config(scenario)) model_shapes(scenario);
+  else make_model(scenario);
+}
 
 namespace {
 
@@ -61,10 +67,27 @@ GptConfig gpt_config(const Scenario& s) {
   if (g.heads) c.heads = g.heads;
   if (g.width) c.width = g.width;
   if (g.context) c.context = g.context;
+  if (g.vocab) c.vocab = g.vocab;
   c.dropout = g.dropout;
   c.adapter = adapter_config(s);
   return c;
 }
+
+LlamaConfig llama_config(const Scenario& s) {
+  const auto& g = s.workload.llama;
+  LlamaConfig c = llama_preset(g.preset);
+  if (g.layers) c.layers = g.layers;
+  if (g.heads) c.heads = g.heads;
+  if (g.kv_heads) c.kv_heads = g.kv_heads;
+  if (g.width) c.width = g.width;
+  if (g.hidden) c.hidden = g.hidden;
+  if (g.context) c.context = g.context;
+  if (g.vocab) c.vocab = g.vocab;
+  return c;
+}
+
+// A decoder's window: its context.
+int context_of(const Scenario& s) { return s.workload.model == "llama" ? llama_config(s).context : gpt_config(s).context; }
 
 SyntheticOptions synthetic_options(const Scenario& s) {
   const auto& y = s.workload.synthetic;
@@ -93,7 +116,7 @@ Dataset load_dataset(const Scenario& s) {
   if (w.dataset == "fashion_mnist") {
     data = load_fashion_mnist(data_dir(s));
   } else if (w.dataset == "brown") {
-    data = load_brown({data_dir(s), gpt_config(s).context, 0.1, stream_seed(s.seed, "brown_split")});
+    data = load_brown({data_dir(s), context_of(s), 0.1, stream_seed(s.seed, "brown_split")});
   } else if (w.dataset == "synthetic") {
     data = make_teacher_dataset(synthetic_options(s), stream_seed(s.seed, "teacher"));
   } else {
@@ -120,6 +143,8 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
   std::shared_ptr<Model> model;
   if (w.model == "gpt") {
     model = make_gpt(gpt_config(s));
+  } else if (w.model == "llama") {
+    model = make_llama(llama_config(s));
   } else if (w.dataset == "synthetic") {
     auto o = synthetic_options(s);
     model = make_mlp(o.inputs, o.hidden, heads * o.outputs, adapter_config(s));
@@ -147,8 +172,19 @@ OptimizerConfig optimizer_config(const Scenario& scenario) {
 }
 
 TrainingWork training_work(const Scenario& scenario, const Model& model) {
+  return training_work(scenario, model.layer_costs());
+}
+
+bool shapes_from_config(const Scenario& scenario) { return scenario.workload.model == "llama"; }
+
+ModelShapes model_shapes(const Scenario& scenario) {
+  if (shapes_from_config(scenario)) return llama_shapes(llama_config(scenario));
+  return shapes_of(*make_model(scenario));
+}
+
+TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> layers) {
   TrainingWork work;
-  work.layers = model.layer_costs();
+  work.layers = std::move(layers);
   // A VHL step runs its virtual batch (as large as the real one) through the model too.
   work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;
@@ -179,14 +215,6 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
     samplers.emplace_back(std::move(shards[n]), stream_seed(s.seed, "batches", n));
   }
   return samplers;
-}
-
-std::vector<std::vector<int64_t>> trainable_shapes(const Model& model) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& p : model.parameters()) {
-    if (p.requires_grad()) shapes.push_back(p.sizes().vec());
-  }
-  return shapes;
 }
 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,

@@ -9,6 +9,7 @@
 #include "training/algorithm.h"
 #include "training/dataset.h"
 #include "training/layer_cost.h"
+#include "training/model_shapes.h"
 #include "training/models.h"
 #include "training/replica.h"
 #include "training/vhl.h"
@@ -29,8 +30,11 @@ Dataset load_dataset(const Scenario& scenario);
 // std::invalid_argument for an impossible shape.
 std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
 
-// The shapes of the model's trainable parameter tensors, in registration (flat) order.
-std::vector<std::vector<int64_t>> trainable_shapes(const Model& model);
+// The model's trainable shapes and layer costs: read off the built module, or, for LLaMA (whose
+// large presets do not fit), from its configuration alone (tested equal to the module's).
+ModelShapes model_shapes(const Scenario& scenario);
+// Whether model_shapes describes the model from its configuration, building nothing.
+bool shapes_from_config(const Scenario& scenario);
 
 OptimizerConfig optimizer_config(const Scenario& scenario);
 
@@ -44,6 +48,7 @@ VirtualData make_vhl_data(const Scenario& s, const Dataset& data);
 // One step's work for the compute model: the model's layer costs, the per-node batch (with
 // VHL's virtual batch) and the optimizer.
 TrainingWork training_work(const Scenario& scenario, const Model& model);
+TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> layers);
 
 // Each node's shard sampler, from the scenario's partition and seed. A partition that
 // leaves a node without data throws ScenarioError at workload.partition (or nodes).

@@ -75,8 +75,10 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
     if (l.trains && l.weights > 0) {
       cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.tensors);
-      trainable += l.weights;
-      trainable_tensors += l.tensors;
+      if (!l.shared_weights) {
+        trainable += l.weights;
+        trainable_tensors += l.tensors;
+      }
     }
     grad_flows = grad_flows || l.trains;
   }

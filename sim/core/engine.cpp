@@ -56,20 +56,20 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
                                                                         std::move(samplers[n]), device, data.task)
                                             : nullptr);
   }
-  eval_model_ = make_model(scenario);
-  eval_model_->to(device);
-  parameters_ = count_parameters(*eval_model_);
-  std::vector<std::vector<int64_t>> tensor_shapes;
-  std::vector<std::string> tensor_names;
-  for (const auto& p : eval_model_->named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    tensor_shapes.push_back(p.value().sizes().vec());
-    tensor_names.push_back(p.key());
+  // A projection evaluates nothing and never builds the model: its shapes are enough.
+  ModelShapes shapes;
+  if (projection_) {
+    shapes = model_shapes(scenario);
+  } else {
+    eval_model_ = make_model(scenario);
+    eval_model_->to(device);
+    shapes = shapes_of(*eval_model_);
   }
-  const TrainingWork work = training_work(scenario, *eval_model_);
+  parameters_ = shapes.parameters;
+  trainable_parameters_ = shapes.trainable();
+  const TrainingWork work = training_work(scenario, shapes.layers);
   compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
-
-  evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
+  if (!projection_) evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
@@ -77,8 +77,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
-  gradient_layer_ = gradient_layers(work, tensor_names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, tensor_shapes, host_neighbours_, gradient_layer_);
+  gradient_layer_ = gradient_layers(work, shapes.names);
+  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_);
   if (projection_ && !compute_->deterministic())
     throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
                                 "that knows a step's time beforehand (not measured)");
@@ -110,7 +110,7 @@ RunInfo Engine::run_info() const {
   info.scenario_yaml = to_yaml(scenario_);
   info.nodes = nodes_;
   info.model_parameters = parameters_;
-  info.trainable_parameters = count_parameters(*eval_model_, true);
+  info.trainable_parameters = trainable_parameters_;
   info.device = scenario_.device;
   info.deterministic = compute_->deterministic();
   info.projection = projection_;

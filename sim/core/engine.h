@@ -203,7 +203,7 @@ class Engine {
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
-  int64_t parameters_ = 0;
+  int64_t parameters_ = 0, trainable_parameters_ = 0;
   std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model
 
   // Destruction order matters: collectives use the network, the network the clock.

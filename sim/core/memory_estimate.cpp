@@ -15,6 +15,7 @@
 #include "netmodels/collectives/plan_size.h"
 #include "sim/config/collective_options.h"
 #include "sim/config/scenario.h"
+#include "sim/config/workload.h"
 #include "topologies/routing.h"
 #include "topologies/topology.h"
 #include "training/algorithms/registry.h"
@@ -104,7 +105,9 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
       e.client_state_bytes = static_cast<double>(scenario.nodes) * optimizer_vectors(scenario.optimizer) * vector_bytes;
   }
   if (!scenario.workload.train) e.replicas_bytes = 0;  // a projection builds no replica: shapes only
-  e.eval_model_bytes = vector_bytes;
+  // The evaluation model, or a projection's one build of the model for its shapes (none for the
+  // decoders described from their configuration).
+  e.eval_model_bytes = scenario.workload.train || !shapes_from_config(scenario) ? vector_bytes : 0;
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
                  tensor_bytes(data.test_targets) + tensor_bytes(data.train_groups);
   for (const auto& v : data.test_variants) e.data_bytes += tensor_bytes(v.inputs);

@@ -159,8 +159,10 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   for (const auto& warning : scenario.warnings) std::fprintf(stderr, "%s\n", warning.c_str());
   if (!out.empty()) scenario.output.path = out;
   Dataset data = load_dataset(scenario);
-  const auto model = make_model(scenario);
-  const ModelSize model_size{count_parameters(*model), static_cast<int>(trainable_parameters(*model).size())};
+  // Sized from shapes: a model too large to build here (a 7B decoder) is refused below, not
+  // allocated first.
+  const ModelShapes shapes = model_shapes(scenario);
+  const ModelSize model_size{shapes.parameters, static_cast<int>(shapes.shapes.size())};
   const std::string refusal =
       memory_refusal(estimate_memory(scenario, data, model_size, build_topology(topology_spec(scenario))),
                      machine_memory(), scenario.nodes);

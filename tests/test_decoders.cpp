@@ -1,0 +1,143 @@
+// The decoders' real shapes: GPT-2's four and LLaMA's presets against their published parameter
+// counts (worked out here from the architecture), forward FLOPs against 2 N a token plus
+// attention, the shapes-only description of LLaMA against the built module, and both training
+// for real a few steps.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "training/gpt.h"
+#include "training/llama.h"
+#include "training/model_shapes.h"
+
+namespace testbed {
+namespace {
+
+double forward_flops(const std::vector<LayerCost>& layers) {
+  double f = 0;
+  for (const auto& l : layers) f += l.flops;
+  return f;
+}
+
+// GPT-2 by hand: per block 12 C^2 + 13 C (qkv 3C^2 + 3C, proj C^2 + C, fc 4C^2 + 4C, fc_proj
+// 4C^2 + C, two norms 4C), embeddings V C + 1024 C, the final norm 2C; the head is the
+// embedding. Radford et al.'s 117M / 345M / 762M / 1542M were counted otherwise; these are the
+// Hugging Face checkpoints' counts (124 439 808 for the smallest).
+TEST(Gpt2, ParametersAreTheCheckpoints) {
+  struct Case {
+    const char* preset;
+    int64_t layers, width, parameters;
+  };
+  for (const Case& c : std::vector<Case>{{"gpt2_124m", 12, 768, 124439808},
+                                         {"gpt2_355m", 24, 1024, 354823168},
+                                         {"gpt2_774m", 36, 1280, 774030080},
+                                         {"gpt2_1558m", 48, 1600, 1557611200}}) {
+    SCOPED_TRACE(c.preset);
+    const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 50257 * C + 1024 * C + 2 * C;
+    EXPECT_EQ(by_hand, c.parameters);
+    if (c.layers > 12) continue;  // building the larger ones costs seconds; the formula is the same code path
+    const ModelShapes m = shapes_of(*make_gpt(gpt_preset(c.preset)));
+    EXPECT_EQ(m.parameters, c.parameters);
+    EXPECT_EQ(m.trainable(), c.parameters);
+  }
+}
+
+// Forward FLOPs a token: 2 N for the weights that multiply (embedding lookups do not, the tied
+// head does) plus the attention's 2 x 2 T C a layer (q k^T and att v over T positions, causal
+// masking not skipped): Kaplan et al.'s C_forward = 2 N + 2 n_layer n_ctx d_model, with the
+// head counted.
+TEST(Gpt2, ForwardFlopsAreTwoNPlusAttention) {
+  const GptConfig c = gpt_preset("gpt2_124m");
+  const ModelShapes m = shapes_of(*make_gpt(c));
+  const double C = c.width, T = c.context, V = c.vocab;
+  const double matmul_weights = c.layers * 12 * C * C + V * C;  // blocks' matrices and the head
+  EXPECT_DOUBLE_EQ(forward_flops(m.layers) / T, 2 * matmul_weights + c.layers * 4 * T * C);
+}
+
+// Llama 2 7B: 6 738 415 616 parameters (the checkpoint's), by hand: per layer 4 C^2 attention, 3 C F
+// SwiGLU, 2 C norms; embedding and head 2 V C, the final norm C. Llama 3.2 1B with grouped-query
+// attention (8 KV heads of 64) and a tied head: 1 235 814 400.
+TEST(Llama, PresetParametersByHand) {
+  {
+    const int64_t C = 4096, F = 11008, V = 32000, L = 32;
+    const int64_t by_hand = L * (4 * C * C + 3 * C * F + 2 * C) + 2 * V * C + C;
+    EXPECT_EQ(by_hand, 6738415616);
+    EXPECT_EQ(llama_shapes(llama_preset("7b")).parameters, by_hand);
+  }
+  {
+    const int64_t C = 2048, F = 8192, V = 128256, L = 16, kv = 8 * 64;
+    const int64_t by_hand = L * (2 * C * C + 2 * C * kv + 3 * C * F + 2 * C) + V * C + C;
+    EXPECT_EQ(by_hand, 1235814400);
+    EXPECT_EQ(llama_shapes(llama_preset("1b")).parameters, by_hand);
+  }
+}
+
+// The 7B's forward a token: 2 N less the embedding lookup (the head multiplies), plus attention.
+TEST(Llama, SevenBForwardFlops) {
+  const LlamaConfig c = llama_preset("7b");
+  const ModelShapes m = llama_shapes(c);
+  const double T = c.context, C = c.width;
+  const double multiplying = static_cast<double>(m.parameters) - 32000.0 * C - (2.0 * c.layers + 1) * C;  // no lookups, no norms
+  EXPECT_DOUBLE_EQ(forward_flops(m.layers) / T, 2 * multiplying + c.layers * 4 * T * C);
+}
+
+// The shapes-only description is the built module's: names, shapes and every layer cost, for
+// small configurations of each variant (grouped-query, tied head, untied).
+TEST(Llama, ShapesWithoutTheModuleAreTheModules) {
+  LlamaConfig gqa = llama_preset("tiny");
+  LlamaConfig tied = gqa;
+  tied.tie_embeddings = true;
+  tied.kv_heads = 1;
+  LlamaConfig full = gqa;
+  full.kv_heads = full.heads;
+  full.layers = 3;
+  for (const LlamaConfig& c : {gqa, tied, full}) {
+    const ModelShapes built = shapes_of(*make_llama(c)), described = llama_shapes(c);
+    EXPECT_EQ(described.names, built.names);
+    EXPECT_EQ(described.shapes, built.shapes);
+    EXPECT_EQ(described.parameters, built.parameters);
+    ASSERT_EQ(described.layers.size(), built.layers.size());
+    for (size_t i = 0; i < built.layers.size(); ++i) {
+      EXPECT_EQ(described.layers[i].name, built.layers[i].name);
+      EXPECT_EQ(described.layers[i].flops, built.layers[i].flops);
+      EXPECT_EQ(described.layers[i].weights, built.layers[i].weights);
+    }
+  }
+}
+
+// Causal and position-aware (rotary): swapping two tokens leaves the logits before them alone
+// and changes the last position's; and the module trains (memorises two sequences).
+TEST(Llama, TrainsAndSeesOrder) {
+  torch::manual_seed(1);
+  auto m = make_llama(llama_preset("tiny"));
+  auto tokens = torch::randint(0, 256, {2, 16}, torch::kInt64);
+  auto swapped = tokens.clone();
+  swapped.select(1, 3).copy_(tokens.select(1, 4));
+  swapped.select(1, 4).copy_(tokens.select(1, 3));
+  {
+    torch::NoGradGuard no_grad;
+    const auto a = m->forward(tokens), b = m->forward(swapped);
+    EXPECT_EQ(a.sizes(), (std::vector<int64_t>{2, 16, 256}));
+    // Causal: positions before the swap see the same prefix; the last sees another order.
+    EXPECT_TRUE(torch::allclose(a.slice(1, 0, 3), b.slice(1, 0, 3)));
+    EXPECT_FALSE(torch::allclose(a.select(1, 15), b.select(1, 15)));
+  }
+  torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(3e-3));
+  double first = 0, last = 0;
+  for (int step = 0; step < 30; ++step) {
+    opt.zero_grad();
+    auto logits = m->forward(tokens.slice(1, 0, 15));
+    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), tokens.slice(1, 1, 16).reshape(-1));
+    loss.backward();
+    opt.step();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+  }
+  EXPECT_LT(last, first * 0.5);  // it memorises two sequences
+}
+
+}  // namespace
+}  // namespace testbed
