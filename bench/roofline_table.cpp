@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "training/numerics.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "sim/config/workload.h"
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 
 namespace testbed {
 

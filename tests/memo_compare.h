@@ -12,7 +12,7 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 
 namespace testbed {
 

@@ -1,11 +1,11 @@
 // DDP through the engine with every all-reduce algorithm: real tensors ride each plan through
-// sim/core/collective_run, so every algorithm must keep the replicas identical and train the same
+// sim/core/engine/collective_run, so every algorithm must keep the replicas identical and train the same
 // model as the ring, up to float summation order.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 

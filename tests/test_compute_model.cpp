@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "netmodels/alpha_beta.h"
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 #include "tests/overlap_scenario.h"
 
 namespace testbed {

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "tests/overlap_scenario.h"
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 #include "training/algorithms/dear.h"
 
 namespace testbed {

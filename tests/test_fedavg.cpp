@@ -15,8 +15,8 @@
 #include <torch/torch.h>
 
 #include "sim/config/workload.h"
-#include "sim/core/client_devices.h"
-#include "sim/core/federated_run.h"
+#include "sim/core/federated/client_devices.h"
+#include "sim/core/federated/federated_run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "tests/reference_scenario.h"
 #include "training/partition.h"

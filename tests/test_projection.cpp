@@ -13,7 +13,7 @@
 
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 
 namespace testbed {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "tests/engine_run.h"
 #include "tests/reference_scenario.h"
 #include "training/replica.h"

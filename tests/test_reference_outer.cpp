@@ -27,7 +27,7 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "tests/engine_run.h"

@@ -13,7 +13,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "tests/engine_run.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 #include "training/gpt.h"
 #include "training/layer_cost.h"
 #include "training/models.h"

@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "tests/engine_run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"

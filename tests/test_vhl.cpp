@@ -13,7 +13,7 @@
 
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "sim/core/federated_run.h"
+#include "sim/core/federated/federated_run.h"
 #include "training/fashion_mnist.h"
 #include "training/partition.h"
 #include "training/seed_streams.h"

@@ -27,7 +27,7 @@ PlanSize neighbour_exchange_size(const std::vector<int>& degrees);
 
 // Bytes a plan and one run of it hold: each message, its inbox entry and `after` list (with
 // the allocator's chunk), and the runner's per-message state (the reverse dependency lists,
-// counters, the payload handle and the lost-range list of sim/core/collective_run.h).
+// counters, the payload handle and the lost-range list of sim/core/engine/collective_run.h).
 double plan_memory_bytes(const PlanSize& size, int ranks);
 
 }  // namespace testbed

@@ -1,7 +1,7 @@
 // The scenario's run loop.
 #include "sim/core/run.h"
 
-#include "sim/core/federated_run.h"
+#include "sim/core/federated/federated_run.h"
 #include "training/algorithms/registry.h"
 #include "training/numerics.h"
 #include "netmodels/ns3/ns3_network.h"

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "sim/config/scenario.h"
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/core/host_times.h"
 #include "sim/output/recorder.h"
 #include "training/dataset.h"

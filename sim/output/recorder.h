@@ -49,7 +49,7 @@ struct EvalRow {
   std::vector<double> correlation_matrix;  // N x N row-major; NaN where a pair was not sampled
 };
 
-// A federated client's part in a round (sim/core/federated_run.h).
+// A federated client's part in a round (sim/core/federated/federated_run.h).
 struct ParticipationRow {
   int round = 0, client = 0;
   int64_t samples = 0;  // the client's training samples: its weight in the average

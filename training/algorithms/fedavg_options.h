@@ -1,4 +1,4 @@
-// FedAvg's scenario keys (sim/core/federated_run.h).
+// FedAvg's scenario keys (sim/core/federated/federated_run.h).
 #pragma once
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // `fraction` < 1 a seeded choice of nodes takes part in each round (the same scenario always
 // picks the same nodes); the others keep training on their own parameters until they are
 // picked. Not FedAvg: there, a server holds the model and unpicked clients do nothing
-// (`fedavg`, sim/core/federated_run.h).
+// (`fedavg`, sim/core/federated/federated_run.h).
 #include <algorithm>
 #include <cmath>
 #include <functional>

@@ -9,7 +9,7 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"ddp", DdpOptions{}, make_ddp, 0},
       {"lofi", NoOptions{}, make_lofi, 0},
       {"local_sgd", LocalSgdOptions{}, make_local_sgd, 0},
-      // A server and sampled clients: its own run loop (sim/core/federated_run.h), no Algorithm.
+      // A server and sampled clients: its own run loop (sim/core/federated/federated_run.h), no Algorithm.
       {"fedavg", FedAvgOptions{}, nullptr, 0, SyncCollective::AllReduce, false, true},
       {"diloco", OuterSyncOptions{}, make_diloco, 2},
       {"streaming_diloco", StreamingOptions{}, make_streaming_diloco, 2},

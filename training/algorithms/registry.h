@@ -66,7 +66,7 @@ struct AlgorithmEntry {
   // Its next step's forward waits for its ops (CommOp::before_forward), timed before the step
   // runs: it needs a compute model that knows a step's time beforehand.
   bool forward_waits = false;
-  // Runs as a server and sampled clients (sim/core/federated_run.h), not on the engine's
+  // Runs as a server and sampled clients (sim/core/federated/federated_run.h), not on the engine's
   // nodes: the topology has a host more than `nodes`, the server's.
   bool federated = false;
 };

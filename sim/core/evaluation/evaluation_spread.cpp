@@ -3,7 +3,7 @@
 // agreement's Gram matrix come from per-process parts; rank 0 gathers the parts and the
 // replicas' own evaluations, never a whole replica. Every part is computed as the one-process
 // evaluation computes it, so the row is the same bit for bit.
-#include "sim/core/evaluation.h"
+#include "sim/core/evaluation/evaluation.h"
 
 #include <cmath>
 

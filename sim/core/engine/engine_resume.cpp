@@ -7,7 +7,7 @@
 // are missing: those are written back into place (copy_, so every view and alias stays valid).
 // What the network decides (timings, which elements a lossy exchange lost) the replay rebuilds
 // by itself and is not saved.
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 
 #include <sstream>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // Optimizer state through LibTorch's archives, in memory or on disk.
-#include "sim/core/client_state_store.h"
+#include "sim/core/federated/client_state_store.h"
 
 #include <filesystem>
 #include <sstream>

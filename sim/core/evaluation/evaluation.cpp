@@ -1,7 +1,7 @@
 // Evaluation at an eval step: every replica on a seeded sample of the test split, their
 // average (on the whole split at the last step) and each shifted test set, and how far the
 // replicas agree.
-#include "sim/core/evaluation.h"
+#include "sim/core/evaluation/evaluation.h"
 
 #include <cmath>
 

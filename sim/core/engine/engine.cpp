@@ -1,6 +1,6 @@
 // The run loop. Every action is an event on the one clock: a step starts (real LibTorch
 // compute happens here), its modelled compute ends, its messages go out and arrive.
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 #include "sim/core/error_text.h"
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 #include <torch/torch.h>
 
 #include "sim/config/collective_options.h"
-#include "sim/core/comm_layout.h"
-#include "sim/core/compute_model.h"
-#include "sim/core/evaluation.h"
+#include "sim/core/engine/comm_layout.h"
+#include "sim/core/compute/compute_model.h"
+#include "sim/core/evaluation/evaluation.h"
 #include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
-#include "sim/core/memo_policy.h"
+#include "sim/core/engine/memo_policy.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
 #include "netmodels/event_clock.h"

@@ -1,5 +1,5 @@
 // CommOp <-> flat collective buffers: blocks of the op's size, views rather than copies.
-#include "sim/core/comm_layout.h"
+#include "sim/core/engine/comm_layout.h"
 
 #include <stdexcept>
 

@@ -1,15 +1,15 @@
 // A run spread over processes (docs/scale-out.md): where a step's plan comes from (trained
 // here, trained ahead while a peer was awaited, or a peer's), and the buffers a collective
 // needs from other processes. Every process runs every event; only these cross.
-#include "sim/core/engine.h"
+#include "sim/core/engine/engine.h"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include <torch/torch.h>
 
-#include "sim/core/comm_layout.h"
-#include "sim/core/compute_model.h"
+#include "sim/core/engine/comm_layout.h"
+#include "sim/core/compute/compute_model.h"
 #include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
 

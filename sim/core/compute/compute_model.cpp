@@ -1,6 +1,6 @@
 // Compute model: fixed seconds per step, a roofline of the model's layers on a device, or
 // measured host time, scaled per node by a relative speed and per step by lognormal noise.
-#include "sim/core/compute_model.h"
+#include "sim/core/compute/compute_model.h"
 
 #include <algorithm>
 #include <cmath>

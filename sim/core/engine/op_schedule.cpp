@@ -1,7 +1,7 @@
 // The op schedule as text, a step a line: "node step compute_time extra_time" and its ops, then
 // "round_count" and each round's "extra_time" and ops; ops as "op_count" then, per op, "kind tag
 // elements bytes_per_element delay node_count nodes... after_gradient before_forward".
-#include "sim/core/op_schedule.h"
+#include "sim/core/engine/op_schedule.h"
 
 #include <ios>
 #include <sstream>

@@ -1,5 +1,5 @@
 // Collective execution over the event clock; values follow the plan's Reduce/Copy ops.
-#include "sim/core/collective_run.h"
+#include "sim/core/engine/collective_run.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // Parrot's schedules over the round's clients.
-#include "sim/core/client_devices.h"
+#include "sim/core/federated/client_devices.h"
 
 #include <algorithm>
 #include <numeric>

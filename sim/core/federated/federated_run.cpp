@@ -1,6 +1,6 @@
 // The federated loop: rounds of download, local steps and upload on the event clock; the
 // server's average once the round's uploads are in (or its deadline has passed).
-#include "sim/core/federated_run.h"
+#include "sim/core/federated/federated_run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,11 +10,11 @@
 #include "netmodels/event_clock.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "sim/core/client_devices.h"
-#include "sim/core/client_state_store.h"
-#include "sim/core/compute_model.h"
+#include "sim/core/federated/client_devices.h"
+#include "sim/core/federated/client_state_store.h"
+#include "sim/core/compute/compute_model.h"
 #include "sim/core/error_text.h"
-#include "sim/core/evaluation.h"
+#include "sim/core/evaluation/evaluation.h"
 #include "sim/core/network_factory.h"
 #include "topologies/builders.h"
 #include "training/algorithms/common.h"

@@ -1,5 +1,5 @@
 // The memoization policy: which steps are phases, their signature, when a replay is safe.
-#include "sim/core/memo_policy.h"
+#include "sim/core/engine/memo_policy.h"
 
 #include <algorithm>
 #include <string>
