@@ -695,4 +695,15 @@ TEST_F(Cli, SevenBTrainingIsRefusedFromShapes) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Hosts of several GPUs: the fleet must fill whole hosts, and the GPU link is read only when
+// the interconnect is custom.
+TEST_F(Cli, GpuHostsRefusesPartHostsAndIgnoredLinks) {
+  expect_rejected("nodes: 6\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n", "2:44",
+                  "nodes (6) is not a multiple of gpus_per_host (4)");
+  expect_rejected("nodes: 8\ntopology: {kind: gpu_hosts, gpu_link: {bandwidth: 1Gbps}}\n", "2:39",
+                  "'topology.gpu_link' has no effect with topology.kind gpu_hosts, topology.interconnect nvlink3");
+  expect_rejected("nodes: 8\nworkload: {model: cnn, dataset: imagenet_synthetic}\n", "2:19",
+                  "the ImageNet stand-in trains the resnets");
+}
+
 }  // namespace

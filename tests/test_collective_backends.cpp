@@ -83,6 +83,40 @@ TEST(CollectiveBackends, Ns3AndFlowAgreeAndNeitherBeatsAlphaBeta) {
   }
 }
 
+// Two hosts of four GPUs (NVLink-class local links, a 10 Gbps NIC each to one switch): a ring
+// all-reduce over the 8 GPUs crosses each NIC once a step in each direction, so the link from
+// GPU 3's host to GPU 4's carries all 2 (p - 1) chunks of S / p, one after another: at least
+// 2 (p - 1) S / p / 10 Gbps (flow and ns-3). Local hops are 240 times faster, so they add little.
+TEST(CollectiveBackends, GpuHostsRingIsBoundByTheNics) {
+  TopologySpec spec;
+  spec.kind = "gpu_hosts";
+  spec.hosts = 8;
+  spec.gpus_per_host = 4;
+  spec.link = {10e9, 5e-6, 0};
+  spec.gpu_link = {2.4e12, 1e-6, 0};
+  const Topology t = build_topology(spec);
+  EXPECT_EQ(t.num_vertices(), 8u + 2 + 1);  // the GPUs, a local switch a host, the cluster's switch
+  EXPECT_EQ(t.num_links(), 8u + 2);
+  const int p = 8;
+  const int64_t elements = 8'000'000 / 4;  // 8 MB per rank
+  CollectiveOptions o;
+  o.algorithm = collective_algorithm("ring");
+  const CollectivePlan plan = all_reduce(o, p, elements, 4);
+  const double nic_bound = 2.0 * (p - 1) * (8e6 / p) * 8 / 10e9;  // 11.2 ms
+  // The last chunk still crosses the path's latencies (1 + 5 + 5 + 1 us) and a local hop.
+  const double slack = 2.0 * (p - 1) * 12e-6 + 2 * (8e6 / p) * 8 / 2.4e12;
+  const double flow = run(Backend::Flow, t, plan), ns3 = run(Backend::Ns3, t, plan);
+  EXPECT_GE(flow, nic_bound);
+  EXPECT_LE(flow, nic_bound + slack);
+  EXPECT_GE(ns3 / flow, 0.85);
+  EXPECT_LE(ns3 / flow, 1.15);
+  // Contention-free, the analytical backend lets a chunk start while the one before it still
+  // crosses the same NIC: it sees only the dependency chains, a quarter of whose hops cross a NIC.
+  const double analytical = run(Backend::Analytical, t, plan);
+  EXPECT_LE(analytical, flow);
+  EXPECT_GE(analytical, nic_bound / 4);
+}
+
 }  // namespace
 }  // namespace collective_backends
 }  // namespace testbed

@@ -398,7 +398,7 @@ TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
   std::vector<std::string> names;
   for (const auto& p : device_presets()) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"h100", "h200", "b200", "a100", "a100_40gb", "a100_pcie", "mi300x",
-                                             "rtx4090", "v100", "t4", "l4", "cpu"}));
+                                             "rtx4090", "rtx2080ti", "v100", "t4", "l4", "cpu"}));
 }
 
 // The default scenario (rtx4090, fp32, mfu 0.4) charges the CNN more than pure FLOPs would.

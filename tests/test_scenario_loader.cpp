@@ -366,7 +366,7 @@ TEST(ScenarioErrors, UnitsThatDoNotParse) {
 }
 
 TEST(ScenarioErrors, UnknownEnumValues) {
-  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
+  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, gpu_hosts, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
   std::string error = error_of("algorithm: {name: foo}\n");
   EXPECT_EQ(error, "s.yaml:1:19: 'foo' is not one of: ddp, lofi, local_sgd, fedavg, diloco, streaming_diloco, sparta, sparta_diloco, demo, gossip, topk, signsgd, powersgd, acpsgd, dear");  // nothing close: no suggestion
 }

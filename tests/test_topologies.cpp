@@ -102,7 +102,8 @@ TEST(Builders, Tree) {
 TEST(Builders, KindsListed) {
   for (const auto& kind : topology_kinds()) {
     auto s = spec(kind, 6);
-    s.per_cluster = 3;  // hierarchical: 2 clusters x 3
+    s.per_cluster = 3;    // hierarchical: 2 clusters x 3
+    s.gpus_per_host = 3;  // gpu_hosts: 2 hosts of 3
     // graphml needs a file; its own tests cover it.
     if (kind == "graphml") continue;
     EXPECT_NO_THROW(build_topology(s)) << kind;

@@ -57,7 +57,7 @@ void detail::add_link(Topology::Graph& g, int a, int b, const LinkSpec& spec) {
 const std::vector<std::string>& topology_kinds() {
   static const std::vector<std::string> kinds = {
       "ring", "line",         "star",        "mesh",           "torus2d", "tree",
-      "fat_tree", "hierarchical", "erdos_renyi", "watts_strogatz", "graphml"};
+      "fat_tree", "hierarchical", "gpu_hosts", "erdos_renyi", "watts_strogatz", "graphml"};
   return kinds;
 }
 
@@ -84,6 +84,9 @@ Topology build_topology(const TopologySpec& spec) {
   } else if (spec.kind == "hierarchical") {
     validate_link(spec.wan, "topology.wan");
     detail::build_hierarchical(spec, t);
+  } else if (spec.kind == "gpu_hosts") {
+    validate_link(spec.gpu_link, "topology.gpu_link");
+    detail::build_gpu_hosts(spec, t);
   } else if (spec.kind == "erdos_renyi") {
     detail::build_erdos_renyi(spec, t);
   } else if (spec.kind == "watts_strogatz") {

@@ -25,7 +25,7 @@ struct LinkOverride {
 };
 
 struct TopologySpec {
-  // ring line star mesh torus2d tree fat_tree hierarchical erdos_renyi watts_strogatz graphml
+  // ring line star mesh torus2d tree fat_tree hierarchical gpu_hosts erdos_renyi watts_strogatz graphml
   std::string kind = "ring";
   int hosts = 4;
   LinkSpec link;                         // default for every link
@@ -35,6 +35,8 @@ struct TopologySpec {
   int clusters = 2, per_cluster = 2;     // hierarchical: clusters x hosts per cluster
   int extra_hosts = 0;                   // hierarchical: hosts after the clusters' (a federated server), on cluster 0's switch
   LinkSpec wan{.bandwidth_bps = 1e9, .latency_s = 0.050};  // hierarchical: links between cluster switches
+  int gpus_per_host = 4;                 // gpu_hosts: GPUs on each host's local switch
+  LinkSpec gpu_link{.bandwidth_bps = 2.4e12, .latency_s = 1e-6};  // gpu_hosts: GPU to its local switch
   double edge_probability = 0.5;         // erdos_renyi: p
   int degree = 2;                        // watts_strogatz: lattice degree (even)
   double beta = 0.1;                     // watts_strogatz: rewiring probability

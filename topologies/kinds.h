@@ -9,6 +9,7 @@ namespace testbed::detail {
 // They throw std::invalid_argument for sizes they cannot build.
 void build_fat_tree(const TopologySpec& spec, Topology& t);
 void build_hierarchical(const TopologySpec& spec, Topology& t);
+void build_gpu_hosts(const TopologySpec& spec, Topology& t);
 void build_erdos_renyi(const TopologySpec& spec, Topology& t);
 void build_watts_strogatz(const TopologySpec& spec, Topology& t);
 

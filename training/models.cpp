@@ -133,4 +133,10 @@ std::shared_ptr<Model> make_image_model(const std::string& name, int classes, co
   throw std::invalid_argument("unknown image model '" + name + "'");
 }
 
+std::shared_ptr<Model> make_imagenet_model(const std::string& name, int classes) {
+  for (int depth : {18, 34, 50, 101, 152})
+    if (name == "resnet" + std::to_string(depth)) return make_resnet({depth, classes, 3, 224, true});
+  throw std::invalid_argument("model '" + name + "' has no ImageNet form (the resnets have)");
+}
+
 }  // namespace testbed

@@ -31,6 +31,10 @@ class Model : public torch::nn::Module {
 // The model names a scenario may use with 28x28 image data: mlp, cnn, resnet18/34/50/101/152.
 std::shared_ptr<Model> make_image_model(const std::string& name, int classes, const AdapterConfig& adapter = {});
 
+// The ResNets in torchvision's ImageNet form (3 x 224 x 224 inputs, a 7 x 7 stride-2 stem and
+// max pool): resnet18/34/50/101/152.
+std::shared_ptr<Model> make_imagenet_model(const std::string& name, int classes);
+
 // A multilayer perceptron over flat inputs: inputs -> hidden -> hidden -> outputs (ReLU).
 std::shared_ptr<Model> make_mlp(int64_t inputs, int64_t hidden, int64_t outputs, const AdapterConfig& adapter = {});
 

@@ -52,7 +52,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
                      : spec.hosts % clusters == 0 ? spec.hosts / clusters
                                                       : 0;
   // A federated run on clusters: each cluster's clients and its aggregator (the host after
-  // them), then the server after every cluster, in cluster 0 (sim/core/federated_run.h).
+  // them), then the server after every cluster, in cluster 0 (sim/core/federated/federated_run.h).
   if (algorithm && algorithm->federated && t.kind == "hierarchical") {
     const int clients = clients_per_cluster(scenario);
     spec.per_cluster = clients > 0 ? clients + 1 : 0;
@@ -60,6 +60,16 @@ TopologySpec topology_spec(const Scenario& scenario) {
     spec.extra_hosts = 1;
   }
   spec.wan = link_spec(t.wan);
+  spec.gpus_per_host = t.gpus_per_host;
+  spec.gpu_link = link_spec(t.gpu_link);
+  // The presets' bandwidths per direction (NVIDIA's NVLink figures; PCIe x16 after encoding).
+  const std::pair<const char*, double> interconnects[] = {
+      {"nvlink3", 300e9}, {"nvlink4", 450e9}, {"pcie3", 16e9}, {"pcie4", 32e9}, {"pcie5", 64e9}};
+  for (const auto& [name, bytes_per_s] : interconnects) {
+    if (t.interconnect != name) continue;
+    spec.gpu_link.bandwidth_bps = 8 * bytes_per_s;
+    spec.gpu_link.latency_s = name[0] == 'n' ? 1e-6 : 2e-6;
+  }
   spec.edge_probability = t.p;
   spec.degree = t.degree;
   spec.beta = t.beta;
@@ -105,6 +115,10 @@ std::vector<int> node_clusters(const Scenario& scenario) {
     const int per_cluster = topology_spec(scenario).per_cluster;
     if (per_cluster < 1) return {};
     for (int n = 0; n < nodes; ++n) cluster[n] = n / per_cluster;
+    return cluster;
+  }
+  if (scenario.topology.kind == "gpu_hosts") {
+    for (int n = 0; n < nodes; ++n) cluster[n] = n / std::max(1, scenario.topology.gpus_per_host);
     return cluster;
   }
   if (scenario.topology.kind == "fat_tree") {

@@ -82,6 +82,11 @@ struct TopologySection {
   double beta = 0.1;    // watts_strogatz: rewiring probability
   std::string file;     // graphml: Topology Zoo file (relative: to the scenario file)
   std::vector<std::string> placement;  // graphml: node ids or labels of the hosts
+  int gpus_per_host = 4;               // gpu_hosts: GPUs a host (nodes are GPUs, host h has g h .. g h + g - 1)
+  // gpu_hosts: each GPU's link to its host's switch, by preset (per direction: nvlink3 300 GB/s,
+  // nvlink4 450 GB/s, pcie3 16 GB/s, pcie4 32 GB/s, pcie5 64 GB/s), or `custom`: gpu_link.
+  std::string interconnect = "nvlink3";
+  LinkSection gpu_link{.bandwidth = Bandwidth{2.4e12}, .latency = Duration{1e-6}};
   template <class V> void fields(V& v) {
     v.field("kind", kind, Choices{topology_kinds()});
     v.field("link", link);
@@ -96,6 +101,9 @@ struct TopologySection {
     v.field("beta", beta, Range{0, 1});
     v.field("file", file);
     v.field("placement", placement);
+    v.field("gpus_per_host", gpus_per_host, Range{1, 1e4});
+    v.field("interconnect", interconnect, Choices{{"nvlink3", "nvlink4", "pcie3", "pcie4", "pcie5", "custom"}});
+    v.field("gpu_link", gpu_link);
   }
 };
 
@@ -274,7 +282,7 @@ struct WorkloadSection {
   bool train = true;
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt", "llama"}});
-    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic"}});
+    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic", "imagenet_synthetic"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});
     v.field("steps", steps, Range{1, 1e9});

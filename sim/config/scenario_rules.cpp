@@ -60,6 +60,11 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   kind_key("topology.clusters", "hierarchical", t.clusters != dt.clusters);
   kind_key("topology.per_cluster", "hierarchical", t.per_cluster != dt.per_cluster);
   kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
+  kind_key("topology.gpus_per_host", "gpu_hosts", t.gpus_per_host != dt.gpus_per_host);
+  kind_key("topology.interconnect", "gpu_hosts", t.interconnect != dt.interconnect);
+  keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link), t.kind == "gpu_hosts" && t.interconnect == "custom",
+                  "topology.kind: gpu_hosts and topology.interconnect: custom",
+                  "topology.kind " + t.kind + ", topology.interconnect " + t.interconnect});
   kind_key("topology.p", "erdos_renyi", t.p != dt.p);
   kind_key("topology.degree", "watts_strogatz", t.degree != dt.degree);
   kind_key("topology.beta", "watts_strogatz", t.beta != dt.beta);
@@ -185,6 +190,8 @@ std::string topology_error_key(const Scenario& s, const Origins& origins, const 
   if (kind == "fat_tree") candidates = {mentions("nodes") ? "nodes" : "topology.k"};
   if (kind == "hierarchical")
     candidates = {mentions("topology.wan") ? "topology.wan" : "topology.per_cluster", "topology.clusters", "nodes"};
+  if (kind == "gpu_hosts")
+    candidates = {mentions("gpu_link") ? "topology.gpu_link" : "topology.gpus_per_host", "nodes"};
   if (kind == "erdos_renyi") candidates = {"topology.p"};
   if (kind == "watts_strogatz")
     candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
@@ -392,6 +399,9 @@ void check_workload(const Scenario& s, const Origins& origins) {
   if (w.dataset == "synthetic" && w.model != "mlp") {
     fail(origins.where("workload.model"), "the synthetic task trains an mlp");
   }
+  if (w.dataset == "imagenet_synthetic" && w.model.rfind("resnet", 0) != 0) {
+    fail(origins.where("workload.model"), "the ImageNet stand-in trains the resnets (resnet18 .. resnet152)");
+  }
   for (size_t i = 0; i < w.shifts.size(); ++i) {
     Location loc = origins.where("workload.shifts." + std::to_string(i));
     if (w.dataset != "fashion_mnist") fail(loc, "test-set shifts apply to image data sets only");
@@ -401,7 +411,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
     }
   }
   bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
-  int labels = w.dataset == "fashion_mnist" ? 10 : (w.dataset == "synthetic" ? w.synthetic.outputs : 0);
+  int labels = w.dataset == "fashion_mnist" ? 10 : w.dataset == "synthetic" ? w.synthetic.outputs : w.dataset == "imagenet_synthetic" ? 1000 : 0;
   for (size_t i = 0; i < w.classes.size(); ++i) {
     Location loc = origins.where("workload.classes." + std::to_string(i));
     if (labels == 0 || regression) fail(loc, "'classes' selects labels of a classification data set");

@@ -119,6 +119,8 @@ Dataset load_dataset(const Scenario& s) {
     data = load_brown({data_dir(s), context_of(s), 0.1, stream_seed(s.seed, "brown_split")});
   } else if (w.dataset == "synthetic") {
     data = make_teacher_dataset(synthetic_options(s), stream_seed(s.seed, "teacher"));
+  } else if (w.dataset == "imagenet_synthetic") {
+    data = make_imagenet_stand_in(256, 64, stream_seed(s.seed, "imagenet_synthetic"));
   } else {
     throw std::invalid_argument("unknown dataset '" + w.dataset + "'");
   }
@@ -148,6 +150,8 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
   } else if (w.dataset == "synthetic") {
     auto o = synthetic_options(s);
     model = make_mlp(o.inputs, o.hidden, heads * o.outputs, adapter_config(s));
+  } else if (w.dataset == "imagenet_synthetic") {
+    model = make_imagenet_model(w.model, heads * 1000);
   } else {
     model = make_image_model(w.model, heads * 10, adapter_config(s));
   }
