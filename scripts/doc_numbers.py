@@ -553,40 +553,39 @@ def paper_7b_sync(tb):
 
 
 DEAR = "scenarios/paper/dear_resnet50.yaml"
+ACPSGD = "scenarios/paper/acpsgd_resnet50.yaml"
+
+
+def algorithm_grid(tb, scenario, algorithms, bandwidths, compare):
+    """Each (label, algorithm section) at each NIC bandwidth of `scenario`: a row per run with its
+    step time and compare(step times of that bandwidth, i) beside it."""
+    calls = [(scenario, [f"algorithm={a}", f"topology.link.bandwidth={bw}"]) for bw in bandwidths for _, a in algorithms]
+    results = tb.runs(calls)
+    rows = []
+    n = len(algorithms)
+    for i, bw in enumerate(bandwidths):
+        step = [r["projected_time_s"] / r["steps_completed"] for r in results[n * i:n * i + n]]
+        for j, (label, _) in enumerate(algorithms):
+            rows.append([bw, label, f"{1000 * step[j]:.1f} ms", compare(step, j)])
+    return rows
 
 
 @block("full")
 def paper_dear(tb):
     algorithms = [("dear", "{name: dear}"), ("ddp, overlapped (25 MB buckets)", "{name: ddp}"),
                   ("ddp, one blocking all-reduce", "{name: ddp, overlap: false}")]
-    bandwidths = ["10Gbps", "100Gbps"]
-    calls = [(DEAR, [f"algorithm={a}", f"topology.link.bandwidth={bw}"]) for bw in bandwidths for _, a in algorithms]
-    results = tb.runs(calls)
-    rows = []
-    for i, bw in enumerate(bandwidths):
-        step = [r["projected_time_s"] / r["steps_completed"] for r in results[3 * i:3 * i + 3]]
-        best = min(step[1], step[2])
-        for (label, _), t in zip(algorithms, step):
-            rows.append([bw, label, f"{1000 * t:.1f} ms", f"{100 * (best / t - 1):+.1f} %" if label == "dear" else ""])
+    # DeAR (row 0) against the faster of the two baselines.
+    speedup = lambda step, j: f"{100 * (min(step[1:]) / step[0] - 1):+.1f} %" if j == 0 else ""
+    rows = algorithm_grid(tb, DEAR, algorithms, ["10Gbps", "100Gbps"], speedup)
     return (command(f"build/testbed run {DEAR} --set 'algorithm={{name: ddp}}' --set topology.link.bandwidth=100Gbps")
             + table(["NIC", "run", "a step", "DeAR's speed-up over the best baseline"], rows))
-
-
-ACPSGD = "scenarios/paper/acpsgd_resnet50.yaml"
 
 
 @block("full")
 def paper_acpsgd(tb):
     algorithms = [("acpsgd, rank 4", "{name: acpsgd, rank: 4}"), ("s-sgd (overlapped ddp)", "{name: ddp}"),
                   ("powersgd, rank 4", "{name: powersgd, rank: 4}")]
-    bandwidths = ["1Gbps", "10Gbps"]
-    calls = [(ACPSGD, [f"algorithm={a}", f"topology.link.bandwidth={bw}"]) for bw in bandwidths for _, a in algorithms]
-    results = tb.runs(calls)
-    rows = []
-    for i, bw in enumerate(bandwidths):
-        step = [r["projected_time_s"] / r["steps_completed"] for r in results[3 * i:3 * i + 3]]
-        for (label, _), t in zip(algorithms, step):
-            rows.append([bw, label, f"{1000 * t:.1f} ms", f"{t / step[0]:.2f}x"])
+    rows = algorithm_grid(tb, ACPSGD, algorithms, ["1Gbps", "10Gbps"], lambda step, j: f"{step[j] / step[0]:.2f}x")
     return (command(f"build/testbed run {ACPSGD} --set 'algorithm={{name: powersgd, rank: 4}}' --set topology.link.bandwidth=1Gbps")
             + table(["NIC", "run", "a step", "ACP-SGD's speed-up over it"], rows))
 

@@ -128,6 +128,24 @@ TEST(Brown, EveryTrainWindowHasAGenreAndAllGenresOccur) {
   EXPECT_TRUE((g.slice(0, 1) >= g.slice(0, 0, -1)).all().item<bool>());
 }
 
+// The genre task: the same windows, labelled by genre. Test genres follow the held-out files in
+// name order too, so they never decrease either, and every held-out window has a genre.
+TEST(Brown, GenreTaskLabelsTheSameWindowsByGenre) {
+  const Dataset text = load_brown({kBrownDir, 64, 0.1, 0});
+  const Dataset genres = load_brown_genres({kBrownDir, 64, 0.1, 0});
+  EXPECT_EQ(genres.task, Task::Classification);
+  EXPECT_EQ(genres.outputs, 15);
+  EXPECT_TRUE(torch::equal(genres.train_inputs, text.train_inputs));
+  EXPECT_TRUE(torch::equal(genres.test_inputs, text.test_inputs));
+  EXPECT_TRUE(torch::equal(genres.train_targets, text.train_groups));
+  ASSERT_EQ(genres.test_targets.sizes(), (std::vector<int64_t>{genres.test_size()}));
+  const auto t = genres.test_targets;
+  EXPECT_GE(t.min().item<int64_t>(), 0);
+  EXPECT_LT(t.max().item<int64_t>(), 15);
+  EXPECT_TRUE((t.slice(0, 1) >= t.slice(0, 0, -1)).all().item<bool>());
+  EXPECT_GT(std::get<0>(at::_unique(t)).numel(), 1);
+}
+
 TEST(Brown, ContextSetsTheWindowWidth) {
   const auto& d = brown(0, 128);
   EXPECT_EQ(d.train_inputs.size(1), 128);

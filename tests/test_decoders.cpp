@@ -1,7 +1,7 @@
-// The decoders' real shapes: GPT-2's four and LLaMA's presets against their published parameter
-// counts (worked out here from the architecture), forward FLOPs against 2 N a token plus
-// attention, the shapes-only description of LLaMA against the built module, and both training
-// for real a few steps.
+// The transformers' real shapes: GPT-2's four, LLaMA's and BERT's presets against their published
+// parameter counts (worked out here from the architecture), forward FLOPs against 2 N a token
+// plus attention, the shapes-only description of LLaMA against the built module, and the modules
+// training for real a few steps.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "training/bert.h"
 #include "training/gpt.h"
 #include "training/llama.h"
 #include "training/model_shapes.h"
@@ -137,6 +138,58 @@ TEST(Llama, TrainsAndSeesOrder) {
     last = loss.item<double>();
   }
   EXPECT_LT(last, first * 0.5);  // it memorises two sequences
+}
+
+// BERT by hand: embeddings V C + 512 C + 2 C and their norm 2 C; per layer 12 C^2 + 13 C (q, k,
+// v, the attention's output, 4C and back, two norms); the pooler C^2 + C; Hugging Face's BertModel
+// counts (109 482 240 base, 335 141 888 large), then the classifier C K + K for the 15 genres.
+TEST(Bert, ParametersAreHuggingFaces) {
+  auto count = [](int64_t L, int64_t C) {
+    return 30522 * C + 512 * C + 2 * C + 2 * C + L * (12 * C * C + 13 * C) + C * C + C;
+  };
+  EXPECT_EQ(count(12, 768), 109482240);
+  EXPECT_EQ(count(24, 1024), 335141888);
+  BertConfig base = bert_preset("base");
+  base.classes = 15;
+  EXPECT_EQ(shapes_of(*make_bert(base)).parameters, count(12, 768) + 768 * 15 + 15);
+}
+
+// Forward FLOPs a sample: the layers' matrices over T tokens, the pooler and classifier on one,
+// and the bidirectional attention's 4 T^2 C a layer.
+TEST(Bert, ForwardFlops) {
+  BertConfig c = bert_preset("base");
+  c.classes = 15;
+  const double T = c.sequence, C = c.width, L = c.layers;
+  const double expected = 2 * T * L * 12 * C * C + 2 * (C * C + C * 15) + L * 4 * T * T * C;
+  EXPECT_DOUBLE_EQ(forward_flops(shapes_of(*make_bert(c)).layers), expected);
+}
+
+// Bidirectional (the first position's logits see a later token) and trainable.
+TEST(Bert, SeesTheWholeWindowAndTrains) {
+  torch::manual_seed(2);
+  BertConfig c = bert_preset("tiny");
+  c.sequence = 16;
+  auto m = make_bert(c);
+  auto tokens = torch::randint(0, 256, {4, 16}, torch::kInt64);
+  auto changed = tokens.clone();
+  changed.select(1, 15).fill_(7);
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_EQ(m->forward(tokens).sizes(), (std::vector<int64_t>{4, 2}));
+    EXPECT_FALSE(torch::allclose(m->forward(tokens), m->forward(changed)));
+  }
+  const auto labels = torch::tensor({0, 1, 1, 0}, torch::kInt64);
+  torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(1e-3));
+  double first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    opt.zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(m->forward(tokens), labels);
+    loss.backward();
+    opt.step();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+  }
+  EXPECT_LT(last, first * 0.2);  // four windows, memorised
 }
 
 }  // namespace

@@ -82,6 +82,11 @@ std::vector<Param> params() {
     for (size_t a = 0; a < algorithms().size(); ++a)
       if (algorithms()[a].label == label) out.push_back({algorithms()[a], "llama", kBackends[a % 3], 8});
   }
+  // BERT, the encoder of reproductions (b) and (c), under the algorithms those compare.
+  for (const char* label : {"ddp_buckets", "powersgd", "acpsgd", "dear"}) {
+    for (size_t a = 0; a < algorithms().size(); ++a)
+      if (algorithms()[a].label == label) out.push_back({algorithms()[a], "bert", kBackends[(a + 1) % 3], 16});
+  }
   return out;
 }
 
@@ -89,6 +94,8 @@ std::string scenario_yaml(const Param& p, bool train) {
   std::string workload =
       p.model == "gpt"     ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
                              "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
+      : p.model == "bert"  ? "{model: bert, dataset: brown_genres, batch_size: 4, steps: 5, eval_every: 1000, eval_samples: 4, "
+                             "bert: {preset: tiny, layers: 1, width: 32, heads: 2, sequence: 16}"
       : p.model == "llama" ? "{model: llama, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
                              "llama: {preset: tiny, layers: 2, width: 64, heads: 4, kv_heads: 2, hidden: 96, context: 24}"
                            : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";

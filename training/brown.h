@@ -29,4 +29,8 @@ const std::vector<std::string>& brown_categories();
 // scripts/install-deps.sh when the files are missing.
 Dataset load_brown(const BrownOptions& options);
 
+// The same windows as a classification task: each window's target is the genre (0..14) of the
+// document it starts in, for encoders with a classification head (BERT); outputs = 15.
+Dataset load_brown_genres(const BrownOptions& options);
+
 }  // namespace testbed

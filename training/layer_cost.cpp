@@ -46,4 +46,21 @@ std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std
   return layer_of;
 }
 
+void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix, double T, double C, double heads,
+                            bool causal) {
+  const double scores = heads * T * T;
+  LayerCost qk = elementwise_cost(prefix + ".qk", 2 * T * C, scores);
+  qk.flops = 2 * T * T * C;  // heads x T x T x head size multiply-adds
+  qk.grad_operands = 2;
+  c.push_back(qk);
+  c.push_back(elementwise_cost(prefix + ".scale", scores, scores, 1, false));
+  if (causal) c.push_back(elementwise_cost(prefix + ".mask", scores, scores, 1, false));
+  c.push_back(elementwise_cost(prefix + ".softmax", scores, scores));
+  LayerCost av = elementwise_cost(prefix + ".av", scores + T * C, T * C);
+  av.flops = 2 * T * T * C;
+  av.grad_operands = 2;
+  c.push_back(av);
+  c.push_back(elementwise_cost(prefix + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()
+}
+
 }  // namespace testbed

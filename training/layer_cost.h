@@ -60,5 +60,10 @@ LayerCost linear_cost(const std::string& name, double in, double out, double row
 // An elementwise (or pooling / normalising) op reading `in` and writing `out` elements per sample.
 LayerCost elementwise_cost(const std::string& name, double in, double out, int kernels = 1,
                            bool grad_reads_input = true);
+// Attention between the projections, over T positions of width C in `heads` heads, as
+// `prefix.qk` ... `prefix.merge_heads`: q k^T and att v (products of two activations, 2 T^2 C
+// FLOPs each), the scale, the causal mask when `causal`, the softmax, the heads merged.
+void append_attention_costs(std::vector<LayerCost>& costs, const std::string& prefix, double T, double C, double heads,
+                            bool causal);
 
 }  // namespace testbed

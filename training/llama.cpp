@@ -37,7 +37,7 @@ LayerCost rms_norm_cost(const std::string& name, double rows, double width) {
 // One sample is a full window of `context` tokens.
 std::vector<LayerCost> llama_costs(const LlamaConfig& cfg) {
   const double T = cfg.context, C = cfg.width, V = cfg.vocab, F = cfg.hidden;
-  const double hd = C / cfg.heads, kv = cfg.kv_heads * hd, scores = cfg.heads * T * T;
+  const double hd = C / cfg.heads, kv = cfg.kv_heads * hd;
   std::vector<LayerCost> c;
   LayerCost embed = elementwise_cost("tok_embeddings", T + T * C, T * C, 1, false);  // ids + gathered rows
   embed.weights = V * C;
@@ -54,18 +54,7 @@ std::vector<LayerCost> llama_costs(const LlamaConfig& cfg) {
     // q and k times cos, their rotated halves times sin, the sum: reads both and the tables.
     c.push_back(elementwise_cost(p + ".attention.rotary", 2 * (T * C + T * kv), T * C + T * kv, 6, false));
     if (cfg.kv_heads < cfg.heads) c.push_back(elementwise_cost(p + ".attention.repeat_kv", 2 * T * kv, 2 * T * C, 2, false));
-    LayerCost qk = elementwise_cost(p + ".attention.qk", 2 * T * C, scores);
-    qk.flops = 2 * T * T * C;  // heads x T x T x head size multiply-adds
-    qk.grad_operands = 2;
-    c.push_back(qk);
-    c.push_back(elementwise_cost(p + ".attention.scale", scores, scores, 1, false));
-    c.push_back(elementwise_cost(p + ".attention.mask", scores, scores, 1, false));
-    c.push_back(elementwise_cost(p + ".attention.softmax", scores, scores));
-    LayerCost av = elementwise_cost(p + ".attention.av", scores + T * C, T * C);
-    av.flops = 2 * T * T * C;
-    av.grad_operands = 2;
-    c.push_back(av);
-    c.push_back(elementwise_cost(p + ".attention.merge_heads", T * C, T * C, 1, false));
+    append_attention_costs(c, p + ".attention", T, C, cfg.heads, /*causal=*/true);
     c.push_back(linear_cost(p + ".attention.wo", C, C, T, false, true));
     c.push_back(elementwise_cost(p + ".residual1", 2 * T * C, T * C, 1, false));
     c.push_back(rms_norm_cost(p + ".ffn_norm", T, C));

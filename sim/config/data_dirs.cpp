@@ -5,7 +5,7 @@ namespace testbed {
 
 std::string default_data_dir(const std::string& dataset) {
   if (dataset == "fashion_mnist") return "/usr/share/datasets/fashion-mnist";
-  if (dataset == "brown") return std::string(TESTBED_DATA_DIR) + "/brown";
+  if (dataset == "brown" || dataset == "brown_genres") return std::string(TESTBED_DATA_DIR) + "/brown";
   return "";
 }
 

@@ -231,6 +231,21 @@ struct LlamaSection {
   bool operator==(const LlamaSection&) const = default;
 };
 
+// The BERT encoder's shape (training/bert.h: tiny, base, large); 0 keeps the preset's value.
+struct BertSection {
+  std::string preset = "tiny";
+  int layers = 0, heads = 0, width = 0, sequence = 0, vocab = 0;
+  template <class V> void fields(V& v) {
+    v.field("preset", preset, Choices{{"tiny", "base", "large"}});
+    v.field("layers", layers, Range{0, 1024});
+    v.field("heads", heads, Range{0, 1024});
+    v.field("width", width, Range{0, 1 << 16});
+    v.field("sequence", sequence, Range{0, 512});
+    v.field("vocab", vocab, Range{0, 1 << 24});
+  }
+  bool operator==(const BertSection&) const = default;
+};
+
 // A teacher network labels Gaussian inputs: a task with a known optimum, for fast tests.
 struct SyntheticSection {
   std::string task = "classification";  // classification | regression
@@ -270,6 +285,7 @@ struct WorkloadSection {
   std::vector<std::string> shifts;  // extra shifted test sets (images): noise rotation invert
   GptSection gpt;
   LlamaSection llama;
+  BertSection bert;
   SyntheticSection synthetic;
   AdapterSection adapter;
   std::vector<int> classes;  // keep only these labels (train and test); empty: all
@@ -281,8 +297,8 @@ struct WorkloadSection {
   // training run's, with no loss or accuracy.
   bool train = true;
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt", "llama"}});
-    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic", "imagenet_synthetic"}});
+    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt", "llama", "bert"}});
+    v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic", "imagenet_synthetic", "brown_genres"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});
     v.field("steps", steps, Range{1, 1e9});
@@ -292,6 +308,7 @@ struct WorkloadSection {
     v.field("shifts", shifts);
     v.field("gpt", gpt);
     v.field("llama", llama);
+    v.field("bert", bert);
     v.field("synthetic", synthetic);
     v.field("adapter", adapter);
     v.field("classes", classes);

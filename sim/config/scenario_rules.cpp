@@ -118,6 +118,8 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
                   "workload.model " + w.model});
   keys.push_back({"workload.llama", !(w.llama == dw.llama), w.model == "llama", "workload.model: llama",
                   "workload.model " + w.model});
+  keys.push_back({"workload.bert", !(w.bert == dw.bert), w.model == "bert", "workload.model: bert",
+                  "workload.model " + w.model});
   const auto& sy = w.synthetic;
   const auto& dsy = dw.synthetic;
   const bool synthetic_given = sy.task != dsy.task || sy.inputs != dsy.inputs || sy.outputs != dsy.outputs ||
@@ -383,7 +385,7 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
 void check_workload(const Scenario& s, const Origins& origins) {
   const auto& w = s.workload;
   const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
-                                                     {"brown", "ca01"}};
+                                                     {"brown", "ca01"}, {"brown_genres", "ca01"}};
   if (auto it = marker.find(w.dataset); it != marker.end()) {
     auto file = std::filesystem::path(w.data_dir) / it->second;
     if (!std::filesystem::exists(file)) {
@@ -392,9 +394,10 @@ void check_workload(const Scenario& s, const Origins& origins) {
     }
   }
   bool language_model = w.model == "gpt" || w.model == "llama";
-  if (language_model != (w.dataset == "brown")) {
+  if (language_model != (w.dataset == "brown") || (w.model == "bert") != (w.dataset == "brown_genres")) {
     fail(origins.where("workload.model"), "model '" + w.model + "' does not fit dataset '" + w.dataset +
-                                              "' (gpt and llama train on brown; mlp, cnn and the resnets on images, mlp on synthetic)");
+                                              "' (gpt and llama train on brown, bert on brown_genres; mlp, cnn and "
+                                              "the resnets on images, mlp on synthetic)");
   }
   if (w.dataset == "synthetic" && w.model != "mlp") {
     fail(origins.where("workload.model"), "the synthetic task trains an mlp");
@@ -411,7 +414,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
     }
   }
   bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
-  int labels = w.dataset == "fashion_mnist" ? 10 : w.dataset == "synthetic" ? w.synthetic.outputs : w.dataset == "imagenet_synthetic" ? 1000 : 0;
+  int labels = w.dataset == "fashion_mnist" ? 10 : w.dataset == "synthetic" ? w.synthetic.outputs : w.dataset == "imagenet_synthetic" ? 1000 : w.dataset == "brown_genres" ? 15 : 0;
   for (size_t i = 0; i < w.classes.size(); ++i) {
     Location loc = origins.where("workload.classes." + std::to_string(i));
     if (labels == 0 || regression) fail(loc, "'classes' selects labels of a classification data set");
@@ -429,7 +432,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
   } catch (const std::invalid_argument& e) {
     std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
                             ? "workload.adapter.rank"
-                            : (language_model ? "workload." + w.model : "workload.model");
+                            : (language_model || w.model == "bert" ? "workload." + w.model : "workload.model");
     fail(origins.where(where), e.what());
   } catch (const std::runtime_error& e) {
     fail(origins.where("workload.init_from"), e.what());

@@ -22,6 +22,7 @@
 #include "training/fashion_mnist.h"
 #include "training/gpt.h"
 #include "training/llama.h"
+#include "training/bert.h"
 #include "training/numerics.h"
 #include "training/shifts.h"
 #include "training/synthetic.h"
@@ -86,8 +87,24 @@ LlamaConfig llama_config(const Scenario& s) {
   return c;
 }
 
-// A decoder's window: its context.
-int context_of(const Scenario& s) { return s.workload.model == "llama" ? llama_config(s).context : gpt_config(s).context; }
+BertConfig bert_config(const Scenario& s) {
+  const auto& b = s.workload.bert;
+  BertConfig c = bert_preset(b.preset);
+  if (b.layers) c.layers = b.layers;
+  if (b.heads) c.heads = b.heads;
+  if (b.width) c.width = b.width;
+  if (b.sequence) c.sequence = b.sequence;
+  if (b.vocab) c.vocab = b.vocab;
+  c.classes = static_cast<int>(brown_categories().size());  // brown_genres' labels
+  return c;
+}
+
+// A text model's window: its context or sequence.
+int context_of(const Scenario& s) {
+  if (s.workload.model == "llama") return llama_config(s).context;
+  if (s.workload.model == "bert") return bert_config(s).sequence;
+  return gpt_config(s).context;
+}
 
 SyntheticOptions synthetic_options(const Scenario& s) {
   const auto& y = s.workload.synthetic;
@@ -119,6 +136,8 @@ Dataset load_dataset(const Scenario& s) {
     data = load_brown({data_dir(s), context_of(s), 0.1, stream_seed(s.seed, "brown_split")});
   } else if (w.dataset == "synthetic") {
     data = make_teacher_dataset(synthetic_options(s), stream_seed(s.seed, "teacher"));
+  } else if (w.dataset == "brown_genres") {
+    data = load_brown_genres({data_dir(s), context_of(s), 0.1, stream_seed(s.seed, "brown_split")});
   } else if (w.dataset == "imagenet_synthetic") {
     data = make_imagenet_stand_in(256, 64, stream_seed(s.seed, "imagenet_synthetic"));
   } else {
@@ -147,6 +166,8 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
     model = make_gpt(gpt_config(s));
   } else if (w.model == "llama") {
     model = make_llama(llama_config(s));
+  } else if (w.model == "bert") {
+    model = make_bert(bert_config(s));
   } else if (w.dataset == "synthetic") {
     auto o = synthetic_options(s);
     model = make_mlp(o.inputs, o.hidden, heads * o.outputs, adapter_config(s));

@@ -1,0 +1,172 @@
+// The BERT encoder. Attention is written out (this LibTorch, 1.13, has no
+// scaled_dot_product_attention); every sample is a full window, so no padding mask is needed.
+#include "training/bert.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "training/layer_norm.h"
+
+namespace testbed {
+namespace {
+
+namespace F = torch::nn::functional;
+
+LayerCost norm_cost(const std::string& name, double rows, double width) {
+  LayerCost c = elementwise_cost(name, rows * width, rows * width);
+  c.weights = 2 * width;
+  c.tensors = 2;
+  c.trains = true;
+  return c;
+}
+
+// A lookup table: no input gradient (token ids), a dense weight gradient.
+LayerCost lookup_cost(const std::string& name, double in, double out, double table) {
+  LayerCost c = elementwise_cost(name, in, out, 1, false);
+  c.weights = table;
+  c.tensors = 1;
+  c.trains = true;
+  c.grad_operands = 0;
+  return c;
+}
+
+// One sample is a window of `sequence` tokens; the pooler and classifier see its first position.
+std::vector<LayerCost> bert_costs(const BertConfig& cfg) {
+  const double T = cfg.sequence, C = cfg.width, H = 4.0 * cfg.width;
+  std::vector<LayerCost> c;
+  c.push_back(lookup_cost("embeddings.word", T + T * C, T * C, static_cast<double>(cfg.vocab) * C));
+  c.push_back(lookup_cost("embeddings.position", 0, T * C, static_cast<double>(cfg.positions) * C));
+  c.push_back(lookup_cost("embeddings.token_type", 0, T * C, 2 * C));
+  c.push_back(elementwise_cost("embeddings.add", 3 * T * C, T * C, 2, false));
+  c.push_back(norm_cost("embeddings.norm", T, C));
+  for (int l = 0; l < cfg.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l);
+    for (const char* proj : {".query", ".key", ".value"}) c.push_back(linear_cost(p + proj, C, C, T, true, true));
+    append_attention_costs(c, p + ".attention", T, C, cfg.heads, /*causal=*/false);
+    c.push_back(linear_cost(p + ".attention_output", C, C, T, true, true));
+    c.push_back(elementwise_cost(p + ".residual1", 2 * T * C, T * C, 1, false));
+    c.push_back(norm_cost(p + ".attention_norm", T, C));
+    c.push_back(linear_cost(p + ".intermediate", C, H, T, true, true));
+    c.push_back(elementwise_cost(p + ".gelu", T * H, T * H));
+    c.push_back(linear_cost(p + ".output", H, C, T, true, true));
+    c.push_back(elementwise_cost(p + ".residual2", 2 * T * C, T * C, 1, false));
+    c.push_back(norm_cost(p + ".output_norm", T, C));
+  }
+  c.push_back(linear_cost("pooler", C, C, 1, true, true));
+  c.push_back(elementwise_cost("pooler_tanh", C, C));
+  c.push_back(linear_cost("classifier", C, cfg.classes, 1, true, true));
+  c.push_back(loss_cost(cfg.classes));
+  return c;
+}
+
+class EncoderBlockImpl : public torch::nn::Module {
+ public:
+  explicit EncoderBlockImpl(const BertConfig& c)
+      : heads_(c.heads),
+        query_(register_module("query", torch::nn::Linear(c.width, c.width))),
+        key_(register_module("key", torch::nn::Linear(c.width, c.width))),
+        value_(register_module("value", torch::nn::Linear(c.width, c.width))),
+        attention_output_(register_module("attention_output", torch::nn::Linear(c.width, c.width))),
+        attention_norm_(register_module("attention_norm", LayerNorm(c.width, 1e-12))),
+        intermediate_(register_module("intermediate", torch::nn::Linear(c.width, 4 * c.width))),
+        output_(register_module("output", torch::nn::Linear(4 * c.width, c.width))),
+        output_norm_(register_module("output_norm", LayerNorm(c.width, 1e-12))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads_;
+    auto split = [&](const torch::Tensor& y) { return y.view({B, T, heads_, hd}).transpose(1, 2); };
+    const auto q = split(query_(x)), k = split(key_(x)), v = split(value_(x));
+    auto att = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd))), -1);
+    const auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+    const auto h = attention_norm_(x + attention_output_(y));
+    return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+  }
+
+ private:
+  int64_t heads_;
+  torch::nn::Linear query_, key_, value_, attention_output_;
+  LayerNorm attention_norm_;
+  torch::nn::Linear intermediate_, output_;
+  LayerNorm output_norm_;
+};
+TORCH_MODULE(EncoderBlock);
+
+class Bert : public Model {
+ public:
+  explicit Bert(const BertConfig& c)
+      : config_(c),
+        embeddings_(register_module("embeddings", torch::nn::Sequential())),
+        pooler_(register_module("pooler", torch::nn::Linear(c.width, c.width))),
+        classifier_(register_module("classifier", torch::nn::Linear(c.width, c.classes))) {
+    word_ = embeddings_->register_module("word", torch::nn::Embedding(c.vocab, c.width));
+    position_ = embeddings_->register_module("position", torch::nn::Embedding(c.positions, c.width));
+    token_type_ = embeddings_->register_module("token_type", torch::nn::Embedding(2, c.width));
+    norm_ = embeddings_->register_module("norm", LayerNorm(c.width, 1e-12));
+    layers_ = register_module("layers", torch::nn::ModuleList());
+    for (int l = 0; l < c.layers; ++l) {
+      EncoderBlock block(c);
+      layers_->push_back(block);
+      blocks_.push_back(block);
+    }
+    // BERT's initialisation of its tables (normal, std 0.02); the dense layers keep nn.Linear's.
+    torch::NoGradGuard no_grad;
+    for (auto* table : {&word_, &position_, &token_type_}) (*table)->weight.normal_(0.0, 0.02);
+  }
+
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    if (tokens.dim() != 2) throw std::invalid_argument("BERT expects int64 tokens [B, T]");
+    const int64_t T = tokens.size(1);
+    if (T > config_.positions)
+      throw std::invalid_argument("BERT sequence of " + std::to_string(T) + " tokens exceeds its " +
+                                  std::to_string(config_.positions) + " positions");
+    const auto options = torch::TensorOptions().dtype(torch::kLong).device(tokens.device());
+    auto x = word_(tokens) + position_(torch::arange(T, options)) + token_type_(torch::zeros({T}, options));
+    x = norm_(x);
+    for (auto& block : blocks_) x = block->forward(x);
+    return classifier_(torch::tanh(pooler_(x.select(1, 0))));
+  }
+
+  std::vector<LayerCost> layer_costs() const override { return bert_costs(config_); }
+
+ private:
+  BertConfig config_;
+  torch::nn::Sequential embeddings_;  // holds word, position, token_type and norm under "embeddings"
+  torch::nn::Linear pooler_, classifier_;
+  torch::nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
+  LayerNorm norm_{nullptr};
+  torch::nn::ModuleList layers_;
+  std::vector<EncoderBlock> blocks_;
+};
+
+}  // namespace
+
+BertConfig bert_preset(const std::string& name) {
+  BertConfig c;
+  if (name == "tiny") return c;
+  if (name != "base" && name != "large")
+    throw std::invalid_argument("unknown BERT preset '" + name + "' (expected tiny, base or large)");
+  c.vocab = 30522;
+  c.layers = name == "base" ? 12 : 24;
+  c.width = name == "base" ? 768 : 1024;
+  c.heads = name == "base" ? 12 : 16;
+  c.positions = 512;
+  c.sequence = 128;
+  return c;
+}
+
+std::shared_ptr<Model> make_bert(const BertConfig& config) {
+  if (config.vocab < 1 || config.layers < 0 || config.heads < 1 || config.width < 1 || config.sequence < 1 ||
+      config.classes < 1)
+    throw std::invalid_argument("BERT shape must be positive (vocab, heads, width, sequence, classes >= 1)");
+  if (config.width % config.heads != 0)
+    throw std::invalid_argument("BERT width " + std::to_string(config.width) + " is not divisible by its " +
+                                std::to_string(config.heads) + " heads");
+  if (config.sequence > config.positions)
+    throw std::invalid_argument("BERT sequence " + std::to_string(config.sequence) + " exceeds its " +
+                                std::to_string(config.positions) + " positions");
+  return std::make_shared<Bert>(config);
+}
+
+}  // namespace testbed
