@@ -61,14 +61,17 @@ AdapterConfig adapter_config(const Scenario& s) {
   return {s.workload.adapter.kind, s.workload.adapter.rank, s.workload.adapter.alpha};
 }
 
+// A scenario's shape key: 0 keeps the preset's value.
+void override_with(int& value, int given) {
+  if (given) value = given;
+}
+
 GptConfig gpt_config(const Scenario& s) {
   const auto& g = s.workload.gpt;
   GptConfig c = gpt_preset(g.preset);
-  if (g.layers) c.layers = g.layers;
-  if (g.heads) c.heads = g.heads;
-  if (g.width) c.width = g.width;
-  if (g.context) c.context = g.context;
-  if (g.vocab) c.vocab = g.vocab;
+  for (auto [value, given] : {std::pair{&c.layers, g.layers}, {&c.heads, g.heads}, {&c.width, g.width},
+                              {&c.context, g.context}, {&c.vocab, g.vocab}})
+    override_with(*value, given);
   c.dropout = g.dropout;
   c.adapter = adapter_config(s);
   return c;
@@ -77,24 +80,18 @@ GptConfig gpt_config(const Scenario& s) {
 LlamaConfig llama_config(const Scenario& s) {
   const auto& g = s.workload.llama;
   LlamaConfig c = llama_preset(g.preset);
-  if (g.layers) c.layers = g.layers;
-  if (g.heads) c.heads = g.heads;
-  if (g.kv_heads) c.kv_heads = g.kv_heads;
-  if (g.width) c.width = g.width;
-  if (g.hidden) c.hidden = g.hidden;
-  if (g.context) c.context = g.context;
-  if (g.vocab) c.vocab = g.vocab;
+  for (auto [value, given] : {std::pair{&c.layers, g.layers}, {&c.heads, g.heads}, {&c.kv_heads, g.kv_heads},
+                              {&c.width, g.width}, {&c.hidden, g.hidden}, {&c.context, g.context}, {&c.vocab, g.vocab}})
+    override_with(*value, given);
   return c;
 }
 
 BertConfig bert_config(const Scenario& s) {
   const auto& b = s.workload.bert;
   BertConfig c = bert_preset(b.preset);
-  if (b.layers) c.layers = b.layers;
-  if (b.heads) c.heads = b.heads;
-  if (b.width) c.width = b.width;
-  if (b.sequence) c.sequence = b.sequence;
-  if (b.vocab) c.vocab = b.vocab;
+  for (auto [value, given] : {std::pair{&c.layers, b.layers}, {&c.heads, b.heads}, {&c.width, b.width},
+                              {&c.sequence, b.sequence}, {&c.vocab, b.vocab}})
+    override_with(*value, given);
   c.classes = static_cast<int>(brown_categories().size());  // brown_genres' labels
   return c;
 }
