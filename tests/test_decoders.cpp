@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "sim/core/compute/compute_model.h"
 #include "training/bert.h"
 #include "training/gpt.h"
 #include "training/llama.h"
@@ -56,6 +57,20 @@ TEST(Gpt2, ForwardFlopsAreTwoNPlusAttention) {
   const double C = c.width, T = c.context, V = c.vocab;
   const double matmul_weights = c.layers * 12 * C * C + V * C;  // blocks' matrices and the head
   EXPECT_DOUBLE_EQ(forward_flops(m.layers) / T, 2 * matmul_weights + c.layers * 4 * T * C);
+}
+
+// A tied head reads and differentiates the embedding's weights but is updated with them, once:
+// the optimizer's pass covers exactly the model's parameters (on a roof of 1 byte/s and no launch
+// latency its seconds are its bytes).
+TEST(Gpt2, TiedHeadIsUpdatedOnce) {
+  GptConfig c = gpt_preset("tiny");
+  c.vocab = 300;
+  c.tie_embeddings = true;
+  const ModelShapes m = shapes_of(*make_gpt(c));
+  const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 300 * C + c.context * C + 2 * C;
+  ASSERT_EQ(m.parameters, by_hand);
+  const StepCost cost = roofline(TrainingWork{m.layers, 1, "adamw", false}, Roof{1e15, 1, 0, 4});
+  EXPECT_DOUBLE_EQ(cost.update, static_cast<double>(by_hand) * optimizer_bytes_per_parameter("adamw", false));
 }
 
 // Llama 2 7B: 6 738 415 616 parameters (the checkpoint's), by hand: per layer 4 C^2 attention, 3 C F

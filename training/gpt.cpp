@@ -220,15 +220,6 @@ const GptShape kGptShapes[] = {
 };
 }  // namespace
 
-const std::vector<std::string>& gpt_preset_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& shape : kGptShapes) out.push_back(shape.name);
-    return out;
-  }();
-  return names;
-}
-
 GptConfig gpt_preset(const std::string& name) {
   for (const auto& shape : kGptShapes) {
     if (name != shape.name) continue;
@@ -242,7 +233,7 @@ GptConfig gpt_preset(const std::string& name) {
     return c;
   }
   std::string names;
-  for (const auto& n : gpt_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  for (const auto& shape : kGptShapes) names += (names.empty() ? "" : ", ") + std::string(shape.name);
   throw std::invalid_argument("unknown GPT preset '" + name + "' (expected " + names + ")");
 }
 

@@ -26,7 +26,6 @@ struct GptConfig {
 // gpt2_355m (24, 16, 1024), gpt2_774m (36, 20, 1280), gpt2_1558m (48, 25, 1600). Throws
 // std::invalid_argument for an unknown name.
 GptConfig gpt_preset(const std::string& name);
-const std::vector<std::string>& gpt_preset_names();
 
 // Logits [B, T, vocab] for int64 tokens [B, T] with T <= context. Throws
 // std::invalid_argument when width is not divisible by heads.

@@ -219,15 +219,6 @@ const LlamaShape kLlamaShapes[] = {
 
 }  // namespace
 
-const std::vector<std::string>& llama_preset_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& shape : kLlamaShapes) out.push_back(shape.name);
-    return out;
-  }();
-  return names;
-}
-
 LlamaConfig llama_preset(const std::string& name) {
   for (const auto& s : kLlamaShapes) {
     if (name != s.name) continue;

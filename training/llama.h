@@ -24,7 +24,6 @@ struct LlamaConfig {
 // layers, width 4096, 32 heads, hidden 11 008, 32 000 tokens, context 4096). Throws
 // std::invalid_argument for an unknown name.
 LlamaConfig llama_preset(const std::string& name);
-const std::vector<std::string>& llama_preset_names();
 
 // Logits [B, T, vocab] for int64 tokens [B, T] with T <= context. Throws std::invalid_argument
 // for a shape that does not divide (width by heads, heads by kv_heads, an odd head size).
