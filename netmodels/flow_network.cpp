@@ -1,13 +1,18 @@
 // Max-min fair sharing by progressive filling: raise every unfrozen flow's rate in proportion
 // to its weight until a link saturates, freeze the flows through it, repeat. Events on the
-// one clock move the flows forward between arrivals and departures.
+// one clock move the flows forward between arrivals and departures; each re-solves only the
+// flows that share a link, directly or through other flows, with one that started or ended.
 #include "netmodels/flow_network.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <deque>
 #include <limits>
 #include <map>
+#include <queue>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "topologies/routing.h"
@@ -22,21 +27,29 @@ struct Flow {
   Message message;
   Network::OnDelivered on_delivered;
   double t_send = 0;
-  double remaining_bits = 0;  // wire bits still to cross the bottleneck
+  double latency_s = 0;  // the route's propagation delay, paid after the last bit
+  double weight = 1;     // its share of a link relative to the others' (FlowSharing)
+  std::vector<int> links;  // directed link ids along the route
+  // Progress, kept lazily: `remaining_bits` wire bits were left at time `since`, and the flow
+  // has crossed its bottleneck at `rate_bps` from then on. Only a re-solve that changes the
+  // rate brings it forward, so flows elsewhere cost nothing.
+  double remaining_bits = 0;
+  double since = 0;
   double rate_bps = 0;
-  double latency_s = 0;       // the route's propagation delay, paid after the last bit
-  double weight = 1;          // its share of a link relative to the others' (FlowSharing)
-  std::vector<int> links;     // directed link ids along the route
+  double finish = 0;     // since + remaining_bits / rate_bps: its last bit crosses then
+  uint64_t order = 0;    // start order: the solver visits flows in it, whatever their slots
 };
 
 class FlowNetwork final : public Network {
  public:
-  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing, const RoutingOptions& routing)
+  FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing, const RoutingOptions& routing,
+              FlowSolve solve)
       : clock_(clock),
         topology_(topology),
         mtu_(mtu),
         sharing_(sharing),
         routing_(routing),
+        solve_(solve),
         overhead_((mtu + kLinkHeaderBytes) / (mtu - kHeaderBytes)) {
     if (mtu <= kHeaderBytes) throw std::invalid_argument("flow network: mtu must exceed 52 bytes");
     // Two directed links per topology link: point-to-point links are full duplex.
@@ -49,6 +62,12 @@ class FlowNetwork final : public Network {
         capacity_.push_back(topology.graph[e].rate_bps(u, v));
       }
     }
+    const size_t links = capacity_.size();
+    on_link_.resize(links);
+    link_mark_.assign(links, 0);
+    left_.assign(links, 0);
+    weight_on_.assign(links, 0);
+    unfrozen_on_.assign(links, 0);
   }
 
   void send(const Message& message, OnDelivered on_delivered) override {
@@ -56,105 +75,219 @@ class FlowNetwork final : public Network {
     if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
       throw std::invalid_argument("flow network: message " + std::to_string(message.id) +
                                   " names a vertex outside 0.." + std::to_string(vertices - 1));
-    Flow f{message, std::move(on_delivered), clock_.now(), 0, 0, 0, 1, {}};
-    if (message.src != message.dst) {
-      const std::vector<int>& path = route_of(message.src, message.dst);
-      double rtt = 0;  // flow_network.h: FlowSharing::Rtt
-      for (size_t i = 0; i + 1 < path.size(); ++i) {
-        f.links.push_back(link_id_.at({path[i], path[i + 1]}));
-        link_bytes_[{path[i], path[i + 1]}] += message.bytes;
-        const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
-        f.latency_s += hop.latency_s;
-        rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
-               (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
-      }
-      if (sharing_ == FlowSharing::Rtt) f.weight = 1 / rtt;
-      f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
+    Flow f;
+    f.message = message;
+    f.on_delivered = std::move(on_delivered);
+    f.t_send = clock_.now();
+    if (message.src == message.dst) return deliver(std::move(f));
+    const std::vector<int>& path = route_of(message.src, message.dst);
+    double rtt = 0;  // flow_network.h: FlowSharing::Rtt
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      f.links.push_back(link_id_.at({path[i], path[i + 1]}));
+      link_bytes_[{path[i], path[i + 1]}] += message.bytes;
+      const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
+      f.latency_s += hop.latency_s;
+      rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
+             (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
     }
-    if (f.remaining_bits <= 0) return deliver(std::move(f));
-    advance();
-    flows_.push_back(std::move(f));
-    reshare();
+    if (sharing_ == FlowSharing::Rtt) f.weight = 1 / rtt;
+    f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
+    Connection& connection = connections_[{message.src, message.dst}];
+    if (connection.busy) return connection.waiting.push_back(std::move(f));
+    start(std::move(f), connection);
   }
   std::string name() const override { return "flow"; }
   LinkBytes link_bytes() const override { return link_bytes_; }
 
  private:
+  // Each (src, dst) pair is one connection, as in the packet-level backend (one TCP
+  // connection a pair, its messages in order): a message's bits start when the previous
+  // message's last bit has crossed its bottleneck. Sharing the link among one pair's queued
+  // messages instead would deliver all of them late, and a ring whose next step waits on the
+  // first would fall further behind every step.
+  struct Connection {
+    bool busy = false;         // a flow of this pair is on the network
+    std::deque<Flow> waiting;  // in send order
+  };
+
+  void start(Flow f, Connection& connection) {
+    if (f.remaining_bits <= 0) return deliver(std::move(f));  // no bytes: only the latency
+    connection.busy = true;
+    f.since = clock_.now();
+    f.order = next_order_++;
+    int slot;
+    if (free_slots_.empty()) {
+      slot = static_cast<int>(slots_.size());
+      slots_.emplace_back();
+      live_.push_back(false);
+      version_.push_back(0);
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    for (int l : f.links) on_link_[l].push_back(slot), changed_links_.push_back(l);
+    slots_[slot] = std::move(f);
+    live_[slot] = true;
+    // One solve for every start of this instant (a ring step starts N flows at once): the
+    // new flow has rate 0 until the zero-delay event, which runs before time moves on.
+    if (solve_pending_) return;
+    solve_pending_ = true;
+    clock_.schedule(0, [this] {
+      if (solve_pending_) solve();
+    });
+  }
+
   const std::vector<int>& route_of(int src, int dst) {
     auto it = routes_.find({src, dst});
     if (it == routes_.end()) it = routes_.emplace(std::make_pair(src, dst), route(topology_, src, dst, routing_)).first;
     return it->second;
   }
 
-  // Moves every flow forward to now at its current rate.
-  void advance() {
-    const double now = clock_.now();
-    for (auto& f : flows_) f.remaining_bits -= f.rate_bps * (now - last_update_);
-    last_update_ = now;
+  // The flows whose max-min rates can have changed: those connected to a changed link through
+  // shared links (max-min fairness decomposes over the connected components of flows and
+  // links, so the others keep theirs exactly). FlowSolve::Global takes every flow instead.
+  void collect_component(std::vector<int>& flows) {
+    flows.clear();
+    if (solve_ == FlowSolve::Global) {
+      for (size_t s = 0; s < slots_.size(); ++s)
+        if (live_[s]) flows.push_back(static_cast<int>(s));
+    } else {
+      ++mark_;
+      std::vector<int>& frontier = changed_links_;
+      for (size_t i = 0; i < frontier.size(); ++i) {
+        const int l = frontier[i];
+        if (link_mark_[l] == mark_) continue;
+        link_mark_[l] = mark_;
+        for (int s : on_link_[l]) {
+          if (flow_mark_[s] == mark_) continue;
+          flow_mark_[s] = mark_;
+          flows.push_back(s);
+          for (int next : slots_[s].links)
+            if (link_mark_[next] != mark_) frontier.push_back(next);
+        }
+      }
+    }
+    changed_links_.clear();
+    // The arithmetic follows start order, whatever the slots or the search visited first.
+    std::sort(flows.begin(), flows.end(), [this](int a, int b) { return slots_[a].order < slots_[b].order; });
   }
 
-  void reshare() {
-    std::vector<double> left = capacity_;
-    // The unfrozen flows' weights on each link, and how many they are (a weight sum can
-    // round to a small positive number when its flows leave; the count cannot). With every
-    // weight 1 (MaxMin) the arithmetic is that of plain equal filling, bit for bit.
-    std::vector<double> weight_on(capacity_.size(), 0);
-    std::vector<int> unfrozen_on(capacity_.size(), 0);
-    std::vector<bool> frozen(flows_.size(), false);
-    for (auto& f : flows_) {
+  void solve() {
+    solve_pending_ = false;
+    flow_mark_.resize(slots_.size(), 0);
+    collect_component(component_);
+    const double now = clock_.now();
+    const std::vector<int>& flows = component_;
+    // Progressive filling over these flows; every flow on their links is among them. The
+    // unfrozen flows' weights on each link, and how many they are (a weight sum can round to
+    // a small positive number when its flows leave; the count cannot). With every weight 1
+    // (MaxMin) the arithmetic is that of plain equal filling, bit for bit.
+    ++mark_;
+    used_links_.clear();
+    for (int s : flows) {
+      Flow& f = slots_[s];
+      f.remaining_bits -= f.rate_bps * (now - f.since);
+      f.since = now;
       f.rate_bps = 0;
-      for (int l : f.links) weight_on[l] += f.weight, ++unfrozen_on[l];
+      for (int l : f.links) {
+        if (link_mark_[l] != mark_) {
+          link_mark_[l] = mark_;
+          used_links_.push_back(l);
+          left_[l] = capacity_[l];
+          weight_on_[l] = 0;
+          unfrozen_on_[l] = 0;
+        }
+        weight_on_[l] += f.weight, ++unfrozen_on_[l];
+      }
     }
-    size_t remaining = flows_.size();
+    frozen_.assign(flows.size(), false);
+    size_t remaining = flows.size();
     while (remaining > 0) {
       // The smallest raise of the fill level (rate per unit weight) that saturates some link.
       double step = std::numeric_limits<double>::infinity();
-      for (size_t l = 0; l < left.size(); ++l)
-        if (unfrozen_on[l] > 0) step = std::min(step, left[l] / weight_on[l]);
-      for (size_t i = 0; i < flows_.size(); ++i) {
-        if (frozen[i]) continue;
-        flows_[i].rate_bps += step * flows_[i].weight;
-        for (int l : flows_[i].links) left[l] -= step * flows_[i].weight;
+      for (int l : used_links_)
+        if (unfrozen_on_[l] > 0) step = std::min(step, left_[l] / weight_on_[l]);
+      for (size_t i = 0; i < flows.size(); ++i) {
+        if (frozen_[i]) continue;
+        Flow& f = slots_[flows[i]];
+        f.rate_bps += step * f.weight;
+        for (int l : f.links) left_[l] -= step * f.weight;
       }
       // Freeze the flows through saturated links (relative tolerance for rounding).
-      for (size_t i = 0; i < flows_.size(); ++i) {
-        if (frozen[i]) continue;
+      for (size_t i = 0; i < flows.size(); ++i) {
+        if (frozen_[i]) continue;
+        const Flow& f = slots_[flows[i]];
         bool saturated = false;
-        for (int l : flows_[i].links) saturated = saturated || left[l] <= 1e-9 * capacity_[l];
+        for (int l : f.links) saturated = saturated || left_[l] <= 1e-9 * capacity_[l];
         if (!saturated) continue;
-        frozen[i] = true;
+        frozen_[i] = true;
         --remaining;
-        for (int l : flows_[i].links) weight_on[l] -= flows_[i].weight, --unfrozen_on[l];
+        for (int l : f.links) weight_on_[l] -= f.weight, --unfrozen_on_[l];
       }
+    }
+    for (int s : flows) {
+      Flow& f = slots_[s];
+      f.finish = now + std::max(0.0, f.remaining_bits) / f.rate_bps;
+      departures_.push({f.finish, f.order, s, ++version_[s]});
     }
     schedule_next_departure();
   }
 
+  // One clock event, for the earliest last bit; a later solve makes it stale (generation).
   void schedule_next_departure() {
-    double soonest = std::numeric_limits<double>::infinity();
-    for (const auto& f : flows_) soonest = std::min(soonest, std::max(0.0, f.remaining_bits) / f.rate_bps);
-    if (!(soonest < std::numeric_limits<double>::infinity())) return;
-    // Earlier-scheduled checks are stale once the rates change: a generation tells them.
+    while (!departures_.empty() && stale(departures_.top())) departures_.pop();
+    if (departures_.empty()) return;
     const uint64_t generation = ++generation_;
-    clock_.schedule(soonest, [this, generation] {
+    clock_.schedule(std::max(0.0, departures_.top().finish - clock_.now()), [this, generation] {
       if (generation == generation_) depart();
     });
   }
 
+  struct Departure {
+    double finish;
+    uint64_t order;
+    int slot;
+    uint64_t version;
+    bool operator>(const Departure& o) const { return std::tie(finish, order) > std::tie(o.finish, o.order); }
+  };
+  bool stale(const Departure& d) const { return !live_[d.slot] || version_[d.slot] != d.version; }
+
   void depart() {
-    advance();
+    const double now = clock_.now();
     // Within a nanosecond's worth of bits counts as done: the clock has nanosecond ticks.
     std::vector<Flow> done;
-    for (auto it = flows_.begin(); it != flows_.end();) {
-      if (it->remaining_bits <= it->rate_bps * 1e-9) {
-        done.push_back(std::move(*it));
-        it = flows_.erase(it);
-      } else {
-        ++it;
+    while (!departures_.empty()) {
+      const Departure d = departures_.top();
+      if (stale(d)) {
+        departures_.pop();
+        continue;
+      }
+      if (d.finish > now + 1e-9) break;
+      departures_.pop();
+      Flow& f = slots_[d.slot];
+      for (int l : f.links) {
+        auto& on = on_link_[l];
+        *std::find(on.begin(), on.end(), d.slot) = on.back();
+        on.pop_back();
+        changed_links_.push_back(l);
+      }
+      done.push_back(std::move(f));
+      live_[d.slot] = false;
+      free_slots_.push_back(d.slot);
+    }
+    std::sort(done.begin(), done.end(), [](const Flow& a, const Flow& b) { return a.order < b.order; });
+    for (auto& f : done) {
+      Connection& connection = connections_.at({f.message.src, f.message.dst});
+      deliver(std::move(f));
+      connection.busy = false;
+      // The pair's next messages; those with no bytes go straight through.
+      while (!connection.busy && !connection.waiting.empty()) {
+        Flow next = std::move(connection.waiting.front());
+        connection.waiting.pop_front();
+        start(std::move(next), connection);
       }
     }
-    for (auto& f : done) deliver(std::move(f));
-    reshare();
+    solve();
   }
 
   void deliver(Flow f) {
@@ -168,21 +301,40 @@ class FlowNetwork final : public Network {
   int mtu_;
   FlowSharing sharing_;
   RoutingOptions routing_;
+  FlowSolve solve_;
   std::map<std::pair<int, int>, std::vector<int>> routes_;  // each pair's path, found at first use
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
-  std::vector<Flow> flows_;       // in arrival order
-  LinkBytes link_bytes_;          // payload sent over each directed link
-  double last_update_ = 0;
+  std::map<std::pair<int, int>, Connection> connections_;
+  LinkBytes link_bytes_;  // payload sent over each directed link
+
+  // The flows on the network, in slots reused as they leave; on_link_ lists each link's.
+  std::vector<Flow> slots_;
+  std::vector<bool> live_;
+  std::vector<uint64_t> version_;  // per slot: a departure-heap entry of an older version is stale
+  std::vector<int> free_slots_;
+  std::vector<std::vector<int>> on_link_;
+  uint64_t next_order_ = 0;
+  std::priority_queue<Departure, std::vector<Departure>, std::greater<Departure>> departures_;
   uint64_t generation_ = 0;
+  bool solve_pending_ = false;  // a zero-delay solve is scheduled (start)
+  std::vector<int> changed_links_;  // links a flow joined or left since the last solve
+
+  // solve()'s scratch. A link or flow is in the current pass when its mark equals mark_.
+  uint64_t mark_ = 0;
+  std::vector<uint64_t> link_mark_, flow_mark_;
+  std::vector<double> left_, weight_on_;
+  std::vector<int> unfrozen_on_;
+  std::vector<int> used_links_, component_;
+  std::vector<bool> frozen_;
 };
 
 }  // namespace
 
-std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu,
-                                           FlowSharing sharing, const RoutingOptions& routing) {
-  return std::make_unique<FlowNetwork>(clock, topology, mtu, sharing, routing);
+std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing,
+                                           const RoutingOptions& routing, FlowSolve solve) {
+  return std::make_unique<FlowNetwork>(clock, topology, mtu, sharing, routing, solve);
 }
 
 }  // namespace testbed

@@ -16,7 +16,9 @@ namespace testbed {
 // wire (IPv4 + TCP with timestamps, and the point-to-point header). A message is delivered
 // when its last byte has crossed its bottleneck plus the route's propagation latency.
 // Loss, queues and TCP's window dynamics are not modelled. Each (src, dst) pair's messages
-// follow route(topology, src, dst, routing).
+// follow route(topology, src, dst, routing), one after another in send order (one connection
+// a pair, as the packet-level backend's TCP): a message's first bit waits for the previous
+// one's last to cross its bottleneck.
 //
 // How a link's capacity is shared among the flows crossing it:
 //  MaxMin: plain max-min fairness, every flow's weight 1.
@@ -33,8 +35,16 @@ namespace testbed {
 //    late to 12 % early; the rest is TCP's transient, which no sharing rule supplies.
 enum class FlowSharing { MaxMin, Rtt };
 
+// Which flows a start or a departure re-solves. Component: the flows connected to it through
+// shared links, the only ones whose max-min rates can change (the allocation decomposes over
+// connected components), so a flow's cost does not grow with the flows elsewhere. Global:
+// every flow on the network, each time; the same allocation up to rounding, kept as the
+// reference the component solve is tested against.
+enum class FlowSolve { Component, Global };
+
 std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu = 9000,
                                            FlowSharing sharing = FlowSharing::MaxMin,
-                                           const RoutingOptions& routing = {});
+                                           const RoutingOptions& routing = {},
+                                           FlowSolve solve = FlowSolve::Component);
 
 }  // namespace testbed

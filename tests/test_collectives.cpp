@@ -297,6 +297,9 @@ TEST(AllReduceAlgorithms, EveryAlgorithmSumsEverywhereInAnyOrder) {
               ++seen[i];
             }
           for (int s : seen) EXPECT_EQ(s, 1);
+          // PlanRunner sends a message when its last dependency lands, at its sender.
+          for (const auto& m : plan.messages)
+            for (int dep : m.after) EXPECT_EQ(plan.messages.at(dep).dst, m.src);
           for (unsigned seed = 0; seed < 4; ++seed) {
             const auto data = seed == 0 ? execute(plan, std::vector<int64_t>(p, n))
                                         : execute_shuffled(plan, std::vector<int64_t>(p, n), seed);

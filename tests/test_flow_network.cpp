@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "netmodels/alpha_beta.h"
@@ -72,9 +74,10 @@ TEST(FlowNetwork, MaxMinGivesWhatABottleneckedFlowLeaves) {
 }
 
 TEST(FlowNetwork, DepartureHandsTheRateOn) {
-  // Two flows share one link; the small one leaves at 2 x its size, then the large one runs alone.
+  // Two flows (0->2, 1->2) share link 1->2; the small one leaves at 2 x its size, then the
+  // large one runs alone.
   const double small = 1'000'000, large = 3'000'000, bps = 1e8;
-  const auto d = simulate(true, make("line", 2, bps, 0.0), {{0, 0, 1, 1'000'000}, {1, 0, 1, 3'000'000}});
+  const auto d = simulate(true, make("line", 3, bps, 0.0), {{0, 0, 2, 1'000'000}, {1, 1, 2, 3'000'000}});
   const double first = 2 * small * kOverhead * 8 / bps;
   EXPECT_NEAR(d[0].t_recv, first, 2e-9);
   EXPECT_NEAR(d[1].t_recv, first + (large - small) * kOverhead * 8 / bps, 2e-9);
@@ -181,25 +184,34 @@ TEST(FlowNetwork, DepartureReleasesBandwidthAndMovesTheBottleneck) {
 
 TEST(FlowNetwork, ProgressiveFillingFreezesFlowsAtTheirOwnBottleneck) {
   // Line 0-1-2-3: 0-1 100 Mbps (1 ms), 1-2 40 Mbps (2 ms), 2-3 100 Mbps (4 ms).
-  // F1 0->3 and F2 1->2 (1 MB each), F3 and F4 2->3 (2 MB each), F5 0->1 (4 MB).
-  // Filling: 1-2 saturates first at level 40/2 = 20 (2-3 would at 100/3, 0-1 at 50), freezing
-  // F1 and F2 at 20. F3, F4 then split the 80 F1 leaves of 2-3: 40 each. F5 takes the 80 F1
-  // leaves of 0-1. Sizes are in proportion to 20:20:40:40:80, so every last bit crosses at
-  // W(1 MB) / 20e6 if, and only if, the rates are those. Slips caught: one equal share for
-  // all at the tightest link (F3..F5 at 20), each flow's min over its links of c / n (F3, F4
-  // at 33.3, F5 at 50), freezing only the flows whose first link saturated.
+  // F1 0->3 and F2 1->2 (1 MB each), F3 1->3 (2 MB), F4 2->3 and F5 0->1 (8 MB each).
+  // Filling: 1-2 saturates first at level 40/3 (2-3 would at 100/3, 0-1 at 50), freezing
+  // F1, F2 and F3 at 13.3. F4 then takes the 100 - 2 x 13.3 = 73.3 they leave of 2-3, F5 the
+  // 86.7 F1 leaves of 0-1. Slips caught: one equal share for all at the tightest link (F4,
+  // F5 at 13.3), each flow's min over its links of c / n (F4 at 33.3, F5 at 50), freezing
+  // only the flows whose first link saturated (F3 would take 1-2's rest).
   const auto t = make("line", 4, 1e8, 0.0, {{0, 1, 1e8, 0.001, -1}, {1, 2, 4e7, 0.002, -1}, {2, 3, 1e8, 0.004, -1}});
   const auto d = simulate_flow(t, {{0, {0, 0, 3, 1'000'000}},
                                    {0, {1, 1, 2, 1'000'000}},
-                                   {0, {2, 2, 3, 2'000'000}},
-                                   {0, {3, 2, 3, 2'000'000}},
-                                   {0, {4, 0, 1, 4'000'000}}});
-  const double last_bit = wire_bits(1'000'000) / 20e6;
-  EXPECT_NEAR(d[0].t_recv, last_bit + 0.007, kExact);
-  EXPECT_NEAR(d[1].t_recv, last_bit + 0.002, kExact);
-  EXPECT_NEAR(d[2].t_recv, last_bit + 0.004, kExact);
-  EXPECT_NEAR(d[3].t_recv, last_bit + 0.004, kExact);
-  EXPECT_NEAR(d[4].t_recv, last_bit + 0.001, kExact);
+                                   {0, {2, 1, 3, 2'000'000}},
+                                   {0, {3, 2, 3, 8'000'000}},
+                                   {0, {4, 0, 1, 8'000'000}}});
+  // Phase 1 lasts until F1 and F2 end at W1 / 13.3.
+  const double w1 = wire_bits(1'000'000), w2 = wire_bits(2'000'000), w8 = wire_bits(8'000'000);
+  const double low = 4e7 / 3, t1 = w1 / low;
+  const double f3_left = w2 - low * t1, f4_left = w8 - (1e8 - 2 * low) * t1, f5_left = w8 - (1e8 - low) * t1;
+  ASSERT_GT(f4_left, 0);  // F4 and F5 are still going then
+  ASSERT_GT(f5_left, 0);
+  EXPECT_NEAR(d[0].t_recv, t1 + 0.007, kExact);
+  EXPECT_NEAR(d[1].t_recv, t1 + 0.002, kExact);
+  // Phase 2: F3, alone on 1-2, is held there to 40 and F4 takes the 60 it leaves of 2-3; F5
+  // has 0-1 to itself. F3 ends first, then F4 runs at 100.
+  const double t3 = t1 + f3_left / 4e7;
+  ASSERT_LT(t3, t1 + f4_left / 6e7);
+  const double t4 = t3 + (f4_left - 6e7 * (t3 - t1)) / 1e8;
+  EXPECT_NEAR(d[2].t_recv, t3 + 0.006, kExact);
+  EXPECT_NEAR(d[3].t_recv, t4 + 0.004, kExact);
+  EXPECT_NEAR(d[4].t_recv, t1 + f5_left / 1e8 + 0.001, kExact);
 }
 
 TEST(FlowNetwork, ParkingLotHoldsTheLongFlowAtHalfUntilItsLastNeighbourLeaves) {
@@ -224,13 +236,14 @@ TEST(FlowNetwork, ParkingLotHoldsTheLongFlowAtHalfUntilItsLastNeighbourLeaves) {
 }
 
 TEST(FlowNetwork, StaggeredStartsShareByWhoIsThere) {
-  // One 100 Mbps link (3 ms), three 2 MB flows sent at 0, 50 ms and 100 ms. A alone until
+  // Three 2 MB flows into host 3 of a star (hosts 0, 1, 2 each over their own link to the
+  // hub, then the hub's one 100 Mbps link to host 3; 1.5 ms a hop), sent at 0, 50 ms and 100 ms. A alone until
   // tb, A and B at c/2 until tc, then all three at c/3. At tc A has W - c tb - c/2 (tc - tb)
   // left, the least, so it ends first at TA = tc + 3 RA / c; B then has RB = W - c/2 (tc - tb)
   // - RA left and shares with C at c/2: TB = TA + 2 RB / c; C ends alone: TC = TB + (W - RA - RB) / c.
   const double c = 1e8, tb = 0.05, tc = 0.1, w = wire_bits(2'000'000);
-  const auto d = simulate_flow(make("line", 2, c, 0.003),
-                               {{0, {0, 0, 1, 2'000'000}}, {tb, {1, 0, 1, 2'000'000}}, {tc, {2, 0, 1, 2'000'000}}});
+  const auto d = simulate_flow(make("star", 4, c, 0.0015),
+                               {{0, {0, 0, 3, 2'000'000}}, {tb, {1, 1, 3, 2'000'000}}, {tc, {2, 2, 3, 2'000'000}}});
   const double ra = w - c * tb - c / 2 * (tc - tb);
   const double ta = tc + 3 * ra / c;
   const double rb = w - c / 2 * (tc - tb) - ra;
@@ -239,6 +252,21 @@ TEST(FlowNetwork, StaggeredStartsShareByWhoIsThere) {
   EXPECT_NEAR(d[0].t_recv, ta + 0.003, kExact);
   EXPECT_NEAR(d[1].t_recv, tb_end + 0.003, kExact);
   EXPECT_NEAR(d[2].t_recv, tc_end + 0.003, kExact);
+}
+
+TEST(FlowNetwork, APairsMessagesGoOneAfterAnother) {
+  // Line 0-1-2, 100 Mbps, no latency but 5 ms on 1-2. A and B (1->2, 1 MB each, one
+  // connection) and C (0->2, 2 MB), all sent at 0. A and C share 1->2 at c/2 until A's last
+  // bit at 2W/c; then B starts and shares with C, which has W left: both end at 4W/c.
+  // Slips caught: a pair's queued messages sharing the link among themselves (A and B at
+  // c/3, both at 3W/c), B's send time taken as its start rather than its send() call.
+  const double c = 1e8, w = wire_bits(1'000'000);
+  const auto t = make("line", 3, c, 0.0, {{1, 2, -1, 0.005, -1}});
+  const auto d = simulate_flow(t, {{0, {0, 1, 2, 1'000'000}}, {0, {1, 1, 2, 1'000'000}}, {0, {2, 0, 2, 2'000'000}}});
+  EXPECT_NEAR(d[0].t_recv, 2 * w / c + 0.005, kExact);
+  EXPECT_NEAR(d[1].t_recv, 4 * w / c + 0.005, kExact);
+  EXPECT_NEAR(d[1].t_send, 0.0, kExact);
+  EXPECT_NEAR(d[2].t_recv, 4 * w / c + 0.005, kExact);
 }
 
 TEST(FlowNetwork, LatencyIsTheRouteSumPaidOnceAfterTheLastBit) {
@@ -399,6 +427,74 @@ TEST(FlowNetwork, RttSharingAgainstPacketLevelOnTheParkingLot) {
               shorts_done, std::max({ns3[1].t_recv, ns3[2].t_recv, ns3[3].t_recv}), long_pieces, pieces,
               short_share);
   EXPECT_GT(short_share, 0.625);
+}
+
+// The component solve against the global one (flow_network.h: FlowSolve) over generated
+// traffic: random topologies, pairs, sizes (some empty) and send times, messages queued on a
+// busy pair, and the collectives' plans run back to back with ranks entering at scattered
+// times. Both solve the same max-min allocation, so every delivery time agrees within 1e-9
+// relative, and the links carry the same bytes. Slips caught: a component that misses a flow
+// sharing a link further along (its rates go stale), a departure not re-solving its
+// neighbours, a flow's progress not brought forward before its rate changes.
+struct Generated {
+  std::vector<Delivery> deliveries;
+  LinkBytes links;
+};
+
+Generated run_generated(const Topology& topology, const std::vector<Timed>& sends, FlowSolve solve,
+                        FlowSharing sharing) {
+  Generated out;
+  out.deliveries.resize(sends.size());
+  EventClock clock;
+  {
+    auto network = make_flow_network(clock, topology, 9000, sharing, {}, solve);
+    for (const auto& s : sends)
+      clock.schedule(s.at, [&, m = s.message] {
+        network->send(m, [&](const Delivery& d) { out.deliveries.at(d.message.id) = d; });
+      });
+    clock.run();
+    out.links = network->link_bytes();
+  }
+  return out;
+}
+
+TEST(FlowNetwork, ComponentSolveEqualsGlobalSolveOnGeneratedTraffic) {
+  std::mt19937_64 rng(47);
+  const std::vector<std::pair<std::string, int>> kinds = {
+      {"fat_tree", 16}, {"ring", 8}, {"star", 6}, {"line", 5}, {"mesh", 5}, {"gpu_hosts", 16}, {"torus2d", 9}};
+  int compared = 0;
+  for (int trial = 0; trial < 28; ++trial) {
+    const auto& [kind, hosts] = kinds[trial % kinds.size()];
+    TopologySpec spec;
+    spec.kind = kind;
+    spec.hosts = hosts;
+    spec.fat_tree_k = 4;
+    spec.link = {1e9 * (1 + rng() % 10), 1e-6 * (rng() % 50), 0};
+    const Topology t = build_topology(spec);
+    std::vector<Timed> sends;
+    const int n = 20 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      Timed s;
+      s.at = (rng() % 4 == 0) ? 0.0 : 1e-4 * (rng() % 200);  // many at once, the rest scattered
+      s.message.id = static_cast<uint64_t>(i);
+      s.message.src = static_cast<int>(rng() % hosts);
+      s.message.dst = static_cast<int>(rng() % hosts);
+      s.message.bytes = (rng() % 10 == 0) ? 0 : 1000 + rng() % 3'000'000;
+      sends.push_back(s);
+    }
+    const FlowSharing sharing = trial % 3 == 2 ? FlowSharing::Rtt : FlowSharing::MaxMin;
+    const Generated component = run_generated(t, sends, FlowSolve::Component, sharing);
+    const Generated global = run_generated(t, sends, FlowSolve::Global, sharing);
+    SCOPED_TRACE(kind + " trial " + std::to_string(trial));
+    for (size_t i = 0; i < sends.size(); ++i) {
+      const double a = component.deliveries[i].t_recv, b = global.deliveries[i].t_recv;
+      EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::fabs(b))) << "message " << i;
+      EXPECT_EQ(component.deliveries[i].message.id, i);
+      ++compared;
+    }
+    EXPECT_EQ(component.links, global.links);
+  }
+  EXPECT_GT(compared, 28 * 20);
 }
 
 }  // namespace
