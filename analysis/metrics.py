@@ -76,11 +76,14 @@ def bytes_per_node(run):
 
 
 def bytes_per_pair(run):
-    """((src, dst) pairs, bytes) summed over /comm/messages, ordered by src then dst."""
+    """((src, dst) pairs, bytes) summed over /comm/messages, ordered by src then dst. A collective
+    too large for a row a message is one row with src and dst -1 (the file's /comm attribute
+    messages_one_row_above): it has no pairs, and is left out."""
     m = run.read("/comm/messages")
     for field in ("src", "dst", "bytes"):
         if m.dtype.names is None or field not in m.dtype.names:
             raise MissingData(run.path, f"/comm/messages field '{field}'")
+    m = m[m["src"] >= 0]
     if len(m) == 0:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.uint64)
     # One int64 key per pair (src in the high half) sorts by src then dst and is much faster

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "topologies/routing.h"
@@ -23,13 +24,15 @@ namespace {
 constexpr double kHeaderBytes = 52;  // IPv4 20 + TCP 20 + timestamps 12
 constexpr double kLinkHeaderBytes = 2;  // ns-3 point-to-point (PPP) header
 
+struct Pair;
+
 struct Flow {
   Message message;
   Network::OnDelivered on_delivered;
   double t_send = 0;
   double latency_s = 0;  // the route's propagation delay, paid after the last bit
   double weight = 1;     // its share of a link relative to the others' (FlowSharing)
-  std::vector<int> links;  // directed link ids along the route
+  Pair* pair = nullptr;  // its (src, dst) pair: route and connection
   // Progress, kept lazily: `remaining_bits` wire bits were left at time `since`, and the flow
   // has crossed its bottleneck at `rate_bps` from then on. Only a re-solve that changes the
   // rate brings it forward, so flows elsewhere cost nothing.
@@ -38,6 +41,20 @@ struct Flow {
   double rate_bps = 0;
   double finish = 0;     // since + remaining_bits / rate_bps: its last bit crosses then
   uint64_t order = 0;    // start order: the solver visits flows in it, whatever their slots
+};
+
+// Each (src, dst) pair is one connection, as in the packet-level backend (one TCP
+// connection a pair, its messages in order): a message's bits start when the previous
+// message's last bit has crossed its bottleneck. Sharing the link among one pair's queued
+// messages instead would deliver all of them late, and a ring whose next step waits on the
+// first would fall further behind every step. A pair's route and what follows from it are
+// found once, at its first message.
+struct Pair {
+  std::vector<int> links;    // directed link ids along the route
+  double latency_s = 0;      // the route's propagation delay
+  double weight = 1;         // FlowSharing
+  bool busy = false;         // a flow of this pair is on the network
+  std::deque<Flow> waiting;  // in send order
 };
 
 class FlowNetwork final : public Network {
@@ -59,10 +76,13 @@ class FlowNetwork final : public Network {
       for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
         if (link_id_.count({u, v})) continue;
         link_id_[{u, v}] = static_cast<int>(capacity_.size());
+        link_ends_.push_back({u, v});
         capacity_.push_back(topology.graph[e].rate_bps(u, v));
       }
     }
     const size_t links = capacity_.size();
+    link_bytes_.assign(links, 0);
+    link_used_.assign(links, false);
     on_link_.resize(links);
     link_mark_.assign(links, 0);
     left_.assign(links, 0);
@@ -80,39 +100,45 @@ class FlowNetwork final : public Network {
     f.on_delivered = std::move(on_delivered);
     f.t_send = clock_.now();
     if (message.src == message.dst) return deliver(std::move(f));
-    const std::vector<int>& path = route_of(message.src, message.dst);
+    Pair& pair = pair_of(message.src, message.dst);
+    for (int l : pair.links) link_bytes_[l] += message.bytes, link_used_[l] = true;
+    f.pair = &pair;
+    f.latency_s = pair.latency_s;
+    f.weight = pair.weight;
+    f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
+    if (pair.busy) return pair.waiting.push_back(std::move(f));
+    start(std::move(f));
+  }
+  std::string name() const override { return "flow"; }
+  LinkBytes link_bytes() const override {
+    LinkBytes out;
+    for (size_t l = 0; l < link_ends_.size(); ++l)
+      if (link_used_[l]) out[link_ends_[l]] = link_bytes_[l];
+    return out;
+  }
+
+ private:
+  Pair& pair_of(int src, int dst) {
+    const int64_t key = int64_t{src} * topology_.num_vertices() + dst;
+    auto it = pairs_.find(key);
+    if (it != pairs_.end()) return it->second;
+    Pair& pair = pairs_[key];
+    const std::vector<int> path = route(topology_, src, dst, routing_);
     double rtt = 0;  // flow_network.h: FlowSharing::Rtt
     for (size_t i = 0; i + 1 < path.size(); ++i) {
-      f.links.push_back(link_id_.at({path[i], path[i + 1]}));
-      link_bytes_[{path[i], path[i + 1]}] += message.bytes;
+      pair.links.push_back(link_id_.at({path[i], path[i + 1]}));
       const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
-      f.latency_s += hop.latency_s;
+      pair.latency_s += hop.latency_s;
       rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
              (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
     }
-    if (sharing_ == FlowSharing::Rtt) f.weight = 1 / rtt;
-    f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
-    Connection& connection = connections_[{message.src, message.dst}];
-    if (connection.busy) return connection.waiting.push_back(std::move(f));
-    start(std::move(f), connection);
+    if (sharing_ == FlowSharing::Rtt) pair.weight = 1 / rtt;
+    return pair;
   }
-  std::string name() const override { return "flow"; }
-  LinkBytes link_bytes() const override { return link_bytes_; }
 
- private:
-  // Each (src, dst) pair is one connection, as in the packet-level backend (one TCP
-  // connection a pair, its messages in order): a message's bits start when the previous
-  // message's last bit has crossed its bottleneck. Sharing the link among one pair's queued
-  // messages instead would deliver all of them late, and a ring whose next step waits on the
-  // first would fall further behind every step.
-  struct Connection {
-    bool busy = false;         // a flow of this pair is on the network
-    std::deque<Flow> waiting;  // in send order
-  };
-
-  void start(Flow f, Connection& connection) {
+  void start(Flow f) {
     if (f.remaining_bits <= 0) return deliver(std::move(f));  // no bytes: only the latency
-    connection.busy = true;
+    f.pair->busy = true;
     f.since = clock_.now();
     f.order = next_order_++;
     int slot;
@@ -125,7 +151,7 @@ class FlowNetwork final : public Network {
       slot = free_slots_.back();
       free_slots_.pop_back();
     }
-    for (int l : f.links) on_link_[l].push_back(slot), changed_links_.push_back(l);
+    for (int l : f.pair->links) on_link_[l].push_back(slot), changed_links_.push_back(l);
     slots_[slot] = std::move(f);
     live_[slot] = true;
     // One solve for every start of this instant (a ring step starts N flows at once): the
@@ -135,12 +161,6 @@ class FlowNetwork final : public Network {
     clock_.schedule(0, [this] {
       if (solve_pending_) solve();
     });
-  }
-
-  const std::vector<int>& route_of(int src, int dst) {
-    auto it = routes_.find({src, dst});
-    if (it == routes_.end()) it = routes_.emplace(std::make_pair(src, dst), route(topology_, src, dst, routing_)).first;
-    return it->second;
   }
 
   // The flows whose max-min rates can have changed: those connected to a changed link through
@@ -162,7 +182,7 @@ class FlowNetwork final : public Network {
           if (flow_mark_[s] == mark_) continue;
           flow_mark_[s] = mark_;
           flows.push_back(s);
-          for (int next : slots_[s].links)
+          for (int next : slots_[s].pair->links)
             if (link_mark_[next] != mark_) frontier.push_back(next);
         }
       }
@@ -189,7 +209,7 @@ class FlowNetwork final : public Network {
       f.remaining_bits -= f.rate_bps * (now - f.since);
       f.since = now;
       f.rate_bps = 0;
-      for (int l : f.links) {
+      for (int l : f.pair->links) {
         if (link_mark_[l] != mark_) {
           link_mark_[l] = mark_;
           used_links_.push_back(l);
@@ -211,18 +231,18 @@ class FlowNetwork final : public Network {
         if (frozen_[i]) continue;
         Flow& f = slots_[flows[i]];
         f.rate_bps += step * f.weight;
-        for (int l : f.links) left_[l] -= step * f.weight;
+        for (int l : f.pair->links) left_[l] -= step * f.weight;
       }
       // Freeze the flows through saturated links (relative tolerance for rounding).
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
         const Flow& f = slots_[flows[i]];
         bool saturated = false;
-        for (int l : f.links) saturated = saturated || left_[l] <= 1e-9 * capacity_[l];
+        for (int l : f.pair->links) saturated = saturated || left_[l] <= 1e-9 * capacity_[l];
         if (!saturated) continue;
         frozen_[i] = true;
         --remaining;
-        for (int l : f.links) weight_on_[l] -= f.weight, --unfrozen_on_[l];
+        for (int l : f.pair->links) weight_on_[l] -= f.weight, --unfrozen_on_[l];
       }
     }
     for (int s : flows) {
@@ -233,13 +253,20 @@ class FlowNetwork final : public Network {
     schedule_next_departure();
   }
 
-  // One clock event, for the earliest last bit; a later solve makes it stale (generation).
+  // One clock event, for the earliest last bit. A solve that moves it earlier schedules a new
+  // one and makes the old stale (generation); one that moves it later keeps the event, which
+  // finds nothing done and looks again: most solves then schedule nothing.
   void schedule_next_departure() {
     while (!departures_.empty() && stale(departures_.top())) departures_.pop();
     if (departures_.empty()) return;
+    const double at = departures_.top().finish;
+    if (departure_event_ <= at) return;
+    departure_event_ = at;
     const uint64_t generation = ++generation_;
-    clock_.schedule(std::max(0.0, departures_.top().finish - clock_.now()), [this, generation] {
-      if (generation == generation_) depart();
+    clock_.schedule(std::max(0.0, at - clock_.now()), [this, generation] {
+      if (generation != generation_) return;
+      departure_event_ = std::numeric_limits<double>::infinity();
+      depart();
     });
   }
 
@@ -265,7 +292,7 @@ class FlowNetwork final : public Network {
       if (d.finish > now + 1e-9) break;
       departures_.pop();
       Flow& f = slots_[d.slot];
-      for (int l : f.links) {
+      for (int l : f.pair->links) {
         auto& on = on_link_[l];
         *std::find(on.begin(), on.end(), d.slot) = on.back();
         on.pop_back();
@@ -277,14 +304,14 @@ class FlowNetwork final : public Network {
     }
     std::sort(done.begin(), done.end(), [](const Flow& a, const Flow& b) { return a.order < b.order; });
     for (auto& f : done) {
-      Connection& connection = connections_.at({f.message.src, f.message.dst});
+      Pair& pair = *f.pair;
       deliver(std::move(f));
-      connection.busy = false;
+      pair.busy = false;
       // The pair's next messages; those with no bytes go straight through.
-      while (!connection.busy && !connection.waiting.empty()) {
-        Flow next = std::move(connection.waiting.front());
-        connection.waiting.pop_front();
-        start(std::move(next), connection);
+      while (!pair.busy && !pair.waiting.empty()) {
+        Flow next = std::move(pair.waiting.front());
+        pair.waiting.pop_front();
+        start(std::move(next));
       }
     }
     solve();
@@ -302,12 +329,13 @@ class FlowNetwork final : public Network {
   FlowSharing sharing_;
   RoutingOptions routing_;
   FlowSolve solve_;
-  std::map<std::pair<int, int>, std::vector<int>> routes_;  // each pair's path, found at first use
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
   std::vector<double> capacity_;  // bits per second, per directed link
-  std::map<std::pair<int, int>, Connection> connections_;
-  LinkBytes link_bytes_;  // payload sent over each directed link
+  std::vector<std::pair<int, int>> link_ends_;  // per directed link: (from, to) vertices
+  std::unordered_map<int64_t, Pair> pairs_;    // by src * vertices + dst; never erased (Flow::pair)
+  std::vector<uint64_t> link_bytes_;           // payload sent over each directed link
+  std::vector<bool> link_used_;                // some message's route crossed it
 
   // The flows on the network, in slots reused as they leave; on_link_ lists each link's.
   std::vector<Flow> slots_;
@@ -318,6 +346,7 @@ class FlowNetwork final : public Network {
   uint64_t next_order_ = 0;
   std::priority_queue<Departure, std::vector<Departure>, std::greater<Departure>> departures_;
   uint64_t generation_ = 0;
+  double departure_event_ = std::numeric_limits<double>::infinity();  // when the live one fires
   bool solve_pending_ = false;  // a zero-delay solve is scheduled (start)
   std::vector<int> changed_links_;  // links a flow joined or left since the last solve
 

@@ -556,17 +556,30 @@ DEAR = "scenarios/paper/dear_resnet50.yaml"
 ACPSGD = "scenarios/paper/acpsgd_resnet50.yaml"
 
 
-def algorithm_grid(tb, scenario, algorithms, bandwidths, compare):
-    """Each (label, algorithm section) at each NIC bandwidth of `scenario`: a row per run with its
-    step time and compare(step times of that bandwidth, i) beside it."""
-    calls = [(scenario, [f"algorithm={a}", f"topology.link.bandwidth={bw}"]) for bw in bandwidths for _, a in algorithms]
+# The papers' BERT-base settings on the same clusters: sequence 64, the per-GPU batch each paper
+# used (our BERT has a classification head, not the pre-training heads; results.md says so).
+def bert_base(batch):
+    return [f"workload={{model: bert, dataset: brown_genres, bert: {{preset: base, sequence: 64}}, "
+            f"batch_size: {batch}, steps: 10, train: false}}"]
+
+
+def algorithm_grid(tb, scenario, models, bandwidths, compare):
+    """For each (model, its --set overrides, its (label, algorithm section) list) at each NIC
+    bandwidth of `scenario`: a row per run with its step time and compare(step times of that
+    model and bandwidth, i) beside it."""
+    calls, groups = [], []
+    for model, sets, algorithms in models:
+        for bw in bandwidths:
+            groups.append((model, bw, algorithms))
+            calls += [(scenario, sets + [f"algorithm={a}", f"topology.link.bandwidth={bw}"]) for _, a in algorithms]
     results = tb.runs(calls)
-    rows = []
-    n = len(algorithms)
-    for i, bw in enumerate(bandwidths):
-        step = [r["projected_time_s"] / r["steps_completed"] for r in results[n * i:n * i + n]]
+    rows, at = [], 0
+    for model, bw, algorithms in groups:
+        n = len(algorithms)
+        step = [r["projected_time_s"] / r["steps_completed"] for r in results[at:at + n]]
+        at += n
         for j, (label, _) in enumerate(algorithms):
-            rows.append([bw, label, f"{1000 * step[j]:.1f} ms", compare(step, j)])
+            rows.append([model, bw, label, f"{1000 * step[j]:.1f} ms", compare(step, j)])
     return rows
 
 
@@ -576,18 +589,23 @@ def paper_dear(tb):
                   ("ddp, one blocking all-reduce", "{name: ddp, overlap: false}")]
     # DeAR (row 0) against the faster of the two baselines.
     speedup = lambda step, j: f"{100 * (min(step[1:]) / step[0] - 1):+.1f} %" if j == 0 else ""
-    rows = algorithm_grid(tb, DEAR, algorithms, ["10Gbps", "100Gbps"], speedup)
-    return (command(f"build/testbed run {DEAR} --set 'algorithm={{name: ddp}}' --set topology.link.bandwidth=100Gbps")
-            + table(["NIC", "run", "a step", "DeAR's speed-up over the best baseline"], rows))
+    models = [("ResNet-50", [], algorithms), ("BERT-base", bert_base(64), algorithms)]
+    rows = algorithm_grid(tb, DEAR, models, ["10Gbps", "100Gbps"], speedup)
+    return (command(f"build/testbed run {DEAR} --set 'algorithm={{name: ddp}}' --set topology.link.bandwidth=100Gbps",
+                    f"build/testbed run {DEAR} --set '{bert_base(64)[0]}'")
+            + table(["model", "NIC", "run", "a step", "DeAR's speed-up over the best baseline"], rows))
 
 
 @block("full")
 def paper_acpsgd(tb):
-    algorithms = [("acpsgd, rank 4", "{name: acpsgd, rank: 4}"), ("s-sgd (overlapped ddp)", "{name: ddp}"),
-                  ("powersgd, rank 4", "{name: powersgd, rank: 4}")]
-    rows = algorithm_grid(tb, ACPSGD, algorithms, ["1Gbps", "10Gbps"], lambda step, j: f"{step[j] / step[0]:.2f}x")
-    return (command(f"build/testbed run {ACPSGD} --set 'algorithm={{name: powersgd, rank: 4}}' --set topology.link.bandwidth=1Gbps")
-            + table(["NIC", "run", "a step", "ACP-SGD's speed-up over it"], rows))
+    def algorithms(rank):
+        return [(f"acpsgd, rank {rank}", f"{{name: acpsgd, rank: {rank}}}"), ("s-sgd (overlapped ddp)", "{name: ddp}"),
+                (f"powersgd, rank {rank}", f"{{name: powersgd, rank: {rank}}}")]
+    models = [("ResNet-50", [], algorithms(4)), ("BERT-base", bert_base(32), algorithms(32))]
+    rows = algorithm_grid(tb, ACPSGD, models, ["1Gbps", "10Gbps"], lambda step, j: f"{step[j] / step[0]:.2f}x")
+    return (command(f"build/testbed run {ACPSGD} --set 'algorithm={{name: powersgd, rank: 4}}' --set topology.link.bandwidth=1Gbps",
+                    f"build/testbed run {ACPSGD} --set '{bert_base(32)[0]}' --set 'algorithm={{name: acpsgd, rank: 32}}'")
+            + table(["model", "NIC", "run", "a step", "ACP-SGD's speed-up over it"], rows))
 
 
 @block("full")

@@ -158,6 +158,9 @@ TEST_F(Hdf5Contents, MessagesAndBytes) {
   const uint64_t chunk = kParameters / kNodes * 4;
   ASSERT_EQ(kParameters % kNodes, 0);
   ASSERT_EQ(rows.size(), static_cast<size_t>(kSteps * kNodes * 2 * (kNodes - 1)));
+  // The file says past how many messages a collective is one row (docs/output.md).
+  const H5::Group comm = file_->openGroup("/comm");
+  EXPECT_EQ(number_attribute(comm, "messages_one_row_above"), 65536);
   std::vector<std::vector<uint64_t>> from_messages(kSteps, std::vector<uint64_t>(kNodes, 0));
   for (const auto& m : rows) {
     EXPECT_EQ(m.bytes, chunk);

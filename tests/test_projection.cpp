@@ -186,5 +186,49 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Projection, ::testing::ValuesIn(params(
                                   std::to_string(info.param.nodes);
                          });
 
+// A collective of more messages than kMessageRowsPerCollective is one row of /comm/messages
+// (recorder.h). A blocking ring all-reduce of the MLP over 200 nodes sends 2 x 199 x 200 =
+// 79 600 messages a step: each step is one row, src and dst -1, with the ring's bytes (each of
+// its 2 (p - 1) steps moves every element once: 2 x 199 x 235 146 x 4). Over 150 nodes (44 700
+// a step) every message keeps its row. Slips caught: the limit compared the wrong way, a row
+// per rank instead of per collective, bytes not summed, the first send or last arrival lost.
+TEST(MessageRows, ACollectiveOfManyMessagesIsOneRow) {
+  auto projection = [](int nodes) {
+    const Scenario s = parse_scenario("name: one_row\nnodes: " + std::to_string(nodes) +
+                                          "\nthreads: 1\n"
+                                          "topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}\n"
+                                          "network: {backend: analytical}\n"
+                                          "workload: {model: mlp, batch_size: 8, steps: 2, train: false}\n"
+                                          "algorithm: {name: ddp, overlap: false}\n"
+                                          "compute: {model: flops, device: a100}\n",
+                                      "one_row");
+    return run(s);
+  };
+  const int64_t parameters = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+  const Outcome many = projection(200);
+  ASSERT_EQ(many.summary.status, "completed") << many.summary.error;
+  ASSERT_EQ(many.record.messages.size(), 2u);
+  double previous_end = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    const MessageRecord& m = many.record.messages[i];
+    EXPECT_EQ(m.src, -1);
+    EXPECT_EQ(m.dst, -1);
+    EXPECT_EQ(m.bytes, uint64_t(2 * 199 * parameters * 4));
+    uint64_t step_bytes = 0;
+    for (uint64_t b : many.record.train_rows[i].bytes) step_bytes += b;
+    EXPECT_EQ(m.bytes, step_bytes);
+    EXPECT_EQ(m.lost_bytes, 0u);
+    // 398 ring steps of at least a link latency each, after the step's compute.
+    EXPECT_GE(m.t_recv - m.t_send, 398 * 0.001);
+    EXPECT_GE(m.t_send, previous_end);
+    previous_end = m.t_recv;
+    EXPECT_FALSE(m.kind.empty());
+  }
+  const Outcome few = projection(150);
+  ASSERT_EQ(few.summary.status, "completed") << few.summary.error;
+  EXPECT_EQ(few.record.messages.size(), size_t(2 * 2 * 149 * 150));
+  for (const auto& m : few.record.messages) ASSERT_GE(m.src, 0);
+}
+
 }  // namespace
 }  // namespace testbed

@@ -7,7 +7,7 @@ import pytest
 
 from analysis import metrics
 from analysis.load import LoadError, MissingData, load, load_run, load_sweep
-from analysis.tests.synth import write_run
+from analysis.tests.synth import MESSAGE, write_run
 
 
 def test_run_record_has_scenario_status_summary(tmp_path):
@@ -120,6 +120,17 @@ def test_compute_exposed_and_byte_totals(tmp_path):
     pairs, totals = metrics.bytes_per_pair(run)
     assert [tuple(p) for p in pairs] == [(0, 1), (1, 2), (2, 0)]
     assert list(totals) == [600, 700, 50]
+
+
+def test_a_collective_recorded_as_one_row_has_no_pairs(tmp_path):
+    # A collective past /comm's messages_one_row_above is one row with src and dst -1: its
+    # bytes belong to no pair (summing it in would add a pair (-1, -1), or wrap to 2^32 - 1).
+    messages = np.array([(0, 1, 500, 0.0, 0.1, 0, b"allreduce"), (-1, -1, 9000, 0.0, 0.4, 0, b"allreduce"),
+                         (2, 0, 50, 0.2, 0.3, 0, b"allreduce")], dtype=MESSAGE)
+    run = load_run(write_run(tmp_path / "o.h5", comm_messages=messages))
+    pairs, totals = metrics.bytes_per_pair(run)
+    assert [tuple(p) for p in pairs] == [(0, 1), (2, 0)]
+    assert list(totals) == [500, 50]
 
 
 def test_killed_run_without_summary_uses_last_finish(tmp_path):

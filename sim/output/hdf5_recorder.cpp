@@ -282,6 +282,7 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
     set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
     set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
     set_attribute(impl_->file, "projection", int64_t(info.projection), i64());
+    set_attribute(impl_->comm, "messages_one_row_above", int64_t(kMessageRowsPerCollective), i64());
     H5::Group numerics = impl_->file.createGroup("/numerics");
     for (const auto& [name, value] : info.numerics) set_attribute(numerics, name, value);
     unsigned major = 0, minor = 0, release = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <torch/torch.h>
 
@@ -620,16 +621,27 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   auto& slot = collectives_[key];
   if (slot.run) return slot;
   const auto plan = plan_for(op, participants);
+  // A collective of many messages is one row of /comm/messages (recorder.h), written when its
+  // last message has arrived.
+  const bool one_row = plan->messages.size() > kMessageRowsPerCollective;
+  if (one_row) slot.one_row = {-1, -1, 0, std::numeric_limits<double>::infinity(), 0, 0, op.tag};
   CollectiveHooks hooks;
-  hooks.rank_done = [this, key, participants](int rank) {
+  hooks.rank_done = [this, key, participants, one_row](int rank) {
     op_complete(participants[rank], key.first, key.second);
     auto it = collectives_.find(key);
     if (it != collectives_.end() && it->second.run->finished()) {
+      if (one_row) recorder_->message(it->second.one_row);
       clock_->schedule(0, [this, key] { collectives_.erase(key); });
     }
   };
-  hooks.delivered = [this, tag = op.tag](const Delivery& d) {
-    recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
+  hooks.delivered = [this, key, one_row, tag = op.tag](const Delivery& d) {
+    if (!one_row)
+      return recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
+    MessageRecord& total = collectives_.at(key).one_row;
+    total.bytes += d.message.bytes;
+    total.lost_bytes += d.lost_bytes;
+    total.t_send = std::min(total.t_send, d.t_send);
+    total.t_recv = std::max(total.t_recv, d.t_recv);
   };
   if (placement_.spread()) spread_collective(slot, hooks, key, participants, op.tag);
   hooks.values = hooks.values && !projection_;

@@ -116,6 +116,7 @@ class Engine {
     MessageTransport transport;
     std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
+    MessageRecord one_row;  // its messages summed, when it has too many for a row each
     // A spread run: the processes with a participant, the first of its ranks' tags, and per
     // rank the receive of another process's buffer (-1: none, or arrived).
     std::set<int> processes;
