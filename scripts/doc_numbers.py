@@ -608,6 +608,34 @@ def paper_acpsgd(tb):
             + table(["model", "NIC", "run", "a step", "ACP-SGD's speed-up over it"], rows))
 
 
+FAT_TREE = "bench/scenarios/gpt2_ddp_fat_tree.yaml"
+
+
+@block("full")
+def flow_against_ns3_at_scale(tb):
+    """One all-reduce of 16 MB a rank, flow against ns-3, on 16 and 64 hosts of 4 GPUs (10 Gb/s
+    NICs) and on a k = 16 fat-tree of 100 Gb/s at 64 and 256 hosts; ring and hierarchical (hosts,
+    or pods, as clusters). The ring's NIC bound is 2 (p - 1) / p of the buffer over the NIC rate."""
+    cases = [(DEAR, 64, 10e9), (DEAR, 256, 10e9), (FAT_TREE, 64, 100e9), (FAT_TREE, 256, 100e9)]
+    algorithms = ["ring", "hierarchical"]
+    size = 16e6
+    grid = lambda c: tb.netbench_grid(c[0], "allreduce", "16MB", [f"nodes={c[1]}", "algorithm={name: ddp, overlap: false}"],
+                                      [("collective.algorithm", algorithms), ("network.backend", ["flow", "ns3"])])
+    with concurrent.futures.ThreadPoolExecutor(tb.jobs) as pool:
+        results = list(pool.map(grid, cases))
+    rows = []
+    for (scenario, nodes, nic), r in zip(cases, results):
+        kind = "16 x 4 GPUs" if nodes == 64 and scenario == DEAR else "64 x 4 GPUs" if scenario == DEAR else f"fat-tree, {nodes} hosts"
+        for i, algorithm in enumerate(algorithms):
+            flow, ns3 = r[2 * i]["simulated"], r[2 * i + 1]["simulated"]
+            bound = f"{2 * (nodes - 1) / nodes * size * 8 / nic * 1e3:.2f} ms" if algorithm == "ring" else ""
+            rows.append([kind, algorithm, bound, f"{flow * 1e3:.2f} ms", f"{ns3 * 1e3:.2f} ms", f"{flow / ns3:.3f}"])
+    return (command(f"build/testbed netbench {DEAR} --collective allreduce --size 16MB --set nodes=N "
+                    "--set 'algorithm={name: ddp, overlap: false}' --set collective.algorithm=A --set network.backend=B",
+                    f"build/testbed netbench {FAT_TREE} ... (the same)")
+            + table(["cluster", "all-reduce", "ring's NIC bound", "flow", "ns-3", "flow / ns-3"], rows))
+
+
 @block("full")
 def paper_compression(tb):
     per_step = ("projected time a step", lambda r: f"{1000 * r['projected_time_s'] / r['steps_completed']:.2f} ms")

@@ -202,6 +202,27 @@ TEST(CollectiveBackends, BackToBackRingAllReducesStayAtTheNicBoundAt64Ranks) {
   }
 }
 
+// Agreement at scale: a ring all-reduce of 4 MiB a rank over 16 hosts of 4 GPUs (10 Gb/s NICs,
+// as DeAR's cluster). Each NIC carries 2 (p - 1) chunks of 64 KiB one after another, about a
+// millisecond of them, so bandwidth decides and ns-3's TCP and the flow model agree within 5 %;
+// neither beats the NIC bound 2 (p - 1) / p S / 10 Gb/s, worked out here (flow 6.658 ms, ns-3
+// 6.775 ms, bound 6.606 ms). Slip caught: headers left out of the flow's bits (6.619 ms, below
+// the bound with headers); docs/results.md has the same at 256 ranks and on fat-trees.
+TEST(CollectiveBackends, Ns3AndFlowAgreeOnA64RankRingOfGpuHosts) {
+  const Topology t = gpu_hosts(64, 128e9);
+  const int p = 64;
+  const int64_t elements = int64_t{1} << 20;
+  CollectiveOptions o;
+  o.algorithm = collective_algorithm("ring");
+  const CollectivePlan plan = all_reduce(o, p, elements, 4);
+  const double nic_bound = 2.0 * (p - 1) / p * elements * 4 * 8 / 10e9;
+  const double flow = run(Backend::Flow, t, plan), ns3 = run(Backend::Ns3, t, plan);
+  std::printf("64-rank ring of 4 MiB: flow %.6f s, ns-3 %.6f s, NIC bound %.6f s\n", flow, ns3, nic_bound);
+  EXPECT_GE(flow, nic_bound * (9000.0 + 2) / (9000 - 52));
+  EXPECT_GE(ns3, nic_bound);
+  EXPECT_NEAR(flow / ns3, 1.0, 0.05);
+}
+
 }  // namespace
 }  // namespace collective_backends
 }  // namespace testbed
