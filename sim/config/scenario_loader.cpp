@@ -33,6 +33,8 @@ class KeyLister {
   std::string prefix_;
 };
 
+}  // namespace
+
 // Every key a scenario may hold, every algorithm's keys included.
 const std::vector<std::string>& every_scenario_key() {
   static const std::vector<std::string> keys = [] {
@@ -48,8 +50,6 @@ const std::vector<std::string>& every_scenario_key() {
   }();
   return keys;
 }
-
-}  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
                         const std::vector<std::string>& overrides) {

@@ -22,6 +22,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& origin,
                         const std::vector<std::string>& overrides = {});
 
+// Every dotted key a scenario may hold (sections and their leaves; lists' items not), every
+// algorithm's keys included as algorithm.KEY.
+const std::vector<std::string>& every_scenario_key();
+
 // " (did you mean 'x'?)" for the candidate nearest to `word`, or "" when none is close.
 // Shared with the sweep file reader so both suggest keys the same way.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);

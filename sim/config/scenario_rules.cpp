@@ -84,6 +84,10 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
                !(l.loss_bad == dl.loss_bad));
   };
   section_burst("topology.link", t.link);
+  // Loss is ns-3's alone (check_packet_features refuses a lossy link elsewhere); a loss model
+  // whose chain never loses a packet would pass that check and do nothing.
+  keys.push_back({"topology.link.loss_model", t.link.loss_model != dl.loss_model, s.network.backend == "ns3",
+                  "network.backend: ns3", "network.backend " + s.network.backend});
   if (t.kind == "hierarchical") section_burst("topology.wan", t.wan);
   for (size_t i = 0; i < t.links.size(); ++i) {
     const auto& o = t.links[i];
@@ -141,6 +145,30 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
                                    {"optimizer.beta2", opt.beta2 != dopt.beta2}})
     keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
+
+  // The network keys one backend or one kind of exchange reads. TCP's settings are ns-3's
+  // (flow and analytical carry reliable streams with no TCP), memoization replays ns-3's
+  // phases, the MTU sets ns-3's packets and the flow model's header overhead. Datagrams
+  // carry only neighbour exchanges (their receivers average what arrived); every reduction
+  // and gather needs each byte and stays on TCP, so udp under them would be a TCP study.
+  const NetworkSection dn;
+  const NetworkSection& n = s.network;
+  const bool ns3 = n.backend == "ns3";
+  auto backend_key = [&](const char* key, bool given) {
+    keys.push_back({key, given, ns3, "network.backend: ns3", "network.backend " + n.backend});
+  };
+  backend_key("network.tcp", n.tcp != dn.tcp);
+  backend_key("network.min_rto", !(n.min_rto == dn.min_rto));
+  backend_key("network.delayed_ack", n.delayed_ack != dn.delayed_ack);
+  backend_key("network.syn_timeout", !(n.syn_timeout == dn.syn_timeout));
+  backend_key("network.slow_start_after_idle", n.slow_start_after_idle != dn.slow_start_after_idle);
+  backend_key("network.memoize", n.memoize != dn.memoize);
+  keys.push_back({"network.mtu", n.mtu != dn.mtu, n.backend != "analytical", "network.backend: ns3 or flow",
+                  "network.backend analytical"});
+  if (ns3)  // elsewhere udp is refused for the backend (check_packet_features)
+    keys.push_back({"network.transport", n.transport != dn.transport, neighbour_key(s.algorithm.options).has_value(),
+                    "a neighbour exchange (algorithm gossip, or sparta or sparta_diloco with exchange: ring or gossip)",
+                    "algorithm " + s.algorithm.name + ", whose reductions need every byte and stay on TCP"});
 
   // A collective's server and clusters belong to the algorithm that uses them.
   const CollectiveSection& col = s.collective;
