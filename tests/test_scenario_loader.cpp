@@ -866,7 +866,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
   const std::set<std::string> read_by_every_run = {
       "name", "seed", "nodes", "device", "threads", "numerics", "topology.kind", "topology.link.bandwidth",
       "topology.link.latency", "topology.links", "network.backend", "network.routing", "workload.model",
-      "workload.batch_size", "workload.steps", "workload.train", "algorithm.name", "compute.model", "output.path"};
+      "workload.batch_size", "workload.steps", "workload.train", "algorithm.name", "compute.model", "compute.speeds",
+      "compute.straggler_sigma", "output.path"};
   // The error is at the value of the key it names: right after `after` in the text.
   struct Unread {
     std::string key, yaml, after, message;
@@ -925,6 +926,10 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"compute.launch_latency", "compute: {model: fixed, launch_latency: 1us}\n", "launch_latency: ", "read only with compute.model: flops"},
       {"compute.mfu", "compute: {model: fixed, mfu: 0.5}\n", "mfu: ", "read only with compute.model: flops"},
       {"compute.measured_scale", "compute: {model: flops, measured_scale: 2}\n", "measured_scale: ", "read only with compute.model: measured"},
+      {"compute.speed_min", "compute: {speeds: [1, 2], speed_min: 0.5}\n", "speed_min: ",
+       "'compute.speed_min' has no effect with compute.speeds listed"},
+      {"compute.speed_max", "compute: {speeds: [1, 2], speed_max: 2}\n", "speed_max: ",
+       "'compute.speed_max' has no effect with compute.speeds listed"},
       {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n", "checkpoint: ", "trains no model to save"},
       {"output.resume_every", "workload: {train: false}\noutput: {resume_every: 5}\n", "resume_every: ", "keeps no state to resume"},
   };
@@ -946,10 +951,6 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"optimizer.name", "in a projection, where only the update's cost would read it"},
       {"optimizer.lr", "in a projection"},
       {"optimizer.weight_decay", "in a projection"},
-      {"compute.speeds", "under compute.model measured"},
-      {"compute.speed_min", "under compute.model measured"},
-      {"compute.speed_max", "under compute.model measured"},
-      {"compute.straggler_sigma", "under compute.model measured"},
   };
   std::set<std::string> placed(read_by_every_run);
   for (const auto& [key, why] : pending) placed.insert(key);

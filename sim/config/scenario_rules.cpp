@@ -110,6 +110,11 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
   compute_key("compute.mfu", "flops", c.mfu != dc.mfu);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
+  // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
+  for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
+                                   {"compute.speed_max", c.speed_max != dc.speed_max}})
+    keys.push_back({key, given, c.speeds.empty(), "compute.speeds empty (the speeds are drawn from the range)",
+                    "compute.speeds listed"});
 
   // The workload's sub-sections belong to one model, data set or adapter each.
   const WorkloadSection dw;
