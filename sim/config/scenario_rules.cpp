@@ -175,8 +175,19 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
                     "a neighbour exchange (algorithm gossip, or sparta or sparta_diloco with exchange: ring or gossip)",
                     "algorithm " + s.algorithm.name + ", whose reductions need every byte and stay on TCP"});
 
-  // A collective's server and clusters belong to the algorithm that uses them.
+  // A neighbour exchange is a plan of its own (each node to its topology neighbours): gossip,
+  // and SPARTA exchanging over a ring or by gossip, run no collective, so its keys go unread.
   const CollectiveSection& col = s.collective;
+  const CollectiveSection dcol;
+  const auto& options = s.algorithm.options;
+  const bool collectives = !(std::holds_alternative<GossipOptions>(options) ||
+                             (std::holds_alternative<SparseExchangeOptions>(options) && neighbour_key(options)));
+  for (const auto& [key, given] : {std::pair{"collective.algorithm", col.algorithm != dcol.algorithm},
+                                   {"collective.slices", col.slices != dcol.slices}})
+    keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
+                    "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
+
+  // A collective's server and clusters belong to the algorithm that uses them.
   keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
                   "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
   keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
