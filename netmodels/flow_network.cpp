@@ -30,16 +30,14 @@ struct Flow {
   Message message;
   Network::OnDelivered on_delivered;
   double t_send = 0;
-  double latency_s = 0;  // the route's propagation delay, paid after the last bit
-  double weight = 1;     // its share of a link relative to the others' (FlowSharing)
-  Pair* pair = nullptr;  // its (src, dst) pair: route and connection
+  double latency_s = 0;  // the route's propagation delay, paid after the last bit (0 to itself)
+  Pair* pair = nullptr;  // its (src, dst) pair: route, weight and connection; none to itself
   // Progress, kept lazily: `remaining_bits` wire bits were left at time `since`, and the flow
   // has crossed its bottleneck at `rate_bps` from then on. Only a re-solve that changes the
   // rate brings it forward, so flows elsewhere cost nothing.
   double remaining_bits = 0;
   double since = 0;
   double rate_bps = 0;
-  double finish = 0;     // since + remaining_bits / rate_bps: its last bit crosses then
   uint64_t order = 0;    // start order: the solver visits flows in it, whatever their slots
 };
 
@@ -104,7 +102,6 @@ class FlowNetwork final : public Network {
     for (int l : pair.links) link_bytes_[l] += message.bytes, link_used_[l] = true;
     f.pair = &pair;
     f.latency_s = pair.latency_s;
-    f.weight = pair.weight;
     f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
     if (pair.busy) return pair.waiting.push_back(std::move(f));
     start(std::move(f));
@@ -217,7 +214,7 @@ class FlowNetwork final : public Network {
           weight_on_[l] = 0;
           unfrozen_on_[l] = 0;
         }
-        weight_on_[l] += f.weight, ++unfrozen_on_[l];
+        weight_on_[l] += f.pair->weight, ++unfrozen_on_[l];
       }
     }
     frozen_.assign(flows.size(), false);
@@ -230,8 +227,9 @@ class FlowNetwork final : public Network {
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
         Flow& f = slots_[flows[i]];
-        f.rate_bps += step * f.weight;
-        for (int l : f.pair->links) left_[l] -= step * f.weight;
+        const double raise = step * f.pair->weight;
+        f.rate_bps += raise;
+        for (int l : f.pair->links) left_[l] -= raise;
       }
       // Freeze the flows through saturated links (relative tolerance for rounding).
       for (size_t i = 0; i < flows.size(); ++i) {
@@ -242,13 +240,13 @@ class FlowNetwork final : public Network {
         if (!saturated) continue;
         frozen_[i] = true;
         --remaining;
-        for (int l : f.pair->links) weight_on_[l] -= f.weight, --unfrozen_on_[l];
+        for (int l : f.pair->links) weight_on_[l] -= f.pair->weight, --unfrozen_on_[l];
       }
     }
     for (int s : flows) {
       Flow& f = slots_[s];
-      f.finish = now + std::max(0.0, f.remaining_bits) / f.rate_bps;
-      departures_.push({f.finish, f.order, s, ++version_[s]});
+      // Its last bit crosses then.
+      departures_.push({now + std::max(0.0, f.remaining_bits) / f.rate_bps, f.order, s, ++version_[s]});
     }
     schedule_next_departure();
   }
