@@ -223,6 +223,34 @@ TEST(CollectiveBackends, Ns3AndFlowAgreeOnA64RankRingOfGpuHosts) {
   EXPECT_NEAR(flow / ns3, 1.0, 0.05);
 }
 
+// A rank sends nothing before it has entered, even once a message it depends on has reached
+// it: in a two-rank ring all-reduce rank 0 enters at 0 and rank 1 at 1 s, so rank 0's first
+// chunk lands on rank 1 after 66 us (1 Gbps, 50 us), but every message of rank 1 leaves at 1 s or
+// later. Slip caught: the plan runner sending an arrival's dependents without asking whether
+// their sender has entered (rank 1's second message then leaves at 66 us).
+TEST(CollectiveBackends, ARankSendsNothingBeforeItEnters) {
+  const Topology t = topology("ring", 2);
+  CollectiveOptions o;
+  o.algorithm = collective_algorithm("ring");
+  auto plan = std::make_shared<const CollectivePlan>(all_reduce(o, 2, 1000, 4));
+  EventClock clock;
+  auto network = make_analytical_network(clock, t);
+  uint64_t next_id = 0;
+  std::vector<double> sent_by_1;
+  PlanRunner::Hooks hooks;
+  hooks.delivered = [&](int message, const Delivery& d) {
+    if (plan->messages[message].src == 1) sent_by_1.push_back(d.t_send);
+  };
+  PlanRunner runner(plan, {0, 1}, *network, next_id, MessageTransport{}, hooks);
+  clock.schedule(0, [&] { runner.enter(0); });
+  clock.schedule(1.0, [&] { runner.enter(1); });
+  clock.run();
+  EXPECT_TRUE(runner.all_delivered());
+  ASSERT_EQ(sent_by_1.size(), 2u);  // 2 (p - 1) messages a rank
+  for (double t_send : sent_by_1) EXPECT_GE(t_send, 1.0);
+  network.reset();  // before the clock
+}
+
 }  // namespace
 }  // namespace collective_backends
 }  // namespace testbed
