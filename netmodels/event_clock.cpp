@@ -28,6 +28,8 @@ int64_t EventClock::now_ticks() const { return ns3::Simulator::Now().GetTimeStep
 
 int64_t EventClock::ticks(double seconds) { return ns3::Seconds(seconds).GetTimeStep(); }
 
+double EventClock::seconds(int64_t ticks) { return ns3::TimeStep(ticks).GetSeconds(); }
+
 void EventClock::schedule_ticks(int64_t delay_ticks, std::function<void()> event) {
   if (delay_ticks < 0) throw std::invalid_argument("EventClock::schedule_ticks: negative delay");
   ns3::Simulator::Schedule(ns3::TimeStep(delay_ticks), [event = std::move(event)]() { event(); });

@@ -19,6 +19,7 @@ class EventClock {
   // ns-3's integer time (nanosecond ticks): exact, so memoization compares times with it.
   int64_t now_ticks() const;
   static int64_t ticks(double seconds);  // what schedule(seconds) adds to now_ticks()
+  static double seconds(int64_t ticks);  // a tick count in seconds, as now() reads it
   void schedule_ticks(int64_t delay_ticks, std::function<void()> event);
   void schedule(double delay_s, std::function<void()> event);
   void run();                    // until no events remain or stop() is called

@@ -48,11 +48,13 @@ struct Flow {
 // first would fall further behind every step. A pair's route and what follows from it are
 // found once, at its first message.
 struct Pair {
+  int64_t key = 0;           // src * vertices + dst
   std::vector<int> links;    // directed link ids along the route
   double latency_s = 0;      // the route's propagation delay
   double weight = 1;         // FlowSharing
-  bool busy = false;         // a flow of this pair is on the network
+  bool busy = false;         // a flow of this pair is on the network, or its lane's last bit is
   std::deque<Flow> waiting;  // in send order
+  int64_t lane_free_tick = 0;  // Lane::free_tick: when a ring timed on its lane lets go of it
 };
 
 class FlowNetwork final : public Network {
@@ -79,6 +81,9 @@ class FlowNetwork final : public Network {
       }
     }
     const size_t links = capacity_.size();
+    lane_held_.assign(links, false);
+    lane_until_.assign(links, 0);
+    lane_holder_.assign(links, -1);
     link_bytes_.assign(links, 0);
     link_used_.assign(links, false);
     on_link_.resize(links);
@@ -99,12 +104,70 @@ class FlowNetwork final : public Network {
     f.t_send = clock_.now();
     if (message.src == message.dst) return deliver(std::move(f));
     Pair& pair = pair_of(message.src, message.dst);
+    const int64_t now = clock_.now_ticks();
+    for (int l : pair.links) {
+      if (lane_held_[l] || (lane_until_[l] > now && lane_holder_[l] != pair.key))
+        throw std::logic_error("flow network: message " + std::to_string(message.id) + " (" +
+                               std::to_string(message.src) + " to " + std::to_string(message.dst) +
+                               ") crosses a link a ring's lanes hold: lanes are for traffic alone on its links");
+    }
     for (int l : pair.links) link_bytes_[l] += message.bytes, link_used_[l] = true;
     f.pair = &pair;
     f.latency_s = pair.latency_s;
     f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
     if (pair.busy) return pair.waiting.push_back(std::move(f));
+    if (pair.lane_free_tick > now) {
+      // Behind the last message a ring put on this pair's lane, as behind any earlier message.
+      pair.busy = true;
+      pair.waiting.push_back(std::move(f));
+      clock_.schedule_ticks(pair.lane_free_tick - now, [this, &pair] {
+        pair.busy = false;
+        start_waiting(pair);
+      });
+      return;
+    }
     start(std::move(f));
+  }
+
+  bool hold_lanes(const std::vector<HostPair>& pairs, std::vector<Lane>& lanes) override {
+    lanes.clear();
+    const int64_t now = clock_.now_ticks();
+    ++mark_;
+    for (auto [src, dst] : pairs) {
+      if (src == dst) return false;
+      Pair& pair = pair_of(src, dst);
+      if (pair.busy || !pair.waiting.empty()) return false;
+      for (int l : pair.links) {
+        if (link_mark_[l] == mark_) return false;  // two of the pairs share it
+        link_mark_[l] = mark_;
+        if (!on_link_[l].empty() || lane_held_[l]) return false;
+        if (lane_until_[l] > now && lane_holder_[l] != pair.key) return false;
+      }
+    }
+    for (auto [src, dst] : pairs) {
+      Pair& pair = pair_of(src, dst);
+      // A flow alone on its route, as solve() fills it: its weight times the least raise.
+      double step = std::numeric_limits<double>::infinity();
+      for (int l : pair.links) step = std::min(step, capacity_[l] / pair.weight);
+      lanes.push_back({step * pair.weight, EventClock::ticks(pair.latency_s), 8.0 * overhead_,
+                       std::max(now, pair.lane_free_tick)});
+      for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
+    }
+    return true;
+  }
+
+  void release_lanes(const std::vector<HostPair>& pairs, const std::vector<int64_t>& free_ticks,
+                     const std::vector<uint64_t>& bytes) override {
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      Pair& pair = pair_of(pairs[i].first, pairs[i].second);
+      pair.lane_free_tick = std::max(pair.lane_free_tick, free_ticks[i]);
+      for (int l : pair.links) {
+        lane_held_[l] = false;
+        lane_until_[l] = pair.lane_free_tick;
+        link_bytes_[l] += bytes[i];
+        link_used_[l] = link_used_[l] || bytes[i] > 0;
+      }
+    }
   }
   std::string name() const override { return "flow"; }
   LinkBytes link_bytes() const override {
@@ -120,6 +183,7 @@ class FlowNetwork final : public Network {
     auto it = pairs_.find(key);
     if (it != pairs_.end()) return it->second;
     Pair& pair = pairs_[key];
+    pair.key = key;
     const std::vector<int> path = route(topology_, src, dst, routing_);
     double rtt = 0;  // flow_network.h: FlowSharing::Rtt
     for (size_t i = 0; i + 1 < path.size(); ++i) {
@@ -245,8 +309,10 @@ class FlowNetwork final : public Network {
     }
     for (int s : flows) {
       Flow& f = slots_[s];
-      // Its last bit crosses then.
-      departures_.push({now + std::max(0.0, f.remaining_bits) / f.rate_bps, f.order, s, ++version_[s]});
+      // Its last bit crosses then, on the tick nearest that instant: a flow's departure is a
+      // function of its own progress, not of which event last looked at the heap.
+      const double finish = now + std::max(0.0, f.remaining_bits) / f.rate_bps;
+      departures_.push({EventClock::ticks(finish), f.order, s, ++version_[s]});
     }
     schedule_next_departure();
   }
@@ -257,29 +323,28 @@ class FlowNetwork final : public Network {
   void schedule_next_departure() {
     while (!departures_.empty() && stale(departures_.top())) departures_.pop();
     if (departures_.empty()) return;
-    const double at = departures_.top().finish;
+    const int64_t at = departures_.top().tick;
     if (departure_event_ <= at) return;
     departure_event_ = at;
     const uint64_t generation = ++generation_;
-    clock_.schedule(std::max(0.0, at - clock_.now()), [this, generation] {
+    clock_.schedule_ticks(std::max<int64_t>(0, at - clock_.now_ticks()), [this, generation] {
       if (generation != generation_) return;
-      departure_event_ = std::numeric_limits<double>::infinity();
+      departure_event_ = std::numeric_limits<int64_t>::max();
       depart();
     });
   }
 
   struct Departure {
-    double finish;
+    int64_t tick;  // when its last bit crosses, on the clock's ticks
     uint64_t order;
     int slot;
     uint64_t version;
-    bool operator>(const Departure& o) const { return std::tie(finish, order) > std::tie(o.finish, o.order); }
+    bool operator>(const Departure& o) const { return std::tie(tick, order) > std::tie(o.tick, o.order); }
   };
   bool stale(const Departure& d) const { return !live_[d.slot] || version_[d.slot] != d.version; }
 
   void depart() {
-    const double now = clock_.now();
-    // Within a nanosecond's worth of bits counts as done: the clock has nanosecond ticks.
+    const int64_t now = clock_.now_ticks();
     std::vector<Flow> done;
     while (!departures_.empty()) {
       const Departure d = departures_.top();
@@ -287,7 +352,7 @@ class FlowNetwork final : public Network {
         departures_.pop();
         continue;
       }
-      if (d.finish > now + 1e-9) break;
+      if (d.tick > now) break;
       departures_.pop();
       Flow& f = slots_[d.slot];
       for (int l : f.pair->links) {
@@ -305,14 +370,18 @@ class FlowNetwork final : public Network {
       Pair& pair = *f.pair;
       deliver(std::move(f));
       pair.busy = false;
-      // The pair's next messages; those with no bytes go straight through.
-      while (!pair.busy && !pair.waiting.empty()) {
-        Flow next = std::move(pair.waiting.front());
-        pair.waiting.pop_front();
-        start(std::move(next));
-      }
+      start_waiting(pair);
     }
     solve();
+  }
+
+  // The pair's next messages; those with no bytes go straight through.
+  void start_waiting(Pair& pair) {
+    while (!pair.busy && !pair.waiting.empty()) {
+      Flow next = std::move(pair.waiting.front());
+      pair.waiting.pop_front();
+      start(std::move(next));
+    }
   }
 
   void deliver(Flow f) {
@@ -334,6 +403,11 @@ class FlowNetwork final : public Network {
   std::unordered_map<int64_t, Pair> pairs_;    // by src * vertices + dst; never erased (Flow::pair)
   std::vector<uint64_t> link_bytes_;           // payload sent over each directed link
   std::vector<bool> link_used_;                // some message's route crossed it
+  // Lanes (network.h): per link, whether a ring holds it, until when a released ring's last
+  // bit crosses it, and which pair's lane it is (-1: none yet).
+  std::vector<bool> lane_held_;
+  std::vector<int64_t> lane_until_;
+  std::vector<int64_t> lane_holder_;
 
   // The flows on the network, in slots reused as they leave; on_link_ lists each link's.
   std::vector<Flow> slots_;
@@ -344,7 +418,7 @@ class FlowNetwork final : public Network {
   uint64_t next_order_ = 0;
   std::priority_queue<Departure, std::vector<Departure>, std::greater<Departure>> departures_;
   uint64_t generation_ = 0;
-  double departure_event_ = std::numeric_limits<double>::infinity();  // when the live one fires
+  int64_t departure_event_ = std::numeric_limits<int64_t>::max();  // tick the live one fires at
   bool solve_pending_ = false;  // a zero-delay solve is scheduled (start)
   std::vector<int> changed_links_;  // links a flow joined or left since the last solve
 

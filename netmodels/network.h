@@ -55,6 +55,16 @@ struct QuiescentState {
   int64_t quiet_since_ticks = -1;
 };
 
+// A connection that a ring (netmodels/collectives/ring_lanes.h) may time without the network:
+// no other pair's route shares a link with it, and no other traffic crosses its links while
+// the ring holds them, so its messages go one after another, each alone at its bottleneck.
+struct Lane {
+  double rate_bps = 0;              // what a flow alone on the route gets
+  int64_t latency_ticks = 0;        // the route's propagation delay, paid after the last bit
+  double wire_bits_per_byte = 8;    // payload byte to wire bits (headers)
+  int64_t free_tick = 0;            // when the pair's previous message's last bit crosses
+};
+
 // Backends run on the EventClock: send() is called from inside an event and
 // the callback fires inside a later event, at t_recv.
 class Network {
@@ -76,6 +86,25 @@ class Network {
   virtual std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const {
     (void)pairs;
     return std::nullopt;
+  }
+  // Lanes: a backend that can promise Lane's conditions for `pairs` (one per ring position:
+  // rank r's host to rank r + 1's) fills `lanes` and holds their links from now until
+  // release_lanes; false otherwise (shared links, live traffic, or no such promise). While
+  // held, a message of another pair crossing those links is a std::logic_error: the caller
+  // chose lanes for traffic that has the network to itself.
+  virtual bool hold_lanes(const std::vector<HostPair>& pairs, std::vector<Lane>& lanes) {
+    (void)pairs;
+    (void)lanes;
+    return false;
+  }
+  // The ring timed on the held lanes: pair i carried bytes[i] and its last bit crosses at
+  // free_ticks[i]. A later message of that pair waits for it; one of another pair crossing
+  // those links before then is a std::logic_error.
+  virtual void release_lanes(const std::vector<HostPair>& pairs, const std::vector<int64_t>& free_ticks,
+                             const std::vector<uint64_t>& bytes) {
+    (void)pairs;
+    (void)free_ticks;
+    (void)bytes;
   }
   // A replayed phase moved traffic the backend never saw: its pairs last sent data at these
   // absolute ticks (-1: unchanged), which the next real message's idle restart must know.

@@ -904,6 +904,7 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"network.tcp", "network: {backend: flow, tcp: cubic}\n", "tcp: ", "'network.tcp' has no effect with network.backend flow"},
       {"network.slow_start_after_idle", "network: {backend: flow, slow_start_after_idle: false}\n", "slow_start_after_idle: ", "'network.slow_start_after_idle' has no effect"},
       {"network.memoize", "network: {backend: flow, memoize: false}\n", "memoize: ", "'network.memoize' has no effect"},
+      {"network.flow_lanes", "network: {flow_lanes: false}\n", "flow_lanes: ", "'network.flow_lanes' has no effect with network.backend ns3"},
       {"network.faults", "network: {backend: flow, faults: [{node: 1, down: [1s, 2s]}]}\n", "faults: ", "models no faults"},
       {"network.background", "network: {backend: flow, background: [{from: 0, to: 1}]}\n", "background: ", "carries no background traffic"},
       {"collective.algorithm", "algorithm: {name: gossip}\ncollective: {algorithm: tree}\n", "collective: {algorithm: ",

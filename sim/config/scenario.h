@@ -156,6 +156,10 @@ struct NetworkSection {
   std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default
   bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
+  // Flow backend, projection: time a whole-fleet ring all-reduce in closed form on its
+  // connections when they have the network to themselves (netmodels/collectives/ring_lanes.h);
+  // false sends every message as a flow, for the same times at far higher cost.
+  bool flow_lanes = true;
   // Which minimum-hop path each connection takes, in every backend (topologies/routing.h):
   // shortest (lowest-index ties) or ecmp (a seeded hash of the connection picks one).
   std::string routing = "shortest";
@@ -174,6 +178,7 @@ struct NetworkSection {
     v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
     v.field("slow_start_after_idle", slow_start_after_idle);
     v.field("memoize", memoize);
+    v.field("flow_lanes", flow_lanes);
     v.field("routing", routing, Choices{{"shortest", "ecmp"}});
     v.field("faults", faults);
     v.field("background", background);

@@ -168,6 +168,9 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   backend_key("network.syn_timeout", !(n.syn_timeout == dn.syn_timeout));
   backend_key("network.slow_start_after_idle", n.slow_start_after_idle != dn.slow_start_after_idle);
   backend_key("network.memoize", n.memoize != dn.memoize);
+  keys.push_back({"network.flow_lanes", n.flow_lanes != dn.flow_lanes, n.backend == "flow" && !s.workload.train,
+                  "network.backend: flow in a projection (workload.train: false)",
+                  n.backend == "flow" ? "workload.train true" : "network.backend " + n.backend});
   keys.push_back({"network.mtu", n.mtu != dn.mtu, n.backend != "analytical", "network.backend: ns3 or flow",
                   "network.backend analytical"});
   if (ns3)  // elsewhere udp is refused for the backend (check_packet_features)

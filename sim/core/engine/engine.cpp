@@ -92,7 +92,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
   // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
   // its first leaves.
-  memo_steps_ = scenario.network.memoize && compute_->deterministic() && !algorithm_->has_rounds();
+  // Only the packet-level backend can replay (Network::quiescent_state): elsewhere planning
+  // the phases would only build plans.
+  memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
+                !algorithm_->has_rounds();
   summary_.model_parameters = parameters_;
 }
 
@@ -316,8 +319,8 @@ void Engine::issue(int node, CommOp op) {
   Collective& c = collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
                  ? static_cast<int>(participants.size())
-             : op.kind == CommKind::Broadcast ? 1
-                                              : 1 + static_cast<int>(c.plan->inbox[rank].size());
+             : op.kind == CommKind::Broadcast || c.lane_ring ? 1  // lanes: a projection, no buffer
+                                                         : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
@@ -347,16 +350,17 @@ void Engine::issue(int node, CommOp op) {
                              [](const InFlight& g) { return g.op.before_forward >= 0; });
   }
   const bool enter = f.entered;
+  const std::string tag = f.op.tag;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
-  if (enter) c.run->enter(rank, work, arrived);  // may complete at once (one participant): after the push
+  if (enter) enter_collective({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
 }
 
 void Engine::enter_next_queued(int node) {
   for (auto& f : state_[node].in_flight) {
     if (f.entered || f.op.after_gradient < 0) continue;
     f.entered = true;
-    collectives_.at({f.issued_step, f.op.tag}).run->enter(f.rank, f.work, f.arrived);
+    enter_collective({f.issued_step, f.op.tag}, f.rank, f.work, f.arrived);
     return;
   }
 }
@@ -529,7 +533,7 @@ void Engine::reach_gate(int node) {
   const int64_t forward = forward_ticks_to_gate(node, s.gate + 1) - forward_ticks_to_gate(node, s.gate);
   if (forward < 0) throw std::logic_error(algorithm_->name() + "'s forward gates are out of layer order");
   ++s.gate;
-  collectives_.at({following.issued_step, following.op.tag}).run->enter(following.rank, following.work, following.arrived);
+  enter_collective({following.issued_step, following.op.tag}, following.rank, following.work, following.arrived);
   clock_->schedule_ticks(update + forward, [this, node] {
     HostTimer timer(times_.engine);
     reach_gate(node);
@@ -619,7 +623,21 @@ std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const s
 Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
   const std::pair<int, std::string> key{step, op.tag};
   auto& slot = collectives_[key];
-  if (slot.run) return slot;
+  if (slot.run || slot.lane_ring) return slot;
+  if (lane_candidate(op, participants)) {
+    const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+    slot.bytes_per_rank = ring_all_reduce_bytes_per_rank(static_cast<int>(participants.size()), op.buffer.numel(),
+                                                         op.bytes_per_element, options.slices);
+    slot.lane_ring = Collective::LaneRing{node, op, participants};
+    return slot;
+  }
+  start_plan(slot, key, node, op, participants);
+  return slot;
+}
+
+void Engine::start_plan(Collective& slot, const std::pair<int, std::string>& key, int node, const CommOp& op,
+                        const std::vector<int>& participants) {
+  const int step = key.first;
   const auto plan = plan_for(op, participants);
   // A collective of many messages is one row of /comm/messages (recorder.h), written when its
   // last message has arrived.
@@ -629,7 +647,7 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   hooks.rank_done = [this, key, participants, one_row](int rank) {
     op_complete(participants[rank], key.first, key.second);
     auto it = collectives_.find(key);
-    if (it != collectives_.end() && it->second.run->finished()) {
+    if (it != collectives_.end() && it->second.finished()) {
       if (one_row) recorder_->message(it->second.one_row);
       clock_->schedule(0, [this, key] { collectives_.erase(key); });
     }
@@ -659,7 +677,52 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   slot.channel = std::make_unique<TimedNetwork>(phase_, times_);
   slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
                                              slot.transport);
-  return slot;
+}
+
+bool Engine::lane_candidate(const CommOp& op, const std::vector<int>& participants) const {
+  const int p = static_cast<int>(participants.size());
+  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  return projection_ && scenario_.network.flow_lanes && !placement_.spread() && op.kind == CommKind::AllReduce &&
+         op.after_gradient >= 0 && options.algorithm == CollectiveAlgorithm::Ring && participants == fleet_ && p >= 2 &&
+         ring_all_reduce_messages(p, op.buffer.numel(), options.slices) > kMessageRowsPerCollective;
+}
+
+void Engine::enter_collective(const std::pair<int, std::string>& key, int rank, const torch::Tensor& work,
+                              const torch::Tensor& arrived) {
+  Collective& c = collectives_.at(key);
+  if (c.lane_ring && !c.lanes && !c.run) {
+    // The first rank in: the network holds the lanes from now, or the ring runs as a plan.
+    const auto& ring = *c.lane_ring;
+    const int p = static_cast<int>(ring.participants.size());
+    std::vector<HostPair> pairs;
+    for (int r = 0; r < p; ++r) pairs.emplace_back(ring.participants[r], ring.participants[(r + 1) % p]);
+    std::vector<Lane> lanes;
+    if (network_->hold_lanes(pairs, lanes)) {
+      const CollectiveOptions options = collective_options(scenario_, node_clusters_, ring.participants);
+      auto rank_done = [this, key, participants = ring.participants](int r) {
+        HostTimer timer(times_.engine);
+        op_complete(participants[r], key.first, key.second);
+        auto it = collectives_.find(key);
+        if (it == collectives_.end() || !it->second.finished()) return;
+        const RingOnLanes& result = it->second.lanes->result();
+        MessageRecord row{-1, -1, 0, EventClock::seconds(result.first_send_tick),
+                          EventClock::seconds(result.last_arrival_tick), 0, key.second};
+        for (uint64_t b : result.lane_bytes) row.bytes += b;
+        recorder_->message(row);
+        clock_->schedule(0, [this, key] { collectives_.erase(key); });
+      };
+      c.lanes = std::make_unique<RingLaneRunner>(*clock_, *network_, std::move(pairs), std::move(lanes),
+                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, options.slices,
+                                                 std::move(rank_done));
+    } else {
+      start_plan(c, key, ring.node, ring.op, ring.participants);
+    }
+  }
+  if (c.lanes) {
+    HostTimer timer(times_.network_send);
+    return c.lanes->enter(rank);
+  }
+  c.run->enter(rank, work, arrived);
 }
 
 // The memo policy (memo_policy.h) sees each node as it stands when the step's first

@@ -5,12 +5,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "netmodels/collectives/collectives.h"
+#include "netmodels/collectives/ring_lanes.h"
 #include "netmodels/network.h"
 #include "sim/core/engine/collective_run.h"
 #include "sim/core/host_times.h"
@@ -116,6 +118,16 @@ class Engine {
     MessageTransport transport;
     std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
+    // Or, for a ring all-reduce on lanes (ring_lanes.h), no plan: what it is until its first
+    // rank enters, then the runner, or the plan when the network would not hold the lanes.
+    struct LaneRing {
+      int node = 0;
+      CommOp op;
+      std::vector<int> participants;
+    };
+    std::optional<LaneRing> lane_ring;
+    std::unique_ptr<RingLaneRunner> lanes;
+    bool finished() const { return run ? run->finished() : lanes && lanes->finished(); }
     MessageRecord one_row;  // its messages summed, when it has too many for a row each
     // A spread run: the processes with a participant, the first of its ranks' tags, and per
     // rank the receive of another process's buffer (-1: none, or arrived).
@@ -182,6 +194,16 @@ class Engine {
   static std::vector<CommOp> replayed_ops(const std::vector<ScheduledOp>& ops);
   PendingRow& pending_row(int step);
   Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
+  // The collective's plan and its run on the network.
+  void start_plan(Collective& slot, const std::pair<int, std::string>& key, int node, const CommOp& op,
+                  const std::vector<int>& participants);
+  // Whether the collective is a ring all-reduce to time on lanes (ring_lanes.h): a
+  // projection's whole-fleet ring with too many messages for a row each, issued during
+  // backward (one stream a node: nothing else of the node's is on its lane meanwhile).
+  bool lane_candidate(const CommOp& op, const std::vector<int>& participants) const;
+  // The rank is ready: into its run, which a lane candidate's first rank decides.
+  void enter_collective(const std::pair<int, std::string>& key, int rank, const torch::Tensor& work,
+                        const torch::Tensor& arrived);
   std::shared_ptr<const CollectivePlan> plan_for(const CommOp& op, const std::vector<int>& participants);
   // What memoization needs of an op the node will issue at `at_ticks` (in an event scheduled
   // now, or in the step's compute batch at that tick).
