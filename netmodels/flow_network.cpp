@@ -149,7 +149,7 @@ class FlowNetwork final : public Network {
       // A flow alone on its route, as solve() fills it: its weight times the least raise.
       double step = std::numeric_limits<double>::infinity();
       for (int l : pair.links) step = std::min(step, capacity_[l] / pair.weight);
-      lanes.push_back({step * pair.weight, EventClock::ticks(pair.latency_s), 8.0 * overhead_,
+      lanes.push_back({step * pair.weight, EventClock::ticks(pair.latency_s), overhead_,
                        std::max(now, pair.lane_free_tick)});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
@@ -258,6 +258,7 @@ class FlowNetwork final : public Network {
     flow_mark_.resize(slots_.size(), 0);
     collect_component(component_);
     const double now = clock_.now();
+    const int64_t now_ticks = clock_.now_ticks();
     const std::vector<int>& flows = component_;
     // Progressive filling over these flows; every flow on their links is among them. The
     // unfrozen flows' weights on each link, and how many they are (a weight sum can round to
@@ -309,10 +310,10 @@ class FlowNetwork final : public Network {
     }
     for (int s : flows) {
       Flow& f = slots_[s];
-      // Its last bit crosses then, on the tick nearest that instant: a flow's departure is a
+      // Its last bit crosses then, to the nearest tick from now: a flow's departure is a
       // function of its own progress, not of which event last looked at the heap.
-      const double finish = now + std::max(0.0, f.remaining_bits) / f.rate_bps;
-      departures_.push({EventClock::ticks(finish), f.order, s, ++version_[s]});
+      departures_.push({now_ticks + transmission_ticks(std::max(0.0, f.remaining_bits), f.rate_bps), f.order, s,
+                        ++version_[s]});
     }
     schedule_next_departure();
   }

@@ -1,6 +1,7 @@
 // What every network backend offers: point-to-point messages of known size between hosts (and switches, as endpoints).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,11 +60,15 @@ struct QuiescentState {
 // no other pair's route shares a link with it, and no other traffic crosses its links while
 // the ring holds them, so its messages go one after another, each alone at its bottleneck.
 struct Lane {
-  double rate_bps = 0;              // what a flow alone on the route gets
-  int64_t latency_ticks = 0;        // the route's propagation delay, paid after the last bit
-  double wire_bits_per_byte = 8;    // payload byte to wire bits (headers)
-  int64_t free_tick = 0;            // when the pair's previous message's last bit crosses
+  double rate_bps = 0;          // what a flow alone on the route gets
+  int64_t latency_ticks = 0;    // the route's propagation delay, paid after the last bit
+  double overhead = 1;          // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
+  int64_t free_tick = 0;        // when the pair's previous message's last bit crosses
 };
+
+// Clock ticks (nanoseconds) `bits` take at `rate_bps`, to the nearest: how the flow backend
+// times a flow's last bit from its last re-solve, and so how a lane times each message.
+inline int64_t transmission_ticks(double bits, double rate_bps) { return std::llround(bits / rate_bps * 1e9); }
 
 // Backends run on the EventClock: send() is called from inside an event and
 // the callback fires inside a later event, at t_recv.

@@ -230,5 +230,52 @@ TEST(MessageRows, ACollectiveOfManyMessagesIsOneRow) {
   for (const auto& m : few.record.messages) ASSERT_GE(m.src, 0);
 }
 
+// A DDP projection whose bucket rings are timed on lanes (network.md#ring-lanes) against the
+// same projection with every message a flow: 200 nodes on a ring of 1 Gb/s, 1 ms links, the
+// MLP's gradient in one bucket leaving during backward, 3 steps. Step times, bytes and message
+// rows equal to the bit. And by hand: in the first step every node enters at once, so each of
+// the ring's 398 steps takes a chunk (1 175 or 1 176 of the 235 146 values, 4 bytes each, 9 002
+// wire bytes per 8 948 of payload) at 1 Gb/s plus 1 ms, to a tick a step. Slips caught: lanes taken off the
+// flow path's ticks (the first comparison), or the ring timed a chunk too few or too many
+// steps, or without the latency (the second).
+TEST(RingLanes, AProjectionOnLanesEqualsOneOfFlows) {
+  auto projection = [](bool lanes) {
+    const Scenario s = parse_scenario(std::string("name: lanes\nnodes: 200\nthreads: 1\n"
+                                                  "topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}\n"
+                                                  "network: {backend: flow, flow_lanes: ") +
+                                          (lanes ? "true" : "false") +
+                                          "}\n"
+                                          "workload: {model: mlp, batch_size: 8, steps: 3, train: false}\n"
+                                          "algorithm: {name: ddp}\n"
+                                          "compute: {model: flops, device: a100}\n",
+                                      "lanes");
+    return run(s);
+  };
+  const Outcome lanes = projection(true), flows = projection(false);
+  ASSERT_EQ(lanes.summary.status, "completed") << lanes.summary.error;
+  ASSERT_EQ(flows.summary.status, "completed") << flows.summary.error;
+  ASSERT_EQ(lanes.record.train_rows.size(), 3u);
+  ASSERT_EQ(flows.record.train_rows.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lanes.record.train_rows[i].time, flows.record.train_rows[i].time) << "step " << i;
+    EXPECT_EQ(lanes.record.train_rows[i].bytes, flows.record.train_rows[i].bytes) << "step " << i;
+  }
+  ASSERT_EQ(lanes.record.messages.size(), flows.record.messages.size());
+  const double wire = 9002.0 / 8948.0, step_low = 1175 * 4 * 8 * wire / 1e9 + 1e-3,
+               step_high = 1176 * 4 * 8 * wire / 1e9 + 1e-3;
+  for (size_t i = 0; i < lanes.record.messages.size(); ++i) {
+    const MessageRecord &a = lanes.record.messages[i], &b = flows.record.messages[i];
+    EXPECT_EQ(a.src, -1);
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.t_send, b.t_send);
+    EXPECT_EQ(a.t_recv, b.t_recv);
+    EXPECT_GE(a.t_recv - a.t_send, 398 * step_low - 1e-9);
+    // Later steps start as the last one ended at each node: nodes whose last chunk was the
+    // shorter send first, up to 398 element times before the rest.
+    const double spread = i == 0 ? 0 : 398 * (step_high - step_low);
+    EXPECT_LE(a.t_recv - a.t_send, 398 * (step_high + 1e-9) + spread + 1e-9) << "step " << i;
+  }
+}
+
 }  // namespace
 }  // namespace testbed

@@ -103,6 +103,23 @@ TEST(MemoryEstimate, CountsThePlansTheRunKeeps) {
   EXPECT_DOUBLE_EQ(estimate("nodes: 7\nnetwork: {backend: flow}\n", data).network_bytes, 0);
 }
 
+// A flow projection of DDP times its whole-fleet rings on lanes (ring_lanes.h) and keeps no
+// plan for them once a ring has more messages than a row each (2 (p - 1) p > 65 536: p = 200
+// gives 79 600) and the ring's routes share no link (a ring topology's never do). Slips caught:
+// the condition dropped (plans counted that are never built: a 1024-node projection refused),
+// or kept under flow_lanes false, in training, on ns-3, or for rings of a row each.
+TEST(MemoryEstimate, KeepsNoPlanForARingTimedOnLanes) {
+  const Dataset data = small_data();
+  const std::string projection = "nodes: 200\nworkload: {train: false}\ncompute: {model: flops}\n";
+  EXPECT_EQ(estimate(projection + "network: {backend: flow}\n", data).plan_messages, 0);
+  EXPECT_EQ(estimate(projection + "network: {backend: flow, flow_lanes: false}\n", data).plan_messages, 2 * 199 * 200);
+  EXPECT_EQ(estimate(projection, data).plan_messages, 2 * 199 * 200);  // ns-3
+  EXPECT_EQ(estimate("nodes: 200\nnetwork: {backend: flow}\n", data).plan_messages, 2 * 199 * 200);  // training
+  EXPECT_EQ(estimate("nodes: 100\nworkload: {train: false}\ncompute: {model: flops}\nnetwork: {backend: flow}\n", data)
+                .plan_messages,
+            2 * 99 * 100);
+}
+
 TEST(MemoryEstimate, RefusesWhatTheMachineCannotHold) {
   const Dataset data = small_data();
   // 20000 replicas of the MLP under AdamW, 20000 x (6 x 4 x 235146 + 100e3) bytes, about 106.98

@@ -38,42 +38,68 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     throw std::invalid_argument("ring_all_reduce_on_lanes: one lane and one entry per rank, two ranks at least");
   plan_builder::check_sizes("ring_all_reduce_on_lanes", p, elements, element_bytes);
   if (slices < 1) throw std::invalid_argument("ring_all_reduce_on_lanes: slices must be at least 1");
-  RingOnLanes out;
-  out.done_tick = enter_tick;
-  out.lane_bytes.assign(p, 0);
-  std::vector<int64_t> free(p);
-  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick;
-  out.first_send_tick = std::numeric_limits<int64_t>::max();
-  // Arrival ticks of step k - 1's pieces at each rank (from r - 1), and step k's.
+  // Each chunk's pieces, as indices into the few distinct sizes they come in (near-equal parts
+  // of near-equal chunks), and each lane's transmission ticks for each size: the walk below is
+  // then integer maxima and sums, a few nanoseconds a message.
   const size_t width = static_cast<size_t>(slices);
+  std::vector<uint64_t> sizes;
+  std::vector<uint8_t> piece_size(p * width, 0);
+  std::vector<int> pieces(p, 0);
+  for (int c = 0; c < p; ++c) {
+    for_each_piece(p, c, 0, elements, element_bytes, slices, [&](int64_t j, uint64_t bytes) {
+      auto it = std::find(sizes.begin(), sizes.end(), bytes);
+      if (it == sizes.end()) it = sizes.insert(sizes.end(), bytes);
+      piece_size[c * width + j] = static_cast<uint8_t>(it - sizes.begin());
+      ++pieces[c];
+    });
+  }
+  if (sizes.size() > 255) throw std::logic_error("ring_all_reduce_on_lanes: more piece sizes than near-equal parts give");
+  const size_t m = sizes.size();
+  std::vector<int64_t> duration(p * m);
+  for (int r = 0; r < p; ++r)
+    for (size_t i = 0; i < m; ++i)
+      duration[r * m + i] = transmission_ticks(static_cast<double>(sizes[i]) * 8.0 * lanes[r].overhead, lanes[r].rate_bps);
+
+  RingOnLanes out;
+  std::vector<int64_t> free(p), latency(p);
+  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick, latency[r] = lanes[r].latency_ticks;
+  // Arrival ticks of step k - 1's pieces at each rank (from r - 1), and step k's. A rank's
+  // arrivals come in send order (one connection), so its last is in the last step.
   std::vector<int64_t> arrived(p * width, 0), arriving(p * width, 0);
   for (int k = 0; k < 2 * (p - 1); ++k) {
-    for (int r = 0; r < p; ++r) {
-      const Lane& lane = lanes[r];
-      const int to = (r + 1) % p;
-      int64_t& lane_free = free[r];
-      for_each_piece(p, r, k, elements, element_bytes, slices, [&](int64_t j, uint64_t bytes) {
-        const int64_t sent = k == 0 ? enter_tick[r] : std::max(enter_tick[r], arrived[r * width + j]);
+    int c = (p - k % p) % p;  // the chunk rank 0 sends in step k; rank r sends c + r
+    for (int r = 0; r < p; ++r, c = c + 1 == p ? 0 : c + 1) {
+      const int to = r + 1 == p ? 0 : r + 1;
+      const int64_t entered = enter_tick[r], lag = latency[r];
+      const int64_t* took = &duration[r * m];
+      const uint8_t* size = &piece_size[c * width];
+      const int64_t* before = &arrived[r * width];
+      int64_t* after = &arriving[to * width];
+      int64_t lane_free = free[r];
+      for (int j = 0; j < pieces[c]; ++j) {
+        const int64_t sent = k == 0 ? entered : std::max(entered, before[j]);
         const int64_t start = std::max(sent, lane_free);
         int64_t last_bit = start;
-        if (bytes > 0) {
-          // As the flow backend's solve: the finish in seconds, then the nearest tick.
-          const double bits = static_cast<double>(bytes) * lane.wire_bits_per_byte;
-          last_bit = EventClock::ticks(EventClock::seconds(start) + bits / lane.rate_bps);
-          lane_free = last_bit;
-        }
-        const int64_t arrival = last_bit + lane.latency_ticks;
-        arriving[to * width + j] = arrival;
-        out.done_tick[to] = std::max(out.done_tick[to], arrival);
-        out.lane_bytes[r] += bytes;
-        out.first_send_tick = std::min(out.first_send_tick, sent);
-        out.last_arrival_tick = std::max(out.last_arrival_tick, arrival);
-        ++out.messages;
-      });
+        if (sizes[size[j]] > 0) last_bit = lane_free = start + took[size[j]];  // an empty one takes no turn
+        after[j] = last_bit + lag;
+      }
+      free[r] = lane_free;
     }
     std::swap(arrived, arriving);
   }
+  out.done_tick = enter_tick;
+  int64_t first_send = std::numeric_limits<int64_t>::max(), last_arrival = 0;
+  for (int r = 0; r < p; ++r) {
+    first_send = std::min(first_send, enter_tick[r]);  // step 0 leaves at entry, the rest later
+    for (int j = 0; j < pieces[(r + 2) % p]; ++j)  // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
+      out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j]);
+    last_arrival = std::max(last_arrival, out.done_tick[r]);
+  }
+  out.lane_bytes = ring_all_reduce_bytes_per_rank(p, elements, element_bytes, slices);
+  out.messages = ring_all_reduce_messages(p, elements, slices);
   out.free_tick = free;
+  out.first_send_tick = first_send;
+  out.last_arrival_tick = last_arrival;
   return out;
 }
 

@@ -16,9 +16,10 @@ namespace testbed {
 // alone at the lane's rate. Message (k, r, j), piece j of what rank r sends in step k, leaves
 // when r has entered and piece j of step k - 1 has reached r; on its lane it starts when it
 // leaves or when the lane's previous message's last bit has crossed, whichever is later (one
-// connection a pair, in send order); its last bit crosses on the clock tick nearest start +
-// bits / rate, and it arrives the lane's latency later. Every time is in clock ticks and
-// every rounding is the flow backend's, so the result is the per-message path's to the tick.
+// connection a pair, in send order); its last bit crosses transmission_ticks(bits, rate)
+// (network.h) after it starts, and it arrives the lane's latency later. Every time is in clock
+// ticks and every rounding is the flow backend's, so the result is the per-message path's to
+// the tick.
 struct RingOnLanes {
   std::vector<int64_t> done_tick;   // per rank: its last message arrived (the result is there)
   std::vector<int64_t> free_tick;   // per lane: its last bit crossed (Network::release_lanes)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -16,6 +17,8 @@
 #include "sim/config/collective_options.h"
 #include "sim/config/scenario.h"
 #include "sim/config/workload.h"
+#include "sim/core/network_factory.h"
+#include "sim/output/recorder.h"
 #include "topologies/routing.h"
 #include "topologies/topology.h"
 #include "training/algorithms/registry.h"
@@ -63,6 +66,24 @@ constexpr double kReplicaObjectBytes = 100e3;
 constexpr double kNs3VertexBytes = 19e3;
 constexpr double kNs3LinkBytes = 14e3;
 constexpr double kNs3ConnectionBytes = 160e3;
+
+// A flow projection times a whole-fleet ring all-reduce issued during backward on lanes, with
+// no plan, when it has more messages than a row each (ring_lanes.h; every ring of the fleet
+// has at least 2 (p - 1) p) and no two of its connections' routes share a link.
+bool ring_on_lanes(const Scenario& s, const AlgorithmEntry& a, const CollectiveOptions& o, const Topology& t) {
+  const int64_t p = s.nodes;
+  if (s.workload.train || s.network.backend != "flow" || !s.network.flow_lanes || !a.backward_all_reduces ||
+      o.algorithm != CollectiveAlgorithm::Ring || 2 * (p - 1) * p <= static_cast<int64_t>(kMessageRowsPerCollective))
+    return false;
+  const RoutingOptions routing = routing_options(s);
+  std::set<std::pair<int, int>> links;
+  for (int r = 0; r < p; ++r) {
+    const std::vector<int> path = route(t, r, static_cast<int>((r + 1) % p), routing);
+    for (size_t i = 0; i + 1 < path.size(); ++i)
+      if (!links.insert({path[i], path[i + 1]}).second) return false;
+  }
+  return true;
+}
 
 PlanSize sync_plan_size(SyncCollective collective, const CollectiveOptions& options, const Topology& topology,
                         int nodes) {
@@ -117,9 +138,11 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
   for (int n = 0; n < scenario.nodes; ++n) all[n] = n;
   const CollectiveOptions options = collective_options(scenario, node_clusters(scenario), all);
   int64_t connections = 0;
+  const bool lanes = algorithm && ring_on_lanes(scenario, *algorithm, options, topology);
   if (algorithm) {
     for (const HeldPlans& held : held_plans(*algorithm, scenario.algorithm.options, model.tensors, scenario.nodes,
                                             scenario.workload.steps)) {
+      if (lanes && held.collective == SyncCollective::AllReduce) continue;
       const PlanSize size = sync_plan_size(held.collective, options, topology, scenario.nodes);
       e.plan_messages += held.count * size.messages;
       e.message_tables_bytes += static_cast<double>(held.count) * plan_memory_bytes(size, scenario.nodes);

@@ -6,7 +6,7 @@ namespace testbed {
 const std::vector<AlgorithmEntry>& algorithm_registry() {
   // {name, options with defaults, factory, parameter-sized state vectors per node, collective}
   static const std::vector<AlgorithmEntry> entries = {
-      {"ddp", DdpOptions{}, make_ddp, 0},
+      {"ddp", DdpOptions{}, make_ddp, 0, SyncCollective::AllReduce, false, false, true},
       {"lofi", NoOptions{}, make_lofi, 0},
       {"local_sgd", LocalSgdOptions{}, make_local_sgd, 0},
       // A server and sampled clients: its own run loop (sim/core/federated/federated_run.h), no Algorithm.

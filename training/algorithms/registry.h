@@ -69,6 +69,9 @@ struct AlgorithmEntry {
   // Runs as a server and sampled clients (sim/core/federated/federated_run.h), not on the engine's
   // nodes: the topology has a host more than `nodes`, the server's.
   bool federated = false;
+  // Its only collectives are all-reduces over every node issued during backward (one stream a
+  // node): a flow projection times them on lanes and keeps no plan (memory estimate).
+  bool backward_all_reduces = false;
 };
 
 // The collective plans a run builds and keeps (the engine caches one per participants and

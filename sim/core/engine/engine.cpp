@@ -47,10 +47,13 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
                             : ReplicaPlacement{nodes_, 1, 0};
   plans_exchanged_.assign(nodes_, 0);
   plan_heads_.assign(nodes_, {-1, torch::Tensor()});
-  auto samplers = make_samplers(scenario, data);
+  // A projection reads no sample, so its nodes need no shards (there may be more nodes than
+  // samples); the shards' sizes only weight values it never computes.
+  std::vector<ShardSampler> samplers;
+  if (!projection_) samplers = make_samplers(scenario, data);
   std::vector<int64_t> shard_sizes;
   for (int n = 0; n < nodes_; ++n) {
-    shard_sizes.push_back(samplers[n].shard_size());
+    shard_sizes.push_back(projection_ ? 1 : samplers[n].shard_size());
     // Another process's replica is never built here: its plans and values come from there.
     // A projection builds none: its plans come from shapes (Algorithm::projected_step).
     replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
