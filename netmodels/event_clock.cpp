@@ -3,7 +3,9 @@
 
 #include <ns3/core-module.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace testbed {
 
@@ -35,7 +37,30 @@ void EventClock::schedule_ticks(int64_t delay_ticks, std::function<void()> event
   ns3::Simulator::Schedule(ns3::TimeStep(delay_ticks), [event = std::move(event)]() { event(); });
 }
 
-void EventClock::run() { ns3::Simulator::Run(); }
+void EventClock::run(const std::atomic<bool>* interrupted) {
+  if (!interrupted) return ns3::Simulator::Run();
+  std::atomic<bool> over{false};
+  std::thread watcher([interrupted, &over] {
+    while (!over.load()) {
+      if (interrupted->load()) {
+        // ns-3's one thread-safe way in from another thread: the event runs on the clock's
+        // thread after the event in progress, and stops it there.
+        ns3::Simulator::ScheduleWithContext(ns3::Simulator::NO_CONTEXT, ns3::Time(0), [] { ns3::Simulator::Stop(); });
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  try {
+    ns3::Simulator::Run();
+  } catch (...) {
+    over = true;
+    watcher.join();
+    throw;
+  }
+  over = true;
+  watcher.join();
+}
 
 void EventClock::stop() { ns3::Simulator::Stop(); }
 

@@ -1,6 +1,7 @@
 // The run's single clock: ns-3's discrete-event Simulator behind a narrow interface.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -22,7 +23,10 @@ class EventClock {
   static double seconds(int64_t ticks);  // a tick count in seconds, as now() reads it
   void schedule_ticks(int64_t delay_ticks, std::function<void()> event);
   void schedule(double delay_s, std::function<void()> event);
-  void run();                    // until no events remain or stop() is called
+  // Until no events remain or stop() is called; or, when `interrupted` is given, until it turns
+  // true (a signal handler's flag): a watcher thread checks it every 20 ms of host time and
+  // stops the clock after the event in progress, however many events a step holds.
+  void run(const std::atomic<bool>* interrupted = nullptr);
   void stop();                   // from inside an event: return from run() after it
 };
 

@@ -134,12 +134,18 @@ RunSummary Engine::run(Recorder& recorder) {
     HostTimer timer(times_.run);
     for (int n = 0; n < nodes_; ++n) schedule_start(n);
     try {
-      clock_->run();
+      clock_->run(hooks_.interrupted);
     } catch (const std::exception& e) {
       summary_.status = "failed";
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
       if (hooks_.group) hooks_.group->report_failure(summary_.error);  // the others quote it
     }
+  }
+  // A signal mid-step stops the clock between two events (EventClock::run).
+  if (summary_.status == "running" && hooks_.interrupted && hooks_.interrupted->load()) {
+    summary_.status = "failed";
+    summary_.error = "interrupted by a signal";
+    if (hooks_.group) hooks_.group->report_failure(summary_.error);
   }
   if (replaying_ && summary_.status == "running") {
     summary_.status = "failed";

@@ -104,11 +104,16 @@ RunSummary FederatedRun::run(Recorder& recorder) {
     HostTimer timer(times_.run);
     clock_->schedule(0, [this] { start_round(); });
     try {
-      clock_->run();
+      clock_->run(hooks_.interrupted);
     } catch (const std::exception& e) {
       summary_.status = "failed";
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
     }
+  }
+  // A signal mid-round stops the clock between two events (EventClock::run).
+  if (summary_.status == "running" && hooks_.interrupted && hooks_.interrupted->load()) {
+    summary_.status = "failed";
+    summary_.error = "interrupted by a signal";
   }
   if (summary_.status == "running") {
     summary_.status = round_ == rounds_ ? "completed" : "failed";
