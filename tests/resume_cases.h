@@ -18,7 +18,7 @@ topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 1ms}}
 workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: 32, outputs: 4, train_samples: 2048, test_samples: 256},
            batch_size: 16, steps: 40, eval_every: 10}
 optimizer: {name: adamw, lr: 1.0e-3, weight_decay: 0.01}
-compute: {model: fixed, step_time: 0.01, speeds: [1, 0.5, 1, 0.8]}
+compute: {model: fixed, step_time: 10ms, speeds: [1, 0.5, 1, 0.8]}
 )";
 
 struct Case {

@@ -105,6 +105,27 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
   EXPECT_NE(text.find("final eval loss   n/a (diverged)\n"), std::string::npos) << text;
 }
 
+// A run that fails before its first evaluation has no accuracy to report, and its bytes are
+// what it issued, not what arrived: a 100 bit/s ring never delivers the first step's gradient.
+// Slips caught: the summary printing its 0 defaults as an accuracy (the issue's "final accuracy
+// 0.0000"), or total bytes without saying they were in flight.
+TEST_F(RunTest, ARunThatNeverEvaluatedReportsNoAccuracy) {
+  auto out = dir_ / "slow.h5";
+  EXPECT_EQ(run({"-o", out.string(), "--set", "topology.link.bandwidth=100bps"}), 1);
+  std::ifstream log(dir_ / "stdout");
+  const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("steps completed   0\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("final accuracy    n/a (no evaluation ran)\n"), std::string::npos) << said;
+  EXPECT_EQ(said.find("final perplexity"), std::string::npos) << said;
+  EXPECT_NE(said.find("(issued, some still in flight when it stopped)"), std::string::npos) << said;
+  fs::remove(dir_ / "report");
+  ASSERT_EQ(testbed::cli_child::run({"report", out.string()}, Options{"", (dir_ / "report").string(), ""}), 0);
+  std::ifstream in(dir_ / "report");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("final accuracy    n/a (no evaluation ran)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("final eval loss   n/a (no evaluation ran)\n"), std::string::npos) << text;
+}
+
 TEST_F(RunTest, KilledRunLeavesReadableFile) {
   auto out = dir_ / "k.h5";
   pid_t pid = start_long_run(out, 5);

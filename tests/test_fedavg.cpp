@@ -181,7 +181,7 @@ TEST_F(FedAvg, TheDeadlineDropsExactlyTheLateClients) {
   // 2 s, 2 s and 10 s of compute against a 5 s deadline (the messages take milliseconds).
   const std::vector<double> speeds = {1, 0.25, 1, 1, 0.2};
   const double deadline = 5;
-  const Scenario s = fed_scenario(5, 2, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5}",
+  const Scenario s = fed_scenario(5, 2, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5s}",
                                   {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}"});
   std::set<int> late;
   for (int c = 0; c < 5; ++c)
@@ -289,7 +289,7 @@ TEST_F(FedAvg, DevicesRunTheirClientsOneAfterAnother) {
 // eval's per-client columns in the same order, NaN where the client's upload missed the
 // deadline; a /participation row per picked client and round.
 TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
-  const Scenario s = fed_scenario(5, 4, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5}",
+  const Scenario s = fed_scenario(5, 4, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5s}",
                                   {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}",
                                    "workload.eval_every=2"});
   const auto path = std::filesystem::temp_directory_path() / ("testbed_fedavg_" + std::to_string(::getpid()) + ".h5");

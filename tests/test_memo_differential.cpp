@@ -247,7 +247,7 @@ Generated generate(int index) {
   y << "workload: {model: mlp, dataset: synthetic, synthetic: {inputs: " << inputs << ", hidden: " << hidden
     << ", outputs: " << outputs << ", train_samples: " << 64 * nodes << ", test_samples: 64},\n"
     << "           batch_size: 8, steps: " << steps << ", eval_every: " << (steps + 1) / 2 << "}\n"
-    << "compute: {model: fixed, step_time: " << step_time << speeds << "}\n"
+    << "compute: {model: fixed, step_time: " << step_time << "s" << speeds << "}\n"
     << "algorithm: " << a.str() << "\n";
   Generated g;
   g.yaml = y.str();

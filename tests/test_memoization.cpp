@@ -127,7 +127,7 @@ TEST(Memoization, SharedLinksOfAStarStayIdentical) {
 
 TEST(Memoization, IdleLongerThanTheRtoRestartsSlowStartInBothRuns) {
   // 0.5 s of compute > MinRto: every all-reduce starts from the initial window again.
-  EXPECT_GT(compare({"compute.step_time=0.5"}), 0);
+  EXPECT_GT(compare({"compute.step_time=500ms"}), 0);
 }
 
 TEST(Memoization, RanksOutOfStepNeverReplayAndStayIdentical) {

@@ -3,6 +3,8 @@
 // only reads, building the topology and the model once.
 #include "sim/config/scenario_rules.h"
 
+#include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -574,6 +576,9 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
     fail(origins.where("network.queue_packets"), "give the device queue once: 'queue' or 'queue_packets'");
   }
   const QueueSize queue = parse_queue(n.queue);
+  if (queue.bytes && !n.queue.empty() && std::isdigit(static_cast<unsigned char>(n.queue.back())))
+    fail(origins.where("network.queue"),
+         "'" + n.queue + "' has no unit: write " + n.queue + "B or " + n.queue + "KB (a size), or a multiple of the bandwidth-delay product (1.5bdp)");
   if (queue.bdp) {
     if (!(*queue.bdp > 0 && *queue.bdp <= 1e6)) fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
   } else if (queue.bytes) {
@@ -679,16 +684,19 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   auto warn = [&](const std::string& key, const std::string& message) {
     warnings.push_back(origins.where(key).str() + ": warning: " + message);
   };
-  // Beyond what networks have: a latency over 10 s (a bare number is seconds), a link under 1 kbps
-  // (a bare number is bit/s).
+  // Beyond what networks have: a latency over 10 s, a link under 1 kbps; said with what they
+  // imply for one packet.
+  const double packet_bits = (s.network.mtu + 2) * 8.0;
   auto check_link = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth,
                         const std::optional<Duration>& latency) {
     if (latency && latency->s > 10 && origins.seen(key + ".latency"))
       warn(key + ".latency", "a latency of " + format_duration(latency->s) +
-                                 " is longer than any network's (a bare number is seconds: write 50ms for 50 ms)");
+                                 " is longer than any network's: every hop of every packet, and every ACK back, waits that long");
     if (bandwidth && bandwidth->bps < 1e3 && origins.seen(key + ".bandwidth"))
-      warn(key + ".bandwidth", "a link of " + format_bandwidth(bandwidth->bps) +
-                                   " is slower than any network's (a bare number is bit/s: write 100Mbps)");
+      warn(key + ".bandwidth", "a link of " + format_bandwidth(bandwidth->bps) + " is slower than any network's: one " +
+                                   std::to_string(s.network.mtu) + "-byte packet takes " +
+                                   format_duration(std::round(packet_bits / bandwidth->bps)) +
+                                   " to cross it, longer than TCP waits for its ACK");
   };
   check_link("topology.link", s.topology.link.bandwidth, s.topology.link.latency);
   check_link("topology.wan", s.topology.wan.bandwidth, s.topology.wan.latency);
@@ -704,10 +712,10 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   // Beyond what devices have: under 1 GFLOPS or 1 GB/s.
   if (s.compute.peak_flops.flops > 0 && s.compute.peak_flops.flops < 1e9)
     warn("compute.peak_flops", "a peak of " + format_flop_rate(s.compute.peak_flops.flops) +
-                                   " is below any device's (a bare number is FLOP/s: write 312TFLOPS)");
+                                   " is below any device's (an A100 has 312TFLOPS in bf16)");
   if (s.compute.memory_bandwidth.bytes_per_s > 0 && s.compute.memory_bandwidth.bytes_per_s < 1e9)
     warn("compute.memory_bandwidth", "a memory bandwidth of " + format_byte_rate(s.compute.memory_bandwidth.bytes_per_s) +
-                                         " is below any device's (a bare number is bytes/s: write 2TB/s)");
+                                         " is below any device's (an A100 has 2TB/s)");
   // A projection evaluates nothing: a training scenario's evaluation keys stay readable (so
   // that --set workload.train=false projects any scenario) but are said to do nothing.
   if (!s.workload.train) {

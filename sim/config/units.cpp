@@ -114,7 +114,8 @@ std::optional<double> parse_flop_rate(const std::string& text) {
 
 namespace {
 
-// The largest unit that leaves at least 1 and reads back to the same double; else the bare number.
+// The largest unit that leaves at least 1 and reads back to the same double; else the number in
+// the base unit, shortest form, with the unit still written (a bare number does not read back).
 std::string format_with_units(double value, const Suffixes& units, std::optional<double> (*parse)(const std::string&)) {
   for (const auto& [name, scale] : units) {
     if (value == 0) {  // nothing, in the base unit: "0s", "0bps"
@@ -130,6 +131,8 @@ std::string format_with_units(double value, const Suffixes& units, std::optional
       if (auto back = parse(text); back && *back == value) return text;
     }
   }
+  for (const auto& [name, scale] : units)
+    if (scale == 1) return format_number(value) + name;
   return format_number(value);
 }
 

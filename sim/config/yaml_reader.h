@@ -222,15 +222,15 @@ class FieldReader {
       if (!parsed) fail(loc, "expected a number, got '" + s + "'");
       value = *parsed;
     } else if constexpr (std::is_same_v<T, Bandwidth>) {
-      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps (a bare number: bit/s)");
+      read_unit(n, loc, value.bps, parse_bandwidth_bps, "a bandwidth such as 100Mbps or 1Gbps", {"Mbps", "Gbps"});
     } else if constexpr (std::is_same_v<T, Duration>) {
-      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us (a bare number: seconds)");
+      read_unit(n, loc, value.s, parse_duration_s, "a duration such as 10ms or 500us", {"ms", "s"});
     } else if constexpr (std::is_same_v<T, Fraction>) {
       read_unit(n, loc, value.value, parse_fraction, "a fraction such as 0.01 or 1%");
     } else if constexpr (std::is_same_v<T, ByteRate>) {
-      read_unit(n, loc, value.bytes_per_s, parse_byte_rate, "a memory bandwidth such as 2TB/s (a bare number: bytes/s)");
+      read_unit(n, loc, value.bytes_per_s, parse_byte_rate, "a memory bandwidth such as 2TB/s", {"GB/s", "TB/s"});
     } else if constexpr (std::is_same_v<T, FlopRate>) {
-      read_unit(n, loc, value.flops, parse_flop_rate, "a FLOP rate such as 312TFLOPS (a bare number: FLOP/s)");
+      read_unit(n, loc, value.flops, parse_flop_rate, "a FLOP rate such as 312TFLOPS", {"GFLOPS", "TFLOPS"});
     } else if constexpr (IsOptional<T>::value) {
       value.emplace();
       read(n, path, loc, *value);
@@ -278,13 +278,22 @@ class FieldReader {
     check(alpha_loc, value.alpha, Range{0, 1e6, true});
   }
 
+  // A quantity carries its unit: a bare number other than 0 is refused with the two readings
+  // it most likely meant (`units`: `latency: 5` -> "write 5ms or 5s"), in files and in --set.
+  // Fractions (`units` empty) stay bare.
   template <class Parse>
-  static void read_unit(const YAML::Node& n, const Location& loc, double& out, Parse parse,
-                        const char* expected) {
+  static void read_unit(const YAML::Node& n, const Location& loc, double& out, Parse parse, const char* expected,
+                        std::pair<const char*, const char*> units = {nullptr, nullptr}) {
     const std::string& s = scalar(n, loc, expected);
     auto parsed = parse(s);
     if (!parsed) fail(loc, "cannot read '" + s + "' as " + expected);
+    if (units.first && *parsed != 0 && bare_number(s))
+      fail(loc, "'" + s + "' has no unit: write " + s + units.first + " or " + s + units.second + " (" + expected + ")");
     out = *parsed;
+  }
+  static bool bare_number(const std::string& s) {
+    size_t end = s.find_last_not_of(' ');
+    return end != std::string::npos && (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.');
   }
 
   template <class T>

@@ -1,6 +1,7 @@
 // What a run reports as it goes; the HDF5 recorder writes it, tests may just collect it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -97,7 +98,8 @@ struct RunSummary {
   std::string error;   // why, when not completed
   double projected_time_s = 0;
   uint64_t total_bytes = 0;
-  double final_eval_loss = 0, final_accuracy = 0, final_perplexity = 0;
+  // NaN until an evaluation runs: a run that stops before its first has none to report.
+  double final_eval_loss = NAN, final_accuracy = NAN, final_perplexity = NAN;
   double host_time_s = 0;
   int64_t model_parameters = 0;
   int steps_completed = 0;

@@ -3,6 +3,7 @@
 #include "sim/output/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -66,13 +67,19 @@ void report_run(const std::string& path, std::ostream& out) {
   if (r.projection) {
     out << "projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n";
   } else {
-    out << "final accuracy    " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_accuracy)) << "\n";
-    out << "final eval loss   " << (diverged ? "n/a (diverged)" : fmt("%.4f", r.final_eval_loss)) << "\n";
+    // A run that stopped before its first evaluation has none (NaN in the file).
+    auto final = [&](double value) {
+      return diverged ? std::string("n/a (diverged)")
+                      : std::isfinite(value) ? fmt("%.4f", value) : std::string("n/a (no evaluation ran)");
+    };
+    out << "final accuracy    " << final(r.final_accuracy) << "\n";
+    out << "final eval loss   " << final(r.final_eval_loss) << "\n";
   }
   if (std::isfinite(r.final_perplexity)) out << "final perplexity  " << fmt("%.3f", r.final_perplexity) << "\n";
   if (!r.round_accuracy.empty()) report_rounds(r, out);
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
-  out << "total bytes       " << bytes_with_units(r.total_bytes) << "\n";
+  out << "total bytes       " << bytes_with_units(r.total_bytes)
+      << (r.status == "completed" ? "" : " (issued, some still in flight when it stopped)") << "\n";
   out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";
   // Exposed communication is the projected time no node spent computing: the mean node's
   // compute per step, summed, against the whole.

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -264,16 +265,20 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     std::printf("projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n");
   } else if (summary.status == "diverged") {
     std::printf("final accuracy    n/a (diverged)\nfinal eval loss   n/a (diverged)\n");
+  } else if (summary.eval_samples == 0) {
+    std::printf("final accuracy    n/a (no evaluation ran)\nfinal eval loss   n/a (no evaluation ran)\n");
   } else {
     std::printf("final accuracy    %.4f\n", summary.final_accuracy);
     std::printf("final eval loss   %.4f\n", summary.final_eval_loss);
   }
-  if (scenario.workload.train)
+  if (scenario.workload.train && summary.eval_samples > 0)
     std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
                 static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
   if (scenario.workload.train && std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
-  std::printf("total bytes       %s\n", testbed::bytes_with_units(static_cast<double>(summary.total_bytes)).c_str());
+  // A run that stopped early counts the messages its last steps had issued, arrived or not.
+  std::printf("total bytes       %s%s\n", testbed::bytes_with_units(static_cast<double>(summary.total_bytes)).c_str(),
+              summary.status == "completed" ? "" : " (issued, some still in flight when it stopped)");
   std::printf("host time         %.2f s\n", summary.host_time_s);
   std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop->host_times().ns3(),
               summary.steps_completed > 0 ? 1e3 * loop->host_times().ns3() / summary.steps_completed : 0.0);
@@ -321,6 +326,8 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
   using namespace testbed;
   const auto bytes = parse_bytes(size);
   if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  if (std::isdigit(static_cast<unsigned char>(size.back())))
+    throw InputError("--size " + size + ":1:8: '" + size + "' has no unit: write " + size + "B or " + size + "MB");
   const auto combos = combinations(varies);
   // Every combination is read (and refused) before any is simulated.
   std::vector<Scenario> scenarios;
