@@ -151,7 +151,18 @@ TEST_F(Sweeps, NamesUseTheLastSegmentUnlessItIsAmbiguous) {
   std::vector<SweptValue> values = {{"topology.link.bandwidth", "1Gbps", "", ""},
                                     {"a.b.bandwidth", "x/y z", "", ""},
                                     {"workload.shifts", "[noise, invert]", "", ""}};
-  EXPECT_EQ(run_name(keys, values), "link.bandwidth=1Gbps,b.bandwidth=x_y_z,shifts=_noise__invert_");
+  EXPECT_EQ(run_name(keys, values), "link.bandwidth=1Gbps,b.bandwidth=x_y_z,shifts=noise+invert");
+}
+
+// A map or list value reads as its contents, not as its YAML punctuation: {name: ddp} is
+// ddp (it was _name__ddp_), other entries follow as key-value. Slip caught: the flow YAML
+// text sanitised as before.
+TEST_F(Sweeps, MapValuesReadAsTheirEntries) {
+  std::vector<std::string> keys = {"algorithm", "compute.speeds"};
+  EXPECT_EQ(run_name(keys, {{"algorithm", "{name: ddp}", "", ""}}), "algorithm=ddp");
+  EXPECT_EQ(run_name(keys, {{"algorithm", "{H: 100, name: diloco, outer_lr: 0.7}", "", ""},
+                            {"compute.speeds", "[1, 0.5]", "", ""}}),
+            "algorithm=diloco+H-100+outer_lr-0.7,speeds=1+0.5");
 }
 
 TEST_F(Sweeps, ListValuesTravelAsFlowYaml) {
@@ -199,16 +210,24 @@ TEST_F(Sweeps, ValidationBlamesTheSweptValueOrKey) {
 }
 
 TEST_F(Sweeps, ThreadsShareTheCoresUnlessSwept) {
-  Sweep s = parse("base: base.yaml\nout: o\n");
+  std::string shared = kTinyBase;
+  shared.erase(shared.find("threads: 1\n"), 11);
+  write("shared.yaml", shared);
+  Sweep s = parse("base: shared.yaml\nout: o\n");
   SweepOptions o;
   o.cores = 8, o.jobs = 3;
   EXPECT_EQ(child_threads(s, o), 2);
   o.jobs = 16;
   EXPECT_EQ(child_threads(s, o), 1);
   EXPECT_EQ(run_overrides(s, s.runs[0], 2), (std::vector<std::string>{"seed=0", "threads=2"}));
-  Sweep t = parse("base: base.yaml\nout: o\ngrid: {threads: [1, 2]}\n");
+  Sweep t = parse("base: shared.yaml\nout: o\ngrid: {threads: [1, 2]}\n");
   EXPECT_EQ(child_threads(t, o), 0);
   EXPECT_EQ(run_overrides(t, t.runs[1], 4), (std::vector<std::string>{"threads=2", "seed=0"}));
+  // A base that says its threads (threads: 1) keeps them: the runner's share was forced on it
+  // before.
+  Sweep own = parse("base: base.yaml\nout: o\n");
+  EXPECT_EQ(child_threads(own, o), 0);
+  EXPECT_EQ(run_overrides(own, own.runs[0], 2), (std::vector<std::string>{"seed=0"}));
 }
 
 TEST_F(Sweeps, ShardsAreDisjointAndCover) {

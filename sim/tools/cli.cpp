@@ -136,10 +136,7 @@ void check_spread_run(const testbed::Scenario& scenario, const testbed::ProcessG
 std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario& scenario, const std::string& dir) {
   using namespace testbed;
   auto checkpoint = latest_checkpoint(dir);
-  if (!checkpoint) {
-    std::fprintf(stderr, "testbed: no checkpoint in %s: starting from step 0\n", dir.c_str());
-    return std::nullopt;
-  }
+  if (!checkpoint) return std::nullopt;  // the caller says so, once
   const std::string here = scenario_fingerprint(scenario);
   if (checkpoint->fingerprint != here)
     throw InputError(dir + ": the checkpoint was made by another scenario (fingerprint " + checkpoint->fingerprint +

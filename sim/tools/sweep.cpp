@@ -128,12 +128,38 @@ std::string label(const std::string& key, const std::vector<std::string>& keys) 
   return key;
 }
 
+// A value as a name reads: a list's items joined by +, a map's name first and then its other
+// entries as key-value, joined by + ({name: diloco, H: 100} -> diloco+H-100); a scalar as it is.
+std::string readable(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : "+") + part; };
+  if (n.IsSequence()) {
+    for (const auto& item : n) add(readable(item));
+  } else if (n.IsMap()) {
+    if (n["name"] && n["name"].IsScalar()) add(n["name"].Scalar());
+    for (const auto& entry : n) {
+      const std::string key = entry.first.Scalar();
+      if (key != "name") add(key + "-" + readable(entry.second));
+    }
+  }
+  return out;
+}
+
+std::string readable(const std::string& text) {
+  try {
+    return readable(YAML::Load(text));
+  } catch (const YAML::Exception&) {
+    return text;
+  }
+}
+
 }  // namespace
 
 std::string run_name(const std::vector<std::string>& keys, const std::vector<SweptValue>& values) {
   std::string name;
   for (const auto& v : values) {
-    name += (name.empty() ? "" : ",") + sanitise_part(label(v.key, keys)) + "=" + sanitise_part(v.text);
+    name += (name.empty() ? "" : ",") + sanitise_part(label(v.key, keys)) + "=" + sanitise_part(readable(v.text));
   }
   return shorten(name);
 }
@@ -204,7 +230,15 @@ Sweep parse_sweep(const std::string& yaml_text, const std::string& origin, const
   }
   bool seed_swept = std::find(swept.begin(), swept.end(), "seed") != swept.end();
   if (seed_swept && sweep.repeats > 1) fail(repeats_where, "'repeats' varies the seed, which the sweep already sets");
+  // The runner's share of the cores is only a default: a base scenario that says its threads
+  // keeps them, as does a sweep of threads.
   sweep.sets_threads = std::find(swept.begin(), swept.end(), "threads") != swept.end();
+  try {
+    const YAML::Node base = YAML::LoadFile(sweep.base);
+    sweep.sets_threads = sweep.sets_threads || (base.IsMap() && base["threads"].IsDefined());
+  } catch (const YAML::Exception&) {
+    // load_scenario below reports it, at its position
+  }
   // Base errors are the base file's own (file:line:col there); the sweep needs its seed.
   uint64_t base_seed = load_scenario(sweep.base).seed;
   sweep.keys = swept;

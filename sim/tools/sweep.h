@@ -25,7 +25,7 @@ struct Sweep {
   std::string base;      // scenario path, resolved against the sweep file's folder
   std::string out;       // output folder, resolved likewise
   int repeats = 1;
-  bool sets_threads = false;    // the sweep varies `threads` itself, so the runner leaves it alone
+  bool sets_threads = false;    // the sweep varies `threads`, or its base sets them: the runner leaves them alone
   std::vector<std::string> keys;  // swept keys in manifest column order: grid, zip, then seed
   std::vector<SweepRun> runs;
 };
