@@ -4,6 +4,7 @@
 #include <H5Cpp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -197,8 +198,9 @@ workload: {model: gpt, gpt: {preset: gpt2_124m}, dataset: brown, batch_size: 8, 
 algorithm: {name: ddp}
 compute: {model: flops, device: a100, dtype: bf16}
 )";
-  const fs::path out = dir_ / "long.h5";
-  const pid_t pid = testbed::cli_child::start({"run", (dir_ / "long.yaml").string(), "-q", "-o", out.string()});
+  const fs::path out = dir_ / "long.h5", err = dir_ / "long.err";
+  const pid_t pid = testbed::cli_child::start({"run", (dir_ / "long.yaml").string(), "-q", "-o", out.string()},
+                                              Options{"", "", err.string()});
   ASSERT_GT(pid, 0);
   for (int i = 0; i < 3000 && !fs::exists(out); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(fs::exists(out));
@@ -226,6 +228,18 @@ compute: {model: flops, device: a100, dtype: bf16}
   int64_t steps = -1;
   f.openGroup("/summary").openAttribute("steps_completed").read(H5::PredType::NATIVE_INT64, &steps);
   EXPECT_EQ(steps, 0) << "the first step finished: the test no longer shows a signal inside a step";
+
+  // And it was said before the step ran: a ring all-reduce of 124 439 808 fp32 gradients over
+  // 16 ranks sends 2 x 15 x 124 439 808 x 4 bytes in all, in packets of 8 948 bytes of payload:
+  // 1.67e6 packets, about 2 minutes at 80 us.
+  std::ifstream in(err);
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const double packets = std::ceil(2.0 * 15 * 124439808 * 4 / 8948);
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "step 0 sends about %.2f million packets of 9000 bytes on ns-3",
+                packets / 1e6);
+  EXPECT_NE(said.find(expected), std::string::npos) << expected << "\n" << said;
+  EXPECT_NE(said.find("network.backend: flow"), std::string::npos) << said;
 }
 
 }  // namespace

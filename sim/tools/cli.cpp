@@ -191,6 +191,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   auto host_start = std::chrono::steady_clock::now();
   EngineHooks hooks;
   hooks.interrupted = &g_interrupted;
+  hooks.warn = [](const std::string& warning) { std::fprintf(stderr, "%s\n", warning.c_str()); };
   hooks.captures = captures;
   if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoints;
   if (resume) hooks.resume = &*resume;

@@ -204,6 +204,7 @@ void Engine::start_step(int node) {
   } else {
     plan = step_plan(node);
   }
+  if (!step_cost_said_ && !plan.comm.empty()) say_step_cost(s.step, plan.comm);
   s.loss = plan.loss;
   s.compute_time = plan.compute_time;
   s.extra_time = plan.extra_time;
@@ -686,6 +687,30 @@ void Engine::start_plan(Collective& slot, const std::pair<int, std::string>& key
   slot.channel = std::make_unique<TimedNetwork>(phase_, times_);
   slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
                                              slot.transport);
+}
+
+// ns-3's host cost a data packet, its ACK and hops included: 69-100 us measured on GPU hosts
+// and fat-trees of 64 and 256 ranks (docs/results.md, ns-3 against flow, host cost).
+constexpr double kNs3HostSecondsPerPacket = 80e-6;
+
+void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
+  step_cost_said_ = true;
+  if (scenario_.network.backend != "ns3" || !hooks_.warn) return;
+  double bytes = 0;  // every participant's payload, from the plans the collectives will take
+  for (const auto& op : ops) {
+    for (uint64_t b : bytes_sent_per_rank(*plan_for(op, op.nodes.empty() ? fleet_ : op.nodes)))
+      bytes += static_cast<double>(b);
+  }
+  const double packets = std::ceil(bytes / (scenario_.network.mtu - 52));
+  const double host_s = packets * kNs3HostSecondsPerPacket;
+  if (host_s < 120) return;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "testbed: warning: step %d sends about %.2f million packets of %d bytes on ns-3, about %.0f host minutes at "
+                "~80 us a packet (docs/results.md); network.backend: flow projects the same cluster in seconds a "
+                "step (docs/network.md#backends)",
+                step, packets / 1e6, scenario_.network.mtu, host_s / 60);
+  hooks_.warn(text);
 }
 
 bool Engine::lane_candidate(const CommOp& op, const std::vector<int>& participants) const {

@@ -55,6 +55,8 @@ struct EngineHooks {
   // The run's processes (docs/scale-out.md): this one trains its share of the replicas and
   // simulates everything. Null: one process trains them all.
   ProcessGroup* group = nullptr;
+  // A warning for the user (the CLI prints it on stderr): an ns-3 step of host minutes.
+  std::function<void(const std::string&)> warn;
 };
 
 class Engine {
@@ -155,6 +157,9 @@ class Engine {
   std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
   void compute_done(int node);
   void issue(int node, CommOp op);
+  // Once, at the first step with ops: on ns-3, the packets they put on the network and the
+  // host time that implies, said through hooks_.warn when it is minutes.
+  void say_step_cost(int step, const std::vector<CommOp>& ops);
   // A spread run (engine_spread.cpp): the buffer a rank enters a collective with, the
   // collective's input tags and receives, and the end of the run's transfers.
   struct Collective;
@@ -262,6 +267,7 @@ class Engine {
     uint64_t event_order = 0;  // its event's (PlannedIssue::event_order)
   };
   std::map<int64_t, ComputeBatch> compute_batches_;  // by tick
+  bool step_cost_said_ = false;  // say_step_cost has looked
   bool memo_steps_ = false;     // memoization may replay steps (network.memoize, deterministic compute)
   uint64_t issue_events_ = 0;   // events scheduled to issue ops, so far
   int phase_step_ = -1;         // the step whose collectives take phase_
