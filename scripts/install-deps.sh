@@ -16,7 +16,7 @@ profile[run]="build-essential cmake ccache pkg-config
   libtorch-dev libns3-dev libgsl-dev libboost-graph-dev libhdf5-dev
   libcli11-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread zlib1g-dev
   dataset-fashion-mnist"
-profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-yaml"
+profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-pandas python3-yaml"
 profile[test]="libgtest-dev hdf5-tools python3-pytest procps slurmctld slurmd slurm-client munge"
 profile[fuzz]="clang libclang-rt-14-dev"
 
