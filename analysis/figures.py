@@ -351,6 +351,27 @@ def _safe_stem(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
+def fig_accuracy_correlation_vs_time(sweep):
+    """10. Time-to-accuracy: eval accuracy (top) and replica correlation (bottom) against the
+    projected wall-clock time of each eval, as fig 1 times them."""
+    fig, axes = style.new_figure(height_in=3.6, nrows=2, ncols=1, squeeze=False)
+    top, bottom = axes[0, 0], axes[1, 0]
+    xs = []
+    for i, run in enumerate(sweep.runs):
+        t = metrics.eval_times(run)
+        top.plot(t, run.read("/eval/accuracy"), label=run.label, **_style_of(i))
+        bottom.plot(t, run.read("/replicas/correlation"), **_style_of(i))
+        xs.extend(t)
+    for ax in (top, bottom):
+        _log_if_wide(ax, "x", xs)
+    top.set_ylabel("eval accuracy")
+    bottom.set_ylabel("replica correlation (Pearson r)")
+    bottom.set_xlabel("projected wall-clock time (s)")
+    top.legend(fontsize=style.FONT_PT)
+    style.caption(fig, sweep, "Accuracy and replica correlation vs projected time (eval at the slowest node's finish).")
+    return fig
+
+
 def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
     """Write every figure the inputs support. Returns (written paths, errors); a figure whose
     inputs do not apply is skipped with a note, one whose files lack a dataset is an error."""
@@ -364,6 +385,7 @@ def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
         ("6", "table6_accuracy", None),
         ("8", "fig8_accuracy_per_round", lambda: fig_accuracy_per_round(sweep)),
         ("9", "fig9_iteration_time_vs_bandwidth", lambda: fig_iteration_time_vs_bandwidth(sweep)),
+        ("10", "fig10_accuracy_correlation_vs_time", lambda: fig_accuracy_correlation_vs_time(sweep)),
     ]
     for run in sweep.runs:
         jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))

@@ -70,6 +70,23 @@ def test_correlation_lines(tmp_path):
     _written(style.save(fig, str(tmp_path / "out"), "f3"))
 
 
+def test_accuracy_and_correlation_against_projected_time(tmp_path):
+    fig = figures.fig_accuracy_correlation_vs_time(_two_runs(tmp_path))
+    top = _lines(fig)
+    bottom = {line.get_color(): (np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float))
+              for line in fig.axes[1].get_lines()}
+    # The evals' projected times as in fig 1 (slowest node, 2x, finishes step k - 1 at
+    # k x 0.1 x 2 x scale); synth's accuracies 0.6 and 0.75; lofi's correlations 0.99, 0.4.
+    np.testing.assert_allclose(top["ddp"][0], [0.6, 1.2])
+    np.testing.assert_allclose(top["ddp"][1], [0.6, 0.75])
+    np.testing.assert_allclose(top["lofi"][0], [1.2, 2.4])
+    np.testing.assert_allclose(bottom["C0"][0], [0.6, 1.2])
+    np.testing.assert_allclose(bottom["C0"][1], [0.95, 0.8])
+    np.testing.assert_allclose(bottom["C1"][1], [0.99, 0.4])
+    assert "(s)" in fig.axes[1].get_xlabel()
+    _written(style.save(fig, str(tmp_path / "out"), "f10"))
+
+
 def test_correlation_missing_names_file(tmp_path):
     p = write_run(tmp_path / "x.h5", omit=["replicas/correlation"])
     with pytest.raises(MissingData, match=r"x\.h5: missing /replicas/correlation$"):
