@@ -49,7 +49,8 @@ TEST(CollectiveDdp, EveryAlgorithmTrainsTheRingsModel) {
   // Slicing keeps each element's ring path, so its sums are the same bits.
   EXPECT_TRUE(torch::equal(ring, train("ring", 3)));
   for (const char* algorithm : {"tree", "halving_doubling", "direct", "parameter_server", "hierarchical"}) {
-    const auto got = train(algorithm, 2);
+    // Slices pipeline a ring: only the hierarchical leaders' has one (the others refuse the key).
+    const auto got = train(algorithm, std::string(algorithm) == "hierarchical" ? 2 : 1);
     const double relative = ((got - ring).abs().max() / ring.abs().max()).item<double>();
     EXPECT_LT(relative, 1e-5) << algorithm;
   }

@@ -911,6 +911,12 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "'collective.algorithm' has no effect with algorithm gossip, whose neighbour exchange is no collective"},
       {"collective.slices", "algorithm: {name: sparta, exchange: ring}\ncollective: {slices: 4}\n", "slices: ",
        "'collective.slices' has no effect with algorithm sparta"},
+      {"collective.slices", "collective: {algorithm: tree, slices: 4}\n", "slices: ",
+       "'collective.slices' has no effect with collective.algorithm tree and algorithm ddp, which only all-reduces"},
+      {"collective.slices", "algorithm: {name: demo}\ncollective: {algorithm: direct, slices: 4}\n", "slices: ",
+       "'collective.slices' has no effect with collective.algorithm direct"},
+      {"collective.algorithm", "algorithm: {name: fedavg}\ncollective: {algorithm: tree}\n", "collective: {algorithm: ",
+       "'collective.algorithm' has no effect with algorithm fedavg, whose server and clients exchange models directly"},
       {"collective.server", "collective: {server: 1}\n", "server: ", "read only with collective.algorithm: parameter_server"},
       {"collective.clusters", "collective: {clusters: [[0, 1], [2, 3]]}\n", "clusters: ", "read only with collective.algorithm: hierarchical"},
       {"workload.gpt", "workload: {gpt: {layers: 2}}\n", "gpt: ", "read only with workload.model: gpt"},
@@ -941,7 +947,6 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
 
   // Still unread somewhere without a refusal (issue 48, item 1, left): where.
   const std::map<std::string, std::string> pending = {
-      {"collective.slices", "under a tree, halving-doubling or parameter-server all-reduce when the algorithm issues no gather"},
       {"workload.dataset", "the GPT, LLaMA and BERT read brown or brown_genres only; checked elsewhere"},
       {"workload.data_dir", "with the synthetic and ImageNet-shaped data sets, which read no files"},
       {"workload.eval_every", "in a projection (a warning today, not a refusal)"},

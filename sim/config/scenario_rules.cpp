@@ -187,10 +187,30 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   const auto& options = s.algorithm.options;
   const bool collectives = !(std::holds_alternative<GossipOptions>(options) ||
                              (std::holds_alternative<SparseExchangeOptions>(options) && neighbour_key(options)));
+  // A federated run's server and clients exchange models directly, in a loop of their own.
+  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
+  const bool federated = entry && entry->federated;
   for (const auto& [key, given] : {std::pair{"collective.algorithm", col.algorithm != dcol.algorithm},
-                                   {"collective.slices", col.slices != dcol.slices}})
-    keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
-                    "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
+                                   {"collective.slices", col.slices != dcol.slices}}) {
+    if (federated)
+      keys.push_back({key, given, false, "an algorithm that runs collectives",
+                      "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
+    else
+      keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
+                      "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
+  }
+  // Slices pipeline a ring: the ring all-reduce, the hierarchical leaders' ring, and the ring
+  // all-gathers and reduce-scatters that algorithms gathering (DeMo, Top-k, Sign-SGD, DeAR) run
+  // under every collective.algorithm but direct. An algorithm that only all-reduces, under a
+  // tree, halving-doubling, direct or parameter-server all-reduce, reads none.
+  if (collectives && !federated) {
+    const bool ring = col.algorithm == "ring" || col.algorithm == "hierarchical";
+    const bool gathers = entry && entry->sync == SyncCollective::AllGather;
+    keys.push_back({"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
+                    "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
+                    "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name +
+                        ", which only all-reduces"});
+  }
 
   // A collective's server and clusters belong to the algorithm that uses them.
   keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
