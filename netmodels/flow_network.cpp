@@ -106,7 +106,7 @@ class FlowNetwork final : public Network {
     Pair& pair = pair_of(message.src, message.dst);
     const int64_t now = clock_.now_ticks();
     for (int l : pair.links) {
-      if (lane_held_[l] || (lane_until_[l] > now && lane_holder_[l] != pair.key))
+      if (lane_bars(l, pair, now))
         throw std::logic_error("flow network: message " + std::to_string(message.id) + " (" +
                                std::to_string(message.src) + " to " + std::to_string(message.dst) +
                                ") crosses a link a ring's lanes hold: lanes are for traffic alone on its links");
@@ -140,8 +140,7 @@ class FlowNetwork final : public Network {
       for (int l : pair.links) {
         if (link_mark_[l] == mark_) return false;  // two of the pairs share it
         link_mark_[l] = mark_;
-        if (!on_link_[l].empty() || lane_held_[l]) return false;
-        if (lane_until_[l] > now && lane_holder_[l] != pair.key) return false;
+        if (!on_link_[l].empty() || lane_bars(l, pair, now)) return false;
       }
     }
     for (auto [src, dst] : pairs) {
@@ -154,6 +153,12 @@ class FlowNetwork final : public Network {
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
     return true;
+  }
+
+  // Whether a ring's lanes keep `pair` off link l now: a ring holds it, or a released ring's
+  // last bits still cross it on another pair's lane.
+  bool lane_bars(int l, const Pair& pair, int64_t now) const {
+    return lane_held_[l] || (lane_until_[l] > now && lane_holder_[l] != pair.key);
   }
 
   void release_lanes(const std::vector<HostPair>& pairs, const std::vector<int64_t>& free_ticks,

@@ -8,18 +8,16 @@
 #include <string>
 
 #include "netmodels/collectives/plan_builder.h"
-#include "netmodels/event_clock.h"
 
 namespace testbed {
 namespace {
 
-// ring_all_reduce's chunking (plan_builder::ring_all_reduce_among and ring_steps): in step k
-// rank r sends chunk (r - k) mod p, cut into min(slices, its length) near-equal pieces (one,
-// possibly empty, when the chunk is). Calls piece(j, bytes) for each.
+// ring_all_reduce's chunking (plan_builder::ring_all_reduce_among and ring_steps): chunk c of
+// p, which rank r sends in step k when c = (r - k) mod p, cut into min(slices, its length)
+// near-equal pieces (one, possibly empty, when the chunk is). Calls piece(j, bytes) for each.
 template <typename Piece>
-void for_each_piece(int p, int r, int k, int64_t elements, double element_bytes, int slices, Piece piece) {
+void for_each_piece(int p, int c, int64_t elements, double element_bytes, int slices, Piece piece) {
   using plan_builder::part_begin;
-  const int c = ((r - k) % p + p) % p;
   const int64_t begin = part_begin(c, p, elements);
   const int64_t len = part_begin(c + 1, p, elements) - begin;
   const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(slices, len));
@@ -46,7 +44,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   std::vector<uint8_t> piece_size(p * width, 0);
   std::vector<int> pieces(p, 0);
   for (int c = 0; c < p; ++c) {
-    for_each_piece(p, c, 0, elements, element_bytes, slices, [&](int64_t j, uint64_t bytes) {
+    for_each_piece(p, c, elements, element_bytes, slices, [&](int64_t j, uint64_t bytes) {
       auto it = std::find(sizes.begin(), sizes.end(), bytes);
       if (it == sizes.end()) it = sizes.insert(sizes.end(), bytes);
       piece_size[c * width + j] = static_cast<uint8_t>(it - sizes.begin());
@@ -108,7 +106,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
 static std::vector<uint64_t> chunk_bytes(int p, int64_t elements, double element_bytes, int slices) {
   std::vector<uint64_t> bytes(p, 0);
   for (int c = 0; c < p; ++c)
-    for_each_piece(p, c, 0, elements, element_bytes, slices, [&](int64_t, uint64_t b) { bytes[c] += b; });
+    for_each_piece(p, c, elements, element_bytes, slices, [&](int64_t, uint64_t b) { bytes[c] += b; });
   return bytes;
 }
 
@@ -125,10 +123,7 @@ std::vector<uint64_t> ring_all_reduce_bytes_per_rank(int ranks, int64_t elements
 uint64_t ring_all_reduce_messages(int ranks, int64_t elements, int slices) {
   if (ranks < 2) return 0;
   uint64_t pieces = 0;  // over the p chunks; each step sends every chunk once
-  for (int c = 0; c < ranks; ++c) {
-    const int64_t len = plan_builder::part_begin(c + 1, ranks, elements) - plan_builder::part_begin(c, ranks, elements);
-    pieces += static_cast<uint64_t>(std::max<int64_t>(1, std::min<int64_t>(slices, len)));
-  }
+  for (int c = 0; c < ranks; ++c) for_each_piece(ranks, c, elements, 1, slices, [&](int64_t, uint64_t) { ++pieces; });
   return 2 * static_cast<uint64_t>(ranks - 1) * pieces;
 }
 

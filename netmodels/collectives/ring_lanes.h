@@ -47,8 +47,9 @@ class RingLaneRunner {
   RingLaneRunner(EventClock& clock, Network& network, std::vector<HostPair> pairs, std::vector<Lane> lanes,
                  int64_t elements, double element_bytes, int slices, std::function<void(int rank)> rank_done);
   void enter(int rank);  // the rank is ready now
+  bool all_entered() const { return entered_ == static_cast<int>(pairs_.size()); }
   bool finished() const { return done_ == static_cast<int>(pairs_.size()); }
-  const RingOnLanes& result() const { return result_; }  // once every rank has entered
+  const RingOnLanes& result() const { return result_; }  // once all_entered()
 
  private:
   EventClock& clock_;

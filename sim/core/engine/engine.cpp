@@ -634,11 +634,11 @@ Engine::Collective& Engine::collective(int node, int step, const CommOp& op, con
   const std::pair<int, std::string> key{step, op.tag};
   auto& slot = collectives_[key];
   if (slot.run || slot.lane_ring) return slot;
-  if (lane_candidate(op, participants)) {
-    const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
+  if (lane_candidate(op, participants, options)) {
     slot.bytes_per_rank = ring_all_reduce_bytes_per_rank(static_cast<int>(participants.size()), op.buffer.numel(),
                                                          op.bytes_per_element, options.slices);
-    slot.lane_ring = Collective::LaneRing{node, op, participants};
+    slot.lane_ring = Collective::LaneRing{node, op, participants, options.slices};
     return slot;
   }
   start_plan(slot, key, node, op, participants);
@@ -655,12 +655,7 @@ void Engine::start_plan(Collective& slot, const std::pair<int, std::string>& key
   if (one_row) slot.one_row = {-1, -1, 0, std::numeric_limits<double>::infinity(), 0, 0, op.tag};
   CollectiveHooks hooks;
   hooks.rank_done = [this, key, participants, one_row](int rank) {
-    op_complete(participants[rank], key.first, key.second);
-    auto it = collectives_.find(key);
-    if (it != collectives_.end() && it->second.finished()) {
-      if (one_row) recorder_->message(it->second.one_row);
-      clock_->schedule(0, [this, key] { collectives_.erase(key); });
-    }
+    collective_rank_done(key, participants[rank], one_row);
   };
   hooks.delivered = [this, key, one_row, tag = op.tag](const Delivery& d) {
     if (!one_row)
@@ -713,9 +708,17 @@ void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
   hooks_.warn(text);
 }
 
-bool Engine::lane_candidate(const CommOp& op, const std::vector<int>& participants) const {
+void Engine::collective_rank_done(const std::pair<int, std::string>& key, int node, bool one_row) {
+  op_complete(node, key.first, key.second);
+  auto it = collectives_.find(key);
+  if (it == collectives_.end() || !it->second.finished()) return;
+  if (one_row) recorder_->message(it->second.one_row);
+  clock_->schedule(0, [this, key] { collectives_.erase(key); });
+}
+
+bool Engine::lane_candidate(const CommOp& op, const std::vector<int>& participants,
+                            const CollectiveOptions& options) const {
   const int p = static_cast<int>(participants.size());
-  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
   return projection_ && scenario_.network.flow_lanes && !placement_.spread() && op.kind == CommKind::AllReduce &&
          op.after_gradient >= 0 && options.algorithm == CollectiveAlgorithm::Ring && participants == fleet_ && p >= 2 &&
          ring_all_reduce_messages(p, op.buffer.numel(), options.slices) > kMessageRowsPerCollective;
@@ -732,21 +735,12 @@ void Engine::enter_collective(const std::pair<int, std::string>& key, int rank, 
     for (int r = 0; r < p; ++r) pairs.emplace_back(ring.participants[r], ring.participants[(r + 1) % p]);
     std::vector<Lane> lanes;
     if (network_->hold_lanes(pairs, lanes)) {
-      const CollectiveOptions options = collective_options(scenario_, node_clusters_, ring.participants);
       auto rank_done = [this, key, participants = ring.participants](int r) {
         HostTimer timer(times_.engine);
-        op_complete(participants[r], key.first, key.second);
-        auto it = collectives_.find(key);
-        if (it == collectives_.end() || !it->second.finished()) return;
-        const RingOnLanes& result = it->second.lanes->result();
-        MessageRecord row{-1, -1, 0, EventClock::seconds(result.first_send_tick),
-                          EventClock::seconds(result.last_arrival_tick), 0, key.second};
-        for (uint64_t b : result.lane_bytes) row.bytes += b;
-        recorder_->message(row);
-        clock_->schedule(0, [this, key] { collectives_.erase(key); });
+        collective_rank_done(key, participants[r], true);
       };
       c.lanes = std::make_unique<RingLaneRunner>(*clock_, *network_, std::move(pairs), std::move(lanes),
-                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, options.slices,
+                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, ring.slices,
                                                  std::move(rank_done));
     } else {
       start_plan(c, key, ring.node, ring.op, ring.participants);
@@ -754,7 +748,14 @@ void Engine::enter_collective(const std::pair<int, std::string>& key, int rank, 
   }
   if (c.lanes) {
     HostTimer timer(times_.network_send);
-    return c.lanes->enter(rank);
+    c.lanes->enter(rank);
+    if (!c.lanes->all_entered()) return;
+    // Timed now, and so its one row of /comm/messages (recorder.h), written when the last rank is done.
+    const RingOnLanes& result = c.lanes->result();
+    c.one_row = {-1, -1, 0, EventClock::seconds(result.first_send_tick), EventClock::seconds(result.last_arrival_tick),
+                 0, key.second};
+    for (uint64_t b : result.lane_bytes) c.one_row.bytes += b;
+    return;
   }
   c.run->enter(rank, work, arrived);
 }

@@ -126,6 +126,7 @@ class Engine {
       int node = 0;
       CommOp op;
       std::vector<int> participants;
+      int slices = 1;  // collective.slices, as the plan would have them
     };
     std::optional<LaneRing> lane_ring;
     std::unique_ptr<RingLaneRunner> lanes;
@@ -205,7 +206,10 @@ class Engine {
   // Whether the collective is a ring all-reduce to time on lanes (ring_lanes.h): a
   // projection's whole-fleet ring with too many messages for a row each, issued during
   // backward (one stream a node: nothing else of the node's is on its lane meanwhile).
-  bool lane_candidate(const CommOp& op, const std::vector<int>& participants) const;
+  bool lane_candidate(const CommOp& op, const std::vector<int>& participants, const CollectiveOptions& options) const;
+  // A rank of the collective holds its result: its node's op is complete, and once every rank
+  // is, the collective's one row (when it keeps one) goes out and the collective goes.
+  void collective_rank_done(const std::pair<int, std::string>& key, int node, bool one_row);
   // The rank is ready: into its run, which a lane candidate's first rank decides.
   void enter_collective(const std::pair<int, std::string>& key, int rank, const torch::Tensor& work,
                         const torch::Tensor& arrived);
