@@ -142,6 +142,9 @@ std::vector<RingCase> generated_cases() {
   add("ring of 7, 1 000 003 fp32, 1 slice", ring, seven, 1'000'003, 4, 1);
   add("ring of 7, 5 elements (empty chunks), 3 slices", ring, seven, 5, 4, 3);
   add("ring of 7, fp4, 4 slices", ring, seven, 300'001, 0.5, 4);
+  // Chunks of 2 and 3 values under 3 slices: chunks cut into 2 or 3 pieces, so a rank's last
+  // step brings a different count of pieces than the chunk before it.
+  add("ring of 7, 20 elements, 3 slices", ring, seven, 20, 4, 3);
   TopologySpec gpus;
   gpus.kind = "gpu_hosts";
   gpus.hosts = 16;
@@ -169,7 +172,8 @@ std::vector<RingCase> generated_cases() {
 // wrong piece of the step before (j off by one: ticks differ with slices), a lane starting a
 // message before its previous one's last bit (max with the lane's free tick dropped), the
 // latency added before the tick rounding, a released lane not holding back the plain message,
-// the first ring's free ticks not carried into the second.
+// the first ring's free ticks not carried into the second, a rank's completion read from the
+// pieces of chunk r + 1 instead of r + 2 (the 20-element case: 2 failures).
 TEST(RingLanes, EqualEveryMessageAsAFlowToTheTick) {
   for (const RingCase& c : generated_cases()) {
     const Outcome flows = run(c, false);
