@@ -51,6 +51,17 @@ TEST(FlowNetwork, IdleTransferAtTheLinkRateLessHeaders) {
   EXPECT_GE(d[0].t_recv, alpha_beta::point_to_point(0.01, 8 / 1e8, 10e6));
 }
 
+// A flow's last bit falls on the nearest clock tick after its start, each message from its own
+// start. By hand, at 1 Gb/s (one bit a nanosecond) with no latency: 11 bytes are 88 x 9002 / 8948
+// = 88.53 wire bits, so the first message lands at tick 89 (not 88: truncated), and the second,
+// queued behind it on the pair, at 89 + 89 = 178 (not 177: rounded from time 0). Slips caught:
+// truncating instead of rounding, rounding the absolute finish instead of the duration.
+TEST(FlowNetwork, ALastBitFallsOnTheNearestTickAfterItsStart) {
+  const auto d = simulate(true, make("line", 2, 1e9, 0.0), {{0, 0, 1, 11}, {1, 0, 1, 11}});
+  EXPECT_EQ(std::llround(d[0].t_recv * 1e9), 89);
+  EXPECT_EQ(std::llround(d[1].t_recv * 1e9), 178);
+}
+
 TEST(FlowNetwork, TwoFlowsOnOneBottleneckGetHalfEach) {
   // Line 0-1-2: 0->2 and 1->2 share the link 1->2.
   const double bytes = 5'000'000;
