@@ -261,7 +261,14 @@ def backends_default(tb):
             + table(["backend", "projected time", "final accuracy"], rows))
 
 
-ALGORITHMS = ["ddp", "lofi", "local_sgd", "fedavg", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "demo", "gossip", "topk", "signsgd", "powersgd", "acpsgd", "dear"]
+def registered_algorithms():
+    """The algorithms in the order training/algorithms/registry.cpp registers them."""
+    text = (ROOT / "training/algorithms/registry.cpp").read_text()
+    table = text[text.index("entries = {"):]
+    return re.findall(r'^\s*\{"(\w+)",', table[:table.index("};")], re.M)
+
+
+ALGORITHMS = registered_algorithms()
 
 
 @block("full")

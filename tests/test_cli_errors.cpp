@@ -224,14 +224,14 @@ TEST_F(Cli, BareQuantitiesAreRefused) {
 // A value no network or device has is a warning at its key, with what it implies, and the run
 // goes on.
 TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
-  fs::path odd = write("odd.yaml", "topology:\n  link:\n    latency: 50s\n    bandwidth: 100bps\n");
+  fs::path odd = write("odd.yaml", "topology:\n  link:\n    latency: 50s\n    bandwidth: 500bps\n");
   Result r = run("validate '" + odd.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find(odd.string() + ":3:14: warning: a latency of 50s is longer than any network's"), std::string::npos)
       << r.err;
-  // 9002 wire bytes of a 9000-byte packet at 100 bit/s: 720 s.
-  EXPECT_NE(r.err.find(odd.string() + ":4:16: warning: a link of 100bps is slower than any network's: one 9000-byte "
-                                      "packet takes 720s to cross it"),
+  // 9002 wire bytes of a 9000-byte packet at 500 bit/s: 144 s.
+  EXPECT_NE(r.err.find(odd.string() + ":4:16: warning: a link of 500bps is slower than any network's: one 9000-byte "
+                                      "packet takes 144s to cross it"),
             std::string::npos)
       << r.err;
   Result plain = run("validate '" + write("plain.yaml", "topology: {link: {latency: 50ms}}\n").string() + "'");
@@ -246,6 +246,40 @@ TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
       << slow.err;
   Result given = run("validate '" + clusters.string() + "' --set topology.link.bandwidth=100Mbps");
   EXPECT_EQ(given.err.find("warning"), std::string::npos) << given.err;
+}
+
+// A link on which one packet of the MTU takes longer to leave than ns-3's TCP waits for its ACK
+// is refused on ns-3 over TCP, with the arithmetic. By hand: the first timeout is at most
+// 3 x syn_timeout (1 s) + 1 ms = 3.001 s, then 6.002, 12.004, 24.008, 48.016, 60 (capped), 60:
+// 213.031 s before the connection is dropped. (9000 + 2) x 8 = 72 016 bits take 213.07 s at
+// 338 bit/s (refused) and 212.44 s at 339 bit/s (a warning only). Slips caught: no 60 s cap
+// (381 s: 338 accepted), one retransmission fewer (153 s: 339 refused), the 2 bytes of the
+// link's header left out (213.02 s: 338 accepted), the rule applied under UDP, the flow
+// backend or with faults (15 retransmissions: 753 s, 720 s at 100 bit/s passes).
+TEST_F(Cli, ALinkTooSlowForTcpsRetransmissionLimitIsRefused) {
+  const std::string base = write("slow.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 338bps}\n").string();
+  Result slow = run("validate '" + base + "'");
+  EXPECT_EQ(slow.code, 2);
+  EXPECT_EQ(slow.err.rfind(base + ":3:21: at 338bps one 9000-byte packet takes 213s to cross the link ((9000 + 2) x 8 "
+                                  "bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most "
+                                  "213s (a first timeout of at most 3s, doubling up to 60s, 6 retransmissions)",
+                           0),
+            0u)
+      << slow.err;
+  EXPECT_NE(slow.err.find("a smaller network.mtu, or the flow backend"), std::string::npos) << slow.err;
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=339bps").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.backend=flow").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.transport=udp "
+                "--set algorithm.name=gossip").code,
+            0);
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.mtu=1500").code, 0);
+  const std::string faults = write("faults.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n"
+                                                  "network:\n  faults: [{link: [0, 1], down: [30s, 45s]}]\n").string();
+  EXPECT_EQ(run("validate '" + faults + "'").code, 0) << run("validate '" + faults + "'").err;
+  const std::string link = write("link.yaml", "nodes: 2\ntopology:\n  links: [{between: [0, 1], bandwidth: 50bps}]\n").string();
+  Result one = run("validate '" + link + "'");
+  EXPECT_EQ(one.code, 2);
+  EXPECT_NE(one.err.find("at 50bps one 9000-byte packet takes 1440s"), std::string::npos) << one.err;
 }
 
 // validate checks a sweep's every run, and points at sweep --dry-run for the list.
@@ -382,6 +416,19 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
   expect_rejected("algorithm: {name: topk, ratio: 1.5}\n", "1:32", "out of range (0, 1]");
   expect_rejected("algorithm: {name: signsgd, variant: vote}\n", "1:37", "not one of: majority, signum, ef_sign");
   expect_rejected("algorithm: {name: signsgd, momentum: 1}\n", "1:38", "out of range");
+  // A key that the algorithm's other keys leave unread is refused at it, as every scenario key
+  // is (ScenarioKeys.EveryKeyIsReadOrRefused); read, it is accepted. Slips caught: each rule
+  // missing, or reading its condition the wrong way round.
+  expect_rejected("algorithm: {name: signsgd, momentum: 0.5}\n", "1:38",
+                  "'momentum' has no effect with variant majority; it is read only with variant signum");
+  expect_rejected("algorithm: {name: fedavg, clients_per_round: 2, fraction: 0.5}\n", "1:59",
+                  "'fraction' has no effect with clients_per_round 2; it is read only with clients_per_round 0");
+  expect_rejected("algorithm: {name: fedavg, schedule: balanced}\n", "1:37",
+                  "'schedule' has no effect with devices 0");
+  for (const char* read : {"algorithm: {name: signsgd, variant: signum, momentum: 0.5}\n",
+                           "algorithm: {name: fedavg, fraction: 0.5}\n",
+                           "algorithm: {name: fedavg, devices: 2, schedule: balanced}\n"})
+    EXPECT_EQ(run("validate '" + write("read.yaml", read).string() + "'").code, 0) << read;
   expect_rejected("algorithm: {name: powersgd, rank: 0}\n", "1:35", "out of range");
   expect_rejected("algorithm: {name: acpsgd, bucket_mb: -1}\n", "1:38", "out of range");
   expect_rejected("algorithm: {name: sparta, p: 0}\n", "1:30", "out of range (0, 1]");

@@ -107,12 +107,13 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
 }
 
 // A run that fails before its first evaluation has no accuracy to report, and its bytes are
-// what it issued, not what arrived: a 100 bit/s ring never delivers the first step's gradient.
+// what it issued, not what arrived: a 400 bit/s ring never delivers the first step's gradient (above
+// the refusal's bound, 338 bit/s: ns-3 resent the SYN, so its TCP gives up after 123 s, not 213).
 // Slips caught: the summary printing its 0 defaults as an accuracy (the issue's "final accuracy
 // 0.0000"), or total bytes without saying they were in flight.
 TEST_F(RunTest, ARunThatNeverEvaluatedReportsNoAccuracy) {
   auto out = dir_ / "slow.h5";
-  EXPECT_EQ(run({"-o", out.string(), "--set", "topology.link.bandwidth=100bps"}), 1);
+  EXPECT_EQ(run({"-o", out.string(), "--set", "topology.link.bandwidth=400bps"}), 1);
   std::ifstream log(dir_ / "stdout");
   const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(said.find("steps completed   0\n"), std::string::npos) << said;

@@ -14,6 +14,7 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "sim/core/engine/engine.h"
+#include "training/algorithms/registry.h"
 
 namespace testbed {
 namespace {
@@ -47,6 +48,7 @@ const std::vector<Case>& algorithms() {
       {"acpsgd", "{name: acpsgd, bucket_mb: 0.01}"},
       {"dear", "{name: dear, bucket_mb: 0.02}", true},
       {"gossip", "{name: gossip}"},
+      {"int8", "{name: int8}"},
   };
   return all;
 }
@@ -185,6 +187,22 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Projection, ::testing::ValuesIn(params(
                            return info.param.c.label + "_" + info.param.model + "_" + info.param.backend + "_" +
                                   std::to_string(info.param.nodes);
                          });
+
+// Every registered algorithm has a case above (its name in the case's YAML), so one registered
+// without this cross-check fails here; one that runs federated refuses a projection instead.
+TEST(Projection, EveryRegisteredAlgorithmHasACase) {
+  for (const AlgorithmEntry& entry : algorithm_registry()) {
+    bool has_case = false;
+    for (const Case& c : algorithms())
+      has_case |= c.algorithm.rfind("{name: " + entry.name + ",", 0) == 0 || c.algorithm == "{name: " + entry.name + "}";
+    if (!entry.federated) {
+      EXPECT_TRUE(has_case) << entry.name << " has no projection case";
+      continue;
+    }
+    EXPECT_ANY_THROW(parse_scenario("algorithm: {name: " + entry.name + "}\nworkload: {train: false, steps: 20}\n", "f.yaml"))
+        << entry.name << " runs federated, so a projection of it must be refused";
+  }
+}
 
 // A collective of more messages than kMessageRowsPerCollective is one row of /comm/messages
 // (recorder.h). A blocking ring all-reduce of the MLP over 200 nodes sends 2 x 199 x 200 =

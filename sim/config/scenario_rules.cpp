@@ -3,6 +3,7 @@
 // only reads, building the topology and the model once.
 #include "sim/config/scenario_rules.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -138,6 +139,10 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
                                sy.test_samples != dsy.test_samples;
   keys.push_back({"workload.synthetic", synthetic_given, w.dataset == "synthetic", "workload.dataset: synthetic",
                   "workload.dataset " + w.dataset});
+  // Only the data sets of files read a folder; the synthetic and ImageNet-shaped ones make samples.
+  const bool reads_files = w.dataset == "fashion_mnist" || w.dataset == "brown" || w.dataset == "brown_genres";
+  keys.push_back({"workload.data_dir", !w.data_dir.empty() && w.data_dir != default_data_dir(w.dataset), reads_files,
+                  "workload.dataset fashion_mnist, brown or brown_genres", "workload.dataset " + w.dataset + ", which reads no files"});
   for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
                                    {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
     keys.push_back({key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa",
@@ -572,8 +577,51 @@ void check_background(const Scenario& s, const Topology& topology, const Origins
   }
 }
 
+// The longest ns-3's TCP (tcp-socket-base.cc, ns-3.37) waits for a segment's ACK before it
+// drops the connection: DataRetries retransmissions (6; 15 with faults, ns3_faults.cpp), each
+// after a timeout that doubles, capped at 60 s, then one more timeout. The first timeout is at
+// most max(3 syn_timeout, 1 s, min_rto) plus the 1 ms clock granularity: a handshake answered
+// within its SYN's timeout gives the one RTT sample S < syn_timeout (SRTT S, RTTVAR S / 2: an
+// RTO of 3 S), one that needed a resent SYN gives none (ns-3's initial 1 s estimate).
+double tcp_give_up_s(const NetworkSection& n) {
+  const int retries = n.faults.empty() ? 6 : 15;
+  double rto = std::max({3 * n.syn_timeout.s, 1.0, n.min_rto.s}) + 1e-3, total = 0;
+  for (int i = 0; i <= retries; ++i, rto = std::min(2 * rto, 60.0)) total += rto;
+  return total;
+}
+
+// A link on which one packet of the MTU takes longer to leave than TCP waits for its ACK:
+// no segment of that size is ever acknowledged, so every TCP message across it is lost.
+void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
+  const auto& n = s.network;
+  if (n.backend != "ns3" || n.transport != "tcp") return;
+  const double packet_bits = (n.mtu + 2) * 8.0, give_up = tcp_give_up_s(n);
+  auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth, bool traced) {
+    if (!bandwidth || traced || !origins.seen(key) || bandwidth->bps <= 0) return;
+    const double crossing = packet_bits / bandwidth->bps;
+    if (crossing <= give_up) return;
+    fail(origins.where(key),
+         "at " + format_bandwidth(bandwidth->bps) + " one " + std::to_string(n.mtu) + "-byte packet takes " +
+             format_duration(std::round(crossing)) + " to cross the link ((" + std::to_string(n.mtu) +
+             " + 2) x 8 bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most " +
+             format_duration(std::round(give_up)) + " (a first timeout of at most " +
+             format_duration(std::max({3 * n.syn_timeout.s, 1.0, n.min_rto.s})) + ", doubling up to 60s, " +
+             std::to_string(n.faults.empty() ? 6 : 15) +
+             " retransmissions): no message would arrive. Give a faster link, a smaller network.mtu, or the flow backend");
+  };
+  check("topology.link.bandwidth", s.topology.link.bandwidth, !s.topology.link.trace.empty());
+  check("topology.wan.bandwidth", s.topology.wan.bandwidth, !s.topology.wan.trace.empty());
+  for (size_t i = 0; i < s.topology.links.size(); ++i) {
+    const auto& l = s.topology.links[i];
+    const std::string key = "topology.links." + std::to_string(i);
+    check(key + ".bandwidth", l.bandwidth, l.trace.has_value());
+    check(key + ".bandwidth_reverse", l.bandwidth_reverse, l.trace.has_value());
+  }
+}
+
 void check_network(const Scenario& s, const Topology& topology, const Origins& origins) {
   const auto& n = s.network;
+  check_tcp_can_deliver(s, origins);
   if (!n.background.empty()) check_background(s, topology, origins);
   // Only the flow backend shares links by a rule; elsewhere rtt would silently do nothing.
   if (n.backend != "flow" && n.flow_sharing != "maxmin") {
@@ -716,7 +764,7 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
       warn(key + ".bandwidth", "a link of " + format_bandwidth(bandwidth->bps) + " is slower than any network's: one " +
                                    std::to_string(s.network.mtu) + "-byte packet takes " +
                                    format_duration(std::round(packet_bits / bandwidth->bps)) +
-                                   " to cross it, longer than TCP waits for its ACK");
+                                   " to cross it, and every step waits for many of them");
   };
   check_link("topology.link", s.topology.link.bandwidth, s.topology.link.latency);
   check_link("topology.wan", s.topology.wan.bandwidth, s.topology.wan.latency);
@@ -741,11 +789,29 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   if (!s.workload.train) {
     const WorkloadSection dw;
     const WorkloadSection& w = s.workload;
-    for (const auto& [key, given] : {std::pair{"workload.eval_every", w.eval_every != dw.eval_every},
-                                     {"workload.eval_samples", w.eval_samples != dw.eval_samples},
-                                     {"workload.shifts", !w.shifts.empty()},
-                                     {"workload.correlation_pairs", w.correlation_pairs != dw.correlation_pairs}})
-      if (given) warn(key, "'" + std::string(key) + "' has no effect in a projection (workload.train false): it evaluates nothing");
+    const OptimizerSection dopt;
+    const OptimizerSection& o = s.optimizer;
+    struct Unread {
+      const char* key;
+      bool given;
+      const char* why;
+    };
+    const char* evaluates = "it evaluates nothing";
+    const char* no_samples = "it loads no samples";
+    // The optimizer's name and SGD's momentum set the update's memory traffic; its numbers do not.
+    const char* no_update = "it updates no weights (the optimizer's name and momentum still set the update's cost)";
+    for (const Unread& u : {Unread{"workload.eval_every", w.eval_every != dw.eval_every, evaluates},
+                            {"workload.eval_samples", w.eval_samples != dw.eval_samples, evaluates},
+                            {"workload.shifts", !w.shifts.empty(), evaluates},
+                            {"workload.correlation_pairs", w.correlation_pairs != dw.correlation_pairs, "it compares no replicas"},
+                            {"workload.partition", w.partition.kind != dw.partition.kind || w.partition.alpha != dw.partition.alpha, no_samples},
+                            {"workload.classes", !w.classes.empty(), no_samples},
+                            {"workload.init", w.init != dw.init, "it sets no weights"},
+                            {"optimizer.lr", o.lr != dopt.lr, no_update},
+                            {"optimizer.weight_decay", o.weight_decay != dopt.weight_decay, no_update},
+                            {"optimizer.beta1", o.beta1 != dopt.beta1, no_update},
+                            {"optimizer.beta2", o.beta2 != dopt.beta2, no_update}})
+      if (u.given) warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
   }
   return warnings;
 }

@@ -11,21 +11,8 @@ namespace testbed {
 
 void check_model(const Scenario&) {}
 
-#define TESTBED_UNREACHABLE_FACTORY(name) \
-  std::unique_ptr<Algorithm> name(const AlgorithmSettings&) { std::abort(); }
-TESTBED_UNREACHABLE_FACTORY(make_ddp)
-TESTBED_UNREACHABLE_FACTORY(make_lofi)
-TESTBED_UNREACHABLE_FACTORY(make_local_sgd)
-TESTBED_UNREACHABLE_FACTORY(make_diloco)
-TESTBED_UNREACHABLE_FACTORY(make_streaming_diloco)
-TESTBED_UNREACHABLE_FACTORY(make_sparta)
-TESTBED_UNREACHABLE_FACTORY(make_sparta_diloco)
-TESTBED_UNREACHABLE_FACTORY(make_demo)
-TESTBED_UNREACHABLE_FACTORY(make_gossip)
-TESTBED_UNREACHABLE_FACTORY(make_topk)
-TESTBED_UNREACHABLE_FACTORY(make_signsgd)
-TESTBED_UNREACHABLE_FACTORY(make_powersgd)
-TESTBED_UNREACHABLE_FACTORY(make_acpsgd)
-TESTBED_UNREACHABLE_FACTORY(make_dear)
+#define TESTBED_UNREACHABLE_FACTORY(factory) \
+  std::unique_ptr<Algorithm> factory(const AlgorithmSettings&) { std::abort(); }
+TESTBED_ALGORITHM_FACTORIES(TESTBED_UNREACHABLE_FACTORY)
 
 }  // namespace testbed

@@ -119,6 +119,17 @@ struct FedAvgOptions {
     v.field("vhl", vhl);
     v.field("client_state", client_state);
   }
+  // A key the other keys leave unread is refused, as every scenario key is (issue 48).
+  std::optional<OptionError> check() const {
+    const FedAvgOptions d;
+    if (clients_per_round > 0 && fraction != d.fraction)
+      return OptionError{{"fraction"}, "'fraction' has no effect with clients_per_round " + std::to_string(clients_per_round) +
+                                           "; it is read only with clients_per_round 0"};
+    if (devices == 0 && schedule != d.schedule)
+      return OptionError{{"schedule"}, "'schedule' has no effect with devices 0 (every client on its own device); "
+                                       "it is read only with devices > 0"};
+    return std::nullopt;
+  }
   // Clients picked a round out of `clients`.
   int picked(int clients) const {
     if (clients_per_round > 0) return clients_per_round;

@@ -1,7 +1,9 @@
 // Every algorithm by name: its options (scenario keys, with defaults and ranges) and its
 // factory. Without LibTorch, so the scenario holds typed options and `validate` sees them.
-// Adding an algorithm: its .cpp (with its factory), its *_options.h when it takes keys, the
-// factory's declaration and its line in registry.cpp, and its options type in the variant.
+// Adding an algorithm (docs/algorithms.md#adding-one): its .cpp with its factory and, when it
+// takes keys, its *_options.h; here, its factory in TESTBED_ALGORITHM_FACTORIES, its options
+// type in the variant, and its line in registry.cpp. Builds, stand-ins and the tests' lists
+// follow; tests fail until it has a projection case, a scenario and its docs rows.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,7 @@ namespace testbed {
 class Algorithm;
 struct AlgorithmSettings;
 
-// lofi takes no keys.
+// lofi and int8 take no keys.
 struct NoOptions {
   template <class V> void fields(V&) {}
   bool operator==(const NoOptions&) const = default;
@@ -88,20 +90,14 @@ const std::vector<AlgorithmEntry>& algorithm_registry();
 const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown
 std::vector<std::string> algorithm_names();                     // in registry order
 
-// Each algorithm's factory, defined in the algorithm's own file.
-std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_topk(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_signsgd(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_powersgd(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_acpsgd(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_dear(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_lofi(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_local_sgd(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_streaming_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_sparta(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_sparta_diloco(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_demo(const AlgorithmSettings&);
-std::unique_ptr<Algorithm> make_gossip(const AlgorithmSettings&);
+// Each algorithm's factory, `make_<name>`, defined in the algorithm's own file: declared here
+// from this list, and stood in for from it where LibTorch is absent (tests/fuzz/).
+#define TESTBED_ALGORITHM_FACTORIES(X)                                                                 \
+  X(make_ddp) X(make_topk) X(make_signsgd) X(make_powersgd) X(make_acpsgd) X(make_dear) X(make_lofi)   \
+  X(make_local_sgd) X(make_diloco) X(make_streaming_diloco) X(make_sparta) X(make_sparta_diloco)     \
+  X(make_demo) X(make_gossip) X(make_int8)
+#define TESTBED_DECLARE_FACTORY(factory) std::unique_ptr<Algorithm> factory(const AlgorithmSettings&);
+TESTBED_ALGORITHM_FACTORIES(TESTBED_DECLARE_FACTORY)
+#undef TESTBED_DECLARE_FACTORY
 
 }  // namespace testbed

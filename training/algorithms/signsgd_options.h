@@ -1,6 +1,7 @@
 // Sign-SGD's scenario keys (signsgd.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,12 @@ struct SignOptions {
   template <class V> void fields(V& v) {
     v.field("variant", variant);
     v.field("momentum", momentum, Range{0, 1, false, true});
+  }
+  std::optional<OptionError> check() const {
+    if (variant != SignVariant::Signum && momentum != SignOptions{}.momentum)
+      return OptionError{{"momentum"}, "'momentum' has no effect with variant " + enum_name(variant) +
+                                           "; it is read only with variant signum"};
+    return std::nullopt;
   }
   bool operator==(const SignOptions&) const = default;
 };
