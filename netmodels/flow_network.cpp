@@ -30,7 +30,6 @@ struct Flow {
   Message message;
   Network::OnDelivered on_delivered;
   double t_send = 0;
-  double latency_s = 0;  // the route's propagation delay, paid after the last bit (0 to itself)
   Pair* pair = nullptr;  // its (src, dst) pair: route, weight and connection; none to itself
   // Progress, kept lazily: `remaining_bits` wire bits were left at time `since`, and the flow
   // has crossed its bottleneck at `rate_bps` from then on. Only a re-solve that changes the
@@ -39,6 +38,9 @@ struct Flow {
   double since = 0;
   double rate_bps = 0;
   uint64_t order = 0;    // start order: the solver visits flows in it, whatever their slots
+  // The hop of its route that holds its rate (the first saturated one at its last solve): its
+  // last packet is stored and forwarded by every hop after it.
+  size_t bottleneck_hop = 0;
 };
 
 // Each (src, dst) pair is one connection, as in the packet-level backend (one TCP
@@ -50,7 +52,8 @@ struct Flow {
 struct Pair {
   int64_t key = 0;           // src * vertices + dst
   std::vector<int> links;    // directed link ids along the route
-  double latency_s = 0;      // the route's propagation delay
+  ArrivalLag lag;            // propagation; its seconds_per_bit is set by the bottleneck hop
+  std::vector<double> after_hop_s_per_bit;  // [h]: 1 / rate summed over the hops after hop h
   double weight = 1;         // FlowSharing
   bool busy = false;         // a flow of this pair is on the network, or its lane's last bit is
   std::deque<Flow> waiting;  // in send order
@@ -113,7 +116,6 @@ class FlowNetwork final : public Network {
     }
     for (int l : pair.links) link_bytes_[l] += message.bytes, link_used_[l] = true;
     f.pair = &pair;
-    f.latency_s = pair.latency_s;
     f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
     if (pair.busy) return pair.waiting.push_back(std::move(f));
     if (pair.lane_free_tick > now) {
@@ -148,7 +150,11 @@ class FlowNetwork final : public Network {
       // A flow alone on its route, as solve() fills it: its weight times the least raise.
       double step = std::numeric_limits<double>::infinity();
       for (int l : pair.links) step = std::min(step, capacity_[l] / pair.weight);
-      lanes.push_back({step * pair.weight, EventClock::ticks(pair.latency_s), overhead_,
+      // Alone on its route, a flow is held by the route's first hop of least capacity, as the
+      // solver's tolerance finds it.
+      size_t hop = 0;
+      while (capacity_[pair.links[hop]] - step * pair.weight > 1e-9 * capacity_[pair.links[hop]]) ++hop;
+      lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_,
                        std::max(now, pair.lane_free_tick)});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
@@ -191,13 +197,21 @@ class FlowNetwork final : public Network {
     pair.key = key;
     const std::vector<int> path = route(topology_, src, dst, routing_);
     double rtt = 0;  // flow_network.h: FlowSharing::Rtt
+    std::vector<double> rates;
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       pair.links.push_back(link_id_.at({path[i], path[i + 1]}));
       const LinkSpec& hop = topology_.graph[boost::edge(path[i], path[i + 1], topology_.graph).first];
-      pair.latency_s += hop.latency_s;
-      rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i], path[i + 1]) +
+      pair.lag.latency_s += hop.latency_s;
+      rates.push_back(hop.rate_bps(path[i], path[i + 1]));
+      rtt += 2 * hop.latency_s + (mtu_ + kLinkHeaderBytes) * 8 / rates.back() +
              (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
     }
+    // Store-and-forward after the hop that holds a flow's rate: the hops before it deliver
+    // into its queue and cost nothing more.
+    pair.after_hop_s_per_bit.assign(rates.size(), 0);
+    for (size_t h = rates.size(); h-- > 1;) pair.after_hop_s_per_bit[h - 1] = pair.after_hop_s_per_bit[h] + 1 / rates[h];
+    pair.lag.segment_bytes = mtu_ - static_cast<int64_t>(kHeaderBytes);
+    pair.lag.header_bytes = kHeaderBytes + kLinkHeaderBytes;
     if (sharing_ == FlowSharing::Rtt) pair.weight = 1 / rtt;
     return pair;
   }
@@ -304,10 +318,12 @@ class FlowNetwork final : public Network {
       // Freeze the flows through saturated links (relative tolerance for rounding).
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
-        const Flow& f = slots_[flows[i]];
-        bool saturated = false;
-        for (int l : f.pair->links) saturated = saturated || left_[l] <= 1e-9 * capacity_[l];
-        if (!saturated) continue;
+        Flow& f = slots_[flows[i]];
+        const std::vector<int>& route = f.pair->links;
+        size_t hop = 0;
+        while (hop < route.size() && left_[route[hop]] > 1e-9 * capacity_[route[hop]]) ++hop;
+        if (hop == route.size()) continue;
+        f.bottleneck_hop = hop;
         frozen_[i] = true;
         --remaining;
         for (int l : f.pair->links) weight_on_[l] -= f.pair->weight, --unfrozen_on_[l];
@@ -390,8 +406,15 @@ class FlowNetwork final : public Network {
     }
   }
 
+  static ArrivalLag lag_after(const Pair& pair, size_t hop) {
+    ArrivalLag lag = pair.lag;
+    lag.seconds_per_bit = pair.after_hop_s_per_bit[hop];
+    return lag;
+  }
+
   void deliver(Flow f) {
-    clock_.schedule(f.latency_s, [this, f = std::move(f)] {
+    const int64_t lag = f.pair ? EventClock::ticks(lag_after(*f.pair, f.bottleneck_hop).seconds(f.message.bytes)) : 0;
+    clock_.schedule_ticks(lag, [this, f = std::move(f)] {
       f.on_delivered(Delivery{f.message, f.t_send, clock_.now(), 0, {}});
     });
   }

@@ -59,9 +59,27 @@ struct QuiescentState {
 // A connection that a ring (netmodels/collectives/ring_lanes.h) may time without the network:
 // no other pair's route shares a link with it, and no other traffic crosses its links while
 // the ring holds them, so its messages go one after another, each alone at its bottleneck.
+// What follows a message's last bit across its route's bottleneck until it is delivered: the
+// route's propagation delay, and store-and-forward of its last packet at each hop after the
+// bottleneck (received whole before it is sent on). That packet carries the message's last
+// segment as if the message were cut into segments on its own, ((bytes - 1) mod segment) + 1
+// payload bytes, plus its headers; an empty message sends none and pays the latency alone.
+struct ArrivalLag {
+  double latency_s = 0;            // the route's propagation delay
+  double seconds_per_bit = 0;      // 1 / rate summed over the hops after the bottleneck
+  int64_t segment_bytes = 1;       // payload a packet carries (mtu - 52)
+  double header_bytes = 0;         // wire bytes a packet adds (52 + 2)
+  // Seconds from the last bit to delivery (EventClock::ticks makes them clock ticks).
+  double seconds(uint64_t bytes) const {
+    if (bytes == 0) return latency_s;
+    const double last_packet = static_cast<double>((bytes - 1) % static_cast<uint64_t>(segment_bytes) + 1) + header_bytes;
+    return latency_s + last_packet * 8.0 * seconds_per_bit;
+  }
+};
+
 struct Lane {
   double rate_bps = 0;          // what a flow alone on the route gets
-  int64_t latency_ticks = 0;    // the route's propagation delay, paid after the last bit
+  ArrivalLag lag;               // from a message's last bit to its delivery
   double overhead = 1;          // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
   int64_t free_tick = 0;        // when the pair's previous message's last bit crosses
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -144,6 +145,18 @@ std::vector<Delivery> simulate_flow(const Topology& topology, const std::vector<
 
 double wire_bits(double payload_bytes) { return payload_bytes * 8 * kOverhead; }
 
+// Store-and-forward (flow_network.h): once a message's last bit has crossed the hop that holds
+// its rate (on an idle route of equal links, the first), its last packet is received whole at
+// each later hop: that packet is the message's last segment, (bytes - 1) mod 8948 + 1 payload
+// bytes, and 52 + 2 header bytes, over each later hop's rate. A 1 MB message's last packet is
+// 1e6 - 111 x 8948 + 54 = 6826 bytes; 2 MB: 4650; 3 MB: 2474; 4 MB: 298; 5 MB: 7070.
+double forwarded(double payload_bytes, std::initializer_list<double> later_rates) {
+  const double packet_bits = (std::fmod(payload_bytes - 1, 8948) + 1 + 54) * 8;
+  double seconds = 0;
+  for (double rate : later_rates) seconds += packet_bits / rate;
+  return seconds;
+}
+
 // The clock keeps nanosecond ticks and each departure rounds up to one: a few phases stay
 // well inside 10 ns, and every slip below moves a time by microseconds or more.
 constexpr double kExact = 1e-8;
@@ -164,9 +177,11 @@ TEST(FlowNetwork, ArrivalMidTransferSlowsTheFlowAlreadyThere) {
   const double b_last_bit = t1 + 2 * wb / c;
   EXPECT_NEAR(d[1].t_send, t1, kExact);
   EXPECT_NEAR(d[1].t_recv, b_last_bit + l12, kExact);
-  EXPECT_NEAR(d[0].t_recv, b_last_bit + (wa - c * t1 - wb) / c + l01 + l12, kExact);
+  // A ends alone, held by its first hop: its last packet is then stored and forwarded at 1-2.
+  const double a_forward = forwarded(4'000'000, {c});
+  EXPECT_NEAR(d[0].t_recv, b_last_bit + (wa - c * t1 - wb) / c + a_forward + l01 + l12, kExact);
   // Late by exactly the time B's bits held the shared link: wa / c alone.
-  EXPECT_NEAR(d[0].t_recv - (wa / c + l01 + l12), wb / c, kExact);
+  EXPECT_NEAR(d[0].t_recv - (wa / c + a_forward + l01 + l12), wb / c, kExact);
 }
 
 TEST(FlowNetwork, DepartureReleasesBandwidthAndMovesTheBottleneck) {
@@ -213,14 +228,15 @@ TEST(FlowNetwork, ProgressiveFillingFreezesFlowsAtTheirOwnBottleneck) {
   const double f3_left = w2 - low * t1, f4_left = w8 - (1e8 - 2 * low) * t1, f5_left = w8 - (1e8 - low) * t1;
   ASSERT_GT(f4_left, 0);  // F4 and F5 are still going then
   ASSERT_GT(f5_left, 0);
-  EXPECT_NEAR(d[0].t_recv, t1 + 0.007, kExact);
+  // F1 is held at 1-2, so its last packet is forwarded once more, at 2-3.
+  EXPECT_NEAR(d[0].t_recv, t1 + forwarded(1'000'000, {1e8}) + 0.007, kExact);
   EXPECT_NEAR(d[1].t_recv, t1 + 0.002, kExact);
   // Phase 2: F3, alone on 1-2, is held there to 40 and F4 takes the 60 it leaves of 2-3; F5
   // has 0-1 to itself. F3 ends first, then F4 runs at 100.
   const double t3 = t1 + f3_left / 4e7;
   ASSERT_LT(t3, t1 + f4_left / 6e7);
   const double t4 = t3 + (f4_left - 6e7 * (t3 - t1)) / 1e8;
-  EXPECT_NEAR(d[2].t_recv, t3 + 0.006, kExact);
+  EXPECT_NEAR(d[2].t_recv, t3 + forwarded(2'000'000, {1e8}) + 0.006, kExact);  // held at 1-2, on at 2-3
   EXPECT_NEAR(d[3].t_recv, t4 + 0.004, kExact);
   EXPECT_NEAR(d[4].t_recv, t1 + f5_left / 1e8 + 0.001, kExact);
 }
@@ -243,7 +259,7 @@ TEST(FlowNetwork, ParkingLotHoldsTheLongFlowAtHalfUntilItsLastNeighbourLeaves) {
   EXPECT_NEAR(d[2].t_recv, 2 * w / c + 0.002, kExact);
   EXPECT_NEAR(d[3].t_recv, 4 * w / c + 0.003, kExact);
   EXPECT_NEAR(d[1].t_recv, 6 * w / c + 0.001, kExact);
-  EXPECT_NEAR(d[0].t_recv, 7 * w / c + 0.006, kExact);
+  EXPECT_NEAR(d[0].t_recv, 7 * w / c + forwarded(4'000'000, {c, c}) + 0.006, kExact);  // alone at the end
 }
 
 TEST(FlowNetwork, StaggeredStartsShareByWhoIsThere) {
@@ -262,7 +278,7 @@ TEST(FlowNetwork, StaggeredStartsShareByWhoIsThere) {
   const double tc_end = tb_end + (w - ra - rb) / c;
   EXPECT_NEAR(d[0].t_recv, ta + 0.003, kExact);
   EXPECT_NEAR(d[1].t_recv, tb_end + 0.003, kExact);
-  EXPECT_NEAR(d[2].t_recv, tc_end + 0.003, kExact);
+  EXPECT_NEAR(d[2].t_recv, tc_end + forwarded(2'000'000, {c}) + 0.003, kExact);  // C ends alone: on at the hub
 }
 
 TEST(FlowNetwork, APairsMessagesGoOneAfterAnother) {
@@ -282,13 +298,27 @@ TEST(FlowNetwork, APairsMessagesGoOneAfterAnother) {
 
 TEST(FlowNetwork, LatencyIsTheRouteSumPaidOnceAfterTheLastBit) {
   // Line 0-1-2-3 with latencies 1, 4 and 9 ms: 0->3 and 3->0 at once do not share (full
-  // duplex) and each arrives W / c + 14 ms after it was sent; an empty message takes 14 ms.
+  // duplex) and each arrives W / c + 14 ms after it was sent, its last packet forwarded at the
+  // two later hops; an empty message takes 14 ms.
   const double c = 1e8;
   const auto t = make("line", 4, c, 0.0, {{0, 1, -1, 0.001, -1}, {1, 2, -1, 0.004, -1}, {2, 3, -1, 0.009, -1}});
   const auto d = simulate_flow(t, {{0, {0, 0, 3, 3'000'000}}, {0, {1, 3, 0, 3'000'000}}, {0.5, {2, 0, 3, 0}}});
-  EXPECT_NEAR(d[0].t_recv, wire_bits(3'000'000) / c + 0.014, kExact);
-  EXPECT_NEAR(d[1].t_recv, wire_bits(3'000'000) / c + 0.014, kExact);
+  EXPECT_NEAR(d[0].t_recv, wire_bits(3'000'000) / c + 2 * 2474 * 8 / c + 0.014, kExact);
+  EXPECT_NEAR(d[1].t_recv, wire_bits(3'000'000) / c + forwarded(3'000'000, {c, c}) + 0.014, kExact);
   EXPECT_NEAR(d[2].t_recv, 0.5 + 0.014, kExact);
+}
+
+// Store-and-forward counts only after the hop that holds the rate. Line 0-1-2-3 at 100, 10 and
+// 100 Mbps, no latency: 1 MB from 0 to 3 is held by 1-2, so its last bit crosses at W / 10 Mbps
+// and its last packet (6826 bytes) is then forwarded at 2-3 alone: 546.08 us. 8950 bytes are a
+// segment of 8948 and a last of 2, forwarded as a 56-byte packet. Slips caught: forwarding at every hop but the
+// first (+5.46 ms at 1-2), a whole MTU packet instead of the last segment (+174 us), the
+// segment counted without its headers.
+TEST(FlowNetwork, StoreAndForwardAfterTheHopThatHoldsTheRate) {
+  const auto t = make("line", 4, 1e8, 0.0, {{1, 2, 1e7, -1, -1}});
+  const auto d = simulate_flow(t, {{0, {0, 0, 3, 1'000'000}}, {1, {1, 0, 3, 8'950}}});
+  EXPECT_NEAR(d[0].t_recv, wire_bits(1'000'000) / 1e7 + 6826 * 8 / 1e8, kExact);
+  EXPECT_NEAR(d[1].t_recv - d[1].t_send, wire_bits(8'950) / 1e7 + 56 * 8 / 1e8, kExact);
 }
 
 // ---- RTT-weighted sharing (FlowSharing::Rtt) ------------------------------------------------
@@ -315,7 +345,7 @@ TEST(FlowNetwork, RttSharingSplitsALinkInInverseRatioOfRtts) {
                                  FlowSharing::Rtt);
     const double tb = w / (2 * c / 3);
     EXPECT_NEAR(d[1].t_recv, tb, kExact);
-    EXPECT_NEAR(d[0].t_recv, tb + (w - c / 3 * tb) / c, kExact);
+    EXPECT_NEAR(d[0].t_recv, tb + (w - c / 3 * tb) / c + forwarded(5'000'000, {c}), kExact);  // A ends alone
   }
   // 20 ms then 5 ms, and 1->2's reverse direction at 10 Mbps (only ACKs use it), so the
   // ACK's serialisation counts and must be taken at the reverse rate. Slips caught: weight
@@ -329,7 +359,7 @@ TEST(FlowNetwork, RttSharingSplitsALinkInInverseRatioOfRtts) {
     const auto d = simulate_flow(t, {{0, {0, 0, 2, 5'000'000}}, {0, {1, 1, 2, 5'000'000}}}, FlowSharing::Rtt);
     const double tb = w / rb;
     EXPECT_NEAR(d[1].t_recv, tb + 0.005, kExact);
-    EXPECT_NEAR(d[0].t_recv, tb + (w - ra * tb) / c + 0.025, kExact);
+    EXPECT_NEAR(d[0].t_recv, tb + (w - ra * tb) / c + forwarded(5'000'000, {c}) + 0.025, kExact);
   }
 }
 
@@ -368,7 +398,7 @@ TEST(FlowNetwork, RttSharingParkingLotMovesTheLongFlowsBottleneck) {
   EXPECT_NEAR(d[1].t_recv, t1 + lat[0], kExact);
   EXPECT_NEAR(d[2].t_recv, t2 + lat[1], kExact);
   EXPECT_NEAR(d[3].t_recv, t3 + lat[2], kExact);
-  EXPECT_NEAR(d[0].t_recv, t4 + lat[0] + lat[1] + lat[2], kExact);
+  EXPECT_NEAR(d[0].t_recv, t4 + forwarded(3'000'000, {c, c}) + lat[0] + lat[1] + lat[2], kExact);
 }
 
 // The parking lot where max-min was found to miss TCP's RTT bias: a line of 4 hosts, 100 Mbps and 10 ms per

@@ -224,6 +224,14 @@ uint64_t balanced_salt() {
 // 1-hop pairs, n on the others.
 // beta is 8 / B per byte, times the headers' 9002/8948 in the flow backend (the analytical
 // backend has neither headers nor contention: 1.5 n beta + 6 L under both routings).
+// The flow backend also stores and forwards a 2-hop message's last packet at its second hop
+// when the first holds its rate (flow_network.h): F = (7016 + 54) x 8 / B for n/2 = 5 MB
+// (5e6 - 558 x 8948 = 7016). ecmp: every 2-hop message runs alone, held at its first hop:
+// F in step one and again in step four, 2F. shortest: in step one 0->2 and 1->3 are held at
+// their first hop (the shared one) and reach ranks 2 and 3 F late, while 3->1 and 2->0 are
+// held at their second and are not forwarded; so in step four ranks 2 and 3 send F late, and
+// 3->1, which shares 0>1 with 0->2 until that one's last bit, finishes alone, held at its
+// first hop: F once more after the link's last bit, which falls where it did. Total F.
 TEST(HalvingDoublingOnARing, EcmpUsesBothWaysRoundAndTakesLessTime) {
   const double beta = 8 / kBandwidth;
   const RoutingOptions shortest{}, ecmp{RoutingPolicy::Ecmp, balanced_salt()};
@@ -240,8 +248,9 @@ TEST(HalvingDoublingOnARing, EcmpUsesBothWaysRoundAndTakesLessTime) {
               static_cast<unsigned long long>(ecmp.seed), flow_s.seconds, ab_s.seconds, ns3_s.seconds, flow_e.seconds,
               ab_e.seconds, ns3_e.seconds);
 
-  EXPECT_NEAR(flow_s.seconds, 2.5 * kN * beta * kWire + 6 * kLatency, 1e-6);
-  EXPECT_NEAR(flow_e.seconds, 1.5 * kN * beta * kWire + 6 * kLatency, 1e-6);
+  const double forward = (7016 + 54) * beta;
+  EXPECT_NEAR(flow_s.seconds, 2.5 * kN * beta * kWire + 6 * kLatency + forward, 1e-6);
+  EXPECT_NEAR(flow_e.seconds, 1.5 * kN * beta * kWire + 6 * kLatency + 2 * forward, 1e-6);
   EXPECT_NEAR(ab_s.seconds, 1.5 * kN * beta + 6 * kLatency, 1e-6);
   EXPECT_NEAR(ab_e.seconds, 1.5 * kN * beta + 6 * kLatency, 1e-6);
   EXPECT_EQ(flow_s.bytes, shortest_bytes);

@@ -53,14 +53,16 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   }
   if (sizes.size() > 255) throw std::logic_error("ring_all_reduce_on_lanes: more piece sizes than near-equal parts give");
   const size_t m = sizes.size();
-  std::vector<int64_t> duration(p * m);
+  std::vector<int64_t> duration(p * m), lag(p * m);
   for (int r = 0; r < p; ++r)
-    for (size_t i = 0; i < m; ++i)
+    for (size_t i = 0; i < m; ++i) {
       duration[r * m + i] = transmission_ticks(static_cast<double>(sizes[i]) * 8.0 * lanes[r].overhead, lanes[r].rate_bps);
+      lag[r * m + i] = EventClock::ticks(lanes[r].lag.seconds(sizes[i]));
+    }
 
   RingOnLanes out;
-  std::vector<int64_t> free(p), latency(p);
-  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick, latency[r] = lanes[r].latency_ticks;
+  std::vector<int64_t> free(p);
+  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick;
   // Arrival ticks of step k - 1's pieces at each rank (from r - 1), and step k's. A rank's
   // arrivals come in send order (one connection), so its last is in the last step.
   std::vector<int64_t> arrived(p * width, 0), arriving(p * width, 0);
@@ -68,8 +70,9 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     int c = (p - k % p) % p;  // the chunk rank 0 sends in step k; rank r sends c + r
     for (int r = 0; r < p; ++r, c = c + 1 == p ? 0 : c + 1) {
       const int to = r + 1 == p ? 0 : r + 1;
-      const int64_t entered = enter_tick[r], lag = latency[r];
+      const int64_t entered = enter_tick[r];
       const int64_t* took = &duration[r * m];
+      const int64_t* lags = &lag[r * m];
       const uint8_t* size = &piece_size[c * width];
       const int64_t* before = &arrived[r * width];
       int64_t* after = &arriving[to * width];
@@ -79,7 +82,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
         const int64_t start = std::max(sent, lane_free);
         int64_t last_bit = start;
         if (sizes[size[j]] > 0) last_bit = lane_free = start + took[size[j]];  // an empty one takes no turn
-        after[j] = last_bit + lag;
+        after[j] = last_bit + lags[size[j]];
       }
       free[r] = lane_free;
     }
