@@ -621,25 +621,37 @@ FAT_TREE = "bench/scenarios/gpt2_ddp_fat_tree.yaml"
 @block("full")
 def flow_against_ns3_at_scale(tb):
     """One all-reduce of 16 MB a rank, flow against ns-3, on 16 and 64 hosts of 4 GPUs (10 Gb/s
-    NICs) and on a k = 16 fat-tree of 100 Gb/s at 64 and 256 hosts; ring and hierarchical (hosts,
-    or pods, as clusters). The ring's NIC bound is 2 (p - 1) / p of the buffer over the NIC rate."""
-    cases = [(DEAR, 64, 10e9), (DEAR, 256, 10e9), (FAT_TREE, 64, 100e9), (FAT_TREE, 256, 100e9)]
-    algorithms = ["ring", "hierarchical"]
+    NICs) and on a k = 16 fat-tree of 100 Gb/s at 64 and 256 hosts; ring and hierarchical (hosts
+    as clusters on the GPU hosts; on the fat-tree, racks: each edge switch's k / 2 = 8 hosts, and
+    pods: 64 hosts, whose leader gathers 63 buffers at once). The ring's NIC bound is 2 (p - 1) / p
+    of the buffer over the NIC rate."""
     size = 16e6
-    grid = lambda c: tb.netbench_grid(c[0], "allreduce", "16MB", [f"nodes={c[1]}", "algorithm={name: ddp, overlap: false}"],
-                                      [("collective.algorithm", algorithms), ("network.backend", ["flow", "ns3"])])
+    common = ["algorithm={name: ddp, overlap: false}"]
+    backends = ("network.backend", ["flow", "ns3"])
+    racks = lambda n: "[" + ", ".join("[" + ", ".join(str(8 * c + i) for i in range(8)) + "]" for c in range(n // 8)) + "]"
+    # (label, scenario, nodes, NIC rate, collective, extra --set)
+    cases = []
+    for nodes in (64, 256):
+        cluster = f"{nodes // 4} x 4 GPUs"
+        cases += [(cluster, DEAR, nodes, 10e9, "ring", []), (cluster, DEAR, nodes, 10e9, "hierarchical", [])]
+    for nodes in (64, 256):
+        cluster = f"fat-tree, {nodes} hosts"
+        cases += [(cluster, FAT_TREE, nodes, 100e9, "ring", []),
+                  (cluster, FAT_TREE, nodes, 100e9, "hierarchical, racks", [f"collective.clusters={racks(nodes)}"]),
+                  (cluster, FAT_TREE, nodes, 100e9, "hierarchical, pods", [])]
+    grid = lambda c: tb.netbench_grid(c[1], "allreduce", "16MB",
+                                      [f"nodes={c[2]}", f"collective.algorithm={c[4].split(',')[0]}"] + common + c[5],
+                                      [backends])
     with concurrent.futures.ThreadPoolExecutor(tb.jobs) as pool:
         results = list(pool.map(grid, cases))
     rows = []
-    for (scenario, nodes, nic), r in zip(cases, results):
-        kind = "16 x 4 GPUs" if nodes == 64 and scenario == DEAR else "64 x 4 GPUs" if scenario == DEAR else f"fat-tree, {nodes} hosts"
-        for i, algorithm in enumerate(algorithms):
-            flow, ns3 = r[2 * i]["simulated"], r[2 * i + 1]["simulated"]
-            bound = f"{2 * (nodes - 1) / nodes * size * 8 / nic * 1e3:.2f} ms" if algorithm == "ring" else ""
-            rows.append([kind, algorithm, bound, f"{flow * 1e3:.2f} ms", f"{ns3 * 1e3:.2f} ms", f"{flow / ns3:.3f}"])
+    for (cluster, scenario, nodes, nic, algorithm, sets), r in zip(cases, results):
+        flow, ns3 = r[0]["simulated"], r[1]["simulated"]
+        bound = f"{2 * (nodes - 1) / nodes * size * 8 / nic * 1e3:.2f} ms" if algorithm == "ring" else ""
+        rows.append([cluster, algorithm, bound, f"{flow * 1e3:.2f} ms", f"{ns3 * 1e3:.2f} ms", f"{flow / ns3:.3f}"])
     return (command(f"build/testbed netbench {DEAR} --collective allreduce --size 16MB --set nodes=N "
                     "--set 'algorithm={name: ddp, overlap: false}' --set collective.algorithm=A --set network.backend=B",
-                    f"build/testbed netbench {FAT_TREE} ... (the same)")
+                    f"build/testbed netbench {FAT_TREE} ... (the same; racks: --set 'collective.clusters=[[0, ..., 7], [8, ..., 15], ...]')")
             + table(["cluster", "all-reduce", "ring's NIC bound", "flow", "ns-3", "flow / ns-3"], rows))
 
 

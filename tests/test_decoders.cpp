@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <torch/torch.h>
@@ -27,21 +28,33 @@ double forward_flops(const std::vector<LayerCost>& layers) {
 // GPT-2 by hand: per block 12 C^2 + 13 C (qkv 3C^2 + 3C, proj C^2 + C, fc 4C^2 + 4C, fc_proj
 // 4C^2 + C, two norms 4C), embeddings V C + 1024 C, the final norm 2C; the head is the
 // embedding. Radford et al.'s 117M / 345M / 762M / 1542M were counted otherwise; these are the
-// Hugging Face checkpoints' counts (124 439 808 for the smallest).
+// Hugging Face checkpoints' counts (124 439 808 for the smallest) and configurations (layers,
+// heads, width; 50 257 tokens, 1024 positions, tied head). Every preset's configuration is the
+// published one; the built module's count is checked at 124M and 355M (two depths and widths of
+// the same construction), since 774M and 1558M take 3 and 6 GB to build. Slips caught: a
+// preset's width or depth mistyped, a bias or norm left out of the module.
 TEST(Gpt2, ParametersAreTheCheckpoints) {
   struct Case {
     const char* preset;
-    int64_t layers, width, parameters;
+    int layers, heads, width;
+    int64_t parameters;
   };
-  for (const Case& c : std::vector<Case>{{"gpt2_124m", 12, 768, 124439808},
-                                         {"gpt2_355m", 24, 1024, 354823168},
-                                         {"gpt2_774m", 36, 1280, 774030080},
-                                         {"gpt2_1558m", 48, 1600, 1557611200}}) {
+  for (const Case& c : std::vector<Case>{{"gpt2_124m", 12, 12, 768, 124439808},
+                                         {"gpt2_355m", 24, 16, 1024, 354823168},
+                                         {"gpt2_774m", 36, 20, 1280, 774030080},
+                                         {"gpt2_1558m", 48, 25, 1600, 1557611200}}) {
     SCOPED_TRACE(c.preset);
     const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 50257 * C + 1024 * C + 2 * C;
     EXPECT_EQ(by_hand, c.parameters);
-    if (c.layers > 12) continue;  // building the larger ones costs seconds; the formula is the same code path
-    const ModelShapes m = shapes_of(*make_gpt(gpt_preset(c.preset)));
+    const GptConfig preset = gpt_preset(c.preset);
+    EXPECT_EQ(preset.layers, c.layers);
+    EXPECT_EQ(preset.heads, c.heads);
+    EXPECT_EQ(preset.width, c.width);
+    EXPECT_EQ(preset.vocab, 50257);
+    EXPECT_EQ(preset.context, 1024);
+    EXPECT_TRUE(preset.tie_embeddings);
+    if (c.layers > 24) continue;
+    const ModelShapes m = shapes_of(*make_gpt(preset));
     EXPECT_EQ(m.parameters, c.parameters);
     EXPECT_EQ(m.trainable(), c.parameters);
   }
@@ -164,9 +177,18 @@ TEST(Bert, ParametersAreHuggingFaces) {
   };
   EXPECT_EQ(count(12, 768), 109482240);
   EXPECT_EQ(count(24, 1024), 335141888);
-  BertConfig base = bert_preset("base");
-  base.classes = 15;
-  EXPECT_EQ(shapes_of(*make_bert(base)).parameters, count(12, 768) + 768 * 15 + 15);
+  // Each preset built: its configuration and its module's count (large: 1.3 GB, a few seconds).
+  for (const auto& [name, layers, heads, width] : {std::tuple{"base", 12, 12, 768}, std::tuple{"large", 24, 16, 1024}}) {
+    SCOPED_TRACE(name);
+    BertConfig c = bert_preset(name);
+    EXPECT_EQ(c.layers, layers);
+    EXPECT_EQ(c.heads, heads);
+    EXPECT_EQ(c.width, width);
+    EXPECT_EQ(c.vocab, 30522);
+    EXPECT_EQ(c.positions, 512);
+    c.classes = 15;
+    EXPECT_EQ(shapes_of(*make_bert(c)).parameters, count(layers, width) + width * 15 + 15);
+  }
 }
 
 // Forward FLOPs a sample: the layers' matrices over T tokens, the pooler and classifier on one,
