@@ -207,7 +207,8 @@ class FlowNetwork final : public Network {
              (kHeaderBytes + kLinkHeaderBytes) * 8 / hop.rate_bps(path[i + 1], path[i]);
     }
     // Store-and-forward after the hop that holds a flow's rate: the hops before it deliver
-    // into its queue and cost nothing more.
+    // into its queue. Left out: the first packet's store-and-forward over those earlier hops
+    // before the bottleneck starts (none on an idle route of equal links, whose first hop holds it).
     pair.after_hop_s_per_bit.assign(rates.size(), 0);
     for (size_t h = rates.size(); h-- > 1;) pair.after_hop_s_per_bit[h - 1] = pair.after_hop_s_per_bit[h] + 1 / rates[h];
     pair.lag.segment_bytes = mtu_ - static_cast<int64_t>(kHeaderBytes);

@@ -248,31 +248,33 @@ TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
   EXPECT_EQ(given.err.find("warning"), std::string::npos) << given.err;
 }
 
-// A link on which one packet of the MTU takes longer to leave than ns-3's TCP waits for its ACK
-// is refused on ns-3 over TCP, with the arithmetic. By hand: the first timeout is at most
-// 3 x syn_timeout (1 s) + 1 ms = 3.001 s, then 6.002, 12.004, 24.008, 48.016, 60 (capped), 60:
-// 213.031 s before the connection is dropped. (9000 + 2) x 8 = 72 016 bits take 213.07 s at
-// 338 bit/s (refused) and 212.44 s at 339 bit/s (a warning only). Slips caught: no 60 s cap
-// (381 s: 338 accepted), one retransmission fewer (153 s: 339 refused), the 2 bytes of the
-// link's header left out (213.02 s: 338 accepted), the rule applied under UDP, the flow
-// backend or with faults (15 retransmissions: 753 s, 720 s at 100 bit/s passes).
+// A link on which one packet of the MTU takes longer to leave than ns-3's TCP can wait for its
+// ACK is refused on ns-3 over TCP, with the arithmetic. By hand: the handshake's RTT sample is
+// at most the longest handshake ns-3 waits for, SYNs after 1, 2, 4, 8, 16 and 32 s: 63 s; the
+// first timeout is at most 3 x 63 s + 1 ms = 189.001 s, then 60 s (capped) six times: 549.001 s
+// before the connection is dropped. (9000 + 2) x 8 = 72 016 bits take 549.07 s at 131.16 bit/s
+// (refused) and 545.58 s at 132 bit/s (a warning only). Slips caught: no 60 s cap (132 accepted
+// as before, 131.16 too), one retransmission fewer (489 s: 132 refused), a resent SYN taken to
+// void the RTT sample (a first timeout of 1 s, 123 s: 132 refused), the 2 bytes of the link's
+// header left out (548.95 s: 131.16 accepted), the rule applied under UDP, the flow backend, with
+// faults (15 resends: the bound is hours) or with a 1500-byte MTU (120 s at 100 bit/s).
 TEST_F(Cli, ALinkTooSlowForTcpsRetransmissionLimitIsRefused) {
-  const std::string base = write("slow.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 338bps}\n").string();
+  const std::string base = write("slow.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n").string();
   Result slow = run("validate '" + base + "'");
   EXPECT_EQ(slow.code, 2);
-  EXPECT_EQ(slow.err.rfind(base + ":3:21: at 338bps one 9000-byte packet takes 213s to cross the link ((9000 + 2) x 8 "
+  EXPECT_EQ(slow.err.rfind(base + ":3:21: at 100bps one 9000-byte packet takes 720s to cross the link ((9000 + 2) x 8 "
                                   "bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most "
-                                  "213s (a first timeout of at most 3s, doubling up to 60s, 6 retransmissions)",
+                                  "549s (a first timeout of at most 189s, three times the longest handshake it waits for, "
+                                  "then doubling up to 60s, 6 retransmissions)",
                            0),
             0u)
       << slow.err;
   EXPECT_NE(slow.err.find("a smaller network.mtu, or the flow backend"), std::string::npos) << slow.err;
-  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=339bps").code, 0);
-  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.backend=flow").code, 0);
-  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.transport=udp "
-                "--set algorithm.name=gossip").code,
-            0);
-  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=100bps --set network.mtu=1500").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=131.16bps").code, 2);
+  EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=132bps").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set network.backend=flow").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set network.transport=udp --set algorithm.name=gossip").code, 0);
+  EXPECT_EQ(run("validate '" + base + "' --set network.mtu=1500").code, 0);
   const std::string faults = write("faults.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n"
                                                   "network:\n  faults: [{link: [0, 1], down: [30s, 45s]}]\n").string();
   EXPECT_EQ(run("validate '" + faults + "'").code, 0) << run("validate '" + faults + "'").err;

@@ -107,8 +107,8 @@ TEST_F(RunTest, DivergedRunExitsThreeAndSaysSo) {
 }
 
 // A run that fails before its first evaluation has no accuracy to report, and its bytes are
-// what it issued, not what arrived: a 400 bit/s ring never delivers the first step's gradient (above
-// the refusal's bound, 338 bit/s: ns-3 resent the SYN, so its TCP gives up after 123 s, not 213).
+// what it issued, not what arrived: a 400 bit/s ring never delivers the first step's gradient
+// (above the 131 bit/s below which validate refuses it: that bound is only what is certain).
 // Slips caught: the summary printing its 0 defaults as an accuracy (the issue's "final accuracy
 // 0.0000"), or total bytes without saying they were in flight.
 TEST_F(RunTest, ARunThatNeverEvaluatedReportsNoAccuracy) {

@@ -579,35 +579,46 @@ void check_background(const Scenario& s, const Topology& topology, const Origins
 
 // The longest ns-3's TCP (tcp-socket-base.cc, ns-3.37) waits for a segment's ACK before it
 // drops the connection: DataRetries retransmissions (6; 15 with faults, ns3_faults.cpp), each
-// after a timeout that doubles, capped at 60 s, then one more timeout. The first timeout is at
-// most max(3 syn_timeout, 1 s, min_rto) plus the 1 ms clock granularity: a handshake answered
-// within its SYN's timeout gives the one RTT sample S < syn_timeout (SRTT S, RTTVAR S / 2: an
-// RTO of 3 S), one that needed a resent SYN gives none (ns-3's initial 1 s estimate).
-double tcp_give_up_s(const NetworkSection& n) {
-  const int retries = n.faults.empty() ? 6 : 15;
-  double rto = std::max({3 * n.syn_timeout.s, 1.0, n.min_rto.s}) + 1e-3, total = 0;
-  for (int i = 0; i <= retries; ++i, rto = std::min(2 * rto, 60.0)) total += rto;
-  return total;
+// after a timeout that doubles, capped at 60 s, then one more timeout. The first timeout comes
+// from the handshake's one RTT sample S (SRTT S, RTTVAR S / 2: an RTO of 3 S, at least
+// min_rto, plus the 1 ms clock granularity). A resent SYN does not void that sample (its
+// history entry has no length to mark), so S is at most the longest handshake ns-3 waits for:
+// syn_timeout doubling through ConnCount resends (the same 6 or 15), 63 s by default.
+struct TcpGiveUp {
+  double first_timeout_s = 0, total_s = 0;
+  int retries = 0;
+};
+TcpGiveUp tcp_give_up(const NetworkSection& n) {
+  TcpGiveUp g;
+  g.retries = n.faults.empty() ? 6 : 15;
+  const double longest_handshake = n.syn_timeout.s * (std::pow(2.0, g.retries) - 1);
+  g.first_timeout_s = std::max(3 * longest_handshake, n.min_rto.s) + 1e-3;
+  double rto = g.first_timeout_s;
+  for (int i = 0; i <= g.retries; ++i, rto = std::min(2 * rto, 60.0)) g.total_s += rto;
+  return g;
 }
 
-// A link on which one packet of the MTU takes longer to leave than TCP waits for its ACK:
-// no segment of that size is ever acknowledged, so every TCP message across it is lost.
+// A link on which one packet of the MTU takes longer to leave than TCP can wait for its ACK:
+// no full-sized segment is ever acknowledged, so no TCP message of a packet or more crosses it.
 void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
   if (n.backend != "ns3" || n.transport != "tcp") return;
-  const double packet_bits = (n.mtu + 2) * 8.0, give_up = tcp_give_up_s(n);
+  const double packet_bits = (n.mtu + 2) * 8.0;
+  const TcpGiveUp give_up = tcp_give_up(n);
   auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth, bool traced) {
     if (!bandwidth || traced || !origins.seen(key) || bandwidth->bps <= 0) return;
     const double crossing = packet_bits / bandwidth->bps;
-    if (crossing <= give_up) return;
+    if (crossing <= give_up.total_s) return;
     fail(origins.where(key),
          "at " + format_bandwidth(bandwidth->bps) + " one " + std::to_string(n.mtu) + "-byte packet takes " +
              format_duration(std::round(crossing)) + " to cross the link ((" + std::to_string(n.mtu) +
              " + 2) x 8 bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most " +
-             format_duration(std::round(give_up)) + " (a first timeout of at most " +
-             format_duration(std::max({3 * n.syn_timeout.s, 1.0, n.min_rto.s})) + ", doubling up to 60s, " +
-             std::to_string(n.faults.empty() ? 6 : 15) +
-             " retransmissions): no message would arrive. Give a faster link, a smaller network.mtu, or the flow backend");
+             format_duration(std::round(give_up.total_s)) + " (a first timeout of at most " +
+             format_duration(std::round(give_up.first_timeout_s)) +
+             ", three times the longest handshake it waits for, then doubling up to 60s, " +
+             std::to_string(give_up.retries) +
+             " retransmissions): no message of a packet or more would arrive. Give a faster link, a smaller "
+             "network.mtu, or the flow backend");
   };
   check("topology.link.bandwidth", s.topology.link.bandwidth, !s.topology.link.trace.empty());
   check("topology.wan.bandwidth", s.topology.wan.bandwidth, !s.topology.wan.trace.empty());
