@@ -150,10 +150,9 @@ class FlowNetwork final : public Network {
       // A flow alone on its route, as solve() fills it: its weight times the least raise.
       double step = std::numeric_limits<double>::infinity();
       for (int l : pair.links) step = std::min(step, capacity_[l] / pair.weight);
-      // Alone on its route, a flow is held by the route's first hop of least capacity, as the
-      // solver's tolerance finds it.
-      size_t hop = 0;
-      while (capacity_[pair.links[hop]] - step * pair.weight > 1e-9 * capacity_[pair.links[hop]]) ++hop;
+      // Alone on its route, a flow is held where solve() would freeze it: the first hop its
+      // rate fills.
+      const size_t hop = held_at(pair.links, [&](int l) { return capacity_[l] - step * pair.weight; });
       lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_,
                        std::max(now, pair.lane_free_tick)});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
@@ -320,10 +319,8 @@ class FlowNetwork final : public Network {
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
         Flow& f = slots_[flows[i]];
-        const std::vector<int>& route = f.pair->links;
-        size_t hop = 0;
-        while (hop < route.size() && left_[route[hop]] > 1e-9 * capacity_[route[hop]]) ++hop;
-        if (hop == route.size()) continue;
+        const size_t hop = held_at(f.pair->links, [&](int l) { return left_[l]; });
+        if (hop == f.pair->links.size()) continue;
         f.bottleneck_hop = hop;
         frozen_[i] = true;
         --remaining;
@@ -405,6 +402,16 @@ class FlowNetwork final : public Network {
       pair.waiting.pop_front();
       start(std::move(next));
     }
+  }
+
+  // The first hop of `route` whose link has nothing left (relative tolerance for rounding):
+  // where a flow is frozen, and so the hop after which its last packet is stored and
+  // forwarded. `route.size()` when none is full.
+  template <class Left>
+  size_t held_at(const std::vector<int>& route, Left left) const {
+    size_t hop = 0;
+    while (hop < route.size() && left(route[hop]) > 1e-9 * capacity_[route[hop]]) ++hop;
+    return hop;
   }
 
   static ArrivalLag lag_after(const Pair& pair, size_t hop) {

@@ -67,6 +67,7 @@ void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, c
   // so with faults configured TCP keeps trying like Linux does; its RTO doubling stops at
   // 60 s, so a flow resumes at most about a minute after its path returns. Set every time
   // (not only with faults) because Config defaults outlive this network in the process.
+  // sim/config/scenario_rules.cpp (tcp_give_up) bounds TCP's patience with these counts.
   const uint32_t retries = faults.empty() ? 6 : 15;
   Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(retries));
   Config::SetDefault("ns3::TcpSocket::ConnCount", UintegerValue(retries));

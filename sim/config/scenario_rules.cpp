@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "sim/config/bandwidth_trace.h"
@@ -590,12 +591,32 @@ struct TcpGiveUp {
 };
 TcpGiveUp tcp_give_up(const NetworkSection& n) {
   TcpGiveUp g;
-  g.retries = n.faults.empty() ? 6 : 15;
+  g.retries = n.faults.empty() ? 6 : 15;  // ns3_faults.cpp's DataRetries and ConnCount
   const double longest_handshake = n.syn_timeout.s * (std::pow(2.0, g.retries) - 1);
   g.first_timeout_s = std::max(3 * longest_handshake, n.min_rto.s) + 1e-3;
   double rto = g.first_timeout_s;
   for (int i = 0; i <= g.retries; ++i, rto = std::min(2 * rto, 60.0)) g.total_s += rto;
   return g;
+}
+
+// Each link section of the scenario: topology.link, topology.wan and every topology.links entry,
+// by key, with its rates (the reverse one only where an entry gives it), its latency and
+// whether a trace replaces its rate.
+struct LinkSectionView {
+  std::string key;
+  std::optional<Bandwidth> bandwidth, bandwidth_reverse;
+  std::optional<Duration> latency;
+  bool traced = false;
+};
+std::vector<LinkSectionView> link_sections(const Scenario& s) {
+  const TopologySection& t = s.topology;
+  std::vector<LinkSectionView> out = {
+      {"topology.link", t.link.bandwidth, std::nullopt, t.link.latency, !t.link.trace.empty()},
+      {"topology.wan", t.wan.bandwidth, std::nullopt, t.wan.latency, !t.wan.trace.empty()}};
+  for (size_t i = 0; i < t.links.size(); ++i)
+    out.push_back({"topology.links." + std::to_string(i), t.links[i].bandwidth, t.links[i].bandwidth_reverse,
+                   t.links[i].latency, t.links[i].trace.has_value()});
+  return out;
 }
 
 // A link on which one packet of the MTU takes longer to leave than TCP can wait for its ACK:
@@ -605,8 +626,8 @@ void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
   if (n.backend != "ns3" || n.transport != "tcp") return;
   const double packet_bits = (n.mtu + 2) * 8.0;
   const TcpGiveUp give_up = tcp_give_up(n);
-  auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth, bool traced) {
-    if (!bandwidth || traced || !origins.seen(key) || bandwidth->bps <= 0) return;
+  auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth) {
+    if (!bandwidth || !origins.seen(key) || bandwidth->bps <= 0) return;
     const double crossing = packet_bits / bandwidth->bps;
     if (crossing <= give_up.total_s) return;
     fail(origins.where(key),
@@ -620,13 +641,10 @@ void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
              " retransmissions): no message of a packet or more would arrive. Give a faster link, a smaller "
              "network.mtu, or the flow backend");
   };
-  check("topology.link.bandwidth", s.topology.link.bandwidth, !s.topology.link.trace.empty());
-  check("topology.wan.bandwidth", s.topology.wan.bandwidth, !s.topology.wan.trace.empty());
-  for (size_t i = 0; i < s.topology.links.size(); ++i) {
-    const auto& l = s.topology.links[i];
-    const std::string key = "topology.links." + std::to_string(i);
-    check(key + ".bandwidth", l.bandwidth, l.trace.has_value());
-    check(key + ".bandwidth_reverse", l.bandwidth_reverse, l.trace.has_value());
+  for (const LinkSectionView& link : link_sections(s)) {
+    if (link.traced) continue;
+    check(link.key + ".bandwidth", link.bandwidth);
+    check(link.key + ".bandwidth_reverse", link.bandwidth_reverse);
   }
 }
 
@@ -777,10 +795,7 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
                                    format_duration(std::round(packet_bits / bandwidth->bps)) +
                                    " to cross it, and every step waits for many of them");
   };
-  check_link("topology.link", s.topology.link.bandwidth, s.topology.link.latency);
-  check_link("topology.wan", s.topology.wan.bandwidth, s.topology.wan.latency);
-  for (size_t i = 0; i < s.topology.links.size(); ++i)
-    check_link("topology.links." + std::to_string(i), s.topology.links[i].bandwidth, s.topology.links[i].latency);
+  for (const LinkSectionView& link : link_sections(s)) check_link(link.key, link.bandwidth, link.latency);
   // A hierarchical topology's links inside a cluster take topology.link, 100 Mbps unless given:
   // slower than the WAN between the clusters (1 Gbps by default), which few clusters are.
   if (s.topology.kind == "hierarchical" && !origins.seen("topology.link.bandwidth") &&
