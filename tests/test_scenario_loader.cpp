@@ -56,6 +56,24 @@ TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
   EXPECT_EQ(s.output.path, "results/scenario.h5");  // derived from the name
 }
 
+// Eva on what it cannot precondition, or beside an exchange its reference does not run, is
+// refused at the key that decides it. Slips caught: the model check dropped (a ResNet trains
+// plain SGD silently), an adapter's frozen weights preconditioned, eva under ddp without its
+// statistics' traffic.
+TEST(ScenarioRules, EvaRefusesWhatItCannotRun) {
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: resnet18}\n", "s.yaml:1:19",
+               "offers eva no Linear or Conv2d layers");
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: mlp, adapter: {kind: lora}}\n",
+               "s.yaml:3:40", "which an adapter freezes");
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: dear}\n", "s.yaml:2:19", "not modelled yet");
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19", "which exchanges gradients");
+  const Scenario s = parse_scenario("optimizer: {name: eva, momentum: 0.9, damping: 0.01}\nalgorithm: {name: diloco}\n", "s.yaml");
+  EXPECT_EQ(s.optimizer.damping, 0.01);
+  EXPECT_EQ(s.optimizer.kl_clip, 0.001);  // the reference's defaults
+  EXPECT_EQ(s.optimizer.factor_decay, 0.95);
+  EXPECT_EQ(s.optimizer.kfac_batch_size, 16);
+}
+
 // Each algorithm's defaults, written here from docs/algorithms.md's table, against what the
 // loader gives for `algorithm: {name: X}` (a default typed wrong in an *_options.h fails here).
 TEST(ScenarioDefaults, EachAlgorithmGetsItsOwnDefaults) {
@@ -960,6 +978,10 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"optimizer.momentum", "optimizer: {name: adamw, momentum: 0.9}\n", "momentum: ", "read only with optimizer.name: sgd"},
       {"optimizer.beta1", "optimizer: {name: sgd, beta1: 0.8}\n", "beta1: ", "read only with optimizer.name: adam or adamw"},
       {"optimizer.beta2", "optimizer: {name: sgd, beta2: 0.99}\n", "beta2: ", "read only with optimizer.name: adam or adamw"},
+      {"optimizer.damping", "optimizer: {name: sgd, damping: 0.1}\n", "damping: ", "read only with optimizer.name: eva"},
+      {"optimizer.kl_clip", "optimizer: {kl_clip: 0.01}\n", "kl_clip: ", "read only with optimizer.name: eva"},
+      {"optimizer.factor_decay", "optimizer: {factor_decay: 0.9}\n", "factor_decay: ", "read only with optimizer.name: eva"},
+      {"optimizer.kfac_batch_size", "optimizer: {kfac_batch_size: 8}\n", "kfac_batch_size: ", "read only with optimizer.name: eva"},
       {"compute.step_time", "compute: {model: flops, step_time: 1s}\n", "step_time: ", "read only with compute.model: fixed"},
       {"compute.device", "compute: {model: fixed, device: a100}\n", "device: ", "read only with compute.model: flops"},
       {"compute.dtype", "compute: {model: fixed, dtype: bf16}\n", "dtype: ", "read only with compute.model: flops"},
@@ -996,6 +1018,10 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"optimizer.weight_decay", projection + "optimizer: {weight_decay: 0}\n", "it updates no weights"},
       {"optimizer.beta1", projection + "optimizer: {beta1: 0.8}\n", "it updates no weights"},
       {"optimizer.beta2", projection + "optimizer: {beta2: 0.99}\n", "it updates no weights"},
+      {"optimizer.damping", projection + "optimizer: {name: eva, momentum: 0.9, damping: 0.1}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
+      {"optimizer.kl_clip", projection + "optimizer: {name: eva, kl_clip: 0.01}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
+      {"optimizer.factor_decay", projection + "optimizer: {name: eva, factor_decay: 0.9}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
+      {"optimizer.kfac_batch_size", projection + "optimizer: {name: eva, kfac_batch_size: 8}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
   };
   for (const Warned& w : warned_in_projection) {
     SCOPED_TRACE(w.key);

@@ -47,6 +47,11 @@ struct CommOp {
   // gradient of trainable tensor i (registration order) exists; the step's update then waits
   // for every such op (DDP's buckets). Only algorithms that say issues_during_backward().
   int after_gradient = -1;
+  // -1: as after_gradient says. i >= 0: issued during forward, as the forward pass of trainable
+  // tensor i's layer starts (a forward pre-hook's all-reduce: Eva's input vectors), and queued
+  // with the backward ops on the node's one communication stream; the update waits for it.
+  // Only algorithms that say issues_during_backward().
+  int after_forward = -1;
   // -1: the next step starts after the op, as `delay` says. i >= 0 (a round's ops, delay 0):
   // the next step starts without it and its forward pass of trainable tensor i's layer waits
   // for it (DeAR's all-gathers); such ops run one after another, each issued when the forward

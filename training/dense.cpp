@@ -23,6 +23,8 @@ void DenseImpl::reset() {
   double bound = 1.0 / std::sqrt(static_cast<double>(in_));
   weight = register_parameter("weight", torch::empty({out_, in_}).uniform_(-bound, bound));
   bias = register_parameter("bias", torch::empty({out_}).uniform_(-bound, bound));
+  tap.weight = weight;
+  tap.bias = bias;
   if (!has_adapter()) return;
   weight.set_requires_grad(false);
   bias.set_requires_grad(false);
@@ -32,7 +34,7 @@ void DenseImpl::reset() {
 }
 
 torch::Tensor DenseImpl::forward(const torch::Tensor& x) {
-  auto y = torch::nn::functional::linear(x, weight, bias);
+  auto y = tap(x, [this](const torch::Tensor& in) { return torch::nn::functional::linear(in, weight, bias); });
   if (!has_adapter()) return y;
   double scale = adapter_.alpha > 0 ? adapter_.alpha / adapter_.rank : 1.0;
   return y + scale * torch::nn::functional::linear(torch::nn::functional::linear(x, lora_a), lora_b);

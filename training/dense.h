@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "training/layer_cost.h"
+#include "training/layer_tap.h"
 
 namespace testbed {
 
@@ -37,6 +38,7 @@ class DenseImpl : public torch::nn::Cloneable<DenseImpl> {
   void append_costs(std::vector<LayerCost>& costs, const std::string& name, double rows = 1) const;
 
   torch::Tensor weight, bias, lora_a, lora_b;
+  LayerTap tap;  // the base product's input and output gradient, for second-order optimizers
 
  private:
   int64_t in_, out_;

@@ -2,6 +2,7 @@
 #include "training/model_shapes.h"
 
 #include "training/models.h"
+#include "training/replica.h"
 
 namespace testbed {
 
@@ -26,6 +27,15 @@ ModelShapes shapes_of(const Model& model) {
     m.shapes.push_back(p.value().sizes().vec());
   }
   m.layers = model.layer_costs();
+  // layer_taps() hands out the taps to write into; here they are only read.
+  const auto trainable = trainable_parameters(model);
+  for (const LayerTap* tap : const_cast<Model&>(model).layer_taps()) {
+    SecondOrderLayer l{tap->name, -1, tap->d_a(), tap->d_g()};
+    for (size_t i = 0; i < trainable.size(); ++i)
+      if (trainable[i].unsafeGetTensorImpl() == tap->weight.unsafeGetTensorImpl()) l.weight_tensor = static_cast<int>(i);
+    if (l.weight_tensor < 0) continue;  // a frozen layer: nothing to precondition
+    m.second_order.push_back(l);
+  }
   return m;
 }
 

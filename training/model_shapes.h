@@ -13,11 +13,19 @@ namespace testbed {
 
 class Model;
 
+// A Linear or Conv2d layer as a second-order optimizer's messages see it (Model::layer_taps).
+struct SecondOrderLayer {
+  std::string name;
+  int weight_tensor = 0;  // its weight's index among the trainable tensors
+  int64_t d_a = 0, d_g = 0;  // its input vector's length (a bias adds one) and its output's
+};
+
 struct ModelShapes {
   std::vector<std::string> names;               // trainable parameters, registration order
   std::vector<std::vector<int64_t>> shapes;     // theirs
   int64_t parameters = 0;                       // every parameter, frozen ones included
   std::vector<LayerCost> layers;                // forward order, per sample (Model::layer_costs)
+  std::vector<SecondOrderLayer> second_order;   // forward order (Model::layer_taps)
 
   int64_t trainable() const;
 };

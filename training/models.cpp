@@ -26,16 +26,34 @@ LayerCost conv_cost(const std::string& name, const torch::nn::Conv2d& conv, int6
   return c;
 }
 
+LayerTap conv_tap(const std::string& name, const torch::nn::Conv2d& conv) {
+  const auto& o = conv->options;
+  auto pad = c10::get<torch::ExpandingArray<2>>(o.padding());
+  LayerTap t;
+  t.name = name;
+  t.weight = conv->weight;
+  t.bias = conv->bias;
+  t.kernel = {(*o.kernel_size())[0], (*o.kernel_size())[1]};
+  t.stride = {(*o.stride())[0], (*o.stride())[1]};
+  t.padding = {(*pad)[0], (*pad)[1]};
+  return t;
+}
+
 class Mlp : public Model {
  public:
   Mlp(int64_t inputs, int64_t hidden, int64_t outputs, const AdapterConfig& adapter)
       : fc1_(register_module("fc1", Dense(inputs, 2 * hidden, adapter))),
         fc2_(register_module("fc2", Dense(2 * hidden, hidden, adapter))),
-        fc3_(register_module("fc3", Dense(hidden, outputs, adapter))) {}
+        fc3_(register_module("fc3", Dense(hidden, outputs, adapter))) {
+    fc1_->tap.name = "fc1";
+    fc2_->tap.name = "fc2";
+    fc3_->tap.name = "fc3";
+  }
 
   torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
   torch::Tensor features(const torch::Tensor& x) override { return torch::relu(fc2_(torch::relu(fc1_(x.flatten(1))))); }
   torch::Tensor classify(const torch::Tensor& h) override { return fc3_(h); }
+  std::vector<LayerTap*> layer_taps() override { return {&fc1_->tap, &fc2_->tap, &fc3_->tap}; }
   std::vector<LayerCost> layer_costs() const override {
     std::vector<LayerCost> c;
     fc1_->append_costs(c, "fc1");
@@ -58,15 +76,21 @@ class Cnn : public Model {
       : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 16, 5)))),
         conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 5)))),
         fc1_(register_module("fc1", Dense(32 * 4 * 4, 128, adapter))),
-        fc2_(register_module("fc2", Dense(128, classes, adapter))) {}
+        fc2_(register_module("fc2", Dense(128, classes, adapter))) {
+    conv1_tap_ = conv_tap("conv1", conv1_);
+    conv2_tap_ = conv_tap("conv2", conv2_);
+    fc1_->tap.name = "fc1";
+    fc2_->tap.name = "fc2";
+  }
 
   torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
   torch::Tensor features(const torch::Tensor& x) override {
-    auto h = torch::max_pool2d(torch::relu(conv1_(x)), 2);  // 16 x 12 x 12
-    h = torch::max_pool2d(torch::relu(conv2_(h)), 2);       // 32 x 4 x 4
+    auto h = torch::max_pool2d(torch::relu(conv1_tap_(x, [this](const torch::Tensor& in) { return conv1_(in); })), 2);  // 16 x 12 x 12
+    h = torch::max_pool2d(torch::relu(conv2_tap_(h, [this](const torch::Tensor& in) { return conv2_(in); })), 2);       // 32 x 4 x 4
     return torch::relu(fc1_(h.flatten(1)));
   }
   torch::Tensor classify(const torch::Tensor& h) override { return fc2_(h); }
+  std::vector<LayerTap*> layer_taps() override { return {&conv1_tap_, &conv2_tap_, &fc1_->tap, &fc2_->tap}; }
   std::vector<LayerCost> layer_costs() const override {
     std::vector<LayerCost> c;
     c.push_back(conv_cost("conv1", conv1_, 28));
@@ -85,6 +109,7 @@ class Cnn : public Model {
  private:
   torch::nn::Conv2d conv1_, conv2_;
   Dense fc1_, fc2_;
+  LayerTap conv1_tap_, conv2_tap_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "training/dense.h"
 #include "training/layer_cost.h"
+#include "training/layer_tap.h"
 
 namespace testbed {
 
@@ -24,6 +25,9 @@ class Model : public torch::nn::Module {
   // The training step's layers in forward order, per sample, ending with the loss over the
   // logits; frozen parameters are marked so they cost no weight gradient.
   virtual std::vector<LayerCost> layer_costs() const = 0;
+  // Its Linear and Conv2d layers, in forward order, as second-order optimizers read them (none:
+  // the model offers none to them).
+  virtual std::vector<LayerTap*> layer_taps() { return {}; }
   // Multiply-adds x 2 for one sample's forward pass (the sum over layer_costs()).
   double forward_flops_per_sample() const;
 };

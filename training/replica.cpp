@@ -18,7 +18,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
-  if (c.name == "sgd") {
+  if (c.name == "sgd" || c.name == "eva") {
     return std::make_unique<torch::optim::SGD>(
         parameters, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   }
@@ -77,6 +77,7 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
     offset += p.numel();
   }
   optimizer_ = make_optimizer(trainable, optimizer);
+  if (optimizer.name == "eva") preconditioner_ = std::make_unique<Eva>(model_->layer_taps(), optimizer.eva);
 }
 
 Batch Replica::next_batch(const Dataset& data, int batch_size) {
@@ -99,9 +100,13 @@ void Replica::backward(const torch::Tensor& loss) {
   if (trainable_parameters(*model_).front().grad().data_ptr() != gradients_.data_ptr()) {
     throw std::logic_error("gradients no longer alias the replica's gradient buffer");
   }
+  if (preconditioner_) preconditioner_->observe();
 }
 
-void Replica::optimizer_step() { optimizer_->step(); }
+void Replica::optimizer_step() {
+  if (preconditioner_) preconditioner_->precondition(optimizer_->param_groups().front().options().get_lr());
+  optimizer_->step();
+}
 
 void Replica::save(torch::serialize::OutputArchive& archive) const {
   archive.write("parameters", parameters_);
@@ -111,6 +116,9 @@ void Replica::save(torch::serialize::OutputArchive& archive) const {
   torch::serialize::OutputArchive optimizer(archive.compilation_unit());
   optimizer_->save(optimizer);
   archive.write("optimizer", optimizer);
+  if (preconditioner_) {
+    for (const auto& [key, tensor] : preconditioner_->state()) archive.write(key, tensor);
+  }
   const auto sampler = sampler_.state();
   archive.write("sampler_order", sampler.order);
   archive.write("sampler_cursor", c10::IValue(sampler.cursor));
@@ -128,6 +136,14 @@ void Replica::load(torch::serialize::InputArchive& archive) {
   torch::serialize::InputArchive optimizer;
   archive.read("optimizer", optimizer);
   optimizer_->load(optimizer);
+  if (preconditioner_) {
+    std::map<std::string, torch::Tensor> state;
+    for (const auto& key : archive.keys()) {
+      torch::Tensor t;
+      if (key.rfind("eva_", 0) == 0 && archive.try_read(key, t)) state[key] = t;
+    }
+    preconditioner_->load_state(state);
+  }
   ShardSampler::State sampler;
   archive.read("sampler_order", sampler.order);
   c10::IValue value;

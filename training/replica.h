@@ -10,16 +10,18 @@
 
 #include "training/dataset.h"
 #include "training/models.h"
+#include "training/optimizers/eva.h"
 #include "training/partition.h"
 
 namespace testbed {
 
 struct OptimizerConfig {
-  std::string name = "adamw";  // adamw | adam | sgd
+  std::string name = "adamw";  // adamw | adam | sgd | eva (SGD on Eva-preconditioned gradients)
   double lr = 1e-3;
   double weight_decay = 0.0;
   double momentum = 0.0;
   double beta1 = 0.9, beta2 = 0.999;
+  EvaOptions eva;
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
@@ -46,8 +48,10 @@ class Replica {
   Batch next_batch(const Dataset& data, int batch_size);
   // Zeroes the gradients, then computes the task's loss and its gradients.
   double forward_backward(const Batch& batch);
-  // Zeroes the gradients and back-propagates a loss the caller built from model() (VHL's).
+  // Zeroes the gradients and back-propagates a loss the caller built from model() (VHL's);
+  // a preconditioner then folds the pass's layer statistics in.
   void backward(const torch::Tensor& loss);
+  // The preconditioner (if any) on the gradients, then the optimizer.
   void optimizer_step();
 
   // All trainable parameters' gradients as one 1-D tensor. Each one's .grad() is a view into
@@ -61,6 +65,8 @@ class Replica {
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  // The second-order preconditioner the optimizer step runs first (null: none).
+  Preconditioner* preconditioner() { return preconditioner_.get(); }
   const ShardSampler& sampler() const { return sampler_; }  // where its shard's batches stand
 
   // Everything that decides this replica's future (parameters, gradients, buffers, optimizer
@@ -73,6 +79,7 @@ class Replica {
  private:
   std::shared_ptr<Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<Preconditioner> preconditioner_;
   ShardSampler sampler_;
   torch::Device device_;
   Task task_;

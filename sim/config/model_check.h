@@ -4,6 +4,8 @@
 // rules compile wherever LibTorch's headers do not (the clang fuzzing build).
 #pragma once
 
+#include <cstddef>
+
 #include "sim/config/scenario.h"
 
 namespace testbed {
@@ -11,5 +13,8 @@ namespace testbed {
 // Throws std::invalid_argument for shapes that do not fit, std::runtime_error for a checkpoint
 // that cannot be read.
 void check_model(const Scenario& scenario);
+// How many Linear and Conv2d layers the model offers a second-order optimizer (Model::layer_taps;
+// 0 for a model described from its configuration, which is never built).
+size_t second_order_layers(const Scenario& scenario);
 
 }  // namespace testbed

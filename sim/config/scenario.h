@@ -330,13 +330,23 @@ struct OptimizerSection {
   double weight_decay = 0.01;
   double momentum = 0.0;  // sgd
   double beta1 = 0.9, beta2 = 0.999;
+  // eva: SGD (with `momentum`) on gradients preconditioned as lzhangbv/eva does, with its keys
+  // and defaults (training/optimizers/eva.h).
+  double damping = 0.03;
+  double kl_clip = 0.001;  // 0: re-scale to the gradient's norm instead of clipping
+  double factor_decay = 0.95;
+  int kfac_batch_size = 16;
   template <class V> void fields(V& v) {
-    v.field("name", name, Choices{{"adamw", "adam", "sgd"}});
+    v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva"}});
     v.field("lr", lr, Range{0, 1e3, true});
     v.field("weight_decay", weight_decay, Range{0, 1e3});
     v.field("momentum", momentum, Range{0, 1, false, true});
     v.field("beta1", beta1, Range{0, 1, false, true});
     v.field("beta2", beta2, Range{0, 1, false, true});
+    v.field("damping", damping, Range{0, 1e6, true});
+    v.field("kl_clip", kl_clip, Range{0, 1e6});
+    v.field("factor_decay", factor_decay, Range{0, 1});
+    v.field("kfac_batch_size", kfac_batch_size, Range{1, 1e6});
   }
 };
 

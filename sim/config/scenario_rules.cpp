@@ -153,8 +153,13 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   const OptimizerSection dopt;
   const OptimizerSection& opt = s.optimizer;
   const bool adam = opt.name == "adam" || opt.name == "adamw";
-  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd", "optimizer.name: sgd",
-                  "optimizer.name " + opt.name});
+  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd" || opt.name == "eva",
+                  "optimizer.name: sgd or eva", "optimizer.name " + opt.name});
+  for (const auto& [key, given] : {std::pair{"optimizer.damping", opt.damping != dopt.damping},
+                                   {"optimizer.kl_clip", opt.kl_clip != dopt.kl_clip},
+                                   {"optimizer.factor_decay", opt.factor_decay != dopt.factor_decay},
+                                   {"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size}})
+    keys.push_back({key, given, opt.name == "eva", "optimizer.name: eva", "optimizer.name " + opt.name});
   for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
                                    {"optimizer.beta2", opt.beta2 != dopt.beta2}})
     keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
@@ -455,6 +460,26 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
       fail(origins.where("algorithm." + *key), "node " + std::to_string(n) + " has no topology neighbour to exchange with");
     }
   }
+}
+
+// Eva reads whole Linear and Conv2d layers, and runs as its reference does: beside SGD on each
+// node's gradient, local (the algorithms that train locally between exchanges).
+void check_second_order(const Scenario& s, const Origins& origins) {
+  if (s.optimizer.name != "eva") return;
+  if (s.workload.adapter.kind != "none")
+    fail(origins.where("workload.adapter.kind"), "eva preconditions whole Linear and Conv2d weights, which an adapter freezes");
+  if (second_order_layers(s) == 0)
+    fail(origins.where("optimizer.name"), "model '" + s.workload.model +
+                                              "' offers eva no Linear or Conv2d layers to precondition (mlp and cnn do)");
+  static const std::vector<std::string> runs = {"ddp", "local_sgd", "diloco", "streaming_diloco", "sparta",
+                                                "sparta_diloco", "lofi", "gossip"};
+  if (std::find(runs.begin(), runs.end(), s.algorithm.name) == runs.end())
+    fail(origins.where("algorithm.name"),
+         "eva runs with ddp (its statistics all-reduced every step) or with algorithms that train locally between "
+         "exchanges (local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi, gossip), not with " +
+             s.algorithm.name +
+             (s.algorithm.name == "dear" ? " (eva's statistics beside DeAR's gated forward are not modelled yet)"
+                                         : ", which exchanges gradients its own way"));
 }
 
 void check_workload(const Scenario& s, const Origins& origins) {
@@ -771,6 +796,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   }
   check_projection(s, origins);  // before the model is built from workload.init_from
   check_workload(s, origins);
+  check_second_order(s, origins);
   check_compute(s, origins);
   check_algorithm(s, topology, origins);
   check_collective(s, origins);
@@ -836,7 +862,11 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
                             {"optimizer.lr", o.lr != dopt.lr, no_update},
                             {"optimizer.weight_decay", o.weight_decay != dopt.weight_decay, no_update},
                             {"optimizer.beta1", o.beta1 != dopt.beta1, no_update},
-                            {"optimizer.beta2", o.beta2 != dopt.beta2, no_update}})
+                            {"optimizer.beta2", o.beta2 != dopt.beta2, no_update},
+                            {"optimizer.damping", o.damping != dopt.damping, no_update},
+                            {"optimizer.kl_clip", o.kl_clip != dopt.kl_clip, no_update},
+                            {"optimizer.factor_decay", o.factor_decay != dopt.factor_decay, no_update},
+                            {"optimizer.kfac_batch_size", o.kfac_batch_size != dopt.kfac_batch_size, no_update}})
       if (u.given) warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
   }
   return warnings;

@@ -190,7 +190,12 @@ VirtualData make_vhl_data(const Scenario& s, const Dataset& data) {
 
 OptimizerConfig optimizer_config(const Scenario& scenario) {
   const auto& o = scenario.optimizer;
-  return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2};
+  return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2,
+          EvaOptions{o.damping, o.kl_clip, o.factor_decay, o.kfac_batch_size}};
+}
+
+size_t second_order_layers(const Scenario& scenario) {
+  return shapes_from_config(scenario) ? 0 : make_model(scenario)->layer_taps().size();
 }
 
 TrainingWork training_work(const Scenario& scenario, const Model& model) {
@@ -242,7 +247,7 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
-                                          std::vector<int> tensor_layers) {
+                                          std::vector<int> tensor_layers, std::vector<SecondOrderLayer> second_order) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   if (!entry->make)
@@ -265,6 +270,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.tensor_shapes = std::move(tensor_shapes);
   settings.tensor_layers = std::move(tensor_layers);
   settings.optimizer = optimizer_config(scenario);
+  settings.second_order = std::move(second_order);
   return entry->make(settings);
 }
 

@@ -56,10 +56,12 @@ std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset&
 
 // The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
 // shard size, the trainable parameter tensors' shapes, each host's topology neighbours and the
-// tensors' layers in forward order (training/layer_cost.h, gradient_layers).
+// tensors' layers in forward order (training/layer_cost.h, gradient_layers), and the layers a
+// second-order optimizer preconditions (ModelShapes::second_order).
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
-                                          std::vector<int> tensor_layers = {});
+                                          std::vector<int> tensor_layers = {},
+                                          std::vector<SecondOrderLayer> second_order = {});
 
 }  // namespace testbed

@@ -31,9 +31,11 @@ double tensor_bytes(const torch::Tensor& t) {
   return t.defined() ? static_cast<double>(t.numel()) * static_cast<double>(t.element_size()) : 0.0;
 }
 
-// Adam and AdamW keep two moments per parameter; SGD one momentum buffer when momentum > 0.
+// Adam and AdamW keep two moments per parameter; SGD one momentum buffer when momentum > 0, and
+// so does Eva's SGD (Eva's own state is two vectors a layer; its preconditioned gradient lives
+// one layer at a time).
 int optimizer_vectors(const OptimizerSection& o) {
-  if (o.name == "sgd") return o.momentum > 0 ? 1 : 0;
+  if (o.name == "sgd" || o.name == "eva") return o.momentum > 0 ? 1 : 0;
   return 2;
 }
 

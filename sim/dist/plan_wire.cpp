@@ -12,7 +12,8 @@ torch::Tensor encode_plan(const PlanOutline& plan) {
   for (const auto& op : plan.comm) {
     v.insert(v.end(), {static_cast<double>(op.kind), static_cast<double>(op.buffer.numel()), op.bytes_per_element,
                        static_cast<double>(op.delay), static_cast<double>(op.after_gradient),
-                       static_cast<double>(op.before_forward), static_cast<double>(op.nodes.size())});
+                       static_cast<double>(op.before_forward), static_cast<double>(op.after_forward),
+                       static_cast<double>(op.nodes.size())});
     for (int n : op.nodes) v.push_back(n);
     v.push_back(static_cast<double>(op.tag.size()));
     for (char c : op.tag) v.push_back(static_cast<unsigned char>(c));
@@ -43,6 +44,7 @@ PlanOutline decode_plan(const torch::Tensor& wire) {
     op.delay = static_cast<int>(count());
     op.after_gradient = static_cast<int>(count());
     op.before_forward = static_cast<int>(count());
+    op.after_forward = static_cast<int>(count());
     const int64_t nodes = count();
     for (int64_t n = 0; n < nodes; ++n) op.nodes.push_back(static_cast<int>(count()));
     const int64_t chars = count();

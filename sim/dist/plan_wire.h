@@ -17,8 +17,8 @@ struct PlanOutline {
   std::vector<CommOp> comm;
 };
 
-// float64, one dimension. Ops keep kind, tag, size, wire format, delay, nodes, after_gradient
-// and before_forward.
+// float64, one dimension. Ops keep kind, tag, size, wire format, delay, nodes, after_gradient,
+// before_forward and after_forward.
 torch::Tensor encode_plan(const PlanOutline& plan);
 // The plan with ops whose buffers have the size and no storage of their own (a remote
 // replica's: this process never reads its values).

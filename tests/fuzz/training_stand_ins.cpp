@@ -10,6 +10,7 @@
 namespace testbed {
 
 void check_model(const Scenario&) {}
+size_t second_order_layers(const Scenario&) { return 1; }
 
 #define TESTBED_UNREACHABLE_FACTORY(factory) \
   std::unique_ptr<Algorithm> factory(const AlgorithmSettings&) { std::abort(); }

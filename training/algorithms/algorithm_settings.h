@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "training/algorithms/registry.h"
+#include "training/model_shapes.h"
 #include "training/replica.h"
 
 namespace testbed {
@@ -23,6 +24,8 @@ struct AlgorithmSettings {
   // when unknown (a tensor a layer, in flat order).
   std::vector<int> tensor_layers;
   OptimizerConfig optimizer;                   // the inner (local) optimizer
+  // The layers a second-order optimizer preconditions (Model::layer_taps), for its messages.
+  std::vector<SecondOrderLayer> second_order;
 };
 
 }  // namespace testbed

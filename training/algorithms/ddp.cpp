@@ -3,6 +3,9 @@
 
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
+#include "training/optimizers/eva_traffic.h"
+
+#include <algorithm>
 
 #include <torch/torch.h>
 
@@ -14,9 +17,25 @@ std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
 }  // namespace
 
 Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-         const DdpOptions& options)
-    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes) {
+         const DdpOptions& options, std::vector<SecondOrderLayer> eva_layers)
+    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes), tensor_layers_(tensor_layers),
+      eva_layers_(std::move(eva_layers)), applied_(nodes, 0) {
   if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
+}
+
+std::vector<CommOp> Ddp::step_ops(std::vector<CommOp> ops, const Eva* eva) const {
+  if (eva_layers_.empty()) return ops;
+  for (auto& op : eva_statistics_ops(eva_layers_, eva)) ops.push_back(std::move(op));
+  // Issue order: forward ops by layer, then backward's from the last layer to the first (a
+  // bucket before a statistic of the same layer), then those at the end of backward.
+  auto layer = [&](int tensor) { return tensor_layers_.empty() ? tensor : tensor_layers_[tensor]; };
+  auto when = [&](const CommOp& op) {
+    return op.after_forward >= 0    ? std::pair{0, layer(op.after_forward)}
+           : op.after_gradient >= 0 ? std::pair{1, -layer(op.after_gradient)}
+                                    : std::pair{2, 0};
+  };
+  std::stable_sort(ops.begin(), ops.end(), [&](const CommOp& x, const CommOp& y) { return when(x) < when(y); });
+  return ops;
 }
 
 std::vector<CommOp> Ddp::gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const {
@@ -44,36 +63,43 @@ StepPlan Ddp::local_step(int /*node*/, int /*step*/, Replica& replica, const Dat
   // Without buckets the all-reduce sums a copy of the replica's gradient buffer; the update waits
   // for it. A copy, not the buffer itself: an op owns its storage (algorithm.h), so a resumed
   // run can rebuild it.
-  plan.comm = gradient_ops([&](const GradientBucket* b) {
-    return b ? slices_.gather(replica.gradients(), b->tensors) : replica.gradients().clone();
-  });
+  plan.comm = step_ops(gradient_ops([&](const GradientBucket* b) {
+                         return b ? slices_.gather(replica.gradients(), b->tensors) : replica.gradients().clone();
+                       }),
+                       dynamic_cast<const Eva*>(replica.preconditioner()));
   return plan;
 }
 
 StepPlan Ddp::projected_step(int /*node*/, int /*step*/) {
   StepPlan plan;
   plan.loss = no_loss();
-  plan.comm = gradient_ops([&](const GradientBucket* b) { return shape_only(b ? b->elements : slices_.total()); });
+  plan.comm = step_ops(gradient_ops([&](const GradientBucket* b) { return shape_only(b ? b->elements : slices_.total()); }),
+                       nullptr);
   return plan;
 }
 
-void Ddp::apply(int /*node*/, int /*issued_step*/, Replica& replica, CommOp& op) {
-  if (buckets_.empty()) {
+void Ddp::apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) {
+  auto* eva = dynamic_cast<Eva*>(replica.preconditioner());
+  if (eva && apply_eva_statistics(*eva, op, nodes_)) {
+  } else if (buckets_.empty()) {
     replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
-    replica.optimizer_step();
-    return;
+  } else {
+    size_t b = 0;
+    while (b < buckets_.size() && bucket_tag(b) != op.tag) ++b;
+    if (b == buckets_.size()) throw std::logic_error("ddp: no bucket is tagged '" + op.tag + "'");
+    slices_.scatter(op.buffer.div_(nodes_), buckets_[b].tensors, replica.gradients());
   }
-  // Buckets are applied in issue order; the update follows the last (the step's optimizer
-  // step needs every gradient, as in DDP).
-  size_t b = 0;
-  while (b < buckets_.size() && bucket_tag(b) != op.tag) ++b;
-  if (b == buckets_.size()) throw std::logic_error("ddp: no bucket is tagged '" + op.tag + "'");
-  slices_.scatter(op.buffer.div_(nodes_), buckets_[b].tensors, replica.gradients());
-  if (b + 1 == buckets_.size()) replica.optimizer_step();
+  // The update follows the step's last op (it needs every gradient, as in DDP, and Eva's
+  // averaged vectors); all of them are due before the next step.
+  const size_t ops = std::max<size_t>(buckets_.size(), 1) + 2 * eva_layers_.size();
+  if (++applied_[node] < ops) return;
+  applied_[node] = 0;
+  replica.optimizer_step();
 }
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
-  return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options));
+  return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options),
+                               s.optimizer.name == "eva" ? s.second_order : std::vector<SecondOrderLayer>{});
 }
 
 }  // namespace testbed

@@ -38,6 +38,12 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
   constexpr double zero_grad = 4;
   if (optimizer == "adamw" || optimizer == "adam") return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
   if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;  // reads p g [buf], writes p [buf]
+  // Eva's preconditioning before SGD, kernel by kernel as the reference runs it (unfused, 4-byte
+  // elements): g^T grad a reads grad (4); the outer product g a^T writes v (4); scaling it
+  // reads and writes v (8); adding grad reads both, writes v (12); dividing by the damping (8);
+  // KL's v . grad reads both and writes the product (12), its sum reads it (4); the copy into
+  // grad (8); the scale by nu (8). Its vectors come from 16 samples a layer: not counted.
+  if (optimizer == "eva") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 4 + 4 + 8 + 12 + 8 + 12 + 4 + 8 + 8;
   throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
 }
 

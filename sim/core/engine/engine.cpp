@@ -29,6 +29,10 @@
 namespace testbed {
 namespace {
 
+// Issued during the step's passes (forward or backward) rather than at their end: such ops share
+// the node's one communication stream.
+bool streamed(const CommOp& op) { return op.after_gradient >= 0 || op.after_forward >= 0; }
+
 bool is_eval_step(int steps_done, const Scenario& s) {
   return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
 }
@@ -82,7 +86,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
   gradient_layer_ = gradient_layers(work, shapes.names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_);
+  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order);
   if (projection_ && !compute_->deterministic())
     throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
                                 "that knows a step's time beforehand (not measured)");
@@ -252,7 +256,7 @@ void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_ba
   PlannedIssue p;
   p.at_ticks = at_ticks;
   p.event_order = in_batch ? compute_batches_.at(at_ticks).event_order : issue_events_++;
-  p.streamed = op.after_gradient >= 0;
+  p.streamed = streamed(op);
   p.delay = op.delay;
   // Rank r is node r: only whole-fleet collectives in node order are phases.
   if (op.nodes.empty() || op.nodes == fleet_) p.plan = plan_for(op, fleet_).get();
@@ -269,7 +273,7 @@ void Engine::schedule_start(int node) {
 // leaves when the backward pass of its tensor's layer ends, compute_done comes at the end of
 // backward, and the update runs once the ops due before the next step are complete.
 std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> ops) {
-  const bool any = std::any_of(ops.begin(), ops.end(), [](const CommOp& op) { return op.after_gradient >= 0; });
+  const bool any = std::any_of(ops.begin(), ops.end(), streamed);
   if (!any) return ops;
   if (!algorithm_->issues_during_backward())
     throw std::logic_error(algorithm_->name() + " issued an op during backward without saying it would");
@@ -283,13 +287,16 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
   s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - start);
   std::vector<CommOp> at_end;
   for (auto& op : ops) {
-    if (op.after_gradient >= static_cast<int>(gradient_layer_.size()))
-      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for tensor " +
-                             std::to_string(op.after_gradient) + " of " + std::to_string(gradient_layer_.size()));
+    const int tensor = op.after_forward >= 0 ? op.after_forward : op.after_gradient;
+    if (tensor >= static_cast<int>(gradient_layer_.size()))
+      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for tensor " + std::to_string(tensor) +
+                             " of " + std::to_string(gradient_layer_.size()));
+    // A forward op of a step whose forward already ran at its gates (begin_forward) leaves now.
     const int64_t at =
-        op.after_gradient < 0
-            ? s.compute_end_ticks
-            : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[op.after_gradient]));
+        op.after_forward >= 0
+            ? std::max(clock_->now_ticks(), start + EventClock::ticks(passes * shares.forward_before(gradient_layer_[tensor])))
+        : op.after_gradient < 0 ? s.compute_end_ticks
+                                : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor]));
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
     if (at >= s.compute_end_ticks) {
       at_end.push_back(std::move(op));
@@ -348,11 +355,11 @@ void Engine::issue(int node, CommOp op) {
   total_bytes_ += c.bytes_per_rank[rank];
   f.op = std::move(op);
   f.rank = rank;
-  // Ops issued during backward run one after another, as collectives on one communication
-  // stream do (NCCL's, a Gloo process group's): each waits for the node's previous one.
-  if (f.op.after_gradient >= 0) {
+  // Ops issued during forward and backward run one after another, as collectives on one
+  // communication stream do (NCCL's, a Gloo process group's): each waits for the node's previous one.
+  if (streamed(f.op)) {
     f.entered = std::none_of(s.in_flight.begin(), s.in_flight.end(),
-                             [](const InFlight& g) { return g.op.after_gradient >= 0 && !g.complete; });
+                             [](const InFlight& g) { return streamed(g.op) && !g.complete; });
   }
   // Ops the next forward waits for run one after another too: reach_gate enters the next.
   if (f.op.before_forward >= 0) {
@@ -368,7 +375,7 @@ void Engine::issue(int node, CommOp op) {
 
 void Engine::enter_next_queued(int node) {
   for (auto& f : state_[node].in_flight) {
-    if (f.entered || f.op.after_gradient < 0) continue;
+    if (f.entered || !streamed(f.op)) continue;
     f.entered = true;
     enter_collective({f.issued_step, f.op.tag}, f.rank, f.work, f.arrived);
     return;
@@ -377,15 +384,15 @@ void Engine::enter_next_queued(int node) {
 
 void Engine::op_complete(int node, int issued_step, const std::string& tag) {
   auto& s = state_[node];
-  bool streamed = false;
+  bool on_stream = false;
   for (auto& f : s.in_flight) {
     if (f.issued_step == issued_step && f.op.tag == tag) {
       f.complete = true;
-      streamed = f.op.after_gradient >= 0;
+      on_stream = streamed(f.op);
     }
   }
   // Outside the delivery callback, as the step's end below.
-  if (streamed) {
+  if (on_stream) {
     clock_->schedule(0, [this, node] {
       HostTimer timer(times_.engine);
       enter_next_queued(node);
@@ -593,7 +600,7 @@ bool Engine::start_round(int node) {
     if (!hooks_.checkpoint_dir.empty()) schedule_[node][s.step].rounds.push_back({seconds, scheduled_ops(round.comm)});
   }
   for (const auto& op : round.comm) {
-    if (op.delay != 0 || op.after_gradient >= 0)
+    if (op.delay != 0 || streamed(op))
       throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must be due before the next step");
     if (op.before_forward >= 0 && !algorithm_->forward_waits_for_ops())
       throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' gates the forward without saying it would");

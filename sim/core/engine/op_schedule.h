@@ -18,6 +18,7 @@ struct ScheduledOp {
   std::vector<int> nodes;
   int after_gradient = -1;
   int before_forward = -1;
+  int after_forward = -1;
 };
 
 // A later round of a step's communication (Algorithm::next_round), after its extra work.

@@ -1,0 +1,35 @@
+// What a second-order optimizer reads of one Linear or Conv2d layer in a training step: the
+// layer's input and the gradient at its output (PyTorch's forward pre-hook and backward hook).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace testbed {
+
+class LayerTap {
+ public:
+  std::string name;
+  torch::Tensor weight, bias;  // the layer's parameters (bias undefined when it has none)
+  // Conv2d's geometry (empty for a Linear layer): kernel, stride and padding, height then width.
+  std::vector<int64_t> kernel, stride, padding;
+  bool conv() const { return !kernel.empty(); }
+  // Rows of the weight's gradient as a matrix (out features or filters) and its columns with a
+  // column for the bias (in features or in_channels x kh x kw, plus one).
+  int64_t d_g() const { return weight.size(0); }
+  int64_t d_a() const { return weight.numel() / weight.size(0) + (bias.defined() ? 1 : 0); }
+
+  // How many leading samples of each training batch to keep (0: none, the default). Kept only
+  // while autograd records, as the reference's hooks (evaluation passes are not training).
+  int64_t keep = 0;
+  torch::Tensor input, output_grad;  // the last training pass's first `keep` samples
+
+  // Runs `layer` on `x`, keeping what the optimizer reads.
+  torch::Tensor operator()(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& layer);
+};
+
+}  // namespace testbed
