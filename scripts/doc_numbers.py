@@ -615,6 +615,40 @@ def paper_acpsgd(tb):
             + table(["model", "NIC", "run", "a step", "ACP-SGD's speed-up over it"], rows))
 
 
+@block("full")
+def paper_dp_kfac(tb):
+    """D-KFAC against DP-KFAC on DeAR's 64 GPUs (16 hosts of 4 RTX 2080 Ti, 10 Gb/s), ResNet-50
+    on ImageNet shapes, batch 64 a GPU: what a second-order update sends and computes a node a
+    step beyond plain SGD under DDP."""
+    runs = [("SGD", "{name: sgd, momentum: 0.9}"),
+            ("D-KFAC, inverse (directions broadcast)", "{name: kfac, momentum: 0.9}"),
+            ("D-KFAC, eigen (eigenvectors broadcast)", "{name: kfac, variant: eigen, momentum: 0.9}"),
+            ("DP-KFAC", "{name: dp_kfac, momentum: 0.9}")]
+    results = tb.runs([(DEAR, ["algorithm={name: ddp}", f"optimizer={o}", "workload.steps=2"]) for _, o in runs])
+    measured = []
+    for r in results:
+        with h5py.File(r["path"], "r") as f:
+            nodes_steps = f["train"]["compute_time"].size
+            compute = f["train"]["compute_time"][:]
+            measured.append({"bytes": r["total_bytes"] / nodes_steps, "compute": float(compute.mean()),
+                             "slowest": float(compute.mean(axis=0).max()), "step": r["projected_time_s"] / r["steps_completed"]})
+    base = measured[0]
+    rows = []
+    for (label, _), m in zip(runs, measured):
+        extra_bytes, extra_compute = m["bytes"] - base["bytes"], m["compute"] - base["compute"]
+        rows.append([label, f"{1000 * m['step']:.0f} ms", mb(m["bytes"]), mb(extra_bytes), f"{1000 * extra_compute:.1f} ms",
+                     f"{1000 * (m['slowest'] - base['slowest']):.1f} ms"])
+    dp = measured[3]
+    ratio = lambda m: (f"{(m['bytes'] - base['bytes']) / (dp['bytes'] - base['bytes']):.2f}x",
+                       f"{(m['compute'] - base['compute']) / (dp['compute'] - base['compute']):.2f}x",
+                       f"{(m['slowest'] - base['slowest']) / (dp['slowest'] - base['slowest']):.2f}x")
+    ratios = [[label, *ratio(m)] for (label, _), m in zip(runs[1:3], measured[1:3])]
+    return (command(f"build/testbed run {DEAR} --set 'algorithm={{name: ddp}}' --set 'optimizer={{name: dp_kfac, momentum: 0.9}}' --set workload.steps=2")
+            + table(["optimizer", "a step", "sent a node a step", "beyond SGD's", "compute beyond SGD's (mean node)",
+                     "(slowest node)"], rows) + "\n"
+            + table(["against DP-KFAC", "communication", "computation (mean node)", "(slowest node)"], ratios))
+
+
 FAT_TREE = "bench/scenarios/gpt2_ddp_fat_tree.yaml"
 
 

@@ -205,6 +205,40 @@ TEST(DirectBroadcast, EveryRankEndsWithRankZerosBuffer) {
   }
 }
 
+// NCCL's pipelined ring broadcast, worked by hand for 4 ranks and 10 elements: pieces of
+// 2, 3, 2, 3 elements (p pieces, split as the ring's chunks), each hop forwarding piece j only
+// after piece j reached it; every rank but the last sends the whole buffer once. Slips caught: a
+// hop waiting for the whole buffer (no pipelining), the root sending to everyone, pieces lost.
+TEST(RingBroadcast, PipelinedDownTheRingByHand) {
+  const auto plan = ring_broadcast(4, 10, 4);
+  ASSERT_EQ(plan.messages.size(), 12u);
+  const std::vector<int64_t> begin = {0, 2, 5, 7}, count = {2, 3, 2, 3};
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < 4; ++j) {
+      const auto& m = plan.messages[static_cast<size_t>(4 * r + j)];
+      SCOPED_TRACE(std::to_string(r) + " " + std::to_string(j));
+      EXPECT_EQ(m.src, r);
+      EXPECT_EQ(m.dst, r + 1);
+      EXPECT_EQ(m.offset, begin[j]);
+      EXPECT_EQ(m.dst_offset, begin[j]);
+      EXPECT_EQ(m.count, count[j]);
+      EXPECT_EQ(m.bytes, static_cast<uint64_t>(4 * count[j]));
+      EXPECT_EQ(m.op, ChunkOp::Copy);
+      if (r == 0) EXPECT_TRUE(m.after.empty());
+      else EXPECT_EQ(m.after, (std::vector<int>{4 * (r - 1) + j}));
+    }
+  const auto bytes = bytes_sent_per_rank(plan);
+  EXPECT_EQ(bytes, (std::vector<uint64_t>{40, 40, 40, 0}));
+  for (int p : {1, 2, 5}) {
+    for (int64_t k : {int64_t{0}, int64_t{3}, int64_t{9}}) {  // fewer elements than ranks: fewer pieces
+      SCOPED_TRACE("p=" + std::to_string(p) + " k=" + std::to_string(k));
+      const auto data = execute(ring_broadcast(p, k, 1), std::vector<int64_t>(p, k));
+      for (int r = 0; r < p; ++r)
+        for (int64_t i = 0; i < k; ++i) ASSERT_EQ(data[r][i], static_cast<double>(i)) << r;  // rank 0's values
+    }
+  }
+}
+
 TEST(NeighbourExchange, EachRankReceivesEachNeighboursBlock) {
   // A line 0-1-2-3 plus the chord 0-2: degrees 2, 2, 3, 1.
   const std::vector<std::vector<int>> neighbours = {{1, 2}, {0, 2}, {1, 3, 0}, {2}};

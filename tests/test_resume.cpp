@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ResumeInProcess, ::testing::ValuesIn(kCases
 TEST(OpSchedule, ReadsBackToTheSameBits) {
   OpSchedule s(2);
   s[0].push_back({0.1 + 0.2, 0.1 / 3, {{0, "gradient", 1234, 4, 0, {}}, {2, "sparse", 7, 0.5, 1, {0, 3}, 5},
-                              {0, "eva.a.1", 9, 4, 0, {}, -1, -1, 3}}});
+                              {0, "eva.a.1", 9, 4, 0, {}, -1, -1, 3},
+                              {4, "kfac.direction.0", 12, 4, 0, {1, 0}, -1, -1, -1, true}}});
   s[0].push_back({1.0 / 3.0, 0, {}});
   s[1].push_back({2.5e-7, 0, {{1, "pseudo_gradient/2", 99, 2, 1000000, {1}}}, {{1.0 / 7, {{0, "q", 12, 4, 0, {}}}}}});
   const OpSchedule back = decode_schedule(encode_schedule(s));
@@ -109,7 +110,9 @@ TEST(OpSchedule, ReadsBackToTheSameBits) {
   EXPECT_TRUE(same(back[0][0].compute_time, 0.1 + 0.2));  // not 0.3: every bit is kept
   EXPECT_TRUE(same(back[0][1].compute_time, 1.0 / 3.0));
   EXPECT_TRUE(same(back[0][0].extra_time, 0.1 / 3));
-  ASSERT_EQ(back[0][0].ops.size(), 3u);
+  ASSERT_EQ(back[0][0].ops.size(), 4u);
+  EXPECT_TRUE(back[0][0].ops[3].pipelined);  // K-FAC's NCCL broadcasts
+  EXPECT_FALSE(back[0][0].ops[2].pipelined);
   EXPECT_EQ(back[0][0].ops[2].after_forward, 3);  // Eva's forward issue point
   EXPECT_EQ(back[0][0].ops[1].after_forward, -1);
   EXPECT_EQ(back[0][0].ops[1].tag, "sparse");

@@ -313,6 +313,8 @@ TEST(Roofline, OptimizerBytesPerParameter) {
   // Eva's nine unfused kernels over the gradient, counted from the reference's statements:
   // reads and writes of 4 bytes, 1 + 1 + 2 + 3 + 2 + 3 + 1 + 2 + 2 = 17 of them.
   EXPECT_EQ(optimizer_bytes_per_parameter("eva", true), 24 + 17 * 4);
+  // K-FAC's five kernels: 3 + 2 + 1 + 2 + 2 = 10 accesses of 4 bytes.
+  EXPECT_EQ(optimizer_bytes_per_parameter("kfac", true), 24 + 10 * 4);
   EXPECT_THROW(optimizer_bytes_per_parameter("lion", false), std::invalid_argument);
 }
 

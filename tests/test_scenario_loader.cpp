@@ -56,19 +56,24 @@ TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
   EXPECT_EQ(s.output.path, "results/scenario.h5");  // derived from the name
 }
 
-// Eva on what it cannot precondition, or beside an exchange its reference does not run, is
-// refused at the key that decides it. Slips caught: the model check dropped (a ResNet trains
-// plain SGD silently), an adapter's frozen weights preconditioned, eva under ddp without its
-// statistics' traffic.
-TEST(ScenarioRules, EvaRefusesWhatItCannotRun) {
-  expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: resnet18}\n", "s.yaml:1:19",
+// A second-order optimizer on what it cannot precondition, or beside an exchange its reference
+// does not run, is refused at the key that decides it. Slips caught: the model check dropped (a
+// GPT or a LLaMA projection would train plain SGD silently), an adapter's frozen weights
+// preconditioned, K-FAC under local SGD with its compute uncharged.
+TEST(ScenarioRules, SecondOrderOptimizersRefuseWhatTheyCannotRun) {
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: llama, dataset: brown, train: false}\n", "s.yaml:1:19",
                "offers eva no Linear or Conv2d layers");
   expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: mlp, adapter: {kind: lora}}\n",
                "s.yaml:3:40", "which an adapter freezes");
   expect_error("optimizer: {name: eva}\nalgorithm: {name: dear}\n", "s.yaml:2:19", "not modelled yet");
-  expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19", "which exchanges gradients");
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19", "topk exchanges gradients its own way");
+  expect_error("optimizer: {name: kfac}\nalgorithm: {name: local_sgd}\n", "s.yaml:2:19", "kfac runs with ddp, not with local_sgd");
+  expect_error("optimizer: {name: dp_kfac}\nworkload: {model: gpt, dataset: brown}\n", "s.yaml:1:19", "offers dp_kfac no Linear or Conv2d layers");
+  // Each optimizer's own default damping: Eva's 0.03, K-FAC's 0.001 (the references').
+  EXPECT_EQ(parse_scenario("optimizer: {name: kfac}\n", "s.yaml").optimizer.damping_or_default(), 0.001);
+  EXPECT_EQ(parse_scenario("optimizer: {name: eva}\n", "s.yaml").optimizer.damping_or_default(), 0.03);
   const Scenario s = parse_scenario("optimizer: {name: eva, momentum: 0.9, damping: 0.01}\nalgorithm: {name: diloco}\n", "s.yaml");
-  EXPECT_EQ(s.optimizer.damping, 0.01);
+  EXPECT_EQ(s.optimizer.damping_or_default(), 0.01);
   EXPECT_EQ(s.optimizer.kl_clip, 0.001);  // the reference's defaults
   EXPECT_EQ(s.optimizer.factor_decay, 0.95);
   EXPECT_EQ(s.optimizer.kfac_batch_size, 16);
@@ -982,6 +987,9 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"optimizer.kl_clip", "optimizer: {kl_clip: 0.01}\n", "kl_clip: ", "read only with optimizer.name: eva"},
       {"optimizer.factor_decay", "optimizer: {factor_decay: 0.9}\n", "factor_decay: ", "read only with optimizer.name: eva"},
       {"optimizer.kfac_batch_size", "optimizer: {kfac_batch_size: 8}\n", "kfac_batch_size: ", "read only with optimizer.name: eva"},
+      {"optimizer.variant", "optimizer: {name: dp_kfac, variant: eigen}\nalgorithm: {name: ddp}\n", "variant: ", "read only with optimizer.name: kfac"},
+      {"optimizer.fac_update_freq", "optimizer: {name: eva, fac_update_freq: 2}\n", "fac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
+      {"optimizer.kfac_update_freq", "optimizer: {kfac_update_freq: 2}\n", "kfac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
       {"compute.step_time", "compute: {model: flops, step_time: 1s}\n", "step_time: ", "read only with compute.model: fixed"},
       {"compute.device", "compute: {model: fixed, device: a100}\n", "device: ", "read only with compute.model: flops"},
       {"compute.dtype", "compute: {model: fixed, dtype: bf16}\n", "dtype: ", "read only with compute.model: flops"},

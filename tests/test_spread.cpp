@@ -45,6 +45,7 @@ TEST(PlanWire, EveryFieldSurvivesButTheValues) {
   b.buffer = torch::zeros({3}, torch::kFloat32);
   b.before_forward = 2;
   b.after_forward = 4;
+  b.pipelined = true;
   plan.comm = {a, b};
   const PlanOutline got = decode_plan(encode_plan(plan));
   EXPECT_EQ(got.loss, plan.loss);
@@ -68,6 +69,8 @@ TEST(PlanWire, EveryFieldSurvivesButTheValues) {
   EXPECT_EQ(got.comm[1].before_forward, 2);
   EXPECT_EQ(got.comm[1].after_forward, 4);
   EXPECT_EQ(got.comm[0].after_forward, -1);
+  EXPECT_TRUE(got.comm[1].pipelined);
+  EXPECT_FALSE(got.comm[0].pipelined);
   // A truncated plan is an error, not a short plan.
   auto wire = encode_plan(plan);
   EXPECT_THROW(decode_plan(wire.narrow(0, 0, wire.numel() - 1)), std::runtime_error);

@@ -52,6 +52,9 @@ struct CommOp {
   // with the backward ops on the node's one communication stream; the update waits for it.
   // Only algorithms that say issues_during_backward().
   int after_forward = -1;
+  // Broadcast only: false as Gloo broadcasts CPU tensors (the root sends to every other node);
+  // true as NCCL broadcasts GPU buffers, pipelined down a ring from the root (ring_broadcast).
+  bool pipelined = false;
   // -1: the next step starts after the op, as `delay` says. i >= 0 (a round's ops, delay 0):
   // the next step starts without it and its forward pass of trainable tensor i's layer waits
   // for it (DeAR's all-gathers); such ops run one after another, each issued when the forward

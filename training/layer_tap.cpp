@@ -5,6 +5,33 @@
 
 namespace testbed {
 
+LayerTap conv_tap(const std::string& name, const torch::nn::Conv2d& conv) {
+  const auto& o = conv->options;
+  const auto pad = c10::get<torch::ExpandingArray<2>>(o.padding());
+  LayerTap t;
+  t.name = name;
+  t.weight = conv->weight;
+  t.bias = conv->bias;
+  t.kernel = {(*o.kernel_size())[0], (*o.kernel_size())[1]};
+  t.stride = {(*o.stride())[0], (*o.stride())[1]};
+  t.padding = {(*pad)[0], (*pad)[1]};
+  return t;
+}
+
+LayerTap linear_tap(const std::string& name, const torch::nn::Linear& linear) {
+  LayerTap t;
+  t.name = name;
+  t.weight = linear->weight;
+  t.bias = linear->bias;
+  return t;
+}
+
+torch::Tensor LayerTap::gradient_matrix() const {
+  auto grad = weight.grad().reshape({d_g(), -1});
+  if (bias.defined()) grad = torch::cat({grad, bias.grad().reshape({-1, 1})}, 1);
+  return grad;
+}
+
 torch::Tensor LayerTap::operator()(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& layer) {
   const bool recording = keep > 0 && torch::GradMode::is_enabled();
   if (recording) input = x.detach().slice(0, 0, keep).clone();

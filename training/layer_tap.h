@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
 namespace testbed {
@@ -22,6 +24,8 @@ class LayerTap {
   // column for the bias (in features or in_channels x kh x kw, plus one).
   int64_t d_g() const { return weight.size(0); }
   int64_t d_a() const { return weight.numel() / weight.size(0) + (bias.defined() ? 1 : 0); }
+  // The weight's gradient as that d_g x d_a matrix, its last column the bias's.
+  torch::Tensor gradient_matrix() const;
 
   // How many leading samples of each training batch to keep (0: none, the default). Kept only
   // while autograd records, as the reference's hooks (evaluation passes are not training).
@@ -31,5 +35,9 @@ class LayerTap {
   // Runs `layer` on `x`, keeping what the optimizer reads.
   torch::Tensor operator()(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& layer);
 };
+
+// Taps of LibTorch's own layers (a Conv2d's explicit padding; not "same" or "valid").
+LayerTap conv_tap(const std::string& name, const torch::nn::Conv2d& conv);
+LayerTap linear_tap(const std::string& name, const torch::nn::Linear& linear);
 
 }  // namespace testbed

@@ -30,7 +30,11 @@ ModelShapes shapes_of(const Model& model) {
   // layer_taps() hands out the taps to write into; here they are only read.
   const auto trainable = trainable_parameters(model);
   for (const LayerTap* tap : const_cast<Model&>(model).layer_taps()) {
-    SecondOrderLayer l{tap->name, -1, tap->d_a(), tap->d_g()};
+    SecondOrderLayer l{tap->name, -1, tap->d_a(), tap->d_g(), 1};
+    if (tap->conv()) {  // its output positions from its cost's outputs (d_g x positions a sample)
+      for (const auto& cost : m.layers)
+        if (cost.name == tap->name) l.positions = static_cast<int64_t>(cost.outputs) / tap->d_g();
+    }
     for (size_t i = 0; i < trainable.size(); ++i)
       if (trainable[i].unsafeGetTensorImpl() == tap->weight.unsafeGetTensorImpl()) l.weight_tensor = static_cast<int>(i);
     if (l.weight_tensor < 0) continue;  // a frozen layer: nothing to precondition

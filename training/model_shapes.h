@@ -18,6 +18,7 @@ struct SecondOrderLayer {
   std::string name;
   int weight_tensor = 0;  // its weight's index among the trainable tensors
   int64_t d_a = 0, d_g = 0;  // its input vector's length (a bias adds one) and its output's
+  int64_t positions = 1;     // a Conv2d's output positions (K-FAC's factor rows a sample); 1 for Linear
 };
 
 struct ModelShapes {

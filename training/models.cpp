@@ -26,19 +26,6 @@ LayerCost conv_cost(const std::string& name, const torch::nn::Conv2d& conv, int6
   return c;
 }
 
-LayerTap conv_tap(const std::string& name, const torch::nn::Conv2d& conv) {
-  const auto& o = conv->options;
-  auto pad = c10::get<torch::ExpandingArray<2>>(o.padding());
-  LayerTap t;
-  t.name = name;
-  t.weight = conv->weight;
-  t.bias = conv->bias;
-  t.kernel = {(*o.kernel_size())[0], (*o.kernel_size())[1]};
-  t.stride = {(*o.stride())[0], (*o.stride())[1]};
-  t.padding = {(*pad)[0], (*pad)[1]};
-  return t;
-}
-
 class Mlp : public Model {
  public:
   Mlp(int64_t inputs, int64_t hidden, int64_t outputs, const AdapterConfig& adapter)

@@ -18,7 +18,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
-  if (c.name == "sgd" || c.name == "eva") {
+  if (c.name == "sgd" || c.name == "eva" || c.name == "kfac" || c.name == "dp_kfac") {
     return std::make_unique<torch::optim::SGD>(
         parameters, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   }
@@ -78,6 +78,8 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
   }
   optimizer_ = make_optimizer(trainable, optimizer);
   if (optimizer.name == "eva") preconditioner_ = std::make_unique<Eva>(model_->layer_taps(), optimizer.eva);
+  if (optimizer.name == "kfac" || optimizer.name == "dp_kfac")
+    preconditioner_ = std::make_unique<Kfac>(model_->layer_taps(), optimizer.kfac, optimizer.fleet, optimizer.rank);
 }
 
 Batch Replica::next_batch(const Dataset& data, int batch_size) {
@@ -104,9 +106,11 @@ void Replica::backward(const torch::Tensor& loss) {
 }
 
 void Replica::optimizer_step() {
-  if (preconditioner_) preconditioner_->precondition(optimizer_->param_groups().front().options().get_lr());
+  if (preconditioner_) preconditioner_->precondition(learning_rate());
   optimizer_->step();
 }
+
+double Replica::learning_rate() const { return optimizer_->param_groups().front().options().get_lr(); }
 
 void Replica::save(torch::serialize::OutputArchive& archive) const {
   archive.write("parameters", parameters_);
@@ -117,7 +121,7 @@ void Replica::save(torch::serialize::OutputArchive& archive) const {
   optimizer_->save(optimizer);
   archive.write("optimizer", optimizer);
   if (preconditioner_) {
-    for (const auto& [key, tensor] : preconditioner_->state()) archive.write(key, tensor);
+    for (const auto& [key, tensor] : preconditioner_->state()) archive.write("preconditioner_" + key, tensor);
   }
   const auto sampler = sampler_.state();
   archive.write("sampler_order", sampler.order);
@@ -140,7 +144,8 @@ void Replica::load(torch::serialize::InputArchive& archive) {
     std::map<std::string, torch::Tensor> state;
     for (const auto& key : archive.keys()) {
       torch::Tensor t;
-      if (key.rfind("eva_", 0) == 0 && archive.try_read(key, t)) state[key] = t;
+      const std::string prefix = "preconditioner_";
+      if (key.rfind(prefix, 0) == 0 && archive.try_read(key, t)) state[key.substr(prefix.size())] = t;
     }
     preconditioner_->load_state(state);
   }

@@ -11,6 +11,7 @@
 #include "training/dataset.h"
 #include "training/models.h"
 #include "training/optimizers/eva.h"
+#include "training/optimizers/kfac.h"
 #include "training/partition.h"
 
 namespace testbed {
@@ -22,6 +23,9 @@ struct OptimizerConfig {
   double momentum = 0.0;
   double beta1 = 0.9, beta2 = 0.999;
   EvaOptions eva;
+  KfacOptions kfac;
+  // The fleet a second-order optimizer deals its layers over, and this replica's place in it.
+  int fleet = 1, rank = 0;
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
@@ -53,6 +57,7 @@ class Replica {
   void backward(const torch::Tensor& loss);
   // The preconditioner (if any) on the gradients, then the optimizer.
   void optimizer_step();
+  double learning_rate() const;  // the optimizer's, this step
 
   // All trainable parameters' gradients as one 1-D tensor. Each one's .grad() is a view into
   // it (as DDP's gradient buckets are), so reducing it in place reduces the gradients

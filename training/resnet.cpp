@@ -64,16 +64,32 @@ class ResidualBlock : public nn::Module {
     bn2_ = register_module("bn2", nn::BatchNorm2d(bottleneck_ ? width : out_));
     if (stride != 1 || in != out_) {
       // torchvision's downsample.0 and downsample.1.
-      auto down = register_module("downsample", nn::Sequential(resnet_conv(in, out_, 1, stride), nn::BatchNorm2d(out_)));
-      downsample_ = down;
+      down_conv_ = resnet_conv(in, out_, 1, stride);
+      down_bn_ = nn::BatchNorm2d(out_);
+      downsample_ = register_module("downsample", nn::Sequential(down_conv_, down_bn_));
     }
   }
 
+  // Its convolutions' taps, named under `prefix` as layer_costs names them, in forward order.
+  void name_taps(const std::string& prefix) {
+    tap1_ = conv_tap(prefix + "conv1", conv1_);
+    tap2_ = conv_tap(prefix + "conv2", conv2_);
+    if (bottleneck_) tap3_ = conv_tap(prefix + "conv3", conv3_);
+    if (!downsample_.is_empty()) tap_down_ = conv_tap(prefix + "downsample.0", down_conv_);
+  }
+  void append_taps(std::vector<LayerTap*>& taps) {
+    taps.push_back(&tap1_);
+    taps.push_back(&tap2_);
+    if (bottleneck_) taps.push_back(&tap3_);
+    if (!downsample_.is_empty()) taps.push_back(&tap_down_);
+  }
+
   torch::Tensor forward(const torch::Tensor& x) {
-    auto h = torch::relu(bn1_(conv1_(x)));
-    h = bn2_(conv2_(h));
-    if (bottleneck_) h = bn3_(conv3_(torch::relu(h)));
-    const auto shortcut = downsample_.is_empty() ? x : downsample_->forward(x);
+    auto run = [](nn::Conv2d& conv) { return [&conv](const torch::Tensor& in) { return conv->forward(in); }; };
+    auto h = torch::relu(bn1_(tap1_(x, run(conv1_))));
+    h = bn2_(tap2_(h, run(conv2_)));
+    if (bottleneck_) h = bn3_(tap3_(torch::relu(h), run(conv3_)));
+    const auto shortcut = downsample_.is_empty() ? x : down_bn_(tap_down_(x, run(down_conv_)));
     return torch::relu(h + shortcut);
   }
 
@@ -118,6 +134,9 @@ class ResidualBlock : public nn::Module {
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   nn::Sequential downsample_{nullptr};
+  nn::Conv2d down_conv_{nullptr};
+  nn::BatchNorm2d down_bn_{nullptr};
+  LayerTap tap1_, tap2_, tap3_, tap_down_;
 };
 
 std::vector<int> blocks_per_stage(int depth) {
@@ -145,6 +164,7 @@ class ResNet : public Model {
       const int64_t width = 64 << s;
       for (int b = 0; b < counts[s]; ++b) {
         auto block = std::make_shared<ResidualBlock>(in, width, b == 0 && s > 0 ? 2 : 1, bottleneck);
+        block->name_taps("layer" + std::to_string(s + 1) + "." + std::to_string(b) + ".");
         in = block->out_channels();
         stage->push_back(block);
         blocks_.push_back(block);
@@ -152,16 +172,26 @@ class ResNet : public Model {
       stages_.push_back(stage);
     }
     fc_ = register_module("fc", nn::Linear(in, shape.classes));
+    stem_tap_ = conv_tap("conv1", stem_);
+    fc_tap_ = linear_tap("fc", fc_);
   }
 
   torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
   torch::Tensor features(const torch::Tensor& x) override {
-    auto h = torch::relu(bn_(stem_(x)));
+    auto h = torch::relu(bn_(stem_tap_(x, [this](const torch::Tensor& in) { return stem_->forward(in); })));
     if (shape_.imagenet_stem) h = torch::max_pool2d(h, 3, 2, 1);
     for (const auto& b : blocks_) h = b->forward(h);
     return torch::adaptive_avg_pool2d(h, {1, 1}).flatten(1);
   }
-  torch::Tensor classify(const torch::Tensor& h) override { return fc_(h); }
+  torch::Tensor classify(const torch::Tensor& h) override {
+    return fc_tap_(h, [this](const torch::Tensor& in) { return fc_->forward(in); });
+  }
+  std::vector<LayerTap*> layer_taps() override {
+    std::vector<LayerTap*> taps{&stem_tap_};
+    for (auto& b : blocks_) b->append_taps(taps);
+    taps.push_back(&fc_tap_);
+    return taps;
+  }
 
   std::vector<LayerCost> layer_costs() const override {
     std::vector<LayerCost> c;
@@ -195,6 +225,7 @@ class ResNet : public Model {
   std::vector<nn::ModuleList> stages_;
   std::vector<std::shared_ptr<ResidualBlock>> blocks_;
   nn::Linear fc_{nullptr};
+  LayerTap stem_tap_, fc_tap_;
 };
 
 }  // namespace

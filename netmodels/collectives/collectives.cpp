@@ -130,6 +130,23 @@ CollectivePlan direct_broadcast(int ranks, int64_t elements, double element_byte
   return plan;
 }
 
+CollectivePlan ring_broadcast(int ranks, int64_t elements, double element_bytes) {
+  check_sizes("ring_broadcast", ranks, elements, element_bytes);
+  CollectivePlan plan = empty_plan(ranks);
+  const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(ranks, elements));
+  std::vector<int> arrived(pieces, -1);  // the message that brought piece j to the current hop
+  for (int r = 0; r + 1 < ranks; ++r) {
+    for (int64_t j = 0; j < pieces; ++j) {
+      const int64_t begin = part_begin(j, pieces, elements);
+      CollectiveMessage m = chunk(r, r + 1, begin, begin, part_begin(j + 1, pieces, elements) - begin, element_bytes,
+                                  ChunkOp::Copy);
+      if (arrived[j] >= 0) m.after = {arrived[j]};
+      arrived[j] = add(plan, std::move(m));
+    }
+  }
+  return plan;
+}
+
 namespace plan_builder {
 
 void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements,

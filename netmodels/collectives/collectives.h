@@ -47,6 +47,12 @@ CollectivePlan direct_all_gather(int ranks, int64_t elements, double element_byt
 // once (Gloo's broadcast on CPU tensors: the root posts a send to every other rank).
 CollectivePlan direct_broadcast(int ranks, int64_t elements, double element_bytes);
 
+// Broadcast of rank 0's `elements` down the ring 0 -> 1 -> ... -> p-1, pipelined as NCCL
+// broadcasts GPU buffers: the buffer in p pieces (fewer when it has fewer elements), each
+// forwarded by rank r once it has reached r. Every rank but the last sends the buffer once;
+// p-2 + pieces steps of a piece each.
+CollectivePlan ring_broadcast(int ranks, int64_t elements, double element_bytes);
+
 // Ring reduce-scatter: every rank's buffer holds the whole vector of `elements` values as p
 // equal blocks (so `elements` must be a multiple of p: std::invalid_argument otherwise; DeAR
 // pads its buffers so). Afterwards rank r's block r holds the sum of every rank's block r,

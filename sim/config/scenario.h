@@ -330,14 +330,19 @@ struct OptimizerSection {
   double weight_decay = 0.01;
   double momentum = 0.0;  // sgd
   double beta1 = 0.9, beta2 = 0.999;
-  // eva: SGD (with `momentum`) on gradients preconditioned as lzhangbv/eva does, with its keys
-  // and defaults (training/optimizers/eva.h).
-  double damping = 0.03;
-  double kl_clip = 0.001;  // 0: re-scale to the gradient's norm instead of clipping
+  // The second-order ones, SGD (with `momentum`) on preconditioned gradients, with their
+  // references' keys and defaults: eva (lzhangbv/eva; training/optimizers/eva.h), kfac and
+  // dp_kfac (lzhangbv/kfac_pytorch; training/optimizers/kfac.h).
+  std::optional<double> damping;  // unset: eva 0.03, kfac and dp_kfac 0.001
+  double kl_clip = 0.001;  // 0: eva re-scales to the gradient's norm; kfac does not clip
   double factor_decay = 0.95;
-  int kfac_batch_size = 16;
+  int kfac_batch_size = 16;                    // eva
+  std::string variant = "inverse";             // kfac: inverse | eigen
+  int fac_update_freq = 1, kfac_update_freq = 1;  // kfac, dp_kfac
+  bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
+  double damping_or_default() const { return damping.value_or(name == "eva" ? 0.03 : 0.001); }
   template <class V> void fields(V& v) {
-    v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva"}});
+    v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva", "kfac", "dp_kfac"}});
     v.field("lr", lr, Range{0, 1e3, true});
     v.field("weight_decay", weight_decay, Range{0, 1e3});
     v.field("momentum", momentum, Range{0, 1, false, true});
@@ -347,6 +352,9 @@ struct OptimizerSection {
     v.field("kl_clip", kl_clip, Range{0, 1e6});
     v.field("factor_decay", factor_decay, Range{0, 1});
     v.field("kfac_batch_size", kfac_batch_size, Range{1, 1e6});
+    v.field("variant", variant, Choices{{"inverse", "eigen"}});
+    v.field("fac_update_freq", fac_update_freq, Range{1, 1e6});
+    v.field("kfac_update_freq", kfac_update_freq, Range{1, 1e6});
   }
 };
 

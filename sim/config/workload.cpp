@@ -188,10 +188,19 @@ VirtualData make_vhl_data(const Scenario& s, const Dataset& data) {
                            reference ? 0.25 : kFashionMnistStd, stream_seed(s.seed, "vhl_generator"));
 }
 
-OptimizerConfig optimizer_config(const Scenario& scenario) {
+OptimizerConfig optimizer_config(const Scenario& scenario, int node) {
   const auto& o = scenario.optimizer;
-  return {o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2,
-          EvaOptions{o.damping, o.kl_clip, o.factor_decay, o.kfac_batch_size}};
+  OptimizerConfig c{o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2,
+                    EvaOptions{o.damping_or_default(), o.kl_clip, o.factor_decay, o.kfac_batch_size}};
+  c.kfac = KfacOptions{o.variant == "eigen" ? KfacVariant::Eigen : KfacVariant::Inverse, o.name == "dp_kfac",
+                       o.damping_or_default(), o.kl_clip, o.factor_decay, o.fac_update_freq, o.kfac_update_freq};
+  // Under DDP the layers are dealt over the fleet (their owners invert them); elsewhere each
+  // node is its own fleet of one.
+  if (scenario.algorithm.name == "ddp") {
+    c.fleet = scenario.nodes;
+    c.rank = node;
+  }
+  return c;
 }
 
 size_t second_order_layers(const Scenario& scenario) {

@@ -36,7 +36,8 @@ ModelShapes model_shapes(const Scenario& scenario);
 // Whether model_shapes describes the model from its configuration, building nothing.
 bool shapes_from_config(const Scenario& scenario);
 
-OptimizerConfig optimizer_config(const Scenario& scenario);
+// Node `node`'s optimizer (a second-order one deals its layers over the fleet under DDP).
+OptimizerConfig optimizer_config(const Scenario& scenario, int node = 0);
 
 // The scenario's VHL settings (fedavg's `vhl`), or null.
 const VhlOptions* vhl_options(const Scenario& s);

@@ -32,10 +32,11 @@ double tensor_bytes(const torch::Tensor& t) {
 }
 
 // Adam and AdamW keep two moments per parameter; SGD one momentum buffer when momentum > 0, and
-// so does Eva's SGD (Eva's own state is two vectors a layer; its preconditioned gradient lives
-// one layer at a time).
+// so does the SGD under a second-order optimizer (Eva's own state is two vectors a layer;
+// K-FAC's factors and inverses, 2-4 (d_a^2 + d_g^2) a layer, are not counted: the models they
+// run on are small).
 int optimizer_vectors(const OptimizerSection& o) {
-  if (o.name == "sgd" || o.name == "eva") return o.momentum > 0 ? 1 : 0;
+  if (o.name == "sgd" || o.second_order()) return o.momentum > 0 ? 1 : 0;
   return 2;
 }
 

@@ -13,7 +13,7 @@ torch::Tensor encode_plan(const PlanOutline& plan) {
     v.insert(v.end(), {static_cast<double>(op.kind), static_cast<double>(op.buffer.numel()), op.bytes_per_element,
                        static_cast<double>(op.delay), static_cast<double>(op.after_gradient),
                        static_cast<double>(op.before_forward), static_cast<double>(op.after_forward),
-                       static_cast<double>(op.nodes.size())});
+                       op.pipelined ? 1.0 : 0.0, static_cast<double>(op.nodes.size())});
     for (int n : op.nodes) v.push_back(n);
     v.push_back(static_cast<double>(op.tag.size()));
     for (char c : op.tag) v.push_back(static_cast<unsigned char>(c));
@@ -45,6 +45,7 @@ PlanOutline decode_plan(const torch::Tensor& wire) {
     op.after_gradient = static_cast<int>(count());
     op.before_forward = static_cast<int>(count());
     op.after_forward = static_cast<int>(count());
+    op.pipelined = count() != 0;
     const int64_t nodes = count();
     for (int64_t n = 0; n < nodes; ++n) op.nodes.push_back(static_cast<int>(count()));
     const int64_t chars = count();

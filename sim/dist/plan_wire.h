@@ -18,7 +18,7 @@ struct PlanOutline {
 };
 
 // float64, one dimension. Ops keep kind, tag, size, wire format, delay, nodes, after_gradient,
-// before_forward and after_forward.
+// before_forward, after_forward and pipelined.
 torch::Tensor encode_plan(const PlanOutline& plan);
 // The plan with ops whose buffers have the size and no storage of their own (a remote
 // replica's: this process never reads its values).

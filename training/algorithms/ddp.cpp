@@ -4,6 +4,7 @@
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/optimizers/eva_traffic.h"
+#include "training/optimizers/kfac_traffic.h"
 
 #include <algorithm>
 
@@ -17,9 +18,12 @@ std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
 }  // namespace
 
 Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-         const DdpOptions& options, std::vector<SecondOrderLayer> eva_layers)
-    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes), tensor_layers_(tensor_layers),
-      eva_layers_(std::move(eva_layers)), applied_(nodes, 0) {
+         const DdpOptions& options, const OptimizerConfig& optimizer, std::vector<SecondOrderLayer> second_order)
+    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes), tensor_layers_(tensor_layers), applied_(nodes, 0),
+      kfac_(optimizer.name == "kfac" || optimizer.name == "dp_kfac"), kfac_options_(optimizer.kfac),
+      kfac_round_(nodes, -1) {
+  if (optimizer.name == "eva") eva_layers_ = second_order;
+  if (kfac_) kfac_layers_ = std::move(second_order);
   if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
 }
 
@@ -79,6 +83,8 @@ StepPlan Ddp::projected_step(int /*node*/, int /*step*/) {
 }
 
 void Ddp::apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) {
+  auto* kfac = dynamic_cast<Kfac*>(replica.preconditioner());
+  if (kfac && apply_kfac_op(*kfac, op, nodes_)) return;  // a round's message: next_round goes on
   auto* eva = dynamic_cast<Eva*>(replica.preconditioner());
   if (eva && apply_eva_statistics(*eva, op, nodes_)) {
   } else if (buckets_.empty()) {
@@ -94,12 +100,58 @@ void Ddp::apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) {
   const size_t ops = std::max<size_t>(buckets_.size(), 1) + 2 * eva_layers_.size();
   if (++applied_[node] < ops) return;
   applied_[node] = 0;
+  if (has_rounds()) {
+    kfac_round_[node] = 0;  // K-FAC's rounds come first (next_round); the update follows them
+    return;
+  }
   replica.optimizer_step();
+}
+
+Round Ddp::next_round(int node, int step, Replica& replica) {
+  int& next = kfac_round_[node];
+  if (next < 0) return {};
+  auto* kfac = dynamic_cast<Kfac*>(replica.preconditioner());
+  if (!kfac) throw std::logic_error("ddp: K-FAC's rounds without its preconditioner");
+  const auto rounds = kfac_rounds(kfac_options_, nodes_, step);
+  if (next < static_cast<int>(rounds.size())) {
+    const size_t r = static_cast<size_t>(next++);
+    return kfac_round(rounds[r], r + 1 == rounds.size(), kfac_layers_, kfac_options_, nodes_, node, batch_size_, step, kfac);
+  }
+  // Every round is in: eigen preconditions now (its parts arrived), then the update.
+  next = -1;
+  if (kfac_options_.variant == KfacVariant::Eigen) kfac->compute_preconditioned();
+  kfac->update_gradients(replica.learning_rate());
+  replica.optimizer().step();
+  return {};
+}
+
+AlgorithmState Ddp::state(int node) const {
+  AlgorithmState s;
+  s.counters["applied"] = static_cast<int64_t>(applied_[node]);
+  s.counters["kfac_round"] = kfac_round_[node];
+  return s;
+}
+
+void Ddp::load_state(int node, const AlgorithmState& s) {
+  auto get = [&](const char* key, int64_t fallback) {
+    auto it = s.counters.find(key);
+    return it == s.counters.end() ? fallback : it->second;
+  };
+  applied_[node] = static_cast<size_t>(get("applied", 0));
+  kfac_round_[node] = static_cast<int>(get("kfac_round", -1));
+}
+
+Round Ddp::projected_round(int node, int step, size_t round) {
+  if (!has_rounds()) return {};
+  const auto rounds = kfac_rounds(kfac_options_, nodes_, step);
+  if (round >= rounds.size()) return {};
+  return kfac_round(rounds[round], round + 1 == rounds.size(), kfac_layers_, kfac_options_, nodes_, node, batch_size_,
+                    step, nullptr);
 }
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
   return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options),
-                               s.optimizer.name == "eva" ? s.second_order : std::vector<SecondOrderLayer>{});
+                               s.optimizer, s.second_order);
 }
 
 }  // namespace testbed

@@ -10,17 +10,25 @@
 #include "training/algorithms/tensor_slices.h"
 #include "training/model_shapes.h"
 #include "training/optimizers/eva.h"
+#include "training/optimizers/kfac.h"
 
 namespace testbed {
 
 class Ddp : public Algorithm {
  public:
   // tensor_layers: each trainable tensor's layer in forward order (gradient_buckets).
-  // eva_layers: the layers whose Eva statistics are all-reduced every step (empty without Eva).
+  // optimizer and second_order: a second-order optimizer's settings and layers, whose messages
+  // join the step's (Eva's during the passes, K-FAC's in rounds after the gradient's).
   Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-      const DdpOptions& options, std::vector<SecondOrderLayer> eva_layers = {});
+      const DdpOptions& options, const OptimizerConfig& optimizer = {}, std::vector<SecondOrderLayer> second_order = {});
   std::string name() const override { return "ddp"; }
   bool issues_during_backward() const override { return !buckets_.empty() || !eva_layers_.empty(); }
+  bool has_rounds() const override { return kfac_ && nodes_ > 1; }
+  Round next_round(int node, int step, Replica& replica) override;
+  Round projected_round(int node, int step, size_t round) override;
+  // A checkpoint can find a node between K-FAC's rounds: where it stands goes with it.
+  AlgorithmState state(int node) const override;
+  void load_state(int node, const AlgorithmState& state) override;
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
   StepPlan projected_step(int node, int step) override;
   void apply(int node, int issued_step, Replica& replica, CommOp& op) override;
@@ -38,6 +46,10 @@ class Ddp : public Algorithm {
   std::vector<int> tensor_layers_;
   std::vector<SecondOrderLayer> eva_layers_;
   std::vector<size_t> applied_;          // each node's ops applied this step: the update follows the last
+  bool kfac_ = false;                    // K-FAC or DP-KFAC: rounds after the gradient's ops
+  KfacOptions kfac_options_;
+  std::vector<SecondOrderLayer> kfac_layers_;
+  std::vector<int> kfac_round_;          // each node's next K-FAC round this step; -1: none pending
 };
 
 }  // namespace testbed

@@ -17,13 +17,6 @@ torch::Tensor mean_rows(const torch::Tensor& x) {
   return dims.empty() ? x.clone() : x.mean(torch::IntArrayRef(dims));
 }
 
-// The weight's gradient as a d_g x d_a matrix, its last column the bias's.
-torch::Tensor gradient_matrix(const LayerTap& l) {
-  auto grad = l.weight.grad().reshape({l.d_g(), -1});
-  if (l.bias.defined()) grad = torch::cat({grad, l.bias.grad().reshape({-1, 1})}, 1);
-  return grad;
-}
-
 }  // namespace
 
 torch::Tensor eva_vector_a(const LayerTap& l) {
@@ -77,7 +70,7 @@ void Eva::precondition(double lr) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     LayerTap& l = *layers_[i];
     const auto ma = a_[i].view({-1, 1}), mg = g_[i].view({-1, 1});
-    const auto grad = gradient_matrix(l);
+    const auto grad = l.gradient_matrix();
     const double a = ma.t().mm(ma).item<double>();
     const double g = mg.t().mm(mg).item<double>();
     const double ag = mg.t().mm(grad).mm(ma).item<double>();

@@ -44,6 +44,9 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
   // KL's v . grad reads both and writes the product (12), its sum reads it (4); the copy into
   // grad (8); the scale by nu (8). Its vectors come from 16 samples a layer: not counted.
   if (optimizer == "eva") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 4 + 4 + 8 + 12 + 8 + 12 + 4 + 8 + 8;
+  // K-FAC's in-place update after its GEMMs (which its rounds charge): KL's v . grad reads both
+  // and writes (12), times lr^2 (8), its sum (4); the copy into grad (8); the scale by nu (8).
+  if (optimizer == "kfac" || optimizer == "dp_kfac") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 12 + 8 + 4 + 8 + 8;
   throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
 }
 

@@ -8,13 +8,14 @@
 namespace testbed {
 
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
-                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options) {
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options, bool pipelined) {
   switch (kind) {
     case CommKind::AllReduce: return all_reduce(options, ranks, elements, element_bytes);
     case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
     case CommKind::ReduceScatter: return reduce_scatter(options, ranks, elements, element_bytes);
     case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
-    case CommKind::Broadcast: return direct_broadcast(ranks, elements, element_bytes);
+    case CommKind::Broadcast:
+      return pipelined ? ring_broadcast(ranks, elements, element_bytes) : direct_broadcast(ranks, elements, element_bytes);
   }
   throw std::logic_error("comm_plan: unknown kind");
 }

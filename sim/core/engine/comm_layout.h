@@ -12,8 +12,10 @@ namespace testbed {
 // The plan for `kind` over `ranks` participants of `elements` floats each, all-reduces and
 // all-gathers by `options` (rank space). `neighbours` (rank space) is used by
 // NeighbourExchange only.
+// `pipelined`: a broadcast as NCCL's ring (CommOp::pipelined).
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
-                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options = {});
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options = {},
+                         bool pipelined = false);
 
 // The buffer rank `rank` enters the collective with: the op's own buffer for an all-reduce or
 // reduce-scatter (reduced in place), else the op's buffer in its block of a larger zeroed one.

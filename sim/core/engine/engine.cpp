@@ -60,7 +60,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     shard_sizes.push_back(projection_ ? 1 : samplers[n].shard_size());
     // Another process's replica is never built here: its plans and values come from there.
     // A projection builds none: its plans come from shapes (Algorithm::projected_step).
-    replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario),
+    replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario, n),
                                                                         std::move(samplers[n]), device, data.task)
                                             : nullptr);
   }
@@ -618,8 +618,8 @@ bool Engine::start_round(int node) {
 std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const std::vector<int>& participants) {
   const int64_t elements = op.buffer.numel();
   const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
-  auto& plan = plans_[{static_cast<int>(op.kind), participants, elements, op.bytes_per_element, options.algorithm,
-                       options.slices, options.server, options.cluster_of}];
+  auto& plan = plans_[{static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants, elements, op.bytes_per_element,
+                       options.algorithm, options.slices, options.server, options.cluster_of}];
   if (!plan) {
     // Neighbours among the participants, in rank space.
     std::vector<std::vector<int>> neighbours(participants.size());
@@ -632,7 +632,8 @@ std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const s
       }
     }
     plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options));
+        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options,
+                  op.pipelined));
   }
   return plan;
 }

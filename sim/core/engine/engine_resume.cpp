@@ -76,7 +76,7 @@ std::vector<ScheduledOp> Engine::scheduled_ops(const std::vector<CommOp>& ops) {
   for (const auto& op : ops)
     out.push_back(
         {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient,
-                   op.before_forward, op.after_forward});
+                   op.before_forward, op.after_forward, op.pipelined});
   return out;
 }
 
@@ -93,6 +93,7 @@ std::vector<CommOp> Engine::replayed_ops(const std::vector<ScheduledOp>& ops) {
     op.after_gradient = s.after_gradient;
     op.before_forward = s.before_forward;
     op.after_forward = s.after_forward;
+    op.pipelined = s.pipelined;
     out.push_back(std::move(op));
   }
   return out;

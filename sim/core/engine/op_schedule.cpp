@@ -1,6 +1,6 @@
 // The op schedule as text, a step a line: "node step compute_time extra_time" and its ops, then
 // "round_count" and each round's "extra_time" and ops; ops as "op_count" then, per op, "kind tag
-// elements bytes_per_element delay node_count nodes... after_gradient before_forward after_forward".
+// elements bytes_per_element delay node_count nodes... after_gradient before_forward after_forward pipelined".
 #include "sim/core/engine/op_schedule.h"
 
 #include <ios>
@@ -17,7 +17,7 @@ void write_ops(std::ostream& out, const std::vector<ScheduledOp>& ops) {
     out << " " << op.kind << " " << op.tag << " " << op.elements << " " << op.bytes_per_element << " " << op.delay
         << " " << op.nodes.size();
     for (int n : op.nodes) out << " " << n;
-    out << " " << op.after_gradient << " " << op.before_forward << " " << op.after_forward;
+    out << " " << op.after_gradient << " " << op.before_forward << " " << op.after_forward << " " << op.pipelined;
   }
 }
 
@@ -64,7 +64,7 @@ static std::vector<ScheduledOp> read_ops(std::istream& in) {
     in >> op.delay >> nodes;
     op.nodes.resize(nodes);
     for (auto& n : op.nodes) in >> n;
-    in >> op.after_gradient >> op.before_forward >> op.after_forward;
+    in >> op.after_gradient >> op.before_forward >> op.after_forward >> op.pipelined;
     ops.push_back(std::move(op));
   }
   return ops;

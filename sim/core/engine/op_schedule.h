@@ -19,6 +19,7 @@ struct ScheduledOp {
   int after_gradient = -1;
   int before_forward = -1;
   int after_forward = -1;
+  bool pipelined = false;
 };
 
 // A later round of a step's communication (Algorithm::next_round), after its extra work.
