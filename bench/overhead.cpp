@@ -21,7 +21,7 @@
 #include "sim/config/workload.h"
 #include "training/numerics.h"
 #include "training/algorithms/registry.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace {

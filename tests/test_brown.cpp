@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "training/brown.h"
+#include "training/data/brown.h"
 
 namespace testbed {
 namespace {

@@ -11,10 +11,10 @@
 #include <torch/torch.h>
 
 #include "sim/core/compute/compute_model.h"
-#include "training/bert.h"
-#include "training/gpt.h"
-#include "training/llama.h"
-#include "training/model_shapes.h"
+#include "training/models/bert.h"
+#include "training/models/gpt.h"
+#include "training/models/llama.h"
+#include "training/models/model_shapes.h"
 
 namespace testbed {
 namespace {

@@ -19,7 +19,7 @@
 #include "sim/core/federated/federated_run.h"
 #include "sim/output/hdf5_recorder.h"
 #include "tests/reference_scenario.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

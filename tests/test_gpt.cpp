@@ -6,9 +6,9 @@
 
 #include <torch/torch.h>
 
-#include "training/dataset.h"
-#include "training/dense.h"
-#include "training/gpt.h"
+#include "training/data/dataset.h"
+#include "training/models/dense.h"
+#include "training/models/gpt.h"
 
 namespace testbed {
 namespace {

@@ -6,7 +6,7 @@
 #include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "training/models.h"
+#include "training/models/models.h"
 
 namespace testbed {
 namespace {

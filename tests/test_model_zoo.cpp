@@ -8,8 +8,8 @@
 
 #include <torch/torch.h>
 
-#include "training/layer_cost.h"
-#include "training/resnet.h"
+#include "training/models/layer_cost.h"
+#include "training/models/resnet.h"
 
 namespace testbed {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "training/partition.h"
+#include "training/data/partition.h"
 
 namespace testbed {
 namespace {

@@ -79,7 +79,7 @@ std::vector<Param> params() {
     }
   }
   // The LLaMA decoder's projection takes its shapes from its configuration, never from a built
-  // module (training/llama.h): those algorithms whose ops follow each tensor's shape check that too.
+  // module (training/models/llama.h): those algorithms whose ops follow each tensor's shape check that too.
   for (const char* label : {"ddp_buckets", "diloco", "demo", "powersgd", "acpsgd", "dear", "sparta_partitioned_ring"}) {
     for (size_t a = 0; a < algorithms().size(); ++a)
       if (algorithms()[a].label == label) out.push_back({algorithms()[a], "llama", kBackends[a % 3], 8});

@@ -31,7 +31,7 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "tests/engine_run.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

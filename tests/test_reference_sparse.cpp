@@ -23,7 +23,7 @@
 #include "training/algorithms/common.h"
 #include "training/algorithms/dct.h"
 #include "training/algorithms/sparse_exchange.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

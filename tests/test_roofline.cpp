@@ -7,9 +7,9 @@
 #include <string>
 
 #include "sim/core/compute/compute_model.h"
-#include "training/gpt.h"
-#include "training/layer_cost.h"
-#include "training/models.h"
+#include "training/models/gpt.h"
+#include "training/models/layer_cost.h"
+#include "training/models/models.h"
 #include "training/replica.h"
 
 namespace testbed {

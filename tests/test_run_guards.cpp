@@ -11,7 +11,7 @@
 #include "sim/core/error_text.h"
 #include "sim/core/memory_estimate.h"
 #include "topologies/builders.h"
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 namespace run_guards {  // its own names: workload_tests compiles as one unity file

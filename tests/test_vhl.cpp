@@ -14,8 +14,8 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "sim/core/federated/federated_run.h"
-#include "training/fashion_mnist.h"
-#include "training/partition.h"
+#include "training/data/fashion_mnist.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 #include "training/vhl.h"
 

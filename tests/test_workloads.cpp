@@ -9,10 +9,10 @@
 #include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 #include "training/metrics.h"
-#include "training/shifts.h"
-#include "training/synthetic.h"
+#include "training/data/shifts.h"
+#include "training/data/synthetic.h"
 
 namespace testbed {
 namespace {

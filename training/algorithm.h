@@ -10,8 +10,8 @@
 
 #include <torch/types.h>
 
-#include "training/dataset.h"
-#include "training/layer_cost.h"
+#include "training/data/dataset.h"
+#include "training/models/layer_cost.h"
 #include "training/replica.h"
 
 namespace testbed {

@@ -5,8 +5,8 @@
 
 #include <torch/types.h>
 
-#include "training/dataset.h"
-#include "training/models.h"
+#include "training/data/dataset.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

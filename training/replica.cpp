@@ -1,6 +1,6 @@
 // Replica bookkeeping: optimizers, flattening, one step of local training.
 #include "training/replica.h"
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 
 #include <stdexcept>
 

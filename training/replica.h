@@ -8,11 +8,11 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
-#include "training/dataset.h"
-#include "training/models.h"
+#include "training/data/dataset.h"
+#include "training/models/models.h"
 #include "training/optimizers/eva.h"
 #include "training/optimizers/kfac.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 
 namespace testbed {
 

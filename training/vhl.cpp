@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

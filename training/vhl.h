@@ -9,7 +9,7 @@
 
 #include <torch/types.h>
 
-#include "training/models.h"
+#include "training/models/models.h"
 #include "training/replica.h"
 
 namespace testbed {

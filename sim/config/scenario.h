@@ -202,7 +202,7 @@ struct CollectiveSection {
   }
 };
 
-// The GPT's shape (training/gpt.h: tiny, small, GPT-2's four); 0 keeps the preset's value.
+// The GPT's shape (training/models/gpt.h: tiny, small, GPT-2's four); 0 keeps the preset's value.
 struct GptSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, width = 0, context = 0;
@@ -219,7 +219,7 @@ struct GptSection {
   }
 };
 
-// The LLaMA-style decoder's shape (training/llama.h: tiny, 1b, 7b); 0 keeps the preset's value.
+// The LLaMA-style decoder's shape (training/models/llama.h: tiny, 1b, 7b); 0 keeps the preset's value.
 struct LlamaSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, kv_heads = 0, width = 0, hidden = 0, context = 0, vocab = 0;
@@ -236,7 +236,7 @@ struct LlamaSection {
   bool operator==(const LlamaSection&) const = default;
 };
 
-// The BERT encoder's shape (training/bert.h: tiny, base, large); 0 keeps the preset's value.
+// The BERT encoder's shape (training/models/bert.h: tiny, base, large); 0 keeps the preset's value.
 struct BertSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, width = 0, sequence = 0, vocab = 0;

@@ -17,7 +17,7 @@
 #include "sim/config/model_check.h"
 #include "topologies/routing.h"
 #include "training/algorithms/registry.h"
-#include "training/shift_names.h"
+#include "training/data/shift_names.h"
 
 namespace testbed {
 namespace {

@@ -1,7 +1,7 @@
 // Factories from scenario sections; all randomness comes from named seed streams.
 #include "sim/config/workload.h"
 
-#include "training/fashion_mnist.h"
+#include "training/data/fashion_mnist.h"
 #include "training/vhl.h"
 #include "sim/config/model_check.h"
 
@@ -16,16 +16,16 @@
 
 #include "sim/config/scenario_loader.h"
 #include "training/seed_streams.h"
-#include "training/checkpoint.h"
-#include "training/brown.h"
+#include "training/models/checkpoint.h"
+#include "training/data/brown.h"
 #include "training/algorithms/algorithm_settings.h"
-#include "training/fashion_mnist.h"
-#include "training/gpt.h"
-#include "training/llama.h"
-#include "training/bert.h"
+#include "training/data/fashion_mnist.h"
+#include "training/models/gpt.h"
+#include "training/models/llama.h"
+#include "training/models/bert.h"
 #include "training/numerics.h"
-#include "training/shifts.h"
-#include "training/synthetic.h"
+#include "training/data/shifts.h"
+#include "training/data/synthetic.h"
 
 namespace testbed {
 

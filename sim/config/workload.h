@@ -7,10 +7,10 @@
 #include "sim/config/data_dirs.h"
 #include "sim/config/scenario.h"
 #include "training/algorithm.h"
-#include "training/dataset.h"
-#include "training/layer_cost.h"
-#include "training/model_shapes.h"
-#include "training/models.h"
+#include "training/data/dataset.h"
+#include "training/models/layer_cost.h"
+#include "training/models/model_shapes.h"
+#include "training/models/models.h"
 #include "training/replica.h"
 #include "training/vhl.h"
 
@@ -57,7 +57,7 @@ std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset&
 
 // The scenario's algorithm (training/algorithms/registry.cpp) for this run: each node's
 // shard size, the trainable parameter tensors' shapes, each host's topology neighbours and the
-// tensors' layers in forward order (training/layer_cost.h, gradient_layers), and the layers a
+// tensors' layers in forward order (training/models/layer_cost.h, gradient_layers), and the layers a
 // second-order optimizer preconditions (ModelShapes::second_order).
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,

@@ -22,7 +22,7 @@
 #include "topologies/routing.h"
 #include "topologies/topology.h"
 #include "training/algorithms/registry.h"
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 namespace {

@@ -8,7 +8,7 @@
 #include "sim/core/engine/engine.h"
 #include "sim/core/host_times.h"
 #include "sim/output/recorder.h"
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "training/algorithms/registry.h"
-#include "training/model_shapes.h"
+#include "training/models/model_shapes.h"
 #include "training/replica.h"
 
 namespace testbed {

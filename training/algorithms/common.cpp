@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include "training/partition.h"
+#include "training/data/partition.h"
 
 namespace testbed {
 

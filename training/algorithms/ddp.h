@@ -8,7 +8,7 @@
 #include "training/algorithms/ddp_options.h"
 #include "training/algorithms/gradient_buckets.h"
 #include "training/algorithms/tensor_slices.h"
-#include "training/model_shapes.h"
+#include "training/models/model_shapes.h"
 #include "training/optimizers/eva.h"
 #include "training/optimizers/kfac.h"
 

@@ -12,7 +12,7 @@
 
 #include "training/algorithms/common.h"
 #include "training/algorithms/algorithm_settings.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "training/algorithms/common.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "training/algorithm.h"
-#include "training/model_shapes.h"
+#include "training/models/model_shapes.h"
 #include "training/optimizers/eva.h"
 
 namespace testbed {

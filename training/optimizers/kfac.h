@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "training/layer_tap.h"
+#include "training/models/layer_tap.h"
 #include "training/optimizers/preconditioner.h"
 
 namespace testbed {

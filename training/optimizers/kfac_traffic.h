@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "training/algorithm.h"
-#include "training/model_shapes.h"
+#include "training/models/model_shapes.h"
 #include "training/optimizers/kfac.h"
 
 namespace testbed {

@@ -8,7 +8,7 @@
 
 #include "sim/config/device_presets.h"
 #include "sim/config/scenario.h"
-#include "training/layer_cost.h"
+#include "training/models/layer_cost.h"
 
 namespace testbed {
 

@@ -22,7 +22,7 @@
 #include "netmodels/phase_memo.h"
 #include "training/seed_streams.h"
 #include "sim/config/workload.h"
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 #include "training/metrics.h"
 #include "topologies/routing.h"
 

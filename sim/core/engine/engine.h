@@ -25,7 +25,7 @@
 #include "sim/dist/plan_wire.h"
 #include "topologies/topology.h"
 #include "training/algorithm.h"
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 #include "training/replica.h"
 
 namespace testbed {

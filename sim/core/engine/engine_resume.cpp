@@ -16,7 +16,7 @@
 
 #include "netmodels/event_clock.h"
 #include "sim/output/resume_file.h"
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 
 namespace testbed {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "training/metrics.h"
 #include "training/replica.h"
-#include "training/partition.h"
+#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {

@@ -10,9 +10,9 @@
 #include "sim/config/scenario.h"
 #include "sim/dist/placement.h"
 #include "sim/output/recorder.h"
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 #include "training/metrics.h"
-#include "training/models.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

@@ -18,7 +18,7 @@
 #include "sim/core/network_factory.h"
 #include "topologies/builders.h"
 #include "training/algorithms/common.h"
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 #include "training/seed_streams.h"
 #include "training/vhl.h"
 

@@ -7,9 +7,9 @@
 
 #include <torch/nn/module.h>
 
-#include "training/dense.h"
-#include "training/layer_cost.h"
-#include "training/layer_tap.h"
+#include "training/models/dense.h"
+#include "training/models/layer_cost.h"
+#include "training/models/layer_tap.h"
 
 namespace testbed {
 

@@ -1,5 +1,5 @@
 // ResNet-18/34/50/101/152: torchvision's module names and shapes, and their layers' costs.
-#include "training/resnet.h"
+#include "training/models/resnet.h"
 
 #include <stdexcept>
 #include <vector>

@@ -1,5 +1,5 @@
 // Image shifts computed from the test split itself, seeded: the same variant every run.
-#include "training/shifts.h"
+#include "training/data/shifts.h"
 
 #include <cmath>
 #include <stdexcept>

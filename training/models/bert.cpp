@@ -1,13 +1,13 @@
 // The BERT encoder. Attention is written out (this LibTorch, 1.13, has no
 // scaled_dot_product_attention); every sample is a full window, so no padding mask is needed.
-#include "training/bert.h"
+#include "training/models/bert.h"
 
 #include <cmath>
 #include <stdexcept>
 
 #include <torch/torch.h>
 
-#include "training/layer_norm.h"
+#include "training/models/layer_norm.h"
 
 namespace testbed {
 namespace {

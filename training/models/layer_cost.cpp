@@ -1,5 +1,5 @@
 // Builders for the layer kinds every model shares, and which layer owns each trainable tensor.
-#include "training/layer_cost.h"
+#include "training/models/layer_cost.h"
 
 #include <stdexcept>
 #include <string>

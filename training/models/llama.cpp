@@ -2,7 +2,7 @@
 // scaled_dot_product_attention); rotary embeddings rotate the two halves of each head
 // (rotate_half, as Hugging Face's Llama does). One cost function serves the module and its
 // shapes-only description, so a projection of the 7B model is timed as the trained module is.
-#include "training/llama.h"
+#include "training/models/llama.h"
 
 #include <cmath>
 #include <limits>

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 

@@ -1,8 +1,8 @@
 // A nanoGPT-style byte-level decoder. This LibTorch (1.13) has no
 // scaled_dot_product_attention, so attention is written out as nanoGPT's fallback:
 // softmax(q k^T / sqrt(d) masked causally) v.
-#include "training/gpt.h"
-#include "training/layer_norm.h"
+#include "training/models/gpt.h"
+#include "training/models/layer_norm.h"
 
 #include <cmath>
 #include <limits>

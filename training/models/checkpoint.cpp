@@ -1,5 +1,5 @@
 // Checkpoints as LibTorch archives keyed by parameter name.
-#include "training/checkpoint.h"
+#include "training/models/checkpoint.h"
 
 #include <filesystem>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // Seeded, platform-independent shuffling for shards and batches.
-#include "training/partition.h"
+#include "training/data/partition.h"
 
 #include <algorithm>
 #include <sstream>

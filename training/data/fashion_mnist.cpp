@@ -1,5 +1,5 @@
 // IDX reader: big-endian header, then raw unsigned bytes, gzip-compressed.
-#include "training/fashion_mnist.h"
+#include "training/data/fashion_mnist.h"
 
 #include <zlib.h>
 

@@ -1,5 +1,5 @@
 // Keeping a layer's input and output gradient for second-order optimizers.
-#include "training/layer_tap.h"
+#include "training/models/layer_tap.h"
 
 #include <torch/torch.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 

@@ -1,5 +1,5 @@
 // The shift names shifts.cpp knows how to apply.
-#include "training/shift_names.h"
+#include "training/data/shift_names.h"
 
 namespace testbed {
 

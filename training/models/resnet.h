@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "training/layer_cost.h"
-#include "training/models.h"
+#include "training/models/layer_cost.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

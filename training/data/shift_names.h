@@ -1,4 +1,4 @@
-// The names of the test-set shifts (training/shifts.h applies them), without LibTorch, so the
+// The names of the test-set shifts (training/data/shifts.h applies them), without LibTorch, so the
 // scenario's rules can check a name anywhere the rules build.
 #pragma once
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "training/models.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

@@ -1,5 +1,5 @@
 // LayerNorm as LibTorch's normalisation then an element-wise affine map.
-#include "training/layer_norm.h"
+#include "training/models/layer_norm.h"
 
 namespace testbed {
 

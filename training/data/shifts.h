@@ -7,7 +7,7 @@
 
 #include <torch/types.h>
 
-#include "training/shift_names.h"  // the shift names a scenario may ask for
+#include "training/data/shift_names.h"  // the shift names a scenario may ask for
 
 namespace testbed {
 

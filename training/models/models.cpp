@@ -1,6 +1,6 @@
-// MLP and small CNN for 28x28 grey images (and the ResNets, training/resnet.h).
-#include "training/models.h"
-#include "training/resnet.h"
+// MLP and small CNN for 28x28 grey images (and the ResNets, training/models/resnet.h).
+#include "training/models/models.h"
+#include "training/models/resnet.h"
 
 #include <stdexcept>
 

@@ -1,5 +1,5 @@
 // Teacher-student data: a random two-layer tanh network defines the targets.
-#include "training/synthetic.h"
+#include "training/data/synthetic.h"
 
 #include <torch/torch.h>
 

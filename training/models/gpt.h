@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "training/dense.h"
-#include "training/models.h"
+#include "training/models/dense.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

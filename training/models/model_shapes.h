@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "training/layer_cost.h"
+#include "training/models/layer_cost.h"
 
 namespace testbed {
 

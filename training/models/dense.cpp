@@ -1,5 +1,5 @@
 // Dense layer with optional LoRA / LoRA-FA adapter.
-#include "training/dense.h"
+#include "training/models/dense.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "training/model_shapes.h"
-#include "training/models.h"
+#include "training/models/model_shapes.h"
+#include "training/models/models.h"
 
 namespace testbed {
 

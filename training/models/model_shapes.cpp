@@ -1,7 +1,7 @@
 // Shapes read off a built module.
-#include "training/model_shapes.h"
+#include "training/models/model_shapes.h"
 
-#include "training/models.h"
+#include "training/models/models.h"
 #include "training/replica.h"
 
 namespace testbed {

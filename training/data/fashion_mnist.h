@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "training/dataset.h"
+#include "training/data/dataset.h"
 
 namespace testbed {
 

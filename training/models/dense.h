@@ -9,8 +9,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "training/layer_cost.h"
-#include "training/layer_tap.h"
+#include "training/models/layer_cost.h"
+#include "training/models/layer_tap.h"
 
 namespace testbed {
 
