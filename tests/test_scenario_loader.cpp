@@ -59,7 +59,7 @@ TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
 // A second-order optimizer on what it cannot precondition, or beside an exchange its reference
 // does not run, is refused at the key that decides it. Slips caught: the model check dropped (a
 // GPT or a LLaMA projection would train plain SGD silently), an adapter's frozen weights
-// preconditioned, K-FAC under local SGD with its compute uncharged.
+// preconditioned, DP-KFAC where no fleet shares its layers.
 TEST(ScenarioRules, SecondOrderOptimizersRefuseWhatTheyCannotRun) {
   expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: llama, dataset: brown, train: false}\n", "s.yaml:1:19",
                "offers eva no Linear or Conv2d layers");
@@ -67,7 +67,9 @@ TEST(ScenarioRules, SecondOrderOptimizersRefuseWhatTheyCannotRun) {
                "s.yaml:3:40", "which an adapter freezes");
   expect_error("optimizer: {name: eva}\nalgorithm: {name: dear}\n", "s.yaml:2:19", "not modelled yet");
   expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19", "topk exchanges gradients its own way");
-  expect_error("optimizer: {name: kfac}\nalgorithm: {name: local_sgd}\n", "s.yaml:2:19", "kfac runs with ddp, not with local_sgd");
+  expect_error("optimizer: {name: dp_kfac}\nalgorithm: {name: local_sgd}\n", "s.yaml:2:19", "alone on a node it is kfac");
+  expect_error("optimizer: {name: kfac}\nalgorithm: {name: signsgd}\n", "s.yaml:2:19", "signsgd exchanges gradients its own way");
+  EXPECT_EQ(error_of("optimizer: {name: kfac}\nalgorithm: {name: diloco}\n"), "");
   expect_error("optimizer: {name: dp_kfac}\nworkload: {model: gpt, dataset: brown}\n", "s.yaml:1:19", "offers dp_kfac no Linear or Conv2d layers");
   // Each optimizer's own default damping: Eva's 0.03, K-FAC's 0.001 (the references').
   EXPECT_EQ(parse_scenario("optimizer: {name: kfac}\n", "s.yaml").optimizer.damping_or_default(), 0.001);

@@ -480,15 +480,15 @@ void check_second_order(const Scenario& s, const Origins& origins) {
   if (second_order_layers(s) == 0)
     fail(origins.where("optimizer.name"), "model '" + s.workload.model + "' offers " + name +
                                               " no Linear or Conv2d layers to precondition (mlp, cnn and the resnets do)");
-  std::vector<std::string> runs = {"ddp"};
-  if (name == "eva") runs.insert(runs.end(), {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "lofi", "gossip"});
-  if (std::find(runs.begin(), runs.end(), s.algorithm.name) != runs.end()) return;
+  const std::vector<std::string> local = {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "lofi", "gossip"};
+  const bool runs_locally = std::find(local.begin(), local.end(), s.algorithm.name) != local.end();
+  if (s.algorithm.name == "ddp" || (runs_locally && name != "dp_kfac")) return;
   std::string why = s.algorithm.name == "dear" ? "its messages beside DeAR's gated forward are not modelled yet"
-                    : name == "eva"            ? s.algorithm.name + " exchanges gradients its own way"
-                                               : "K-FAC's compute outside DDP's rounds is not charged yet";
+                    : runs_locally             ? "it deals its layers over DDP's nodes; alone on a node it is kfac"
+                                               : s.algorithm.name + " exchanges gradients its own way";
   fail(origins.where("algorithm.name"),
        name + " runs with ddp" +
-           (name == "eva" ? ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip" : "") +
+           (name == "dp_kfac" ? std::string("") : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
            ", not with " + s.algorithm.name + " (" + why + ")");
 }
 

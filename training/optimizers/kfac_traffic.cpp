@@ -122,6 +122,25 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
   return round;
 }
 
+ExtraWork kfac_local_work(const std::vector<SecondOrderLayer>& layers, const KfacOptions& o, int batch, int step) {
+  const bool factors = step % o.fac_update_freq == 0, inversion = step % o.kfac_update_freq == 0;
+  const bool eigen = o.variant == KfacVariant::Eigen;
+  ExtraWork work;
+  for (const auto& l : layers) {
+    if (factors) {
+      work.flops += factor_flops(l, batch);
+      work.kernels += 2;
+    }
+    if (inversion) {
+      work.flops += (eigen ? 9 : 1) * (cube(l.d_a) + cube(l.d_g));
+      work.kernels += eigen ? 2 : 4;
+    }
+    work.flops += (eigen ? 2 : 1) * precondition_flops(l);
+    work.kernels += eigen ? 4 : 2;
+  }
+  return work;
+}
+
 bool apply_kfac_op(Kfac& kfac, CommOp& op, int nodes) {
   if (op.tag.rfind("kfac.", 0) != 0) return false;
   const size_t dot = op.tag.rfind('.');

@@ -27,6 +27,11 @@ std::vector<KfacRound> kfac_rounds(const KfacOptions& options, int nodes, int st
 Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>& layers, const KfacOptions& options,
                  int nodes, int rank, int batch, int step, Kfac* kfac);
 
+// One node's K-FAC step on its own (under the algorithms that train locally, where it sends
+// nothing): every layer's factors on factor steps, their inversions (or eigendecompositions)
+// on inversion steps, and every layer's direction, with the FLOPs kfac_round charges.
+ExtraWork kfac_local_work(const std::vector<SecondOrderLayer>& layers, const KfacOptions& options, int batch, int step);
+
 // Whether `op` is a K-FAC message; if it is, what arrived replaces the node's copy (all-reduced
 // factors averaged over `nodes`).
 bool apply_kfac_op(Kfac& kfac, CommOp& op, int nodes);
