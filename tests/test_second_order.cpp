@@ -110,6 +110,72 @@ TEST(Eva, VectorsOfAPaddedStridedConvolutionByHand) {
   }
 }
 
+// The CNN's step written out (conv, ReLU and pooling twice, two dense layers, log-softmax and
+// NLL) for parameters w and b in forward order: each layer's input, the gradient at its output,
+// and its weight's gradient as a d_g x d_a matrix with the bias's last.
+struct CnnPass {
+  std::vector<torch::Tensor> inputs, output_grads, grads;
+};
+CnnPass cnn_by_hand(const std::vector<torch::Tensor>& w, const std::vector<torch::Tensor>& b, const torch::Tensor& x,
+                    const torch::Tensor& y) {
+  std::vector<torch::Tensor> ws, bs, outs;
+  for (size_t i = 0; i < 4; ++i) {
+    ws.push_back(w[i].clone().requires_grad_());
+    bs.push_back(b[i].clone().requires_grad_());
+  }
+  auto keep_out = [&](torch::Tensor o) {
+    o.retain_grad();
+    outs.push_back(o);
+    return o;
+  };
+  CnnPass pass;
+  auto h = x;
+  pass.inputs.push_back(h);
+  h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[0], bs[0]))), 2);
+  pass.inputs.push_back(h.detach());
+  h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[1], bs[1]))), 2).flatten(1);
+  pass.inputs.push_back(h.detach());
+  h = torch::relu(keep_out(h.mm(ws[2].t()) + bs[2]));
+  pass.inputs.push_back(h.detach());
+  torch::nll_loss(torch::log_softmax(keep_out(h.mm(ws[3].t()) + bs[3]), 1), y).backward();
+  for (size_t i = 0; i < 4; ++i) {
+    pass.output_grads.push_back(outs[i].grad());
+    pass.grads.push_back(torch::cat({ws[i].grad().reshape({w[i].size(0), -1}), bs[i].grad().reshape({-1, 1})}, 1));
+  }
+  return pass;
+}
+
+// torch.optim.SGD (momentum, weight decay, no dampening) stepping w and b with the directions
+// vs (d_g x d_a, bias last) scaled by nu.
+struct SgdByHand {
+  double lr, momentum, weight_decay;
+  std::vector<torch::Tensor> buf_w = std::vector<torch::Tensor>(4), buf_b = std::vector<torch::Tensor>(4);
+  void step(std::vector<torch::Tensor>& w, std::vector<torch::Tensor>& b, const std::vector<torch::Tensor>& vs, double nu,
+            bool first) {
+    for (size_t i = 0; i < 4; ++i) {
+      const int64_t cols = vs[i].size(1) - 1;
+      auto dw = vs[i].slice(1, 0, cols).reshape(w[i].sizes()) * nu + weight_decay * w[i];
+      auto db = vs[i].slice(1, cols).reshape(b[i].sizes()) * nu + weight_decay * b[i];
+      buf_w[i] = first ? dw : momentum * buf_w[i] + dw;
+      buf_b[i] = first ? db : momentum * buf_b[i] + db;
+      w[i] = w[i] - lr * buf_w[i];
+      b[i] = b[i] - lr * buf_b[i];
+    }
+  }
+};
+
+// The model's parameters against w and b (forward order), within the tolerances.
+void expect_parameters(const Model& model, const std::vector<torch::Tensor>& w, const std::vector<torch::Tensor>& b,
+                       double rtol, double atol) {
+  size_t i = 0, j = 0;
+  for (const auto& p : model.named_parameters()) {
+    const bool bias = p.key().find("bias") != std::string::npos;
+    const auto& want = bias ? b[j++] : w[i++];
+    const auto got = p.value().detach();
+    EXPECT_TRUE(torch::allclose(got, want, rtol, atol)) << p.key() << ": " << (got - want).abs().max().item<double>();
+  }
+}
+
 // The CNN trained with Eva under SGD at the reference's settings (damping 0.03, kl_clip 0.001,
 // factor decay 0.95 on the new vector, 16 samples of a batch of 32; lr 0.1, momentum 0.9, weight
 // decay 5e-4) over six steps, against the same steps written out here: the forward pass by hand,
@@ -140,7 +206,8 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
   config.weight_decay = weight_decay;
   Replica replica(model, config, ShardSampler({0}, 0), torch::kCPU);
 
-  std::vector<torch::Tensor> ra(4), rg(4), buf_w(4), buf_b(4);
+  std::vector<torch::Tensor> ra(4), rg(4);
+  SgdByHand sgd{lr, momentum, weight_decay};
   for (int step = 0; step < 6; ++step) {
     const auto x = torch::rand({batch, 1, 28, 28});
     const auto y = torch::randint(0, 10, {batch}, torch::kLong);
@@ -148,32 +215,12 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
     replica.optimizer_step();
 
     // By hand, in double.
-    std::vector<torch::Tensor> ws, bs, outs, ins;
-    for (int i = 0; i < 4; ++i) {
-      ws.push_back(w[i].clone().requires_grad_());
-      bs.push_back(b[i].clone().requires_grad_());
-    }
-    auto keep_out = [&](torch::Tensor o) {
-      o.retain_grad();
-      outs.push_back(o);
-      return o;
-    };
-    auto h = x.to(torch::kDouble);
-    ins.push_back(h);
-    h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[0], bs[0]))), 2);
-    ins.push_back(h.detach());
-    h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[1], bs[1]))), 2).flatten(1);
-    ins.push_back(h.detach());
-    h = torch::relu(keep_out(h.mm(ws[2].t()) + bs[2]));
-    ins.push_back(h.detach());
-    const auto logits = keep_out(h.mm(ws[3].t()) + bs[3]);
-    torch::nll_loss(torch::log_softmax(logits, 1), y).backward();
-
+    const CnnPass pass = cnn_by_hand(w, b, x, y);
     double vg = 0;
     std::vector<torch::Tensor> vs(4);
     for (int i = 0; i < 4; ++i) {
-      const auto in = ins[i].slice(0, 0, keep);
-      const auto og = outs[i].grad().slice(0, 0, keep);
+      const auto in = pass.inputs[i].slice(0, 0, keep);
+      const auto og = pass.output_grads[i].slice(0, 0, keep);
       torch::Tensor a, g;
       if (i < 2) {
         const int64_t k = 5, oh = in.size(2) - k + 1, ow = in.size(3) - k + 1;
@@ -192,31 +239,16 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
       a = torch::cat({a, torch::ones({1}, torch::kDouble)});
       ra[i] = step == 0 ? a : (1 - decay) * ra[i] + decay * a;
       rg[i] = step == 0 ? g : (1 - decay) * rg[i] + decay * g;
-      const auto grad = torch::cat({ws[i].grad().reshape({w[i].size(0), -1}), bs[i].grad().reshape({-1, 1})}, 1);
+      const auto& grad = pass.grads[i];
       const double aa = ra[i].dot(ra[i]).item<double>(), ggn = rg[i].dot(rg[i]).item<double>();
       const double ag = rg[i].dot(grad.mv(ra[i])).item<double>();
       vs[i] = (grad - ag / (aa * ggn + damping) * torch::outer(rg[i], ra[i])) / damping;
       vg += (vs[i] * grad).sum().item<double>() * lr * lr;
     }
-    const double nu = vg > 0 ? std::min(1.0, std::sqrt(kl / vg)) : 1.0;
-    for (int i = 0; i < 4; ++i) {
-      const int64_t cols = vs[i].size(1) - 1;
-      auto dw = vs[i].slice(1, 0, cols).reshape(w[i].sizes()) * nu + weight_decay * w[i];
-      auto db = vs[i].slice(1, cols).reshape(b[i].sizes()) * nu + weight_decay * b[i];
-      buf_w[i] = step == 0 ? dw : momentum * buf_w[i] + dw;
-      buf_b[i] = step == 0 ? db : momentum * buf_b[i] + db;
-      w[i] = w[i] - lr * buf_w[i];
-      b[i] = b[i] - lr * buf_b[i];
-    }
+    sgd.step(w, b, vs, vg > 0 ? std::min(1.0, std::sqrt(kl / vg)) : 1.0, step == 0);
   }
   torch::set_default_dtype(default_dtype);
-  int i = 0, j = 0;
-  for (const auto& p : model->named_parameters()) {
-    const bool bias = p.key().find("bias") != std::string::npos;
-    const auto& want = bias ? b[j++] : w[i++];
-    const auto got = p.value().detach().to(torch::kDouble);
-    EXPECT_TRUE(torch::allclose(got, want, 1e-10, 1e-12)) << p.key() << ": " << (got - want).abs().max().item<double>();
-  }
+  expect_parameters(*model, w, b, 1e-10, 1e-12);
 }
 
 
@@ -426,33 +458,16 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
     config.kfac.variant = variant;
     Replica replica(model, config, ShardSampler({0}, 0), torch::kCPU);
 
-    std::vector<torch::Tensor> RA(4), RG(4), buf_w(4), buf_b(4);
+    std::vector<torch::Tensor> RA(4), RG(4);
+    SgdByHand sgd{lr, momentum, weight_decay};
     for (int step = 0; step < 4; ++step) {
       const auto x = torch::rand({batch, 1, 28, 28});
       const auto y = torch::randint(0, 10, {batch}, torch::kLong);
       replica.forward_backward({x, y});
       replica.optimizer_step();
 
-      std::vector<torch::Tensor> ws, bs, outs, ins;
-      for (int i = 0; i < 4; ++i) {
-        ws.push_back(w[i].clone().requires_grad_());
-        bs.push_back(b[i].clone().requires_grad_());
-      }
-      auto keep_out = [&](torch::Tensor o) {
-        o.retain_grad();
-        outs.push_back(o);
-        return o;
-      };
-      auto h = x;
-      ins.push_back(h);
-      h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[0], bs[0]))), 2);
-      ins.push_back(h.detach());
-      h = torch::max_pool2d(torch::relu(keep_out(torch::conv2d(h, ws[1], bs[1]))), 2).flatten(1);
-      ins.push_back(h.detach());
-      h = torch::relu(keep_out(h.mm(ws[2].t()) + bs[2]));
-      ins.push_back(h.detach());
-      torch::nll_loss(torch::log_softmax(keep_out(h.mm(ws[3].t()) + bs[3]), 1), y).backward();
-
+      const CnnPass pass = cnn_by_hand(w, b, x, y);
+      const auto& ins = pass.inputs;
       double vg = 0;
       std::vector<torch::Tensor> vs(4);
       for (int i = 0; i < 4; ++i) {
@@ -461,13 +476,13 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
           const auto p = patches_by_slices(ins[i], 5);
           const double S = static_cast<double>(p.size(0) / batch);
           a = torch::cat({p, torch::ones({p.size(0), 1})}, 1) / S;
-          g = outs[i].grad().permute({0, 2, 3, 1}).reshape({-1, outs[i].size(1)}) * (batch * S);
+          g = pass.output_grads[i].permute({0, 2, 3, 1}).reshape({-1, pass.output_grads[i].size(1)}) * (batch * S);
           a = a.t().mm(a) / static_cast<double>(batch);
           g = g.t().mm(g) / static_cast<double>(g.size(0));
         } else {
           a = torch::cat({ins[i], torch::ones({batch, 1})}, 1);
           a = a.t().mm(a) / static_cast<double>(batch);
-          g = outs[i].grad().t().mm(outs[i].grad()) * static_cast<double>(batch);
+          g = pass.output_grads[i].t().mm(pass.output_grads[i]) * static_cast<double>(batch);
         }
         if (step == 0) {
           RA[i] = torch::eye(a.size(0));
@@ -475,7 +490,7 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
         }
         RA[i] = (1 - decay) * RA[i] + decay * a;
         RG[i] = (1 - decay) * RG[i] + decay * g;
-        const auto grad = torch::cat({ws[i].grad().reshape({w[i].size(0), -1}), bs[i].grad().reshape({-1, 1})}, 1);
+        const auto& grad = pass.grads[i];
         if (variant == KfacVariant::Inverse) {
           const double pi = std::sqrt((RA[i].trace().item<double>() / RA[i].size(0)) /
                                       (RG[i].trace().item<double>() / RG[i].size(0)));
@@ -491,25 +506,10 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
         }
         vg += (vs[i] * grad).sum().item<double>() * lr * lr;
       }
-      const double nu = std::min(1.0, std::sqrt(kl / std::abs(vg)));
-      for (int i = 0; i < 4; ++i) {
-        const int64_t cols = vs[i].size(1) - 1;
-        auto dw = vs[i].slice(1, 0, cols).reshape(w[i].sizes()) * nu + weight_decay * w[i];
-        auto db = vs[i].slice(1, cols).reshape(b[i].sizes()) * nu + weight_decay * b[i];
-        buf_w[i] = step == 0 ? dw : momentum * buf_w[i] + dw;
-        buf_b[i] = step == 0 ? db : momentum * buf_b[i] + db;
-        w[i] = w[i] - lr * buf_w[i];
-        b[i] = b[i] - lr * buf_b[i];
-      }
+      sgd.step(w, b, vs, std::min(1.0, std::sqrt(kl / std::abs(vg))), step == 0);
     }
     torch::set_default_dtype(default_dtype);
-    int i = 0, j = 0;
-    for (const auto& p : model->named_parameters()) {
-      const bool bias = p.key().find("bias") != std::string::npos;
-      const auto& want = bias ? b[j++] : w[i++];
-      const auto got = p.value().detach();
-      EXPECT_TRUE(torch::allclose(got, want, 1e-8, 1e-10)) << p.key() << ": " << (got - want).abs().max().item<double>();
-    }
+    expect_parameters(*model, w, b, 1e-8, 1e-10);
   }
 }
 

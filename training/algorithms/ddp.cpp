@@ -86,10 +86,10 @@ void Ddp::apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) {
   auto* kfac = dynamic_cast<Kfac*>(replica.preconditioner());
   if (kfac && apply_kfac_op(*kfac, op, nodes_)) return;  // a round's message: next_round goes on
   auto* eva = dynamic_cast<Eva*>(replica.preconditioner());
-  if (eva && apply_eva_statistics(*eva, op, nodes_)) {
-  } else if (buckets_.empty()) {
+  const bool statistic = eva && apply_eva_statistics(*eva, op, nodes_);
+  if (!statistic && buckets_.empty()) {
     replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
-  } else {
+  } else if (!statistic) {
     size_t b = 0;
     while (b < buckets_.size() && bucket_tag(b) != op.tag) ++b;
     if (b == buckets_.size()) throw std::logic_error("ddp: no bucket is tagged '" + op.tag + "'");

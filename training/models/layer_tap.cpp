@@ -32,6 +32,22 @@ torch::Tensor LayerTap::gradient_matrix() const {
   return grad;
 }
 
+std::pair<torch::Tensor, torch::Tensor> LayerTap::split_gradient_matrix(const torch::Tensor& v) const {
+  const int64_t w = weight.numel() / d_g();
+  return {v.slice(1, 0, w).reshape(weight.sizes()), bias.defined() ? v.slice(1, w).reshape(bias.sizes()) : torch::Tensor()};
+}
+
+void LayerTap::set_gradient_matrix(const torch::Tensor& v) {
+  const auto [vw, vb] = split_gradient_matrix(v);
+  weight.mutable_grad().copy_(vw);
+  if (bias.defined()) bias.mutable_grad().copy_(vb);
+}
+
+void LayerTap::scale_gradient(double factor) {
+  weight.mutable_grad().mul_(factor);
+  if (bias.defined()) bias.mutable_grad().mul_(factor);
+}
+
 torch::Tensor LayerTap::operator()(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& layer) {
   const bool recording = keep > 0 && torch::GradMode::is_enabled();
   if (recording) input = x.detach().slice(0, 0, keep).clone();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/nn/modules/conv.h>
@@ -26,6 +27,11 @@ class LayerTap {
   int64_t d_a() const { return weight.numel() / weight.size(0) + (bias.defined() ? 1 : 0); }
   // The weight's gradient as that d_g x d_a matrix, its last column the bias's.
   torch::Tensor gradient_matrix() const;
+  // Such a matrix's weight part and bias part (undefined without a bias), in their shapes.
+  std::pair<torch::Tensor, torch::Tensor> split_gradient_matrix(const torch::Tensor& v) const;
+  // Writes such a matrix into the weight's and the bias's gradients; scales both.
+  void set_gradient_matrix(const torch::Tensor& v);
+  void scale_gradient(double factor);
 
   // How many leading samples of each training batch to keep (0: none, the default). Kept only
   // while autograd records, as the reference's hooks (evaluation passes are not training).

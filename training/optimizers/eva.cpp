@@ -84,16 +84,11 @@ void Eva::precondition(double lr) {
       v_sum += (v * v).sum().item<double>();
       g_sum += (grad * grad).sum().item<double>();
     }
-    const int64_t w = l.weight.numel() / l.d_g();
-    l.weight.mutable_grad().copy_(v.slice(1, 0, w).reshape(l.weight.sizes()));
-    if (l.bias.defined()) l.bias.mutable_grad().copy_(v.slice(1, w).reshape(l.bias.sizes()));
+    l.set_gradient_matrix(v);
   }
   const double nu = options_.kl_clip > 0 ? (vg_sum > 0 ? std::min(1.0, std::sqrt(options_.kl_clip / vg_sum)) : 1.0)
                                          : std::sqrt(g_sum / v_sum);
-  for (auto* l : layers_) {
-    l->weight.mutable_grad().mul_(nu);
-    if (l->bias.defined()) l->bias.mutable_grad().mul_(nu);
-  }
+  for (auto* l : layers_) l->scale_gradient(nu);
 }
 
 std::map<std::string, torch::Tensor> Eva::state() const {

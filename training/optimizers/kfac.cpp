@@ -149,23 +149,16 @@ void Kfac::update_gradients(double lr) {
   double vg_sum = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     LayerTap& l = *layers_[i];
-    const int64_t w = l.weight.numel() / l.d_g();
-    const auto& v = direction_[i];
-    const auto vw = v.slice(1, 0, w).reshape(l.weight.sizes());
-    if (options_.kl_clip > 0) vg_sum += (vw * l.weight.grad() * lr * lr).sum().item<double>();
-    l.weight.mutable_grad().copy_(vw);
-    if (l.bias.defined()) {
-      const auto vb = v.slice(1, w).reshape(l.bias.sizes());
-      if (options_.kl_clip > 0) vg_sum += (vb * l.bias.grad() * lr * lr).sum().item<double>();
-      l.bias.mutable_grad().copy_(vb);
+    const auto [vw, vb] = l.split_gradient_matrix(direction_[i]);
+    if (options_.kl_clip > 0) {  // weight then bias, as the reference sums them
+      vg_sum += (vw * l.weight.grad() * lr * lr).sum().item<double>();
+      if (l.bias.defined()) vg_sum += (vb * l.bias.grad() * lr * lr).sum().item<double>();
     }
+    l.set_gradient_matrix(direction_[i]);
   }
   if (options_.kl_clip > 0) {
     const double nu = std::min(1.0, std::sqrt(options_.kl_clip / std::abs(vg_sum)));
-    for (auto* l : layers_) {
-      l->weight.mutable_grad().mul_(nu);
-      if (l->bias.defined()) l->bias.mutable_grad().mul_(nu);
-    }
+    for (auto* l : layers_) l->scale_gradient(nu);
   }
   ++steps_;
 }

@@ -88,7 +88,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   gradient_layer_ = gradient_layers(work, shapes.names);
   algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order);
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
-  if (scenario.optimizer.name == "kfac" && scenario.algorithm.name != "ddp") local_second_order_ = shapes.second_order;
+  if (scenario.optimizer.name == "kfac" && scenario.algorithm.name != "ddp") {
+    local_second_order_ = shapes.second_order;
+    local_kfac_ = optimizer_config(scenario).kfac;
+  }
   if (projection_ && !compute_->deterministic())
     throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
                                 "that knows a step's time beforehand (not measured)");

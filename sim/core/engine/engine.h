@@ -25,6 +25,7 @@
 #include "sim/dist/plan_wire.h"
 #include "topologies/topology.h"
 #include "training/models/model_shapes.h"
+#include "training/optimizers/kfac.h"
 #include "training/algorithm.h"
 #include "training/data/dataset.h"
 #include "training/replica.h"
@@ -239,6 +240,7 @@ class Engine {
   int64_t parameters_ = 0, trainable_parameters_ = 0;
   std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model
   std::vector<SecondOrderLayer> local_second_order_;  // K-FAC's layers when each node runs it alone
+  KfacOptions local_kfac_;
 
   // Destruction order matters: collectives use the network, the network the clock.
   std::unique_ptr<EventClock> clock_;

@@ -12,7 +12,6 @@
 #include "sim/core/compute/compute_model.h"
 #include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
-#include "sim/config/workload.h"
 #include "training/optimizers/kfac_traffic.h"
 
 namespace testbed {
@@ -47,7 +46,7 @@ PlanOutline Engine::train_step(int node) {
   }
   times_.local_compute += host_seconds;
   if (!local_second_order_.empty())
-    step_plan.work += kfac_local_work(local_second_order_, optimizer_config(scenario_).kfac, scenario_.workload.batch_size, step);
+    step_plan.work += kfac_local_work(local_second_order_, local_kfac_, scenario_.workload.batch_size, step);
   PlanOutline plan;
   plan.loss = step_plan.loss;
   plan.extra_time = compute_->extra_seconds(node, step, step_plan.work);
