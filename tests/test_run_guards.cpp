@@ -163,6 +163,38 @@ TEST(MemoryEstimate, StatefulClientsInMemoryCountAndDiskIsTheWayOut) {
   EXPECT_EQ(memory_refusal(estimate(fed + "disk}\n", data), machine, 20000), "");
 }
 
+// A second-order optimizer's own state on the MLP's three layers (d_a counts the bias's 1),
+// worked out a layer at a time: Eva keeps a and g; K-FAC A and G (d^2 each), their inverses
+// (every node: zeros where it owns none) or eigenvectors plus eigenvalues, and the d_g x d_a
+// direction; DP-KFAC the factors and inverses on the owner alone. Slips caught: the state left
+// out (the estimate before this test), DP-KFAC's factors counted on every node, the eigenvalues
+// dropped, a projection (no replica) charged.
+TEST(MemoryEstimate, CountsASecondOrderOptimizersState) {
+  const std::vector<SecondOrderLayer> mlp = {{"fc1", 0, 785, 256, 1}, {"fc2", 2, 257, 128, 1}, {"fc3", 4, 129, 10, 1}};
+  const double squares = 785.0 * 785 + 256 * 256 + 257 * 257 + 128 * 128 + 129 * 129 + 10 * 10;
+  const double products = 785.0 * 256 + 257 * 128 + 129 * 10, lengths = 785.0 + 256 + 257 + 128 + 129 + 10;
+  const Dataset data = small_data();
+  auto bytes = [&](const std::string& yaml) {
+    const Scenario s = parse_scenario(yaml, "s.yaml");
+    return estimate_memory(s, data, {kParameters, 6, mlp}, build_topology(topology_spec(s))).second_order_bytes;
+  };
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: eva}\n"), 5 * 4 * lengths);
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: kfac}\n"), 5 * 4 * (2 * squares + products));
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: kfac, variant: eigen}\n"),
+                   5 * 4 * (2 * squares + products + lengths));
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: kfac}\nalgorithm: {name: local_sgd}\n"),
+                   5 * 4 * (2 * squares + products));
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: dp_kfac}\n"), 4 * (2 * squares + 5 * products));
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: sgd}\n"), 0);
+  EXPECT_DOUBLE_EQ(bytes("nodes: 5\noptimizer: {name: kfac}\nworkload: {train: false}\ncompute: {model: flops}\n"), 0);
+  MachineMemory machine;
+  machine.available_bytes = 1e6;
+  const Scenario s = parse_scenario("nodes: 5\noptimizer: {name: kfac}\n", "s.yaml");
+  const std::string why = memory_refusal(
+      estimate_memory(s, data, {kParameters, 6, mlp}, build_topology(topology_spec(s))), machine, 5);
+  EXPECT_NE(why.find("GiB of second-order state"), std::string::npos) << why;
+}
+
 TEST(MemoryEstimate, ReadsThisMachine) {
   const MachineMemory m = machine_memory();
   EXPECT_GT(m.available_bytes, 0);

@@ -32,12 +32,27 @@ double tensor_bytes(const torch::Tensor& t) {
 }
 
 // Adam and AdamW keep two moments per parameter; SGD one momentum buffer when momentum > 0, and
-// so does the SGD under a second-order optimizer (Eva's own state is two vectors a layer;
-// K-FAC's factors and inverses, 2-4 (d_a^2 + d_g^2) a layer, are not counted: the models they
-// run on are small).
+// so does the SGD under a second-order optimizer (its own state: second_order_floats).
 int optimizer_vectors(const OptimizerSection& o) {
   if (o.name == "sgd" || o.second_order()) return o.momentum > 0 ? 1 : 0;
   return 2;
+}
+
+// Floats a second-order optimizer keeps beyond its SGD, summed over the fleet's replicas (as
+// training/optimizers/ allocates them). Eva: a and g, d_a + d_g a layer. K-FAC, on every node:
+// the running factors A and G, their inverses (zeros on the nodes that do not own the layer)
+// or eigenvectors and eigenvalues, and the preconditioned direction d_g x d_a. DP-KFAC: the
+// factors and inverses on the layer's owner only, the direction on every node.
+double second_order_floats(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
+  double floats = 0;
+  for (const SecondOrderLayer& l : layers) {
+    const double a = static_cast<double>(l.d_a), g = static_cast<double>(l.d_g);
+    const double factors = 2 * (a * a + g * g), direction = a * g;
+    if (o.name == "eva") floats += nodes * (a + g);
+    if (o.name == "kfac") floats += nodes * (factors + direction + (o.variant == "eigen" ? a + g : 0));
+    if (o.name == "dp_kfac") floats += factors + nodes * direction;
+  }
+  return floats;
 }
 
 // "/proc/meminfo"'s value for `key` in bytes (it reports kB), or 0 when absent.
@@ -128,6 +143,8 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
     if (options && options->client_state == ClientState::Memory)
       e.client_state_bytes = static_cast<double>(scenario.nodes) * optimizer_vectors(scenario.optimizer) * vector_bytes;
   }
+  if (scenario.workload.train && algorithm && !algorithm->federated)
+    e.second_order_bytes = 4 * second_order_floats(scenario.optimizer, model.second_order, scenario.nodes);
   if (!scenario.workload.train) e.replicas_bytes = 0;  // a projection builds no replica: shapes only
   // The evaluation model, or a projection's one build of the model for its shapes (none for the
   // decoders described from their configuration).
@@ -183,6 +200,7 @@ std::string memory_refusal(const MemoryEstimate& e, const MachineMemory& m, int 
         << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
         << gib(e.network_bytes);
   if (e.client_state_bytes > 0) parts << "; the clients' optimizer state " << gib(e.client_state_bytes);
+  if (e.second_order_bytes > 0) parts << "; " << gib(e.second_order_bytes) << " of second-order state";
   parts << ")";
   if (m.available_bytes > 0 && e.total_bytes() > m.available_bytes) {
     const bool state = e.client_state_bytes > 0 && e.total_bytes() - e.client_state_bytes <= m.available_bytes;

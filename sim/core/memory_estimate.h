@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "training/models/model_shapes.h"
 
 namespace testbed {
 
@@ -15,6 +18,7 @@ struct Topology;
 struct ModelSize {
   int64_t parameters = 0;
   int tensors = 0;  // parameter tensors (a layerwise selection builds a plan per tensor)
+  std::vector<SecondOrderLayer> second_order;  // the layers a second-order optimizer keeps state for
 };
 
 struct MemoryEstimate {
@@ -27,8 +31,10 @@ struct MemoryEstimate {
   double message_tables_bytes = 0;  // those plans and one run of each
   double network_bytes = 0;     // the simulated network: nodes, links, connections (ns-3)
   double client_state_bytes = 0;  // federated clients' optimizer state kept in memory (client_state: memory)
+  double second_order_bytes = 0;  // every replica's Eva vectors or K-FAC factors, inverses and directions
   double total_bytes() const {
-    return replicas_bytes + eval_model_bytes + data_bytes + message_tables_bytes + network_bytes + client_state_bytes;
+    return replicas_bytes + eval_model_bytes + data_bytes + message_tables_bytes + network_bytes + client_state_bytes +
+           second_order_bytes;
   }
 };
 
