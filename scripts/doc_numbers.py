@@ -20,6 +20,7 @@ Host-time figures (seconds of CPU, overhead ratios) are not generated: they vary
 run, and the docs say where and when each was measured.
 """
 
+import math
 import argparse
 import concurrent.futures
 import dataclasses
@@ -678,6 +679,41 @@ def second_order_cnn(tb):
     return (command(f"build/testbed run {SECOND_ORDER} --set 'optimizer={optimizers[3][1]}' --set topology.link.bandwidth=10Gbps")
             + table(["link", "optimizer", "accuracy at step 100", "final accuracy", "projected time", "first eval at 80 %",
                      "sent a node a step"], rows))
+
+
+SPLIT_GPT = "scenarios/algorithms/split.yaml"
+SPLIT_BERT = "scenarios/paper/split_bert.yaml"
+
+
+@block("full")
+def split_finetuning(tb):
+    """Split fine-tuning at rank 8 against the plain cut (rank 0): the tiny GPT trained on two
+    edges (each its own model and data) and BERT-base projected on one; bytes a step each way,
+    step time, each edge's model at the end, and the traffic ratio beside h / r."""
+    ranks = [8, 0]
+    trained = tb.runs([(SPLIT_GPT, [f"algorithm.rank={r}"]) for r in ranks])
+    projected = tb.runs([(SPLIT_BERT, [f"algorithm.rank={r}"]) for r in ranks])
+    rows, sent = [], {}
+    for r, res in zip(ranks, trained):
+        with h5py.File(res["path"], "r") as f:
+            accuracy = f["eval"]["replica_accuracy"][-1]
+            loss = f["eval"]["replica_loss"][-1]
+            sent[("gpt", r)] = int(f["train"]["bytes"][0][0])
+        rows.append(["tiny GPT (h 128), 2 edges, 300 steps", "plain cut" if r == 0 else f"rank {r}",
+                     mb(sent[("gpt", r)]), f"{res['projected_time_s'] / res['steps_completed'] * 1e3:.0f} ms",
+                     " / ".join(f"{a:.3f}" for a in accuracy), " / ".join(f"{math.exp(l):.2f}" for l in loss)])
+    for r, res in zip(ranks, projected):
+        sent[("bert", r)] = res["total_bytes"] // 2 // res["steps_completed"]
+        rows.append(["BERT-base (h 768), 1 edge, projected", "plain cut" if r == 0 else f"rank {r}", mb(sent[("bert", r)]),
+                     f"{res['projected_time_s'] / res['steps_completed'] * 1e3:.0f} ms", "—", "—"])
+    ratio = lambda m: sent[(m, 0)] / sent[(m, 8)]
+    return (command(f"build/testbed run {SPLIT_GPT} --set algorithm.rank=0",
+                    f"build/testbed run {SPLIT_BERT} --set algorithm.rank=0")
+            + table(["run", "cut", "activations an edge sends a step", "projected step", "edges' next-byte accuracy",
+                     "edges' perplexity"], rows)
+            + f"\nThe plain cut sends {ratio('gpt'):.0f}x the rank-8 cut's bytes on the tiny GPT (h / r = 128 / 8 = 16) "
+            f"and {ratio('bert'):.0f}x on BERT-base (768 / 8 = 96, the paper's 96x); the gradient coming back is the "
+            "same size.\n")
 
 
 FAT_TREE = "bench/scenarios/gpt2_ddp_fat_tree.yaml"

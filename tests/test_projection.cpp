@@ -49,6 +49,7 @@ const std::vector<Case>& algorithms() {
       {"dear", "{name: dear, bucket_mb: 0.02}", true},
       {"gossip", "{name: gossip}"},
       {"int8", "{name: int8}"},
+      {"split", "{name: split, layer: 1, rank: 4}"},
   };
   return all;
 }
@@ -72,6 +73,7 @@ std::vector<Param> params() {
   std::vector<Param> out;
   for (size_t a = 0; a < algorithms().size(); ++a) {
     for (int m = 0; m < 3; ++m) {
+      if (algorithms()[a].label == "split" && std::string(kModels[m]) != "gpt") continue;  // cuts transformers only
       const std::string backend = kBackends[(a + m) % 3];
       int nodes = kNodes[(a + 2 * m) % 4];
       if (backend == "ns3") nodes = std::min(nodes, 16);
@@ -85,7 +87,7 @@ std::vector<Param> params() {
       if (algorithms()[a].label == label) out.push_back({algorithms()[a], "llama", kBackends[a % 3], 8});
   }
   // BERT, the encoder of reproductions (b) and (c), under the algorithms those compare.
-  for (const char* label : {"ddp_buckets", "powersgd", "acpsgd", "dear"}) {
+  for (const char* label : {"ddp_buckets", "powersgd", "acpsgd", "dear", "split"}) {
     for (size_t a = 0; a < algorithms().size(); ++a)
       if (algorithms()[a].label == label) out.push_back({algorithms()[a], "bert", kBackends[(a + 1) % 3], 16});
   }

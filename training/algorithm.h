@@ -24,6 +24,12 @@ enum class CommKind {
   ReduceScatter,
   NeighbourExchange,  // `buffer` goes to each topology neighbour; `received` holds theirs, in `peers` order
   Broadcast,          // the first node's `buffer` replaces every other node's, in place
+  // Split learning's cut: `nodes` are the edge and the cloud's host (the host after the nodes);
+  // `buffer` holds the activations the edge sends, then the gradient the cloud returns (two
+  // equal blocks). The edge's step pauses at the cut: its compute so far is the front's
+  // forward, the cloud holds the activations for the back's passes on its own device, and the
+  // front's backward and update run once the gradient is back (docs/algorithms.md, split).
+  Cut,
 };
 
 // Steps counted from the issuing step: applied before step s + 1 + delay starts.

@@ -130,6 +130,18 @@ CollectivePlan direct_broadcast(int ranks, int64_t elements, double element_byte
   return plan;
 }
 
+CollectivePlan cut_exchange(int64_t elements, double element_bytes, double hold_s) {
+  check_sizes("cut_exchange", 2, elements, element_bytes);
+  if (!(hold_s >= 0)) throw std::invalid_argument("cut_exchange: the cloud's hold must be >= 0 seconds");
+  CollectivePlan plan = empty_plan(2);
+  const int activations = add(plan, chunk(0, 1, 0, 0, elements, element_bytes, ChunkOp::Copy));
+  CollectiveMessage gradient = chunk(1, 0, elements, elements, elements, element_bytes, ChunkOp::Copy);
+  gradient.after = {activations};
+  gradient.hold_s = hold_s;
+  add(plan, std::move(gradient));
+  return plan;
+}
+
 CollectivePlan ring_broadcast(int ranks, int64_t elements, double element_bytes) {
   check_sizes("ring_broadcast", ranks, elements, element_bytes);
   CollectivePlan plan = empty_plan(ranks);

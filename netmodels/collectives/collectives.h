@@ -19,6 +19,9 @@ struct CollectiveMessage {
   uint64_t bytes = 0;          // count x element size, rounded up (elements may be 4-bit)
   ChunkOp op = ChunkOp::Copy;
   std::vector<int> after;      // messages that must reach src before it may send this one
+  // Seconds src computes between the last of them arriving and this send (a split's back
+  // half, cut_exchange); 0 for every collective.
+  double hold_s = 0;
 };
 
 struct CollectivePlan {
@@ -117,6 +120,11 @@ CollectivePlan reduce_scatter(const CollectiveOptions& options, int ranks, int64
 // its own block followed by one block per neighbour, in neighbours[r] order; one step.
 CollectivePlan neighbour_exchange(const std::vector<std::vector<int>>& neighbours, int64_t elements,
                                   double element_bytes);
+
+// Split learning's cut between rank 0 (an edge) and rank 1 (the cloud), over a buffer of two
+// blocks of `elements`: block 0 (the activations) goes to rank 1, which computes `hold_s`
+// seconds (the back half's forward and backward) and sends block 1 (their gradient) back.
+CollectivePlan cut_exchange(int64_t elements, double element_bytes, double hold_s);
 
 // Payload bytes each rank sends in the plan.
 std::vector<uint64_t> bytes_sent_per_rank(const CollectivePlan& plan);

@@ -50,8 +50,15 @@ void PlanRunner::try_send(int rank) {
 }
 
 void PlanRunner::send(int message) {
-  const auto& msg = plan_->messages[message];
   sent_[message] = true;
+  const double hold = plan_->messages[message].hold_s;
+  if (hold <= 0) return transmit(message);
+  if (!hooks_.later) throw std::logic_error("plan runner: a message holds for " + std::to_string(hold) + " s but no clock was given");
+  hooks_.later(hold, [this, message] { transmit(message); });
+}
+
+void PlanRunner::transmit(int message) {
+  const auto& msg = plan_->messages[message];
   if (hooks_.sending) hooks_.sending(message);
   Message wire{next_message_id_++, hosts_[msg.src], hosts_[msg.dst], msg.bytes};
   wire.datagrams = transport_.datagrams;
@@ -77,6 +84,7 @@ double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& 
   uint64_t next_id = 0;
   PlanRunner::Hooks hooks;
   hooks.delivered = [&last](int, const Delivery& d) { last = std::max(last, d.t_recv); };
+  hooks.later = [&clock](double seconds, std::function<void()> then) { clock.schedule(seconds, std::move(then)); };
   PlanRunner runner(std::make_shared<const CollectivePlan>(plan), hosts, network, next_id, {}, std::move(hooks));
   clock.schedule(0, [&] { runner.enter_all(); });
   clock.run();

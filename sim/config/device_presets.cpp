@@ -44,6 +44,11 @@ const std::vector<DevicePreset>& device_presets() {
       {"t4", 8.1e12, 0, 0, 65e12, 320e9, 5e-6},
       // NVIDIA L4 datasheet: FP32 30.3, TF32 120 sparse, BF16 and FP16 242 sparse; GDDR6 300 GB/s.
       {"l4", 30.3e12, 60e12, 121e12, 121e12, 300e9, 5e-6},
+      // NVIDIA Jetson AGX Orin 64GB (Jetson AGX Orin Series Technical Brief v1.2): 2048 CUDA cores,
+      // 5.3 FP32 TFLOPS; 64 tensor cores, 170 sparse INT8 TOPS, so 85 dense and FP16/BF16 at half
+      // the INT8 rate, 42.5; TF32 at half of FP16 as on every Ampere part; 256-bit LPDDR5
+      // 204.8 GB/s, shared with the CPU. The edge of split fine-tuning.
+      {"jetson_agx_orin", 5.3e12, 21.25e12, 42.5e12, 42.5e12, 204.8e9, 5e-6},
       // One 32-core AVX-512 server socket at 2.5 GHz: 32 x 2 FMA units x 16 lanes x 2 FLOPs x
       // 2.5e9 = 5.12 TFLOPS FP32, doubled by AVX512-BF16 dot products (no TF32, no FP16
       // arithmetic); 8 channels of DDR5-4800 = 307 GB/s. An eager CPU op has no device launch,

@@ -42,7 +42,8 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.kind = scenario.topology.kind;
   // A federated run's server is a host of its own beside the clients (FedAvgOptions::server).
   const AlgorithmEntry* algorithm = find_algorithm(scenario.algorithm.name);
-  spec.hosts = scenario.nodes + (algorithm && algorithm->federated ? 1 : 0);
+  // So is split fine-tuning's cloud (CommKind::Cut).
+  spec.hosts = scenario.nodes + (algorithm && (algorithm->federated || algorithm->cloud) ? 1 : 0);
   spec.torus_rows = scenario.topology.rows;
   const TopologySection& t = scenario.topology;
   spec.fat_tree_k = t.k;

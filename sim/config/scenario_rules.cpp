@@ -492,6 +492,26 @@ void check_second_order(const Scenario& s, const Origins& origins) {
            ", not with " + s.algorithm.name + " (" + why + ")");
 }
 
+// Split fine-tuning (training/algorithms/split.cpp): a transformer to cut, both halves timed by
+// the roofline, the cloud a device preset; its cuts' bounds are the model's (check_workload).
+void check_split(const Scenario& s, const Origins& origins) {
+  const auto* o = std::get_if<SplitOptions>(&s.algorithm.options);
+  if (!o || s.algorithm.name != "split") return;
+  if (s.workload.model != "gpt" && s.workload.model != "bert")
+    fail(origins.where("workload.model"), "split fine-tuning cuts a transformer block's feed-forward: it needs model gpt or "
+                                          "bert, not " + s.workload.model);
+  if (s.compute.model != "flops")
+    fail(origins.where("compute.model"), "split fine-tuning times the edge's half on compute.device and the cloud's on "
+                                         "algorithm.cloud by the roofline: it needs compute.model flops, not " + s.compute.model);
+  std::vector<std::string> names;
+  for (const auto& p : device_presets()) names.push_back(p.name);
+  if (std::find(names.begin(), names.end(), o->cloud) == names.end())
+    fail(origins.where("algorithm.cloud"), "unknown device preset '" + o->cloud + "'; valid: " + join(names) +
+                                               nearest_hint(o->cloud, names));
+  if (s.output.resume_every > 0)
+    fail(origins.where("output.resume_every"), "split runs are not checkpointed yet; leave out resume_every");
+}
+
 void check_workload(const Scenario& s, const Origins& origins) {
   const auto& w = s.workload;
   const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
@@ -540,10 +560,15 @@ void check_workload(const Scenario& s, const Origins& origins) {
   try {
     check_model(s);
   } catch (const std::invalid_argument& e) {
-    std::string where = w.adapter.kind != "none" && std::string(e.what()).find("rank") != std::string::npos
+    const std::string what = e.what();
+    std::string where = w.adapter.kind != "none" && what.find("rank") != std::string::npos
                             ? "workload.adapter.rank"
                             : (language_model || w.model == "bert" ? "workload." + w.model : "workload.model");
-    fail(origins.where(where), e.what());
+    // The cut's bounds (Model::split) are the split's keys'.
+    if (what.rfind("split layer", 0) == 0) where = "algorithm.layer";
+    if (what.rfind("split rank", 0) == 0) where = "algorithm.rank";
+    if (what.rfind("split fine-tuning trains", 0) == 0) where = "workload.adapter.kind";
+    fail(origins.where(where), what);
   } catch (const std::runtime_error& e) {
     fail(origins.where("workload.init_from"), e.what());
   }
@@ -805,6 +830,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
   check_projection(s, origins);  // before the model is built from workload.init_from
+  check_split(s, origins);
   check_workload(s, origins);
   check_second_order(s, origins);
   check_compute(s, origins);

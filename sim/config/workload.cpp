@@ -174,6 +174,9 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
     model = make_image_model(w.model, heads * 10, adapter_config(s));
   }
   if (!w.init_from.empty()) load_checkpoint(*model, w.init_from);
+  // Split fine-tuning factors the weights as they stand now, loaded ones included.
+  if (const auto* split = std::get_if<SplitOptions>(&s.algorithm.options); split && s.algorithm.name == "split")
+    model->split(SplitConfig{split->layer, split->rank, split->residual});
   return model;
 }
 
@@ -256,7 +259,8 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
-                                          std::vector<int> tensor_layers, std::vector<SecondOrderLayer> second_order) {
+                                          std::vector<int> tensor_layers, std::vector<SecondOrderLayer> second_order,
+                                          int64_t cut_values_per_sample) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   if (!entry->make)
@@ -280,6 +284,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.tensor_layers = std::move(tensor_layers);
   settings.optimizer = optimizer_config(scenario);
   settings.second_order = std::move(second_order);
+  settings.cut_values_per_sample = cut_values_per_sample;
   return entry->make(settings);
 }
 

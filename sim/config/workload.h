@@ -63,6 +63,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
                                           std::vector<int> tensor_layers = {},
-                                          std::vector<SecondOrderLayer> second_order = {});
+                                          std::vector<SecondOrderLayer> second_order = {},
+                                          int64_t cut_values_per_sample = 0);
 
 }  // namespace testbed

@@ -26,6 +26,8 @@ struct AlgorithmSettings {
   OptimizerConfig optimizer;                   // the inner (local) optimizer
   // The layers a second-order optimizer preconditions (Model::layer_taps), for its messages.
   std::vector<SecondOrderLayer> second_order;
+  // A model cut for split fine-tuning: the values a sample sends across the cut (0: not cut).
+  int64_t cut_values_per_sample = 0;
 };
 
 }  // namespace testbed

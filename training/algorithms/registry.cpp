@@ -23,6 +23,8 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {"acpsgd", AcpSgdOptions{}, make_acpsgd, 1},
       // Its reduce-scatter plans are the size of its all-gathers (plan_size.h: all_gather_size).
       {"dear", DearOptions{}, make_dear, 0, SyncCollective::AllGather, true},
+      // Edges and a cloud (split.cpp): no collective over the nodes, a cut op each to the cloud.
+      {"split", SplitOptions{}, make_split, 0, SyncCollective::AllReduce, false, false, false, true},
       // The worked example of docs/algorithms.md#adding-one.
       {"int8", NoOptions{}, make_int8, 0, SyncCollective::AllGather},
   };

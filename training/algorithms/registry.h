@@ -23,6 +23,7 @@
 #include "training/algorithms/powersgd_options.h"
 #include "training/algorithms/signsgd_options.h"
 #include "training/algorithms/sparse_exchange_options.h"
+#include "training/algorithms/split_options.h"
 #include "training/algorithms/topk_options.h"
 
 namespace testbed {
@@ -44,7 +45,7 @@ struct GossipOptions {
 
 using AlgorithmOptions = std::variant<NoOptions, GossipOptions, LocalSgdOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
                                       SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
-                                      PowerSgdOptions, AcpSgdOptions, DearOptions>;
+                                      PowerSgdOptions, AcpSgdOptions, DearOptions, SplitOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
@@ -74,6 +75,9 @@ struct AlgorithmEntry {
   // Its only collectives are all-reduces over every node issued during backward (one stream a
   // node): a flow projection times them on lanes and keeps no plan (memory estimate).
   bool backward_all_reduces = false;
+  // Its nodes are edges that talk to a host of its own after them, the cloud (split): the
+  // topology has a host more than `nodes`.
+  bool cloud = false;
 };
 
 // The collective plans a run builds and keeps (the engine caches one per participants and
@@ -95,7 +99,7 @@ std::vector<std::string> algorithm_names();                     // in registry o
 #define TESTBED_ALGORITHM_FACTORIES(X)                                                                 \
   X(make_ddp) X(make_topk) X(make_signsgd) X(make_powersgd) X(make_acpsgd) X(make_dear) X(make_lofi)   \
   X(make_local_sgd) X(make_diloco) X(make_streaming_diloco) X(make_sparta) X(make_sparta_diloco)     \
-  X(make_demo) X(make_gossip) X(make_int8)
+  X(make_demo) X(make_gossip) X(make_int8) X(make_split)
 #define TESTBED_DECLARE_FACTORY(factory) std::unique_ptr<Algorithm> factory(const AlgorithmSettings&);
 TESTBED_ALGORITHM_FACTORIES(TESTBED_DECLARE_FACTORY)
 #undef TESTBED_DECLARE_FACTORY

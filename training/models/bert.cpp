@@ -33,7 +33,7 @@ LayerCost lookup_cost(const std::string& name, double in, double out, double tab
 }
 
 // One sample is a window of `sequence` tokens; the pooler and classifier see its first position.
-std::vector<LayerCost> bert_costs(const BertConfig& cfg) {
+std::vector<LayerCost> bert_costs(const BertConfig& cfg, const SplitConfig* split) {
   const double T = cfg.sequence, C = cfg.width, H = 4.0 * cfg.width;
   std::vector<LayerCost> c;
   c.push_back(lookup_cost("embeddings.word", T + T * C, T * C, static_cast<double>(cfg.vocab) * C));
@@ -48,10 +48,22 @@ std::vector<LayerCost> bert_costs(const BertConfig& cfg) {
     c.push_back(linear_cost(p + ".attention_output", C, C, T, true, true));
     c.push_back(elementwise_cost(p + ".residual1", 2 * T * C, T * C, 1, false));
     c.push_back(norm_cost(p + ".attention_norm", T, C));
-    c.push_back(linear_cost(p + ".intermediate", C, H, T, true, true));
+    const bool svd = split && split->layer == l + 1 && split->rank > 0;
+    if (svd) {  // split_cut.h: x V_r, then S_r, [the cut], then U_r with W1's bias
+      const double r = split->rank;
+      c.push_back(linear_cost(p + ".intermediate.v", C, r, T, false, true));
+      c.push_back(linear_cost(p + ".intermediate.s", r, r, T, false, true));
+      if (split->residual) {
+        c.push_back(elementwise_cost(p + ".cut_cat", T * (C + r), T * (C + r), 1, false));
+        c.push_back(elementwise_cost(p + ".cut_narrow", T * (C + r), T * (C + r), 2, false));
+      }
+      c.push_back(linear_cost(p + ".intermediate.u", r, H, T, true, true));
+    } else {
+      c.push_back(linear_cost(p + ".intermediate", C, H, T, true, true));
+    }
     c.push_back(elementwise_cost(p + ".gelu", T * H, T * H));
     c.push_back(linear_cost(p + ".output", H, C, T, true, true));
-    c.push_back(elementwise_cost(p + ".residual2", 2 * T * C, T * C, 1, false));
+    if (!svd || split->residual) c.push_back(elementwise_cost(p + ".residual2", 2 * T * C, T * C, 1, false));
     c.push_back(norm_cost(p + ".output_norm", T, C));
   }
   c.push_back(linear_cost("pooler", C, C, 1, true, true));
@@ -80,8 +92,33 @@ class EncoderBlockImpl : public torch::nn::Module {
     const auto q = split(query_(x)), k = split(key_(x)), v = split(value_(x));
     auto att = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd))), -1);
     const auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
-    const auto h = attention_norm_(x + attention_output_(y));
-    return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+    auto h = attention_norm_(x + attention_output_(y));
+    if (!cut_) return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+    if (!svd_) {  // a plain cut: the attention block's output crosses, the feed-forward is behind
+      h = cut_->cross(h);
+      return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+    }
+    // The reference's SvdBlock.feed_forward_chunk: dense_v, dense_s, dense_u, the activation,
+    // output.dense and output.LayerNorm, without the residual link.
+    auto z = svd_->front(h);
+    auto crossing = cut_->cross(split_.residual ? torch::cat({h, z}, -1) : z);
+    if (split_.residual) {
+      h = crossing.narrow(-1, 0, C);
+      z = crossing.narrow(-1, C, svd_->rank());
+    } else {
+      z = crossing;
+    }
+    const auto f = output_(torch::gelu(svd_->back(z)));
+    return output_norm_(split_.residual ? h + f : f);
+  }
+
+  // Cuts this block (split_cut.h): W1 = intermediate's weight, factored as it stands now.
+  void split(const SplitConfig& config, CutValues* cut) {
+    split_ = config;
+    cut_ = cut;
+    if (config.rank == 0) return;
+    svd_ = replace_module("intermediate", SvdDense(intermediate_->weight, intermediate_->bias, config.rank));
+    intermediate_ = torch::nn::Linear(nullptr);
   }
 
  private:
@@ -90,6 +127,9 @@ class EncoderBlockImpl : public torch::nn::Module {
   LayerNorm attention_norm_;
   torch::nn::Linear intermediate_, output_;
   LayerNorm output_norm_;
+  SvdDense svd_{nullptr};    // intermediate, once the block is cut with a rank
+  SplitConfig split_;
+  CutValues* cut_ = nullptr;  // the model's, once the cut falls in this block
 };
 TORCH_MODULE(EncoderBlock);
 
@@ -128,7 +168,20 @@ class Bert : public Model {
     return classifier_(torch::tanh(pooler_(x.select(1, 0))));
   }
 
-  std::vector<LayerCost> layer_costs() const override { return bert_costs(config_); }
+  std::vector<LayerCost> layer_costs() const override { return bert_costs(config_, cut_.back_first.empty() ? nullptr : &split_); }
+
+  void split(const SplitConfig& config) override {
+    if (config.layer < 1 || config.layer > config_.layers)
+      throw std::invalid_argument("split layer " + std::to_string(config.layer) + " is not a layer of this BERT (1.." +
+                                  std::to_string(config_.layers) + ")");
+    if (cut_.back_first.size()) throw std::logic_error("BERT: already split");
+    blocks_[config.layer - 1]->split(config, &cut_);
+    split_ = config;
+    const std::string p = "layers." + std::to_string(config.layer - 1);
+    cut_.back_first = p + (config.rank > 0 ? ".intermediate.u" : ".intermediate");
+    cut_.values_per_sample = config_.sequence * config.crossing(config_.width);
+  }
+  CutValues* cut() override { return cut_.back_first.empty() ? nullptr : &cut_; }
 
  private:
   BertConfig config_;
@@ -138,6 +191,8 @@ class Bert : public Model {
   LayerNorm norm_{nullptr};
   torch::nn::ModuleList layers_;
   std::vector<EncoderBlock> blocks_;
+  CutValues cut_;
+  SplitConfig split_;
 };
 
 }  // namespace

@@ -100,21 +100,62 @@ class BlockImpl : public torch::nn::Module {
 
   torch::Tensor forward(torch::Tensor x) {
     x = x + attn_(ln1_(x));
-    auto h = fc_proj_(torch::gelu(fc_(ln2_(x))));
+    torch::Tensor h;
+    if (!cut_) {
+      h = torch::gelu(fc_(ln2_(x)));
+    } else if (!svd_) {  // a plain cut: the residual stream crosses, the whole feed-forward is behind
+      x = cut_->cross(x);
+      h = torch::gelu(fc_(ln2_(x)));
+    } else {
+      const int64_t C = x.size(2);
+      auto z = svd_->front(ln2_(x));
+      // With the residual link its input crosses too, as one tensor: one message, one gradient.
+      auto crossing = cut_->cross(split_.residual ? torch::cat({x, z}, -1) : z);
+      if (split_.residual) {
+        x = crossing.narrow(-1, 0, C);
+        z = crossing.narrow(-1, C, svd_->rank());
+      } else {
+        z = crossing;
+      }
+      h = torch::gelu(svd_->back(z));
+    }
+    h = fc_proj_(h);
     if (dropout_ > 0) h = F::dropout(h, F::DropoutFuncOptions().p(dropout_).training(is_training()));
-    return x + h;
+    // The reference drops the split feed-forward's residual link: only its r values cross.
+    return cut_ && svd_ && !split_.residual ? h : x + h;
   }
+
+  // Cuts this block (split_cut.h): W1 = fc's weight, factored as it stands now.
+  void split(const SplitConfig& config, CutValues* cut) {
+    split_ = config;
+    cut_ = cut;
+    if (config.rank == 0) return;
+    svd_ = replace_module("fc", SvdDense(fc_->weight, fc_->bias, config.rank));
+    fc_ = Dense(nullptr);
+  }
+  // The first layer the back half runs (the cut's record names it).
+  std::string back_first(const std::string& name) const { return name + (svd_ ? ".fc.u" : ".ln2"); }
 
   void append_costs(std::vector<LayerCost>& c, const std::string& name, double T, double C) const {
     c.push_back(layer_norm_cost(name + ".ln1", ln1_, T, C));
     attn_->append_costs(c, name + ".attn", T);
     c.push_back(elementwise_cost(name + ".residual1", 2 * T * C, T * C, 1, false));
     c.push_back(layer_norm_cost(name + ".ln2", ln2_, T, C));
-    fc_->append_costs(c, name + ".fc", T);
+    if (svd_) {
+      const double r = static_cast<double>(svd_->rank());
+      svd_->append_front_costs(c, name + ".fc", T);
+      if (split_.residual) {  // cat before the cut, narrow after: copies of what crosses
+        c.push_back(elementwise_cost(name + ".cut_cat", T * (C + r), T * (C + r), 1, false));
+        c.push_back(elementwise_cost(name + ".cut_narrow", T * (C + r), T * (C + r), 2, false));
+      }
+      svd_->append_back_costs(c, name + ".fc", T);
+    } else {
+      fc_->append_costs(c, name + ".fc", T);
+    }
     c.push_back(elementwise_cost(name + ".gelu", 4 * T * C, 4 * T * C));
     fc_proj_->append_costs(c, name + ".fc_proj", T);
     append_dropout(c, name + ".mlp_dropout", dropout_, T * C);
-    c.push_back(elementwise_cost(name + ".residual2", 2 * T * C, T * C, 1, false));
+    if (!svd_ || split_.residual) c.push_back(elementwise_cost(name + ".residual2", 2 * T * C, T * C, 1, false));
   }
 
  private:
@@ -123,6 +164,9 @@ class BlockImpl : public torch::nn::Module {
   CausalSelfAttention attn_;
   LayerNorm ln2_;
   Dense fc_, fc_proj_;
+  SvdDense svd_{nullptr};    // fc, once the block is cut with a rank
+  SplitConfig split_;
+  CutValues* cut_ = nullptr;  // the model's, once the cut falls in this block
 };
 TORCH_MODULE(Block);
 
@@ -160,6 +204,19 @@ class Gpt : public Model {
     x = ln_f_(x);
     return config_.tie_embeddings ? torch::matmul(x, wte_->weight.t()) : head_(x);
   }
+
+  void split(const SplitConfig& config) override {
+    if (config.layer < 1 || config.layer > config_.layers)
+      throw std::invalid_argument("split layer " + std::to_string(config.layer) + " is not a block of this GPT (1.." +
+                                  std::to_string(config_.layers) + ")");
+    if (config_.adapter.kind != "none") throw std::invalid_argument("split fine-tuning trains the SVD factors, not adapters");
+    if (cut_.back_first.size()) throw std::logic_error("GPT: already split");
+    auto& block = block_list_[config.layer - 1];
+    block->split(config, &cut_);
+    cut_.back_first = block->back_first("blocks." + std::to_string(config.layer - 1));
+    cut_.values_per_sample = static_cast<int64_t>(config_.context) * config.crossing(config_.width);
+  }
+  CutValues* cut() override { return cut_.back_first.empty() ? nullptr : &cut_; }
 
   // One sample is a full window of `context` tokens.
   std::vector<LayerCost> layer_costs() const override {
@@ -203,6 +260,7 @@ class Gpt : public Model {
   Dense head_;
   torch::nn::ModuleList blocks_;
   std::vector<Block> block_list_;
+  CutValues cut_;
 };
 
 }  // namespace

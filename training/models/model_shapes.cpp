@@ -1,6 +1,8 @@
 // Shapes read off a built module.
 #include "training/models/model_shapes.h"
 
+#include <stdexcept>
+
 #include "training/models/models.h"
 #include "training/replica.h"
 
@@ -27,6 +29,12 @@ ModelShapes shapes_of(const Model& model) {
     m.shapes.push_back(p.value().sizes().vec());
   }
   m.layers = model.layer_costs();
+  if (const CutValues* cut = const_cast<Model&>(model).cut()) {
+    for (size_t l = 0; l < m.layers.size(); ++l)
+      if (m.layers[l].name == cut->back_first) m.cut_layer = static_cast<int>(l);
+    if (m.cut_layer < 0) throw std::logic_error("the cut's back half begins at '" + cut->back_first + "', not a layer");
+    m.cut_values_per_sample = cut->values_per_sample;
+  }
   // layer_taps() hands out the taps to write into; here they are only read.
   const auto trainable = trainable_parameters(model);
   for (const LayerTap* tap : const_cast<Model&>(model).layer_taps()) {

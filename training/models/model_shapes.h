@@ -27,6 +27,10 @@ struct ModelShapes {
   int64_t parameters = 0;                       // every parameter, frozen ones included
   std::vector<LayerCost> layers;                // forward order, per sample (Model::layer_costs)
   std::vector<SecondOrderLayer> second_order;   // forward order (Model::layer_taps)
+  // A model cut for split fine-tuning (Model::split): the first of `layers` its back half
+  // runs, and the values a sample sends across; -1 and 0 when it is whole.
+  int cut_layer = -1;
+  int64_t cut_values_per_sample = 0;
 
   int64_t trainable() const;
 };

@@ -107,6 +107,9 @@ torch::Tensor Model::features(const torch::Tensor&) {
 torch::Tensor Model::classify(const torch::Tensor&) {
   throw std::logic_error("this model has no split into features and a classifier head");
 }
+void Model::split(const SplitConfig&) {
+  throw std::invalid_argument("split fine-tuning cuts a transformer block's feed-forward: this model has none (use gpt or bert)");
+}
 
 double Model::forward_flops_per_sample() const {
   double flops = 0;

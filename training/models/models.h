@@ -10,6 +10,7 @@
 #include "training/models/dense.h"
 #include "training/models/layer_cost.h"
 #include "training/models/layer_tap.h"
+#include "training/models/split_cut.h"
 
 namespace testbed {
 
@@ -28,6 +29,12 @@ class Model : public torch::nn::Module {
   // Its Linear and Conv2d layers, in forward order, as second-order optimizers read them (none:
   // the model offers none to them).
   virtual std::vector<LayerTap*> layer_taps() { return {}; }
+  // Cuts the model for split fine-tuning (split_cut.h) where its weights stand now, so that the
+  // SVD factors a loaded checkpoint, as the reference factors the pretrained weights. Models
+  // that cannot be cut throw std::invalid_argument.
+  virtual void split(const SplitConfig& config);
+  // What crossed the cut in the last training pass, once split; null otherwise.
+  virtual CutValues* cut() { return nullptr; }
   // Multiply-adds x 2 for one sample's forward pass (the sum over layer_costs()).
   double forward_flops_per_sample() const;
 };

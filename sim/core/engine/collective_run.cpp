@@ -21,7 +21,7 @@ CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::ve
                  payloads_[m] = buffer(msg.src).slice(0, msg.offset, msg.offset + msg.count).clone();
                },
                [this](int m, const Delivery& d) { arrive(m, d); },
-               [this](int rank) { check_done(rank); }}) {
+               [this](int rank) { check_done(rank); }, hooks_.later}) {
   const size_t m = plan_->messages.size();
   const int p = plan_->ranks;
   buffers_.resize(p);

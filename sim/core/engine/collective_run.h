@@ -25,6 +25,8 @@ struct CollectiveHooks {
   // this process's, and no value is moved.
   std::function<void(int rank)> await;
   bool values = true;
+  // The clock, for plans whose messages hold (PlanRunner::Hooks::later).
+  std::function<void(double seconds, std::function<void()>)> later;
 };
 
 class CollectiveRun {

@@ -16,6 +16,7 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
     case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
     case CommKind::Broadcast:
       return pipelined ? ring_broadcast(ranks, elements, element_bytes) : direct_broadcast(ranks, elements, element_bytes);
+    case CommKind::Cut: throw std::logic_error("comm_plan: a cut's plan holds for the cloud's compute (Engine::plan_for)");
   }
   throw std::logic_error("comm_plan: unknown kind");
 }
@@ -23,7 +24,8 @@ CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double elem
 namespace {
 // Reductions and broadcasts work in the op's own buffer.
 bool in_place(CommKind kind) {
-  return kind == CommKind::AllReduce || kind == CommKind::ReduceScatter || kind == CommKind::Broadcast;
+  return kind == CommKind::AllReduce || kind == CommKind::ReduceScatter || kind == CommKind::Broadcast ||
+         kind == CommKind::Cut;
 }
 }  // namespace
 
@@ -47,7 +49,7 @@ torch::Tensor comm_work_buffer_awaiting(CommKind kind, int rank, int blocks, int
 }
 
 void comm_unpack(CommOp& op, const torch::Tensor& work, int blocks, int rank, const torch::Tensor& arrived) {
-  if (op.kind == CommKind::AllReduce || op.kind == CommKind::Broadcast) return;
+  if (op.kind == CommKind::AllReduce || op.kind == CommKind::Broadcast || op.kind == CommKind::Cut) return;
   if (op.kind == CommKind::ReduceScatter) {
     const int64_t k = op.buffer.numel() / blocks;
     op.received = {work.slice(0, rank * k, (rank + 1) * k)};

@@ -76,7 +76,22 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   parameters_ = shapes.parameters;
   trainable_parameters_ = shapes.trainable();
   const TrainingWork work = training_work(scenario, shapes.layers);
-  compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
+  if (shapes.cut_layer < 0) {
+    compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
+  } else {
+    // A split model: the edges run the front on compute.device, the cloud the back on its own
+    // (CommKind::Cut), each with its own optimizer over its own half's parameters.
+    const auto cut = shapes.layers.begin() + shapes.cut_layer;
+    compute_ = std::make_unique<ComputeModel>(scenario.compute,
+                                              training_work(scenario, {shapes.layers.begin(), cut}), nodes_, scenario.seed);
+    ComputeSection cloud;
+    cloud.model = "flops";
+    cloud.device = std::get<SplitOptions>(scenario.algorithm.options).cloud;
+    cloud.dtype = scenario.compute.dtype;
+    cloud.mfu = scenario.compute.mfu;
+    cloud_compute_ = std::make_unique<ComputeModel>(cloud, training_work(scenario, {cut, shapes.layers.end()}), 1,
+                                                    scenario.seed);
+  }
   if (!projection_) evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
 
   clock_ = std::make_unique<EventClock>();
@@ -86,7 +101,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   host_neighbours_ = host_neighbours(topology_);
   node_clusters_ = node_clusters(scenario);
   gradient_layer_ = gradient_layers(work, shapes.names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order);
+  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order,
+                              shapes.cut_values_per_sample);
+  if (cloud_compute_ && hooks_.group)
+    throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
   if (scenario.optimizer.name == "kfac" && scenario.algorithm.name != "ddp") {
     local_second_order_ = shapes.second_order;
@@ -107,7 +125,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // Only the packet-level backend can replay (Network::quiescent_state): elsewhere planning
   // the phases would only build plans.
   memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
-                !algorithm_->has_rounds();
+                !algorithm_->has_rounds() && !cloud_compute_;
   summary_.model_parameters = parameters_;
 }
 
@@ -235,6 +253,15 @@ void Engine::start_step(int node) {
   s.planned.clear();
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
   s.forward_ticks = 0;
+  // A split step (CommKind::Cut): the edge's compute so far is the front's forward; its
+  // backward and update wait for the gradient, and are spent once the cut is complete.
+  if (std::any_of(s.to_issue.begin(), s.to_issue.end(), [](const CommOp& op) { return op.kind == CommKind::Cut; })) {
+    double forward = 0;
+    for (double f : compute_->shares().forward) forward += f;
+    const int64_t start = clock_->now_ticks();
+    s.compute_end_ticks = start + EventClock::ticks((s.compute_time - s.extra_time) * forward);
+    s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - start);
+  }
   if (!projection_ && !std::isfinite(plan.loss)) {
     record_step(node);
     return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
@@ -341,7 +368,7 @@ void Engine::issue(int node, CommOp op) {
   Collective& c = collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
                  ? static_cast<int>(participants.size())
-             : op.kind == CommKind::Broadcast || c.lane_ring ? 1  // lanes: a projection, no buffer
+             : op.kind == CommKind::Broadcast || op.kind == CommKind::Cut || c.lane_ring ? 1  // lanes: a projection, no buffer
                                                          : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
@@ -373,9 +400,15 @@ void Engine::issue(int node, CommOp op) {
   }
   const bool enter = f.entered;
   const std::string tag = f.op.tag;
+  const bool cut = f.op.kind == CommKind::Cut;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
   if (enter) enter_collective({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
+  // The cloud is in whenever an edge is: its copy holds the gradient it computed (block 1).
+  if (cut) {
+    total_bytes_ += c.bytes_per_rank[1];
+    enter_collective({s.step, tag}, 1, projection_ ? work : work.clone(), {});
+  }
 }
 
 void Engine::enter_next_queued(int node) {
@@ -622,6 +655,13 @@ bool Engine::start_round(int node) {
 
 std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const std::vector<int>& participants) {
   const int64_t elements = op.buffer.numel();
+  if (op.kind == CommKind::Cut) {
+    if (!cloud_compute_ || participants.size() != 2 || participants[1] != nodes_)
+      throw std::logic_error(algorithm_->name() + "'s cut '" + op.tag + "' is not between an edge and the cloud of a split model");
+    // The cloud's hold: the back half's forward and backward (its update overlaps the return).
+    const double hold = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
+    return std::make_shared<const CollectivePlan>(cut_exchange(elements / 2, op.bytes_per_element, hold));
+  }
   const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
   auto& plan = plans_[{static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants, elements, op.bytes_per_element,
                        options.algorithm, options.slices, options.server, options.cluster_of}];
@@ -670,6 +710,7 @@ void Engine::start_plan(Collective& slot, const std::pair<int, std::string>& key
   hooks.rank_done = [this, key, participants, one_row](int rank) {
     collective_rank_done(key, participants[rank], one_row);
   };
+  hooks.later = [this](double seconds, std::function<void()> then) { clock_->schedule(seconds, std::move(then)); };
   hooks.delivered = [this, key, one_row, tag = op.tag](const Delivery& d) {
     if (!one_row)
       return recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
@@ -722,7 +763,7 @@ void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
 }
 
 void Engine::collective_rank_done(const std::pair<int, std::string>& key, int node, bool one_row) {
-  op_complete(node, key.first, key.second);
+  if (node < nodes_) op_complete(node, key.first, key.second);  // not the cloud (CommKind::Cut)
   auto it = collectives_.find(key);
   if (it == collectives_.end() || !it->second.finished()) return;
   if (one_row) recorder_->message(it->second.one_row);

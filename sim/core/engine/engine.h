@@ -237,6 +237,7 @@ class Engine {
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
+  std::unique_ptr<ComputeModel> cloud_compute_;  // a split model's back half on the cloud (CommKind::Cut)
   int64_t parameters_ = 0, trainable_parameters_ = 0;
   std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model
   std::vector<SecondOrderLayer> local_second_order_;  // K-FAC's layers when each node runs it alone
