@@ -698,7 +698,7 @@ def split_finetuning(tb):
         with h5py.File(res["path"], "r") as f:
             accuracy = f["eval"]["replica_accuracy"][-1]
             loss = f["eval"]["replica_loss"][-1]
-            sent[("gpt", r)] = int(f["train"]["bytes"][0][0])
+            sent[("gpt", r)] = int(f["comm"]["bytes"][0][0])
         rows.append(["tiny GPT (h 128), 2 edges, 300 steps", "plain cut" if r == 0 else f"rank {r}",
                      mb(sent[("gpt", r)]), f"{res['projected_time_s'] / res['steps_completed'] * 1e3:.0f} ms",
                      " / ".join(f"{a:.3f}" for a in accuracy), " / ".join(f"{math.exp(l):.2f}" for l in loss)])

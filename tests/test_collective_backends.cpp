@@ -254,3 +254,28 @@ TEST(CollectiveBackends, ARankSendsNothingBeforeItEnters) {
 }  // namespace
 }  // namespace collective_backends
 }  // namespace testbed
+
+namespace testbed {
+namespace collective_backends {
+namespace {
+
+// Split learning's cut (cut_exchange): the activations to rank 1, which holds them for its
+// compute, then their gradient back. On the alpha-beta backend over one 1 Gb/s, 50 us link:
+// 2 (50 us + 4000 B x 8 / 1 Gb/s) + the hold. Slips caught: the hold skipped, the gradient
+// leaving before the activations arrive, a message sent twice.
+TEST(CutExchange, ActivationsOutHoldGradientBack) {
+  const CollectivePlan plan = cut_exchange(1000, 4, 0.25);
+  ASSERT_EQ(plan.messages.size(), 2u);
+  EXPECT_EQ(plan.messages[0].src, 0);
+  EXPECT_EQ(plan.messages[1].src, 1);
+  EXPECT_EQ(plan.messages[1].after, std::vector<int>{0});
+  EXPECT_EQ(plan.messages[1].offset, 1000);
+  EXPECT_EQ(bytes_sent_per_rank(plan), (std::vector<uint64_t>{4000, 4000}));
+  const double one_way = 50e-6 + 4000 * 8 / 1e9;
+  EXPECT_NEAR(run(Backend::Analytical, topology("line", 2), plan), 2 * one_way + 0.25, 1e-9);
+  EXPECT_NEAR(run(Backend::Analytical, topology("line", 2), cut_exchange(1000, 4, 0)), 2 * one_way, 1e-9);
+}
+
+}  // namespace
+}  // namespace collective_backends
+}  // namespace testbed

@@ -399,11 +399,12 @@ TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
     EXPECT_GT(std::max(p.bf16_flops, p.fp16_flops), 0) << p.name;
     EXPECT_GT(p.memory_bandwidth, 0) << p.name;
     EXPECT_GT(p.launch_latency, 0) << p.name;
+    EXPECT_GE(p.memory_gib, 11) << p.name;  // the smallest, the RTX 2080 Ti's 11 GB
   }
   std::vector<std::string> names;
   for (const auto& p : device_presets()) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"h100", "h200", "b200", "a100", "a100_40gb", "a100_pcie", "mi300x",
-                                             "rtx4090", "rtx2080ti", "v100", "t4", "l4", "cpu"}));
+                                             "rtx4090", "rtx2080ti", "v100", "t4", "l4", "jetson_agx_orin", "cpu"}));
 }
 
 // The default scenario (rtx4090, fp32, mfu 0.4) charges the CNN more than pure FLOPs would.

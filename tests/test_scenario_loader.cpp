@@ -999,6 +999,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"compute.memory_bandwidth", "compute: {model: fixed, memory_bandwidth: 1TB/s}\n", "memory_bandwidth: ", "read only with compute.model: flops"},
       {"compute.launch_latency", "compute: {model: fixed, launch_latency: 1us}\n", "launch_latency: ", "read only with compute.model: flops"},
       {"compute.mfu", "compute: {model: fixed, mfu: 0.5}\n", "mfu: ", "read only with compute.model: flops"},
+      {"compute.memory_check", "compute: {model: fixed, memory_check: warn}\n", "memory_check: ",
+       "read only with compute.model: flops"},
       {"compute.measured_scale", "compute: {model: flops, measured_scale: 2}\n", "measured_scale: ", "read only with compute.model: measured"},
       {"compute.speed_min", "compute: {speeds: [1, 2], speed_min: 0.5}\n", "speed_min: ",
        "'compute.speed_min' has no effect with compute.speeds listed"},

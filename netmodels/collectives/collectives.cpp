@@ -137,8 +137,8 @@ CollectivePlan cut_exchange(int64_t elements, double element_bytes, double hold_
   const int activations = add(plan, chunk(0, 1, 0, 0, elements, element_bytes, ChunkOp::Copy));
   CollectiveMessage gradient = chunk(1, 0, elements, elements, elements, element_bytes, ChunkOp::Copy);
   gradient.after = {activations};
-  gradient.hold_s = hold_s;
   add(plan, std::move(gradient));
+  plan.hold_s = {0, hold_s};
   return plan;
 }
 

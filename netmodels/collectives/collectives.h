@@ -19,9 +19,6 @@ struct CollectiveMessage {
   uint64_t bytes = 0;          // count x element size, rounded up (elements may be 4-bit)
   ChunkOp op = ChunkOp::Copy;
   std::vector<int> after;      // messages that must reach src before it may send this one
-  // Seconds src computes between the last of them arriving and this send (a split's back
-  // half, cut_exchange); 0 for every collective.
-  double hold_s = 0;
 };
 
 struct CollectivePlan {
@@ -30,6 +27,10 @@ struct CollectivePlan {
   // Messages each rank receives (indices into messages); a rank holds the
   // result once all of them have arrived.
   std::vector<std::vector<int>> inbox;
+  // Per message, seconds its sender computes between the last of its dependencies arriving
+  // and the send (a split's back half, cut_exchange); empty when none holds (every collective),
+  // so a message of a ring of thousands of ranks stays the size it was.
+  std::vector<double> hold_s;
 };
 
 // Ring all-reduce of `elements` values of `element_bytes` each over `ranks`:

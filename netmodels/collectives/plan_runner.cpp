@@ -51,7 +51,7 @@ void PlanRunner::try_send(int rank) {
 
 void PlanRunner::send(int message) {
   sent_[message] = true;
-  const double hold = plan_->messages[message].hold_s;
+  const double hold = plan_->hold_s.empty() ? 0 : plan_->hold_s[message];
   if (hold <= 0) return transmit(message);
   if (!hooks_.later) throw std::logic_error("plan runner: a message holds for " + std::to_string(hold) + " s but no clock was given");
   hooks_.later(hold, [this, message] { transmit(message); });

@@ -28,8 +28,8 @@ class PlanRunner {
     std::function<void(int message)> sending;                         // message is about to leave
     std::function<void(int message, const Delivery&)> delivered;      // it arrived, before dependents leave
     std::function<void(int rank)> settled;                            // after an arrival at rank was handled
-    // Calls the function `seconds` later on the clock: a message with a hold (hold_s) leaves
-    // then. Needed only by plans with holds.
+    // Calls the function `seconds` later on the clock: a message with a hold
+    // (CollectivePlan::hold_s) leaves then. Needed only by plans with holds.
     std::function<void(double seconds, std::function<void()>)> later;
   };
   // `hosts[r]` is the network host of rank r; `next_message_id` numbers messages run-wide.

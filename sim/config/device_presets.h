@@ -17,6 +17,7 @@ struct DevicePreset {
   double fp16_flops;        // dense FP16 tensor, FP32 accumulate
   double memory_bandwidth;  // bytes per second
   double launch_latency;    // seconds per kernel launch
+  double memory_gib;        // device memory, the datasheet's GB read as GiB (as nvidia-smi shows them)
 };
 
 const std::vector<DevicePreset>& device_presets();

@@ -395,6 +395,10 @@ struct ComputeSection {
   std::vector<double> speeds;
   double speed_min = 1, speed_max = 1;
   double straggler_sigma = 0;    // each step x lognormal(0, sigma), seeded per node and step
+  // flops: what a GPU holds against the device's memory (sim/config/device_memory.h): a run
+  // over it is refused (error), said on stderr (warn: for what the testbed does not model,
+  // such as activation recomputation, offload or sharding), or not checked (off).
+  std::string memory_check = "error";
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
@@ -409,6 +413,7 @@ struct ComputeSection {
     v.field("speed_min", speed_min, Range{0, 1e6, true});
     v.field("speed_max", speed_max, Range{0, 1e6, true});
     v.field("straggler_sigma", straggler_sigma, Range{0, 10});
+    v.field("memory_check", memory_check, Choices{{"error", "warn", "off"}});
   }
   static std::vector<std::string> device_presets();
 };

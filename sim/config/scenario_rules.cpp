@@ -13,6 +13,7 @@
 
 #include "sim/config/bandwidth_trace.h"
 #include "sim/config/data_dirs.h"
+#include "sim/config/device_memory.h"
 #include "sim/config/device_presets.h"
 #include "sim/config/model_check.h"
 #include "topologies/routing.h"
@@ -113,6 +114,7 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   compute_key("compute.memory_bandwidth", "flops", !(c.memory_bandwidth == dc.memory_bandwidth));
   compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
   compute_key("compute.mfu", "flops", c.mfu != dc.mfu);
+  compute_key("compute.memory_check", "flops", c.memory_check != dc.memory_check);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
@@ -512,7 +514,7 @@ void check_split(const Scenario& s, const Origins& origins) {
     fail(origins.where("output.resume_every"), "split runs are not checkpointed yet; leave out resume_every");
 }
 
-void check_workload(const Scenario& s, const Origins& origins) {
+ModelShapes check_workload(const Scenario& s, const Origins& origins) {
   const auto& w = s.workload;
   const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
                                                      {"brown", "ca01"}, {"brown_genres", "ca01"}};
@@ -558,7 +560,7 @@ void check_workload(const Scenario& s, const Origins& origins) {
   }
   // Building the model (once) checks shapes (adapter rank, heads) and any checkpoint it starts from.
   try {
-    check_model(s);
+    return check_model(s);
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
     std::string where = w.adapter.kind != "none" && what.find("rank") != std::string::npos
@@ -787,6 +789,26 @@ void check_compute(const Scenario& s, const Origins& origins) {
   }
 }
 
+// What a GPU holds against its preset's memory (sim/config/device_memory.h), for the roofline's
+// device: over it, the machine the run describes cannot exist.
+std::vector<std::string> device_memory_overruns(const Scenario& s, const ModelShapes& shapes) {
+  std::vector<std::string> overruns;
+  if (s.compute.model != "flops" || s.compute.memory_check == "off") return overruns;
+  for (const DeviceMemory& m : device_memory(s, shapes))
+    if (m.total() > m.capacity) overruns.push_back(device_memory_text(m, s.workload.batch_size));
+  return overruns;
+}
+
+void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
+  if (s.compute.memory_check != "error") return;
+  const auto overruns = device_memory_overruns(s, shapes);
+  if (overruns.empty()) return;
+  fail(origins.where(origins.blame({"compute.device", "workload.batch_size"})),
+       overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, or "
+                          "compute.memory_check: warn to model what the testbed does not (activation recomputation, "
+                          "offload, sharding)");
+}
+
 }  // namespace
 
 void resolve_scenario(Scenario& s, const Origins& origins) {
@@ -831,9 +853,10 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   }
   check_projection(s, origins);  // before the model is built from workload.init_from
   check_split(s, origins);
-  check_workload(s, origins);
+  const ModelShapes shapes = check_workload(s, origins);
   check_second_order(s, origins);
   check_compute(s, origins);
+  check_device_memory(s, shapes, origins);
   check_algorithm(s, topology, origins);
   check_collective(s, origins);
 }
@@ -904,6 +927,11 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
                             {"optimizer.factor_decay", o.factor_decay != dopt.factor_decay, no_update},
                             {"optimizer.kfac_batch_size", o.kfac_batch_size != dopt.kfac_batch_size, no_update}})
       if (u.given) warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
+  }
+  // compute.memory_check warn: the overrun said, the run goes on (the model is built again).
+  if (s.compute.memory_check == "warn" && s.compute.model == "flops") {
+    for (const auto& overrun : device_memory_overruns(s, check_model(s)))
+      warn("compute.memory_check", overrun + ": more than the device holds, modelled on as asked");
   }
   return warnings;
 }

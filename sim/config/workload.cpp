@@ -46,9 +46,9 @@ void configure_host(const Scenario& scenario) {
 
 // A model described from its configuration is checked without building it (a 7B model would not
 // fit before the memory estimate could refuse it); a projection needs only its shapes.
-void check_model(const Scenario& scenario) {
-  if (!scenario.workload.train || shapes_from_config(scenario)) model_shapes(scenario);
-  else make_model(scenario);
+ModelShapes check_model(const Scenario& scenario) {
+  if (!scenario.workload.train || shapes_from_config(scenario)) return model_shapes(scenario);
+  return shapes_of(*make_model(scenario));
 }
 
 namespace {

@@ -15,6 +15,7 @@
 
 #include "netmodels/collectives/plan_size.h"
 #include "sim/config/collective_options.h"
+#include "sim/config/device_memory.h"
 #include "sim/config/scenario.h"
 #include "sim/config/workload.h"
 #include "sim/core/network_factory.h"
@@ -32,27 +33,11 @@ double tensor_bytes(const torch::Tensor& t) {
 }
 
 // Adam and AdamW keep two moments per parameter; SGD one momentum buffer when momentum > 0, and
-// so does the SGD under a second-order optimizer (its own state: second_order_floats).
+// so does the SGD under a second-order optimizer (its own state: second_order_floats,
+// sim/config/device_memory.h).
 int optimizer_vectors(const OptimizerSection& o) {
   if (o.name == "sgd" || o.second_order()) return o.momentum > 0 ? 1 : 0;
   return 2;
-}
-
-// Floats a second-order optimizer keeps beyond its SGD, summed over the fleet's replicas (as
-// training/optimizers/ allocates them). Eva: a and g, d_a + d_g a layer. K-FAC, on every node:
-// the running factors A and G, their inverses (zeros on the nodes that do not own the layer)
-// or eigenvectors and eigenvalues, and the preconditioned direction d_g x d_a. DP-KFAC: the
-// factors and inverses on the layer's owner only, the direction on every node.
-double second_order_floats(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
-  double floats = 0;
-  for (const SecondOrderLayer& l : layers) {
-    const double a = static_cast<double>(l.d_a), g = static_cast<double>(l.d_g);
-    const double factors = 2 * (a * a + g * g), direction = a * g;
-    if (o.name == "eva") floats += nodes * (a + g);
-    if (o.name == "kfac") floats += nodes * (factors + direction + (o.variant == "eigen" ? a + g : 0));
-    if (o.name == "dp_kfac") floats += factors + nodes * direction;
-  }
-  return floats;
 }
 
 // "/proc/meminfo"'s value for `key` in bytes (it reports kB), or 0 when absent.

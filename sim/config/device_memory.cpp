@@ -1,0 +1,116 @@
+// The device memory a step needs, part by part (docs/compute.md, "Device memory").
+#include "sim/config/device_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "sim/config/device_presets.h"
+#include "training/algorithms/registry.h"
+
+namespace testbed {
+namespace {
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+const DevicePreset& preset(const std::string& name) {
+  for (const auto& p : device_presets())
+    if (p.name == name) return p;
+  throw std::invalid_argument("unknown device preset '" + name + "'");
+}
+
+// The trainable elements, all elements and per-sample outputs of layers [begin, end).
+struct LayerSums {
+  double parameters = 0, trainable = 0, outputs = 0;
+};
+LayerSums sums(const std::vector<LayerCost>& layers, size_t begin, size_t end) {
+  LayerSums s;
+  for (size_t l = begin; l < end; ++l) {
+    const LayerCost& c = layers[l];
+    if (!c.shared_weights) {
+      s.parameters += c.weights;
+      if (c.trains) s.trainable += c.weights;
+    }
+    s.outputs += c.outputs;
+  }
+  return s;
+}
+
+}  // namespace
+
+double second_order_floats(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
+  double floats = 0;
+  for (const SecondOrderLayer& l : layers) {
+    const double a = static_cast<double>(l.d_a), g = static_cast<double>(l.d_g);
+    const double factors = 2 * (a * a + g * g), direction = a * g;
+    if (o.name == "eva") floats += nodes * (a + g);
+    if (o.name == "kfac") floats += nodes * (factors + direction + (o.variant == "eigen" ? a + g : 0));
+    if (o.name == "dp_kfac") floats += factors + nodes * direction;
+  }
+  return floats;
+}
+
+double second_order_floats_per_gpu(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
+  if (o.name != "dp_kfac") return second_order_floats(o, layers, nodes) / nodes;
+  // Layer i's factors and inverses on node i mod N (DP-KFAC deals the inverse variant's way):
+  // the node that owns the most, and every layer's direction.
+  std::vector<double> owned(std::max(1, nodes), 0.0);
+  double directions = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const double a = static_cast<double>(layers[i].d_a), g = static_cast<double>(layers[i].d_g);
+    owned[i % owned.size()] += 2 * (a * a + g * g);
+    directions += a * g;
+  }
+  return *std::max_element(owned.begin(), owned.end()) + directions;
+}
+
+std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& shapes) {
+  const int activation_bytes = dtype_bytes(s.compute.dtype);
+  const bool autocast = s.compute.dtype == "bf16" || s.compute.dtype == "fp16";
+  const OptimizerSection& o = s.optimizer;
+  const double state_per_trainable = o.name == "adamw" || o.name == "adam" ? 8 : o.momentum > 0 ? 4 : 0;
+  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
+  const int vectors = entry ? entry->state_vectors + 1 : 1;  // its state and one op buffer
+  auto part = [&](const std::string& device, const std::string& name, const LayerSums& l, double trainable) {
+    DeviceMemory m;
+    m.device = device;
+    m.part = name;
+    m.capacity = preset(device).memory_gib * 1024.0 * 1024.0 * 1024.0;
+    // fp32 master weights; under autocast a bf16/fp16 copy of each is cached for the step.
+    m.weights = l.parameters * (4 + (autocast ? 2 : 0));
+    m.gradients = 4 * trainable;
+    m.optimizer = state_per_trainable * trainable;
+    m.activations = static_cast<double>(s.workload.batch_size) * l.outputs * activation_bytes;
+    m.algorithm = 4.0 * vectors * trainable;
+    return m;
+  };
+  if (shapes.cut_layer < 0) {
+    LayerSums l = sums(shapes.layers, 0, shapes.layers.size());
+    l.parameters = static_cast<double>(shapes.parameters);  // the module's own count, buffers aside
+    DeviceMemory m = part(s.compute.device, "", l, static_cast<double>(shapes.trainable()));
+    m.optimizer += 4 * second_order_floats_per_gpu(o, shapes.second_order, s.nodes);
+    return {m};
+  }
+  // Split fine-tuning: the edge holds the front, the cloud one back half (an edge's).
+  const auto* split = std::get_if<SplitOptions>(&s.algorithm.options);
+  const LayerSums front = sums(shapes.layers, 0, shapes.cut_layer),
+                  back = sums(shapes.layers, shapes.cut_layer, shapes.layers.size());
+  DeviceMemory edge = part(s.compute.device, "edge", front, front.trainable),
+               cloud = part(split ? split->cloud : s.compute.device, "cloud", back, back.trainable);
+  // The cut's op buffer: the step's activations and their gradient.
+  edge.algorithm = cloud.algorithm = 8.0 * s.workload.batch_size * static_cast<double>(shapes.cut_values_per_sample);
+  return {edge, cloud};
+}
+
+std::string device_memory_text(const DeviceMemory& m, int batch) {
+  return m.device + " holds " + gib(m.capacity) + "; " + (m.part.empty() ? "a GPU" : "the " + m.part) + " needs about " +
+         gib(m.total()) + ": weights " + gib(m.weights) + ", gradients " + gib(m.gradients) + ", optimizer state " +
+         gib(m.optimizer) + ", activations " + gib(m.activations) + " (batch " + std::to_string(batch) +
+         ", every layer's output kept for backward), the algorithm's buffers " + gib(m.algorithm);
+}
+
+}  // namespace testbed

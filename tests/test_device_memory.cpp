@@ -1,0 +1,94 @@
+// What one GPU holds (sim/config/device_memory.h) against its preset: the MLP's parts counted by
+// hand, the refusal and the warning, and two published fits: GPT-2 124M at nanoGPT's batch of 12
+// x 1024 tokens in bf16 on a 40 GB A100, and full AdamW training of a 7B model, which no 80 GB
+// GPU holds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/config/device_memory.h"
+#include "sim/config/input_error.h"
+#include "sim/config/model_check.h"
+#include "sim/config/scenario_loader.h"
+
+namespace testbed {
+namespace device_memory_test {  // workload_tests compiles as one unity file
+namespace {
+
+constexpr double kMlpParameters = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;  // 235 146
+constexpr double kMlpOutputs = 256 + 256 + 128 + 128 + 10 + 10;  // fc1, relu1, fc2, relu2, fc3, loss a sample
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+DeviceMemory mlp_memory(const std::string& extra, const std::string& dtype = "fp32") {
+  const Scenario s = parse_scenario(
+      "workload: {model: mlp, batch_size: 64}\ncompute: {model: flops, device: t4, dtype: " + dtype + "}\n" + extra, "m.yaml");
+  const auto parts = device_memory(s, check_model(s));
+  EXPECT_EQ(parts.size(), 1u);
+  return parts.at(0);
+}
+
+// Slips caught: gradients or moments counted for frozen or all parameters alike, the autocast
+// copy left out (or counted in fp32), activations not scaled by the batch or the dtype, an
+// algorithm's state vectors forgotten, the capacity read in GB instead of GiB.
+TEST(DeviceMemory, TheMlpsPartsByHand) {
+  const DeviceMemory adamw = mlp_memory("optimizer: {name: adamw}\n");
+  EXPECT_DOUBLE_EQ(adamw.capacity, 16 * kGiB);
+  EXPECT_DOUBLE_EQ(adamw.weights, 4 * kMlpParameters);
+  EXPECT_DOUBLE_EQ(adamw.gradients, 4 * kMlpParameters);
+  EXPECT_DOUBLE_EQ(adamw.optimizer, 8 * kMlpParameters);
+  EXPECT_DOUBLE_EQ(adamw.activations, 64 * kMlpOutputs * 4);
+  EXPECT_DOUBLE_EQ(adamw.algorithm, 4 * kMlpParameters);  // DDP: no state, one op buffer
+  EXPECT_DOUBLE_EQ(adamw.total(), (4 + 4 + 8 + 4) * kMlpParameters + 64 * kMlpOutputs * 4);
+
+  const DeviceMemory bf16 = mlp_memory("", "fp16");
+  EXPECT_DOUBLE_EQ(bf16.weights, 6 * kMlpParameters);        // fp32 master + the fp16 copy
+  EXPECT_DOUBLE_EQ(bf16.activations, 64 * kMlpOutputs * 2);
+
+  EXPECT_DOUBLE_EQ(mlp_memory("optimizer: {name: sgd, momentum: 0.9}\n").optimizer, 4 * kMlpParameters);
+  EXPECT_DOUBLE_EQ(mlp_memory("optimizer: {name: sgd}\n").optimizer, 0);
+  EXPECT_DOUBLE_EQ(mlp_memory("algorithm: {name: diloco}\n").algorithm, 4 * 3 * kMlpParameters);  // outer copy, momentum
+}
+
+// A batch that cannot fit is refused at compute.device with the breakdown and the capacity;
+// `warn` lets it run with the same sentence on stderr; `off` says nothing.
+TEST(DeviceMemory, OverCapacityIsRefusedOrWarned) {
+  // The CNN keeps about 25 k activation values a sample: 200 000 samples in fp32 are about 19
+  // GiB, over a 16 GiB T4; 100 000 fit.
+  const std::string over = "workload: {model: cnn, batch_size: 200000}\ncompute: {model: flops, device: t4";
+  try {
+    parse_scenario(over + "}\n", "over.yaml");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("over.yaml:2:"), std::string::npos) << what;  // at compute.device
+    EXPECT_NE(what.find("t4 holds 16.00 GiB; a GPU needs about 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("activations 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("compute.memory_check: warn"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(parse_scenario("workload: {model: cnn, batch_size: 100000}\ncompute: {model: flops, device: t4}\n", "fits.yaml"));
+  const Scenario warned = parse_scenario(over + ", memory_check: warn}\n", "warn.yaml");
+  bool said = false;
+  for (const auto& w : warned.warnings) said |= w.find("t4 holds 16.00 GiB") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_NO_THROW(parse_scenario(over + ", memory_check: off}\n", "off.yaml"));
+}
+
+// nanoGPT trains GPT-2 124M at batch 12 x 1024 in bf16 on 40 GB A100s (its train_gpt2 config);
+// the estimate (attention's T x T scores kept, as this model charges them) fits. A 7B model with
+// AdamW holds 4 + 4 + 8 bytes a parameter before any activation, about 100 GiB: no 80 GB GPU.
+TEST(DeviceMemory, PublishedFits) {
+  const Scenario gpt2 = parse_scenario(
+      "workload: {model: gpt, dataset: brown, batch_size: 12, train: false, gpt: {preset: gpt2_124m}}\n"
+      "compute: {model: flops, device: a100_40gb, dtype: bf16}\n", "gpt2.yaml");
+  const DeviceMemory m = device_memory(gpt2, check_model(gpt2)).at(0);
+  EXPECT_LT(m.total(), m.capacity);
+  EXPECT_GT(m.total(), 0.25 * m.capacity);  // not trivially small: activations dominate
+  const std::string llama = "workload: {model: llama, dataset: brown, batch_size: 1, train: false, llama: {preset: 7b}}\n"
+                            "compute: {model: flops, device: h100, dtype: bf16";
+  EXPECT_THROW(parse_scenario(llama + "}\n", "7b.yaml"), InputError);
+  EXPECT_NO_THROW(parse_scenario(llama + ", memory_check: warn}\n", "7b.yaml"));
+}
+
+}  // namespace
+}  // namespace device_memory_test
+}  // namespace testbed
