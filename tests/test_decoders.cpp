@@ -10,6 +10,8 @@
 
 #include <torch/torch.h>
 
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "sim/core/compute/compute_model.h"
 #include "training/models/bert.h"
 #include "training/models/gpt.h"
@@ -57,6 +59,44 @@ TEST(Gpt2, ParametersAreTheCheckpoints) {
     const ModelShapes m = shapes_of(*make_gpt(preset));
     EXPECT_EQ(m.parameters, c.parameters);
     EXPECT_EQ(m.trainable(), c.parameters);
+  }
+}
+
+// A projection of a GPT or BERT builds one block and repeats it (model_shapes): the names,
+// shapes, parameters and every layer cost of the full build, with an adapter freezing part of
+// each block too. Slips caught: a block index not rewritten, the blocks' frozen weights left out
+// of the parameters, block 0 inserted at the wrong place.
+TEST(ModelShapes, RepeatedBlocksAreTheBuiltModels) {
+  const std::string common = "compute: {memory_check: off}\n";
+  for (const std::string workload :
+       {"{model: gpt, dataset: brown, gpt: {preset: tiny, layers: 3}",
+        "{model: gpt, dataset: brown, gpt: {preset: tiny, layers: 4}, adapter: {kind: lora, rank: 4}",
+        "{model: bert, dataset: brown_genres, bert: {preset: tiny, layers: 3}"}) {
+    SCOPED_TRACE(workload);
+    const ModelShapes built = model_shapes(parse_scenario("workload: " + workload + "}\n" + common, "b.yaml"));
+    const ModelShapes repeated =
+        model_shapes(parse_scenario("workload: " + workload + ", train: false}\n" + common, "r.yaml"));
+    EXPECT_EQ(repeated.names, built.names);
+    EXPECT_EQ(repeated.shapes, built.shapes);
+    EXPECT_EQ(repeated.parameters, built.parameters);
+    ASSERT_EQ(repeated.layers.size(), built.layers.size());
+    for (size_t i = 0; i < built.layers.size(); ++i) {
+      const LayerCost &a = repeated.layers[i], &b = built.layers[i];
+      EXPECT_TRUE(a.name == b.name && a.flops == b.flops && a.weights == b.weights && a.trains == b.trains &&
+                  a.inputs == b.inputs && a.outputs == b.outputs && a.kernels == b.kernels)
+          << "layer " << i << ": " << a.name << " against " << b.name;
+    }
+  }
+  // The presets too large to build here, against the count by hand above: 774M and 1558M.
+  for (const auto& [preset, parameters] : std::vector<std::pair<std::string, int64_t>>{{"gpt2_774m", 774030080},
+                                                                                       {"gpt2_1558m", 1557611200}}) {
+    const GptConfig c = gpt_preset(preset);
+    const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 50257 * C + 1024 * C + 2 * C;
+    EXPECT_EQ(by_hand, parameters);
+    const ModelShapes m = model_shapes(parse_scenario(
+        "workload: {model: gpt, dataset: brown, train: false, gpt: {preset: " + preset + "}}\n" + common, "p.yaml"));
+    EXPECT_EQ(m.parameters, by_hand) << preset;
+    EXPECT_EQ(m.trainable(), by_hand) << preset;
   }
 }
 

@@ -89,6 +89,19 @@ TEST(DeviceMemory, PublishedFits) {
   EXPECT_NO_THROW(parse_scenario(llama + ", memory_check: warn}\n", "7b.yaml"));
 }
 
+// With compute.attention: flash no T x T scores are kept: GPT-2 124M's activations at 12 x
+// 1024 drop by 4 h T^2 - h T values a layer and sample (q k^T, its scale, mask and softmax
+// written where the fused kernel writes a log-sum-exp), in bf16.
+TEST(DeviceMemory, FlashAttentionKeepsNoScores) {
+  const std::string gpt2 = "workload: {model: gpt, dataset: brown, batch_size: 12, train: false, gpt: {preset: gpt2_124m}}\n"
+                           "compute: {model: flops, device: a100_40gb, dtype: bf16";
+  const Scenario eager = parse_scenario(gpt2 + "}\n", "e.yaml"), flash = parse_scenario(gpt2 + ", attention: flash}\n", "f.yaml");
+  const ModelShapes shapes = check_model(eager);
+  const double T = 1024, h = 12;
+  EXPECT_DOUBLE_EQ(device_memory(eager, shapes).at(0).activations - device_memory(flash, shapes).at(0).activations,
+                   12.0 * 2 * 12 * (4 * h * T * T - h * T));
+}
+
 }  // namespace
 }  // namespace device_memory_test
 }  // namespace testbed

@@ -259,6 +259,22 @@ class SpartaReference : public Reference, public ::testing::WithParamInterface<S
 // local progress made meanwhile is kept; with delay 0 that is the plain assignment. Ops
 // land before step t + 1 + delay starts (the engine's schedule, algorithm.h; those due past
 // the end land after the last step), in the order they were issued.
+// SPARTA's Bernoulli mask drawn in chunks (bernoulli_indices, bernoulli_count: a 7B model's
+// mask is never held whole) is the one draw rand(d) < p written above, at chunks that divide d,
+// do not, and exceed it. Slips caught: the generator reseeded per chunk, a chunk's offset
+// dropped, the last partial chunk skipped.
+TEST(SpartaBernoulli, ChunkedDrawIsTheOneDraw) {
+  const int64_t d = 10007;
+  const double p = 0.05;
+  auto generator = at::detail::createCPUGenerator(42);
+  const auto one = (at::rand({d}, generator) < p).nonzero().view(-1);
+  ASSERT_GT(one.numel(), 400);
+  for (int64_t chunk : {int64_t{333}, int64_t{1000}, d, int64_t{1} << 22}) {
+    EXPECT_TRUE(torch::equal(bernoulli_indices(d, p, 42, chunk), one)) << chunk;
+    EXPECT_EQ(bernoulli_count(d, p, 42, chunk), one.numel()) << chunk;
+  }
+}
+
 TEST_P(SpartaReference, MatchesTheEngineNodeByNode) {
   const SpartaCase& c = GetParam();
   const Scenario s = scenario(c.nodes, c.steps, c.topology, c.optimizer, sparta_yaml(c));

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "sim/core/compute/compute_model.h"
+#include "training/models/bert.h"
 #include "training/models/gpt.h"
 #include "training/models/layer_cost.h"
 #include "training/models/models.h"
@@ -405,6 +407,39 @@ TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
   for (const auto& p : device_presets()) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"h100", "h200", "b200", "a100", "a100_40gb", "a100_pcie", "mi300x",
                                              "rtx4090", "rtx2080ti", "v100", "t4", "l4", "jetson_agx_orin", "cpu"}));
+}
+
+// FlashAttention (compute.attention: flash, fused_attention): the tiny GPT's q k^T, scale,
+// causal mask, softmax and att v become one kernel of 4 T^2 C / 2 FLOPs (causal: half the
+// blocks), reading q, k, v (3 T C) and writing the output and a log-sum-exp a row and head (T C
+// + h T); BERT's, not causal, keeps all 4 T^2 C. Its backward is two products per operand plus
+// the scores again: 2 x 4 T^2 C / 2 + 2 T^2 C / 2 on a roof of 1 FLOP/s. Slips caught: the
+// causal half not taken (or taken for BERT), the recomputation left out of backward, a
+// score-sized output kept, a layer other than the attention's swallowed.
+TEST(Roofline, FlashAttentionFusesTheScoresAndRecomputesThemInBackward) {
+  const double T = 64, C = 128, h = 4;
+  const auto eager = make_gpt(gpt_preset("tiny"))->layer_costs();
+  const auto flash = fused_attention(eager);
+  EXPECT_EQ(eager.size() - flash.size(), 2u * 4);  // 5 layers become 1, in each of 2 blocks
+  const LayerCost* fused = nullptr;
+  for (const auto& l : flash) {
+    const std::string tail = l.name.substr(l.name.rfind('.') + 1);
+    EXPECT_TRUE(tail != "qk" && tail != "scale" && tail != "mask" && tail != "softmax" && tail != "av") << l.name;
+    if (l.name == "blocks.0.attn.flash") fused = &l;
+  }
+  ASSERT_NE(fused, nullptr);
+  EXPECT_DOUBLE_EQ(fused->flops, 4 * T * T * C / 2);
+  EXPECT_DOUBLE_EQ(fused->recompute_flops, 2 * T * T * C / 2);
+  EXPECT_DOUBLE_EQ(fused->inputs, 3 * T * C);
+  EXPECT_DOUBLE_EQ(fused->outputs, T * C + h * T);
+  EXPECT_EQ(fused->grad_operands, 2);
+  const auto bert = fused_attention(make_bert(bert_preset("tiny"))->layer_costs());
+  for (const auto& l : bert)
+    if (l.name == "layers.0.attention.flash") EXPECT_DOUBLE_EQ(l.flops, 4 * T * T * C);
+  const StepCost cost = roofline(TrainingWork{{linear_cost("w", 4, 4, 1, false, true), *fused}, 3, "sgd", false},
+                                 Roof{1, std::numeric_limits<double>::infinity(), 0, 4});
+  EXPECT_DOUBLE_EQ(cost.forward[1], 3 * fused->flops);
+  EXPECT_DOUBLE_EQ(cost.backward[1], 3 * (2 * 4 * T * T * C / 2 + 2 * T * T * C / 2));
 }
 
 // The default scenario (rtx4090, fp32, mfu 0.4) charges the CNN more than pure FLOPs would.

@@ -1001,6 +1001,7 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"compute.mfu", "compute: {model: fixed, mfu: 0.5}\n", "mfu: ", "read only with compute.model: flops"},
       {"compute.memory_check", "compute: {model: fixed, memory_check: warn}\n", "memory_check: ",
        "read only with compute.model: flops"},
+      {"compute.attention", "compute: {model: fixed, attention: flash}\n", "attention: ", "read only with compute.model: flops"},
       {"compute.measured_scale", "compute: {model: flops, measured_scale: 2}\n", "measured_scale: ", "read only with compute.model: measured"},
       {"compute.speed_min", "compute: {speeds: [1, 2], speed_min: 0.5}\n", "speed_min: ",
        "'compute.speed_min' has no effect with compute.speeds listed"},

@@ -68,7 +68,15 @@ double second_order_floats_per_gpu(const OptimizerSection& o, const std::vector<
   return *std::max_element(owned.begin(), owned.end()) + directions;
 }
 
-std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& shapes) {
+std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& model) {
+  // The layers as the step runs them: with FlashAttention, no scores kept.
+  ModelShapes shapes = model;
+  if (s.compute.attention == "flash") {
+    shapes.layers = fused_attention(model.layers);
+    if (model.cut_layer >= 0)  // the cut's index among the fused layers
+      shapes.cut_layer = static_cast<int>(
+          fused_attention({model.layers.begin(), model.layers.begin() + model.cut_layer}).size());
+  }
   const int activation_bytes = dtype_bytes(s.compute.dtype);
   const bool autocast = s.compute.dtype == "bf16" || s.compute.dtype == "fp16";
   const OptimizerSection& o = s.optimizer;

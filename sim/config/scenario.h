@@ -399,6 +399,9 @@ struct ComputeSection {
   // over it is refused (error), said on stderr (warn: for what the testbed does not model,
   // such as activation recomputation, offload or sharding), or not checked (off).
   std::string memory_check = "error";
+  // flops: attention as eager PyTorch runs it (its T x T scores written, read and kept) or as
+  // FlashAttention does (one fused kernel, no scores in memory, recomputed in backward).
+  std::string attention = "eager";
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
@@ -414,6 +417,7 @@ struct ComputeSection {
     v.field("speed_max", speed_max, Range{0, 1e6, true});
     v.field("straggler_sigma", straggler_sigma, Range{0, 10});
     v.field("memory_check", memory_check, Choices{{"error", "warn", "off"}});
+    v.field("attention", attention, Choices{{"eager", "flash"}});
   }
   static std::vector<std::string> device_presets();
 };

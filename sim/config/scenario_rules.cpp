@@ -115,6 +115,7 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
   compute_key("compute.mfu", "flops", c.mfu != dc.mfu);
   compute_key("compute.memory_check", "flops", c.memory_check != dc.memory_check);
+  compute_key("compute.attention", "flops", c.attention != dc.attention);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -216,14 +217,70 @@ TrainingWork training_work(const Scenario& scenario, const Model& model) {
 
 bool shapes_from_config(const Scenario& scenario) { return scenario.workload.model == "llama"; }
 
+namespace {
+
+// Items of a model of identical blocks as built with one: block 0's (named `prefix` + "0.",
+// contiguous) repeated as blocks 0..layers-1 in its place.
+template <class T>
+std::vector<T> repeat_block(const std::vector<T>& items, std::string T::*name, const std::string& prefix, int layers) {
+  const std::string first = prefix + "0.";
+  auto in_block = [&](const T& item) { return (item.*name).rfind(first, 0) == 0; };
+  const auto begin = std::find_if(items.begin(), items.end(), in_block);
+  const auto end = std::find_if_not(begin, items.end(), in_block);
+  if (std::find_if(end, items.end(), in_block) != items.end())
+    throw std::logic_error("model shapes: block 0's entries under '" + first + "' are not contiguous");
+  std::vector<T> out(items.begin(), begin);
+  for (int l = 0; l < layers; ++l) {
+    for (auto it = begin; it != end; ++it) {
+      out.push_back(*it);
+      (out.back().*name).replace(0, first.size(), prefix + std::to_string(l) + ".");
+    }
+  }
+  out.insert(out.end(), end, items.end());
+  return out;
+}
+
+struct NamedShape {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+}  // namespace
+
 ModelShapes model_shapes(const Scenario& scenario) {
   if (shapes_from_config(scenario)) return llama_shapes(llama_config(scenario));
-  return shapes_of(*make_model(scenario));
+  // A projection of a transformer of identical blocks builds one block and repeats its names,
+  // shapes and costs (GPT-2 1558M is sized without the 6 GB of its weights); a split model's
+  // blocks differ, and training builds the model anyway.
+  const bool gpt = scenario.workload.model == "gpt", bert = scenario.workload.model == "bert";
+  const int layers = gpt ? gpt_config(scenario).layers : bert ? bert_config(scenario).layers : 0;
+  if (scenario.workload.train || layers < 2 || scenario.algorithm.name == "split")
+    return shapes_of(*make_model(scenario));
+  Scenario one_block = scenario;
+  (gpt ? one_block.workload.gpt.layers : one_block.workload.bert.layers) = 1;
+  const ModelShapes one = shapes_of(*make_model(one_block));
+  const std::string prefix = gpt ? "blocks." : "layers.";
+  ModelShapes m = one;
+  std::vector<NamedShape> named;
+  for (size_t i = 0; i < one.names.size(); ++i) named.push_back({one.names[i], one.shapes[i]});
+  m.names.clear();
+  m.shapes.clear();
+  for (auto& [name, shape] : repeat_block(named, &NamedShape::name, prefix, layers)) {
+    m.names.push_back(name);
+    m.shapes.push_back(shape);
+  }
+  m.layers = repeat_block(one.layers, &LayerCost::name, prefix, layers);
+  // Every parameter, frozen ones too, is some layer's weights (each counted where it is held).
+  double block = 0;
+  for (const LayerCost& c : one.layers)
+    if (c.name.rfind(prefix + "0.", 0) == 0 && !c.shared_weights) block += c.weights;
+  m.parameters = one.parameters + static_cast<int64_t>(block) * (layers - 1);
+  return m;
 }
 
 TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> layers) {
   TrainingWork work;
-  work.layers = std::move(layers);
+  work.layers = scenario.compute.attention == "flash" ? fused_attention(std::move(layers)) : std::move(layers);
   // A VHL step runs its virtual batch (as large as the real one) through the model too.
   work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;

@@ -31,7 +31,8 @@ Dataset load_dataset(const Scenario& scenario);
 std::shared_ptr<Model> make_model(const Scenario& scenario, int node = -1);
 
 // The model's trainable shapes and layer costs: read off the built module, or, for LLaMA (whose
-// large presets do not fit), from its configuration alone (tested equal to the module's).
+// large presets do not fit), from its configuration alone (tested equal to the module's); a
+// projection of a GPT or BERT builds one block and repeats it (tested equal to the full build).
 ModelShapes model_shapes(const Scenario& scenario);
 // Whether model_shapes describes the model from its configuration, building nothing.
 bool shapes_from_config(const Scenario& scenario);

@@ -71,7 +71,8 @@ SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector
   if (options.interval < 1) throw std::invalid_argument("interval must be >= 1");
   if (options.delay < 0) throw std::invalid_argument("delay must be >= 0");
   d_ = std::accumulate(tensor_sizes_.begin(), tensor_sizes_.end(), int64_t{0});
-  if (options.selection == SpartaSelection::ShuffledSequential) order_ = seeded_permutation(d_, stream_seed(seed, "sparta_order"));
+  // shuffled_sequential's permutation is drawn when first needed (indices): a projection,
+  // which only counts, never holds d of them.
 }
 
 int64_t SparseExchange::k() const { return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_); }
@@ -95,9 +96,34 @@ int64_t SparseExchange::index_count(int step) const {
       }
       return count;
     }
-    case SpartaSelection::Bernoulli: return indices(step).numel();
+    case SpartaSelection::Bernoulli: {
+      // Every node asks for the round's count: drawn once (d draws; a 7B model's take seconds).
+      auto [it, fresh] = bernoulli_counts_.try_emplace(round, 0);
+      if (fresh) it->second = bernoulli_count(d_, options_.p, stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
+      return it->second;
+    }
   }
   throw std::invalid_argument("unknown sparta selection");
+}
+
+// at::rand's CPU kernel draws element after element from the generator, so chunks drawn in turn
+// are the one draw of d (tested against it): O(chunk) memory, as a 7B model's d = 6.7e9 needs.
+torch::Tensor bernoulli_indices(int64_t d, double p, uint64_t seed, int64_t chunk) {
+  auto generator = at::detail::createCPUGenerator(seed);
+  std::vector<torch::Tensor> parts;
+  for (int64_t begin = 0; begin < d; begin += chunk) {
+    const int64_t n = std::min(chunk, d - begin);
+    parts.push_back(at::rand({n}, generator).lt(p).nonzero().view(-1) + begin);
+  }
+  return parts.empty() ? torch::zeros({0}, torch::kInt64) : torch::cat(parts);
+}
+
+int64_t bernoulli_count(int64_t d, double p, uint64_t seed, int64_t chunk) {
+  auto generator = at::detail::createCPUGenerator(seed);
+  int64_t count = 0;
+  for (int64_t begin = 0; begin < d; begin += chunk)
+    count += at::rand({std::min(chunk, d - begin)}, generator).lt(p).sum().item<int64_t>();
+  return count;
 }
 
 torch::Tensor SparseExchange::indices(int step) const {
@@ -107,8 +133,7 @@ torch::Tensor SparseExchange::indices(int step) const {
   if (sel == SpartaSelection::Random) return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
   if (sel == SpartaSelection::Bernoulli) {
     // Each element with probability p: a count that varies by round, fixed by the seed alone.
-    auto generator = at::detail::createCPUGenerator(stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
-    return at::rand({d_}, generator).lt(options_.p).nonzero().view(-1);
+    return bernoulli_indices(d_, options_.p, stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
   }
   if (sel == SpartaSelection::Partitioned) {
     // Per tensor: P = ceil(1/p) parts (at most its size) of a seeded permutation (element j in
@@ -132,6 +157,8 @@ torch::Tensor SparseExchange::indices(int step) const {
     const int64_t start = (round * k) % d_;
     for (int64_t i = 0; i < k; ++i) {
       const int64_t at = (start + i) % d_;
+      if (sel == SpartaSelection::ShuffledSequential && order_.empty())
+        order_ = seeded_permutation(d_, stream_seed(seed_, "sparta_order"));
       out[i] = sel == SpartaSelection::Windows ? at : order_[at];
     }
     std::sort(out.begin(), out.end());

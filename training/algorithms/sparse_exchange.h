@@ -49,12 +49,20 @@ class SparseExchange {
   int64_t k() const;  // round(p d), at least 1
   int64_t d_ = 0;
   SparseExchangeOptions options_;
-  std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1
+  mutable std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1, once needed
+  mutable std::map<int64_t, int64_t> bernoulli_counts_;  // bernoulli: each round's count, once drawn
   std::map<std::pair<int, int>, torch::Tensor> sent_;  // (node, step) -> values sent, while delayed
   // index_transport broadcast, per node: the indices the arrived mask names, until their
   // values are sent (mask_) and until their average is applied (exchanged_).
   std::map<int, torch::Tensor> mask_, exchanged_;
 };
+
+// EXO Gym's Bernoulli mask, rand(d) < p from a generator seeded with `seed`: its indices
+// (ascending) and its count, drawn `chunk` elements at a time (the same draw, in O(chunk)
+// memory).
+constexpr int64_t kBernoulliChunk = int64_t{1} << 22;
+torch::Tensor bernoulli_indices(int64_t d, double p, uint64_t seed, int64_t chunk = kBernoulliChunk);
+int64_t bernoulli_count(int64_t d, double p, uint64_t seed, int64_t chunk = kBernoulliChunk);
 
 // Metropolis-Hastings mixing of a completed neighbour exchange: node i keeps
 // 1 - sum of its neighbours' weights of its own buffer and takes 1 / (1 + max(deg i, deg j))

@@ -63,4 +63,38 @@ void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix
   c.push_back(elementwise_cost(prefix + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()
 }
 
+std::vector<LayerCost> fused_attention(std::vector<LayerCost> layers) {
+  auto ends_with = [](const std::string& name, const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  std::vector<LayerCost> out;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!ends_with(layers[i].name, ".qk")) {
+      out.push_back(std::move(layers[i]));
+      continue;
+    }
+    const LayerCost& qk = layers[i];
+    const std::string prefix = qk.name.substr(0, qk.name.size() - 3);
+    size_t j = i + 1;
+    bool causal = false;
+    for (; j < layers.size() && layers[j].name != prefix + ".av"; ++j) {
+      const std::string& n = layers[j].name;
+      if (n != prefix + ".scale" && n != prefix + ".mask" && n != prefix + ".softmax" && n != prefix + ".att_dropout")
+        throw std::logic_error("fused_attention: '" + n + "' between " + qk.name + " and its .av");
+      causal = causal || n == prefix + ".mask";
+    }
+    if (j == layers.size()) throw std::logic_error("fused_attention: " + qk.name + " has no " + prefix + ".av");
+    const LayerCost& av = layers[j];
+    const double TC = av.outputs, T = qk.flops / (2 * TC), heads_T = qk.outputs / T;  // qk: 2 T^2 C, h T^2 scores
+    const double share = causal ? 0.5 : 1.0;
+    LayerCost flash = elementwise_cost(prefix + ".flash", 3 * TC, TC + heads_T);
+    flash.flops = share * (qk.flops + av.flops);
+    flash.recompute_flops = share * qk.flops;
+    flash.grad_operands = 2;
+    out.push_back(flash);
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace testbed

@@ -26,6 +26,7 @@ struct LayerCost {
                              // (2 for a product of two activations, such as q k^T)
   bool grad_reads_input = false;  // the input-gradient pass rereads saved activations (ReLU, softmax,
                                   // norms, pooling, activation x activation products)
+  double recompute_flops = 0;     // per sample, FLOPs the input-gradient pass redoes (FlashAttention's scores)
 };
 
 // One training step's work, as the roofline compute model needs it: the model's layers
@@ -65,5 +66,13 @@ LayerCost elementwise_cost(const std::string& name, double in, double out, int k
 // FLOPs each), the scale, the causal mask when `causal`, the softmax, the heads merged.
 void append_attention_costs(std::vector<LayerCost>& costs, const std::string& prefix, double T, double C, double heads,
                             bool causal);
+
+// The same layers with each attention (`prefix.qk` through `prefix.av`, as both the builder above
+// and the GPT write them) as FlashAttention runs it (Dao et al.; FlashAttention-2's work
+// partition): one kernel `prefix.flash` reading q, k and v and writing the output and a
+// log-sum-exp a row and head, with no T x T tensor in memory; q k^T and att v's FLOPs (half of
+// them when causal, whose masked blocks it skips), and in backward its five products, two per
+// operand as any product of two activations plus the scores recomputed.
+std::vector<LayerCost> fused_attention(std::vector<LayerCost> layers);
 
 }  // namespace testbed

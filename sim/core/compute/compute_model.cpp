@@ -78,8 +78,8 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
-      cost.backward.back() +=
-          pass(g * B * l.flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
+      cost.backward.back() += pass(g * B * l.flops + B * l.recompute_flops,
+                                   e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
     }
     // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
     if (l.trains && l.weights > 0) {
