@@ -513,6 +513,8 @@ void check_split(const Scenario& s, const Origins& origins) {
                                                nearest_hint(o->cloud, names));
   if (s.output.resume_every > 0)
     fail(origins.where("output.resume_every"), "split runs are not checkpointed yet; leave out resume_every");
+  if (!s.output.checkpoint.empty())
+    fail(origins.where("output.checkpoint"), "split fine-tuning's edges keep models of their own: there is no one model to save");
 }
 
 ModelShapes check_workload(const Scenario& s, const Origins& origins) {

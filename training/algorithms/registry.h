@@ -76,7 +76,8 @@ struct AlgorithmEntry {
   // node): a flow projection times them on lanes and keeps no plan (memory estimate).
   bool backward_all_reduces = false;
   // Its nodes are edges that talk to a host of its own after them, the cloud (split): the
-  // topology has a host more than `nodes`.
+  // topology has a host more than `nodes`. Their models are their own, never averaged: an
+  // evaluation is the mean of theirs, not of an averaged model's.
   bool cloud = false;
 };
 

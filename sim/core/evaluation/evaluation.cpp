@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "training/algorithms/registry.h"
 #include "training/metrics.h"
 #include "training/replica.h"
 #include "training/data/partition.h"
@@ -24,6 +25,8 @@ Evaluator::Evaluator(const Scenario& scenario, const Dataset& data, std::shared_
   eval_inputs_ = data.test_inputs.index_select(0, eval_index);
   eval_targets_ = data.test_targets.index_select(0, eval_index);
   for (const auto& variant : data.test_variants) eval_variants_.push_back(variant.inputs.index_select(0, eval_index));
+  const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
+  separate_models_ = entry && entry->cloud;
 }
 
 void Evaluator::summarise(const EvalRow& row, RunSummary& summary) const {
@@ -39,6 +42,13 @@ EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor
   EvalRow row;
   row.step = steps_done;
   const size_t n = snapshots.size();
+  if (separate_models_) {
+    evaluate_each(row, steps_done, snapshots);
+    std::vector<torch::Tensor> trainable;
+    for (const auto& snapshot : snapshots) trainable.push_back(trainable_part(snapshot));
+    record_agreement(row, replica_agreement(trainable, scenario_.workload.correlation_pairs, pairs_seed(steps_done)));
+    return row;
+  }
   // A replica equal to its predecessor shares its evaluation. When all are equal (DDP),
   // the averaged model is that replica, and it is evaluated once for everything.
   std::vector<bool> same_as_previous(n, false);
@@ -96,6 +106,26 @@ torch::Tensor Evaluator::trainable_part(const torch::Tensor& snapshot) const {
     offset += p.numel();
   }
   return torch::cat(parts);
+}
+
+void Evaluator::evaluate_each(EvalRow& row, int steps_done, const std::vector<torch::Tensor>& snapshots) {
+  torch::Device device(scenario_.device);
+  const bool last = steps_done == scenario_.workload.steps;
+  const torch::Tensor& inputs = last ? data_.test_inputs : eval_inputs_;
+  const torch::Tensor& targets = last ? data_.test_targets : eval_targets_;
+  double loss = 0, accuracy = 0;
+  for (const auto& snapshot : snapshots) {
+    load_flat_parameters(*model_, snapshot);
+    const auto result = evaluate(*model_, data_.task, inputs, targets, device);
+    row.replica_loss.push_back(result.loss);
+    row.replica_accuracy.push_back(result.accuracy);
+    loss += result.loss / static_cast<double>(snapshots.size());
+    accuracy += result.accuracy / static_cast<double>(snapshots.size());
+  }
+  row.loss = loss;
+  row.accuracy = accuracy;
+  row.perplexity = data_.task == Task::Language ? std::exp(loss) : std::nan("");
+  averaged_samples_ = inputs.size(0);
 }
 
 // The last eval sees the whole test split (the averaged model only: replicas stay on the

@@ -49,6 +49,9 @@ class Evaluator {
   // The averaged model's evaluation (and each shifted test set's) into `row`; with
   // `all_same`, also every replica's.
   void evaluate_average(EvalRow& row, int steps_done, const torch::Tensor& average, bool all_same, size_t n);
+  // Nodes with models of their own (split fine-tuning's edges): each evaluated, on the whole
+  // test split at the last step, and the row their mean.
+  void evaluate_each(EvalRow& row, int steps_done, const std::vector<torch::Tensor>& snapshots);
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -56,6 +59,7 @@ class Evaluator {
   torch::Tensor eval_inputs_, eval_targets_;  // the seeded evaluation sample of the test split
   std::vector<torch::Tensor> eval_variants_;   // the same samples of each shifted test set
   int64_t averaged_samples_ = 0;
+  bool separate_models_ = false;  // the algorithm never averages its nodes' models (AlgorithmEntry::cloud)
 };
 
 }  // namespace testbed
