@@ -102,6 +102,25 @@ TEST(DeviceMemory, FlashAttentionKeepsNoScores) {
                    12.0 * 2 * 12 * (4 * h * T * T - h * T));
 }
 
+// A second-order optimizer's state on the busiest GPU, worked out for three layers (d_a, d_g) =
+// (3, 2), (5, 4), (2, 2) on 2 nodes: Eva's vectors and K-FAC's factors, inverses and directions
+// on every node; DP-KFAC's factors and inverses on layer i's owner, node i mod 2 (node 1 owns
+// the (5, 4) layer: 2 (25 + 16) = 82, node 0 the others: 2 (9 + 4) + 2 (4 + 4) = 42), its
+// directions (6 + 20 + 4) everywhere. Slips caught: every owner's factors summed on one node,
+// the mean node taken instead of the busiest, the directions counted once for the fleet.
+TEST(DeviceMemory, SecondOrderStateOnTheBusiestGpu) {
+  const std::vector<SecondOrderLayer> layers = {{"a", 0, 3, 2, 1}, {"b", 2, 5, 4, 1}, {"c", 4, 2, 2, 1}};
+  OptimizerSection o;
+  o.name = "eva";
+  EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 3 + 2 + 5 + 4 + 2 + 2);
+  o.name = "kfac";
+  EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 2 * (9 + 4 + 25 + 16 + 4 + 4) + 30);
+  o.name = "dp_kfac";
+  EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 82 + 30);
+  o.name = "adamw";
+  EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 0);
+}
+
 }  // namespace
 }  // namespace device_memory_test
 }  // namespace testbed
