@@ -252,7 +252,7 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
 }
 
 
-Scenario eva_ddp(int nodes, bool train = true) {
+Scenario eva_ddp(int nodes, bool train = true, const std::string& algorithm = "{name: ddp}") {
   return parse_scenario(R"(
 name: eva_ddp
 seed: 5
@@ -263,7 +263,7 @@ network: {backend: analytical}
 workload: {model: cnn, batch_size: 32, steps: 4, eval_every: 4, eval_samples: 100, train: )" +
                             (train ? "true" : "false") + R"(}
 optimizer: {name: eva, lr: 0.1, momentum: 0.9, weight_decay: 5.0e-4}
-algorithm: {name: ddp}
+algorithm: )" + algorithm + R"(
 compute: {model: fixed, step_time: 10ms}
 )",
                         "eva_ddp");
@@ -316,24 +316,10 @@ TEST(Eva, DdpStepSendsEachLayersVectorsWhereTheReferenceDoes) {
   EXPECT_LT(g3, g0);
 }
 
-// Two nodes under DDP with Eva, through the engine, equal two replicas stepped here by hand: each
-// trains on its own batch, then both take the mean gradient and the mean of their running
-// vectors (the reference's allreduce with Average), then precondition and step. Together with
-// the single-node re-implementation above, this holds the distributed Eva to the reference.
-// Bytes: with two nodes a ring all-reduce sends each rank its whole vector once, so a node
-// sends 4 x (gradient + sum of d_a + d_g) bytes a step. Slips caught: the update before the
-// statistics arrive (or after the first bucket), vectors summed and not averaged, a layer's
-// vectors not sent.
-TEST(Eva, DdpEqualsReplicasAveragingGradientsAndVectorsByHand) {
-  const Scenario s = eva_ddp(2);
-  const Dataset data = load_dataset(s);
-  MemoryRecorder rec;
-  Engine engine(s, data);
-  const RunSummary summary = engine.run(rec);
-  ASSERT_EQ(summary.status, "completed") << summary.error;
-  const double per_step = 4.0 * ((416 + 12832 + 65664 + 1290) + (26 + 16 + 401 + 32 + 513 + 128 + 129 + 10));
-  EXPECT_EQ(summary.total_bytes, static_cast<uint64_t>(per_step * 2 * s.workload.steps));
-
+// Two replicas under Eva stepped by the reference's protocol: each trains on its own batch,
+// then both take the mean gradient and the mean of their running vectors (its allreduce with
+// Average), then precondition and step.
+std::vector<std::unique_ptr<Replica>> eva_replicas_by_hand(const Scenario& s, const Dataset& data) {
   auto samplers = make_samplers(s, data);
   std::vector<std::unique_ptr<Replica>> hand;
   for (int n = 0; n < 2; ++n)
@@ -354,6 +340,28 @@ TEST(Eva, DdpEqualsReplicasAveragingGradientsAndVectorsByHand) {
     }
     for (auto& r : hand) r->optimizer_step();
   }
+  return hand;
+}
+
+// Two nodes under DDP with Eva, through the engine, equal two replicas stepped here by hand: each
+// trains on its own batch, then both take the mean gradient and the mean of their running
+// vectors (the reference's allreduce with Average), then precondition and step. Together with
+// the single-node re-implementation above, this holds the distributed Eva to the reference.
+// Bytes: with two nodes a ring all-reduce sends each rank its whole vector once, so a node
+// sends 4 x (gradient + sum of d_a + d_g) bytes a step. Slips caught: the update before the
+// statistics arrive (or after the first bucket), vectors summed and not averaged, a layer's
+// vectors not sent.
+TEST(Eva, DdpEqualsReplicasAveragingGradientsAndVectorsByHand) {
+  const Scenario s = eva_ddp(2);
+  const Dataset data = load_dataset(s);
+  MemoryRecorder rec;
+  Engine engine(s, data);
+  const RunSummary summary = engine.run(rec);
+  ASSERT_EQ(summary.status, "completed") << summary.error;
+  const double per_step = 4.0 * ((416 + 12832 + 65664 + 1290) + (26 + 16 + 401 + 32 + 513 + 128 + 129 + 10));
+  EXPECT_EQ(summary.total_bytes, static_cast<uint64_t>(per_step * 2 * s.workload.steps));
+
+  const auto hand = eva_replicas_by_hand(s, data);
   for (int n = 0; n < 2; ++n) {
     const auto got = flatten_parameters(engine.replicas()[n]->model());
     const auto want = flatten_parameters(hand[n]->model());
@@ -626,6 +634,43 @@ TEST(Kfac, AloneOnANodeEachStepIsCharged) {
   EXPECT_GT(step_time("{name: kfac, momentum: 0.9}"), step_time("{name: sgd, momentum: 0.9}"));
 }
 
+// Two replicas under K-FAC (`name` kfac, inverse) or DP-KFAC stepped by the reference's
+// protocol: mean gradient; D-KFAC: each node's factors, averaged, then the owner of layer m
+// (node m mod 2) inverts it, and its direction replaces the other node's; DP-KFAC: only the
+// owner folds its own batch's factors in, and its direction is broadcast.
+std::vector<std::unique_ptr<Replica>> kfac_replicas_by_hand(const Scenario& s, const Dataset& data, const std::string& name) {
+  auto samplers = make_samplers(s, data);
+  std::vector<std::unique_ptr<Replica>> hand;
+  for (int n = 0; n < 2; ++n)
+    hand.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s, n), samplers[n], torch::kCPU));
+  auto mean = [](torch::Tensor& x, torch::Tensor& y) {
+    auto m = (x + y) / 2;
+    x.copy_(m);
+    y.copy_(m);
+  };
+  for (int step = 0; step < s.workload.steps; ++step) {
+    for (auto& r : hand) r->forward_backward(r->next_batch(data, s.workload.batch_size));
+    mean(hand[0]->gradients(), hand[1]->gradients());
+    std::vector<Kfac*> k = {dynamic_cast<Kfac*>(hand[0]->preconditioner()), dynamic_cast<Kfac*>(hand[1]->preconditioner())};
+    for (auto* kf : k) kf->compute_factors();
+    if (name == "kfac")
+      for (size_t i = 0; i < 4; ++i) {
+        mean(k[0]->factor_a(i), k[1]->factor_a(i));
+        mean(k[0]->factor_g(i), k[1]->factor_g(i));
+      }
+    for (auto* kf : k) {
+      kf->invert();
+      kf->compute_preconditioned();
+    }
+    for (size_t i = 0; i < 4; ++i) k[1 - i % 2]->direction(i).copy_(k[i % 2]->direction(i));
+    for (int n = 0; n < 2; ++n) {
+      k[n]->update_gradients(hand[n]->learning_rate());
+      hand[n]->optimizer().step();
+    }
+  }
+  return hand;
+}
+
 // Two nodes under DDP, through the engine, against two replicas stepped here by the reference's
 // protocol: mean gradient; D-KFAC: each node's factors, averaged, then the owner of layer m
 // (node m mod 2) inverts it, and its direction replaces the other node's; DP-KFAC: only the
@@ -651,35 +696,7 @@ TEST(Kfac, DdpEqualsReplicasFollowingTheReferenceProtocolByHand) {
     const double per_step = 2 * 4 * gradient + (name == "kfac" ? 2 * 4 * factors : 0) + 4 * directions;
     EXPECT_EQ(summary.total_bytes, static_cast<uint64_t>(per_step * s.workload.steps));
 
-    auto samplers = make_samplers(s, data);
-    std::vector<std::unique_ptr<Replica>> hand;
-    for (int n = 0; n < 2; ++n)
-      hand.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s, n), samplers[n], torch::kCPU));
-    auto mean = [](torch::Tensor& x, torch::Tensor& y) {
-      auto m = (x + y) / 2;
-      x.copy_(m);
-      y.copy_(m);
-    };
-    for (int step = 0; step < s.workload.steps; ++step) {
-      for (auto& r : hand) r->forward_backward(r->next_batch(data, s.workload.batch_size));
-      mean(hand[0]->gradients(), hand[1]->gradients());
-      std::vector<Kfac*> k = {dynamic_cast<Kfac*>(hand[0]->preconditioner()), dynamic_cast<Kfac*>(hand[1]->preconditioner())};
-      for (auto* kf : k) kf->compute_factors();
-      if (name == "kfac")
-        for (size_t i = 0; i < 4; ++i) {
-          mean(k[0]->factor_a(i), k[1]->factor_a(i));
-          mean(k[0]->factor_g(i), k[1]->factor_g(i));
-        }
-      for (auto* kf : k) {
-        kf->invert();
-        kf->compute_preconditioned();
-      }
-      for (size_t i = 0; i < 4; ++i) k[1 - i % 2]->direction(i).copy_(k[i % 2]->direction(i));
-      for (int n = 0; n < 2; ++n) {
-        k[n]->update_gradients(hand[n]->learning_rate());
-        hand[n]->optimizer().step();
-      }
-    }
+    const auto hand = kfac_replicas_by_hand(s, data, name);
     for (int n = 0; n < 2; ++n) {
       const auto got = flatten_parameters(engine.replicas()[n]->model());
       const auto want = flatten_parameters(hand[n]->model());
@@ -691,6 +708,144 @@ TEST(Kfac, DdpEqualsReplicasFollowingTheReferenceProtocolByHand) {
   }
 }
 
+
+// --- with DeAR ---
+
+// DeAR with bucket_mb 0.1 groups the CNN as dear_groups' rule does: conv1 and conv2 (416 + 12832
+// elements, 0.05 MiB) under 0.1 MiB, fc1 (65664) alone, fc2 (1290) alone; each padded to a
+// multiple of N by N - n mod N (a whole N when it divides).
+int64_t cnn_dear_padded(int nodes) {
+  int64_t total = 0;
+  for (int64_t n : {416 + 12832, 65664, 1290}) total += n + (nodes - n % nodes);
+  return total;
+}
+
+// A second-order optimizer under DeAR: the step's reduce-scatters (and Eva's vectors) during the
+// passes as under DDP, then a round of all-gathers that the step awaits (none gates the next
+// forward: the update needs every layer at once), then K-FAC's rounds as DDP's, written out at 4
+// nodes. SGD keeps DeAR's gates. Slips caught: a gate left on an all-gather (the update would run
+// group by group), K-FAC's rounds before the all-gathers, Eva's vectors not sent under DeAR.
+TEST(SecondOrderDear, TheGatherThenTheOptimizersRounds) {
+  auto plan_of = [](const std::string& optimizer, int nodes) {
+    const Scenario s = kfac_ddp(optimizer, nodes, false, "{name: dear, bucket_mb: 0.1}");
+    const ModelShapes shapes = model_shapes(s);
+    auto dear = make_algorithm(s, std::vector<int64_t>(nodes, 1), shapes.shapes, std::vector<std::vector<int>>(nodes),
+                               {0, 0, 1, 1, 2, 2, 3, 3}, shapes.second_order);  // each tensor's layer
+    std::vector<Round> rounds;
+    Round step;
+    step.comm = dear->projected_step(1, 0).comm;
+    rounds.push_back(std::move(step));
+    for (size_t r = 0;; ++r) {
+      Round round = dear->projected_round(1, 0, r);
+      if (round.comm.empty()) break;
+      rounds.push_back(std::move(round));
+    }
+    return rounds;
+  };
+  const auto kfac = plan_of("{name: kfac}", 4);
+  ASSERT_EQ(kfac.size(), 4u);  // the step, the all-gathers, the factors, the directions
+  int64_t scattered = 0, gathered = 0;
+  for (const auto& op : kfac[0].comm) {
+    EXPECT_EQ(op.kind, CommKind::ReduceScatter);
+    scattered += op.buffer.numel();
+  }
+  for (const auto& op : kfac[1].comm) {
+    EXPECT_EQ(op.kind, CommKind::AllGather);
+    EXPECT_EQ(op.before_forward, -1);
+    gathered += op.buffer.numel();
+  }
+  EXPECT_EQ(kfac[0].comm.size(), 3u);
+  EXPECT_EQ(scattered, cnn_dear_padded(4));
+  EXPECT_EQ(gathered * 4, cnn_dear_padded(4));
+  ASSERT_EQ(kfac[2].comm.size(), 8u);
+  ASSERT_EQ(kfac[3].comm.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const auto [da, dg] = kCnnLayers[i];
+    EXPECT_EQ(kfac[2].comm[2 * i].buffer.numel(), da * da);
+    EXPECT_EQ(kfac[2].comm[2 * i + 1].buffer.numel(), dg * dg);
+    EXPECT_EQ(kfac[3].comm[i].kind, CommKind::Broadcast);
+    EXPECT_EQ(kfac[3].comm[i].buffer.numel(), dg * da);
+  }
+  const auto sgd = plan_of("{name: sgd}", 4);
+  ASSERT_EQ(sgd.size(), 2u);
+  for (const auto& op : sgd[1].comm) EXPECT_GE(op.before_forward, 0);
+
+  const auto eva = plan_of("{name: eva}", 4);
+  ASSERT_EQ(eva.size(), 2u);  // no rounds of its own
+  ASSERT_EQ(eva[0].comm.size(), 3u + 8u);
+  EXPECT_EQ(eva[0].comm.front().tag, "eva.a.0");
+  EXPECT_EQ(eva[0].comm.front().after_forward, 0);
+  for (const auto& op : eva[1].comm) EXPECT_EQ(op.before_forward, -1);
+}
+
+// Two nodes under DeAR with each second-order optimizer, through the engine, equal the replicas
+// stepped by the reference's protocol above (DeAR's reduce-scatter and all-gather make DDP's
+// mean gradient). Bytes, node by node: at two nodes a ring reduce-scatter and an all-gather
+// each send half of the padded groups; Eva's vectors and K-FAC's factors and directions as
+// under DDP. Slips caught: the update before the all-gathers, the optimizer's messages dropped
+// under DeAR, the mean gradient taken before every group arrived.
+TEST(SecondOrderDear, EqualsReplicasFollowingTheReferenceProtocolByHand) {
+  const std::string dear = "{name: dear, bucket_mb: 0.1}";
+  double factors = 0, directions = 0, vectors = 0;
+  for (const auto& [da, dg] : kCnnLayers) {
+    factors += static_cast<double>(da * da + dg * dg);
+    directions += static_cast<double>(da * dg);
+    vectors += static_cast<double>(da + dg);
+  }
+  const double gradient = 2 * 4 * static_cast<double>(cnn_dear_padded(2));  // both nodes' halves
+  for (const std::string name : {"eva", "kfac", "dp_kfac"}) {
+    SCOPED_TRACE(name);
+    const Scenario s = name == "eva" ? eva_ddp(2, true, dear) : kfac_ddp("{name: " + name + ", lr: 0.1, momentum: 0.9}", 2, true, dear);
+    const Dataset data = load_dataset(s);
+    MemoryRecorder rec;
+    Engine engine(s, data);
+    const RunSummary summary = engine.run(rec);
+    ASSERT_EQ(summary.status, "completed") << summary.error;
+    const double per_step = gradient + (name == "eva" ? 2 * 4 * vectors : 0) + (name == "kfac" ? 2 * 4 * factors : 0) +
+                            (name == "eva" ? 0 : 4 * directions);
+    EXPECT_EQ(summary.total_bytes, static_cast<uint64_t>(per_step * s.workload.steps));
+    const auto hand = name == "eva" ? eva_replicas_by_hand(s, data) : kfac_replicas_by_hand(s, data, name);
+    for (int n = 0; n < 2; ++n) {
+      const auto got = flatten_parameters(engine.replicas()[n]->model());
+      const auto want = flatten_parameters(hand[n]->model());
+      EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-7)) << n << ": " << (got - want).abs().max().item<double>();
+    }
+  }
+}
+
+
+// A projection of DDP or DeAR with each second-order optimizer (shapes only, no replica) sends
+// the training run's messages at the same moments, round by round, at 4 nodes. Slips caught:
+// projected_round out of step with next_round (DeAR's all-gathers counted as round 0 in one and
+// not the other), Eva's vectors left out of a projection.
+TEST(SecondOrderDear, ProjectionSendsWhatTrainingSends) {
+  for (const std::string algorithm : {"{name: ddp}", "{name: dear, bucket_mb: 0.1}"}) {
+    for (const std::string optimizer : {"{name: eva}", "{name: kfac}", "{name: kfac, variant: eigen}", "{name: dp_kfac}"}) {
+      SCOPED_TRACE(algorithm + " " + optimizer);
+      auto run = [&](bool train) {
+        Scenario s = optimizer == "{name: eva}" ? eva_ddp(4, train, algorithm) : kfac_ddp(optimizer, 4, train, algorithm);
+        s.workload.steps = 2;
+        s.workload.eval_every = 2;
+        s.compute.model = "flops";
+        s.compute.device = "rtx4090";
+        const Dataset data = train ? load_dataset(s) : Dataset{};
+        auto rec = std::make_unique<MemoryRecorder>();
+        Engine engine(s, data);
+        const RunSummary summary = engine.run(*rec);
+        EXPECT_EQ(summary.status, "completed") << summary.error;
+        return rec;
+      };
+      const auto trained = run(true), projected = run(false);
+      ASSERT_EQ(projected->messages.size(), trained->messages.size());
+      ASSERT_FALSE(trained->messages.empty());
+      for (size_t i = 0; i < trained->messages.size(); ++i) {
+        const MessageRecord &a = trained->messages[i], &b = projected->messages[i];
+        EXPECT_TRUE(a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.t_send == b.t_send && a.kind == b.kind)
+            << i << ": " << a.kind << " at " << a.t_send << " against " << b.kind << " at " << b.t_send;
+      }
+    }
+  }
+}
 
 // ResNet-50 (ImageNet form) as a second-order optimizer sees it, from torchvision's shapes: 54
 // layers in forward order (the 7 x 7 stem, each bottleneck's 1 x 1, 3 x 3, 1 x 1 convolutions

@@ -340,6 +340,10 @@ struct OptimizerSection {
   std::string variant = "inverse";             // kfac: inverse | eigen
   int fac_update_freq = 1, kfac_update_freq = 1;  // kfac, dp_kfac
   bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
+  // Whether the algorithm averages the gradient every step, so that a second-order optimizer's
+  // own messages travel beside it (training/optimizers/second_order_sync.h); elsewhere K-FAC and
+  // Eva precondition alone on each node.
+  static bool sends_second_order_messages(const std::string& algorithm) { return algorithm == "ddp" || algorithm == "dear"; }
   double damping_or_default() const { return damping.value_or(name == "eva" ? 0.03 : 0.001); }
   template <class V> void fields(V& v) {
     v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva", "kfac", "dp_kfac"}});

@@ -485,12 +485,11 @@ void check_second_order(const Scenario& s, const Origins& origins) {
                                               " no Linear or Conv2d layers to precondition (mlp, cnn and the resnets do)");
   const std::vector<std::string> local = {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "lofi", "gossip"};
   const bool runs_locally = std::find(local.begin(), local.end(), s.algorithm.name) != local.end();
-  if (s.algorithm.name == "ddp" || (runs_locally && name != "dp_kfac")) return;
-  std::string why = s.algorithm.name == "dear" ? "its messages beside DeAR's gated forward are not modelled yet"
-                    : runs_locally             ? "it deals its layers over DDP's nodes; alone on a node it is kfac"
-                                               : s.algorithm.name + " exchanges gradients its own way";
+  if (OptimizerSection::sends_second_order_messages(s.algorithm.name) || (runs_locally && name != "dp_kfac")) return;
+  std::string why = runs_locally ? "it deals its layers over DDP's nodes; alone on a node it is kfac"
+                                 : s.algorithm.name + " exchanges gradients its own way";
   fail(origins.where("algorithm.name"),
-       name + " runs with ddp" +
+       name + " runs with ddp or dear" +
            (name == "dp_kfac" ? std::string("") : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
            ", not with " + s.algorithm.name + " (" + why + ")");
 }

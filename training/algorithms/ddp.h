@@ -9,8 +9,7 @@
 #include "training/algorithms/gradient_buckets.h"
 #include "training/algorithms/tensor_slices.h"
 #include "training/models/model_shapes.h"
-#include "training/optimizers/eva.h"
-#include "training/optimizers/kfac.h"
+#include "training/optimizers/second_order_sync.h"
 
 namespace testbed {
 
@@ -22,8 +21,8 @@ class Ddp : public Algorithm {
   Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
       const DdpOptions& options, const OptimizerConfig& optimizer = {}, std::vector<SecondOrderLayer> second_order = {});
   std::string name() const override { return "ddp"; }
-  bool issues_during_backward() const override { return !buckets_.empty() || !eva_layers_.empty(); }
-  bool has_rounds() const override { return kfac_ && nodes_ > 1; }
+  bool issues_during_backward() const override { return !buckets_.empty() || second_order_.during_passes(); }
+  bool has_rounds() const override { return second_order_.has_rounds(); }
   Round next_round(int node, int step, Replica& replica) override;
   Round projected_round(int node, int step, size_t round) override;
   // A checkpoint can find a node between K-FAC's rounds: where it stands goes with it.
@@ -36,20 +35,13 @@ class Ddp : public Algorithm {
  private:
   // The step's all-reduces, `payload(bucket)` each one's buffer (null: the whole gradient).
   std::vector<CommOp> gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const;
-  // The gradient's ops and Eva's (eva null: shapes only), in the order the step issues them.
-  std::vector<CommOp> step_ops(std::vector<CommOp> gradient, const Eva* eva) const;
 
   int nodes_;
   int batch_size_;
   std::vector<GradientBucket> buckets_;  // empty without overlap: one all-reduce of the whole vector
   TensorSlices slices_;                  // each tensor's place in the flat vector
-  std::vector<int> tensor_layers_;
-  std::vector<SecondOrderLayer> eva_layers_;
   std::vector<size_t> applied_;          // each node's ops applied this step: the update follows the last
-  bool kfac_ = false;                    // K-FAC or DP-KFAC: rounds after the gradient's ops
-  KfacOptions kfac_options_;
-  std::vector<SecondOrderLayer> kfac_layers_;
-  std::vector<int> kfac_round_;          // each node's next K-FAC round this step; -1: none pending
+  SecondOrderSync second_order_;         // a second-order optimizer's own messages
 };
 
 }  // namespace testbed

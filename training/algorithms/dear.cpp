@@ -8,6 +8,12 @@
 // steps once every group is gathered, which for element-wise optimizers is the same update.
 // The reference skips the last step's update (no forward follows); here the run's last step
 // waits for its all-gathers and applies it, so the parameters are DDP's.
+// With a second-order optimizer (Eva, K-FAC, DP-KFAC; no reference pairs them with DeAR) the
+// update needs every layer's mean gradient at once (the KL clip's nu sums over all layers), so
+// no group can be updated at its gate: the all-gathers leave as soon as every reduce-scatter
+// is in and the step waits for them, as DDP's waits for its all-reduces; the optimizer's own
+// messages then go as under DDP (SecondOrderSync). DeAR keeps its reduce-scatters overlapped
+// with backward and loses the all-gathers' overlap with the next forward.
 #include "training/algorithms/dear.h"
 
 #include <functional>
@@ -19,6 +25,7 @@
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/algorithms/tensor_slices.h"
+#include "training/optimizers/second_order_sync.h"
 
 namespace testbed {
 
@@ -64,60 +71,70 @@ class Dear : public Algorithm {
         batch_(s.batch_size),
         groups_(dear_groups(s.tensor_sizes, s.tensor_layers, std::get<DearOptions>(s.options).bucket_mb)),
         slices_(s.tensor_sizes),
-        shards_(s.nodes) {}
+        shards_(s.nodes),
+        second_order_(s.nodes, s.batch_size, s.tensor_layers, s.optimizer, s.second_order),
+        gated_(s.optimizer.name != "eva" && s.optimizer.name != "kfac" && s.optimizer.name != "dp_kfac") {}
   std::string name() const override { return "dear"; }
   bool issues_during_backward() const override { return true; }
   bool has_rounds() const override { return true; }
-  bool forward_waits_for_ops() const override { return true; }
+  bool forward_waits_for_ops() const override { return gated_; }
 
   // Reduce-scatters in the order backward completes the groups: the last group first.
   StepPlan local_step(int /*node*/, int /*step*/, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = replica.forward_backward(replica.next_batch(data, batch_));
-    plan.comm = reduce_scatters([&](const DearGroup& group) {
-      return slices_.gather(replica.gradients(), group.tensors, dear_padded(group.elements, nodes_));
-    });
+    plan.comm = second_order_.with_pass_ops(reduce_scatters([&](const DearGroup& group) {
+                                              return slices_.gather(replica.gradients(), group.tensors,
+                                                                    dear_padded(group.elements, nodes_));
+                                            }),
+                                            dynamic_cast<const Eva*>(replica.preconditioner()));
     return plan;
   }
   StepPlan projected_step(int /*node*/, int /*step*/) override {
     StepPlan plan;
     plan.loss = no_loss();
-    plan.comm = reduce_scatters([&](const DearGroup& group) { return shape_only(dear_padded(group.elements, nodes_)); });
+    plan.comm = second_order_.with_pass_ops(
+        reduce_scatters([&](const DearGroup& group) { return shape_only(dear_padded(group.elements, nodes_)); }), nullptr);
     return plan;
   }
-  // The all-gathers of every step, of a shard each (the padded group over N).
-  Round projected_round(int /*node*/, int /*step*/, size_t round) override {
-    if (round > 0) return {};
+  // The all-gathers of every step, of a shard each (the padded group over N); then a
+  // second-order optimizer's rounds.
+  Round projected_round(int node, int step, size_t round) override {
+    if (round > 0) return second_order_.projected_round(node, step, round - 1);
     return all_gathers([&](size_t g) { return shape_only(dear_padded(groups_[g].elements, nodes_) / nodes_); });
   }
 
   // Once every reduce-scatter is in: the all-gathers of the node's shards, in forward order,
-  // each gating its group's first layer.
-  Round next_round(int node, int /*step*/, Replica& /*replica*/) override {
+  // each gating its group's first layer (with a second-order optimizer: awaited by the step,
+  // then its rounds).
+  Round next_round(int node, int step, Replica& replica) override {
     Round round;
     auto& shards = shards_[node];
-    if (shards.empty()) return round;
+    if (shards.empty()) return second_order_.next_round(node, step, replica);
     round = all_gathers([&](size_t g) { return shards.at(g); });
     shards.clear();
     return round;
   }
 
   void apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) override {
+    if (second_order_.apply_round_op(replica, op) || second_order_.apply_pass_op(replica, op)) return;
     const size_t g = group_of(op.tag);
     if (op.kind == CommKind::ReduceScatter) {
       shards_[node][g] = op.received.at(0).clone();
       return;
     }
     slices_.scatter(torch::cat(op.received).div_(nodes_), groups_[g].tensors, replica.gradients());
-    if (g + 1 == groups_.size()) replica.optimizer_step();
+    if (g + 1 == groups_.size()) second_order_.gradient_averaged(node, replica);
   }
 
   AlgorithmState state(int node) const override {
     AlgorithmState s;
     for (const auto& [g, shard] : shards_[node]) s.tensors[tag("shard", g)] = shard.clone();
+    second_order_.save(node, s);
     return s;
   }
   void load_state(int node, const AlgorithmState& state) override {
+    second_order_.load(node, state);
     shards_[node].clear();
     for (size_t g = 0; g < groups_.size(); ++g) {
       auto it = state.tensors.find(tag("shard", g));
@@ -139,7 +156,7 @@ class Dear : public Algorithm {
     Round round;
     for (size_t g = 0; g < groups_.size(); ++g) {
       CommOp op = make_op(CommKind::AllGather, tag("all_gather", g), shard(g));
-      op.before_forward = groups_[g].tensors.front();
+      if (gated_) op.before_forward = groups_[g].tensors.front();
       round.comm.push_back(std::move(op));
     }
     return round;
@@ -156,6 +173,8 @@ class Dear : public Algorithm {
   std::vector<DearGroup> groups_;
   TensorSlices slices_;  // each tensor's slice of the flat vector
   std::vector<std::map<size_t, torch::Tensor>> shards_;  // per node: each group's reduced shard, until gathered
+  SecondOrderSync second_order_;  // a second-order optimizer's own messages
+  bool gated_;                    // each all-gather gates its group's forward (not with a second-order optimizer)
 };
 
 }  // namespace
