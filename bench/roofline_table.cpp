@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
                 s.workload.model.c_str(), work.batch, reference.flops_per_step(), reference.step_cost().bytes,
                 static_cast<long long>(reference.step_cost().kernels));
     for (const char* dtype : {"fp32", "bf16"}) {
-      std::printf("-- %s, mfu %.2f\n", dtype, s.compute.mfu);
+      if (s.compute.mfu) std::printf("-- %s, mfu %.2f\n", dtype, *s.compute.mfu);
+      else std::printf("-- %s, calibrated efficiencies\n", dtype);
       for (const auto& preset : device_presets()) {
         ComputeSection c = s.compute;
         c.device = preset.name;

@@ -650,6 +650,60 @@ def paper_dp_kfac(tb):
             + table(["against DP-KFAC", "communication", "computation (mean node)", "(slowest node)"], ratios))
 
 
+ONE_GPU = "scenarios/paper/base/one_gpu.yaml"
+MEASURED = ROOT / "docs/measurements/training_throughputs.csv"
+
+
+def calibration_workload(row):
+    """The zoo model a measured row runs (MPT-7B as the GPT of its published shapes)."""
+    m, seq = row["model"], row["sequence"]
+    if m == "resnet50":
+        return "model: resnet50, dataset: imagenet_synthetic"
+    if m in ("bert_base", "bert_large"):
+        return f"model: bert, dataset: brown_genres, bert: {{preset: {m[5:]}, sequence: {seq}}}"
+    if m == "gpt2_124m":
+        return f"model: gpt, dataset: brown, gpt: {{preset: gpt2_124m, context: {seq}}}"
+    if m == "mpt_7b":
+        return ("model: gpt, dataset: brown, gpt: {preset: gpt2_124m, layers: 32, width: 4096, heads: 32, "
+                f"vocab: 50368, context: {seq}}}")
+    raise ValueError(f"no zoo model for {m}")
+
+
+@block("test")
+def compute_calibration(tb):
+    """The roofline's step against published measured training throughputs, one GPU each
+    (docs/measurements/training_throughputs.csv): projected samples a second (or MFU as llm-foundry
+    counts it) beside the measured figure, and which rows fitted the efficiencies."""
+    import csv
+    rows = list(csv.DictReader(MEASURED.open()))
+    calls = []
+    for r in rows:
+        optimizer = "{name: sgd, momentum: 0.9}" if r["model"] == "resnet50" else "{name: adamw}"
+        calls.append((ONE_GPU, [f"workload={{{calibration_workload(r)}, batch_size: {r['batch']}, steps: 2, train: false}}",
+                                f"optimizer={optimizer}",
+                                f"compute={{model: flops, device: {r['device']}, dtype: {r['dtype']}, attention: {r['attention']}, "
+                                f"memory_format: {r['memory_format']}, memory_check: off}}"]))
+    results = tb.runs(calls)
+    table_rows = []
+    for r, res in zip(rows, results):
+        step = res["projected_time_s"] / res["steps_completed"]
+        per_second = int(r["batch"]) / step
+        if r["unit"] == "mfu":
+            T, N = int(r["sequence"]), res["model_parameters"]
+            peak = {"a100": 312e12, "h100": 989e12}[r["device"]]
+            projected = per_second * (6 * N * T + 12 * 32 * 4096 * T * T) / peak
+            shown = lambda x: f"{100 * x:.1f} % MFU"
+        else:
+            projected = per_second
+            shown = lambda x: f"{x:.0f} a s"
+        model = r["model"].replace("_", " ") + (f" (T {r['sequence']})" if r["sequence"] != "0" else "")
+        table_rows.append([r["id"], model, r["batch"], r["device"], r["dtype"] + ("" if r["model"] != "resnet50" else
+                           ", " + r["memory_format"]), shown(float(r["measured"])), shown(projected),
+                           f"{projected / float(r['measured']):.2f}", r["role"], f"{r['source']} ({r['date']})"])
+    return (command(f"build/testbed run {ONE_GPU} --set 'workload={{model: resnet50, dataset: imagenet_synthetic, batch_size: 256, steps: 2, train: false}}' --set 'compute={{model: flops, device: a100, dtype: fp16, memory_format: channels_last, memory_check: off}}'")
+            + table(["", "model", "batch", "device", "dtype", "measured", "projected", "ratio", "role", "source"], table_rows))
+
+
 SECOND_ORDER = "scenarios/optimizers/eva.yaml"
 
 

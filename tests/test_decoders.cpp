@@ -97,6 +97,8 @@ TEST(ModelShapes, RepeatedBlocksAreTheBuiltModels) {
         "workload: {model: gpt, dataset: brown, train: false, gpt: {preset: " + preset + "}}\n" + common, "p.yaml"));
     EXPECT_EQ(m.parameters, by_hand) << preset;
     EXPECT_EQ(m.trainable(), by_hand) << preset;
+    // Built to read them: the embeddings, one block and the last norm (what host memory holds).
+    EXPECT_EQ(m.built_parameters, (12 * C * C + 13 * C) + 50257 * C + 1024 * C + 2 * C) << preset;
   }
 }
 

@@ -64,6 +64,13 @@ TEST(MemoryEstimate, CountsEachReplicasVectors) {
     EXPECT_DOUBLE_EQ(e.eval_model_bytes, 4.0 * kParameters);
     EXPECT_DOUBLE_EQ(e.data_bytes, kDataBytes);
   }
+  // A projection builds no replica, and of the model only what it reads the shapes from (one
+  // block of a transformer it repeats). Slip caught: a GPT projection charged its whole model
+  // (a 7B GPT refused on a 24 GB host for 25 GB it never allocates).
+  const Scenario projection = parse_scenario("nodes: 7\nworkload: {train: false}\n", "s.yaml");
+  const MemoryEstimate p = estimate_memory(projection, data, {kParameters, 6, {}, 1234}, build_topology(topology_spec(projection)));
+  EXPECT_DOUBLE_EQ(p.replicas_bytes, 0);
+  EXPECT_DOUBLE_EQ(p.eval_model_bytes, 4.0 * 1234);
 }
 
 // Messages of the plans a run keeps, counted by hand for 7 nodes on the default ring: a ring

@@ -392,7 +392,11 @@ struct ComputeSection {
   FlopRate peak_flops{0};         // overrides the device preset when > 0 (e.g. 312TFLOPS)
   ByteRate memory_bandwidth{0};   // overrides the preset when > 0 (e.g. 3.35TB/s)
   std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
-  double mfu = 0.4;
+  // flops: the calibrated efficiencies of the device preset (sim/core/compute/device_efficiency.h),
+  // each overridable; `mfu` instead puts every GEMM and convolution at that share of the peak
+  // and memory passes at the full bandwidth (the flat model).
+  std::optional<double> mfu;
+  std::optional<double> gemm_efficiency, convolution_efficiency, memory_efficiency;
   double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
   // Heterogeneous fleets: node n runs 1/speed[n] as long (list shorter than nodes: cycled),
   // or speeds drawn uniformly from [speed_min, speed_max] by seed when the list is empty.
@@ -406,6 +410,9 @@ struct ComputeSection {
   // flops: attention as eager PyTorch runs it (its T x T scores written, read and kept) or as
   // FlashAttention does (one fused kernel, no scores in memory, recomputed in backward).
   std::string attention = "eager";
+  // flops: how activations are laid out, PyTorch's default NCHW or channels_last (NHWC), which
+  // tensor-core convolutions take as they are; under nchw each transposes in and out.
+  std::string memory_format = "nchw";
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"fixed", "flops", "measured"}});
     v.field("step_time", step_time, Range{0, 1e6});
@@ -415,6 +422,9 @@ struct ComputeSection {
     v.field("memory_bandwidth", memory_bandwidth, Range{0, 1e18});
     v.field("launch_latency", launch_latency, Range{0, 1});
     v.field("mfu", mfu, Range{0, 1, true});
+    v.field("gemm_efficiency", gemm_efficiency, Range{0, 1, true});
+    v.field("convolution_efficiency", convolution_efficiency, Range{0, 1, true});
+    v.field("memory_efficiency", memory_efficiency, Range{0, 1, true});
     v.field("measured_scale", measured_scale, Range{0, 1e6, true});
     v.field("speeds", speeds);
     v.field("speed_min", speed_min, Range{0, 1e6, true});
@@ -422,6 +432,7 @@ struct ComputeSection {
     v.field("straggler_sigma", straggler_sigma, Range{0, 10});
     v.field("memory_check", memory_check, Choices{{"error", "warn", "off"}});
     v.field("attention", attention, Choices{{"eager", "flash"}});
+    v.field("memory_format", memory_format, Choices{{"nchw", "channels_last"}});
   }
   static std::vector<std::string> device_presets();
 };

@@ -113,9 +113,16 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   compute_key("compute.peak_flops", "flops", !(c.peak_flops == dc.peak_flops));
   compute_key("compute.memory_bandwidth", "flops", !(c.memory_bandwidth == dc.memory_bandwidth));
   compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
-  compute_key("compute.mfu", "flops", c.mfu != dc.mfu);
+  compute_key("compute.mfu", "flops", c.mfu.has_value());
+  // The calibrated efficiencies' overrides; compute.mfu replaces them all (the flat model).
+  for (const auto& [key, given] : {std::pair{"compute.gemm_efficiency", c.gemm_efficiency.has_value()},
+                                   std::pair{"compute.convolution_efficiency", c.convolution_efficiency.has_value()},
+                                   std::pair{"compute.memory_efficiency", c.memory_efficiency.has_value()}})
+    keys.push_back({key, given, c.model == "flops" && !c.mfu, "compute.model: flops and no compute.mfu",
+                    c.model != "flops" ? "compute.model " + c.model : "compute.mfu, the flat model"});
   compute_key("compute.memory_check", "flops", c.memory_check != dc.memory_check);
   compute_key("compute.attention", "flops", c.attention != dc.attention);
+  compute_key("compute.memory_format", "flops", c.memory_format != dc.memory_format);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},

@@ -275,6 +275,7 @@ ModelShapes model_shapes(const Scenario& scenario) {
   for (const LayerCost& c : one.layers)
     if (c.name.rfind(prefix + "0.", 0) == 0 && !c.shared_weights) block += c.weights;
   m.parameters = one.parameters + static_cast<int64_t>(block) * (layers - 1);
+  m.built_parameters = one.parameters;
   return m;
 }
 

@@ -131,9 +131,9 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
   if (scenario.workload.train && algorithm && !algorithm->federated)
     e.second_order_bytes = 4 * second_order_floats(scenario.optimizer, model.second_order, scenario.nodes);
   if (!scenario.workload.train) e.replicas_bytes = 0;  // a projection builds no replica: shapes only
-  // The evaluation model, or a projection's one build of the model for its shapes (none for the
-  // decoders described from their configuration).
-  e.eval_model_bytes = scenario.workload.train || !shapes_from_config(scenario) ? vector_bytes : 0;
+  // The evaluation model, or a projection's one build of the model for its shapes (one block of
+  // a transformer it repeats; none for the decoders described from their configuration).
+  e.eval_model_bytes = scenario.workload.train ? vector_bytes : 4.0 * static_cast<double>(model.built_parameters);
   e.data_bytes = tensor_bytes(data.train_inputs) + tensor_bytes(data.train_targets) + tensor_bytes(data.test_inputs) +
                  tensor_bytes(data.test_targets) + tensor_bytes(data.train_groups);
   for (const auto& v : data.test_variants) e.data_bytes += tensor_bytes(v.inputs);

@@ -19,6 +19,7 @@ struct ModelSize {
   int64_t parameters = 0;
   int tensors = 0;  // parameter tensors (a layerwise selection builds a plan per tensor)
   std::vector<SecondOrderLayer> second_order;  // the layers a second-order optimizer keeps state for
+  int64_t built_parameters = 0;  // a projection's one build for its shapes (ModelShapes::built_parameters)
 };
 
 struct MemoryEstimate {

@@ -160,7 +160,8 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   // Sized from shapes: a model too large to build here (a 7B decoder) is refused below, not
   // allocated first.
   const ModelShapes shapes = model_shapes(scenario);
-  const ModelSize model_size{shapes.parameters, static_cast<int>(shapes.shapes.size()), shapes.second_order};
+  const ModelSize model_size{shapes.parameters, static_cast<int>(shapes.shapes.size()), shapes.second_order,
+                             shapes.built_parameters};
   const std::string refusal =
       memory_refusal(estimate_memory(scenario, data, model_size, build_topology(topology_spec(scenario))),
                      machine_memory(), scenario.nodes);

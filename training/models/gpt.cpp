@@ -66,6 +66,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     LayerCost qk = elementwise_cost(name + ".qk", 2 * T * C, scores);
     qk.flops = 2 * T * T * C;  // heads x T x T x (C / heads) multiply-adds
     qk.grad_operands = 2;
+    qk.gemm_k = C / heads_;  // as append_attention_costs
+    qk.gemm_k_backward = T;
     c.push_back(qk);
     c.push_back(elementwise_cost(name + ".scale", scores, scores, 1, false));
     c.push_back(elementwise_cost(name + ".mask", scores, scores, 1, false));
@@ -74,6 +76,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     LayerCost av = elementwise_cost(name + ".av", scores + T * C, T * C);
     av.flops = 2 * T * T * C;
     av.grad_operands = 2;
+    av.gemm_k = T;
+    av.gemm_k_backward = C / heads_;
     c.push_back(av);
     c.push_back(elementwise_cost(name + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()
     proj_->append_costs(c, name + ".proj", T);

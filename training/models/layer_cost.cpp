@@ -16,6 +16,8 @@ LayerCost linear_cost(const std::string& name, double in, double out, double row
   c.inputs = in * rows;
   c.outputs = out * rows;
   c.kernels = 1;  // one addmm; dX = dY W needs no saved input
+  c.gemm_k = in;
+  c.gemm_k_backward = out;
   return c;
 }
 
@@ -52,6 +54,8 @@ void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix
   LayerCost qk = elementwise_cost(prefix + ".qk", 2 * T * C, scores);
   qk.flops = 2 * T * T * C;  // heads x T x T x head size multiply-adds
   qk.grad_operands = 2;
+  qk.gemm_k = C / heads;   // q k^T over a head's width; dq = dS k and dk = dS^T q over T
+  qk.gemm_k_backward = T;
   c.push_back(qk);
   c.push_back(elementwise_cost(prefix + ".scale", scores, scores, 1, false));
   if (causal) c.push_back(elementwise_cost(prefix + ".mask", scores, scores, 1, false));
@@ -59,6 +63,8 @@ void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix
   LayerCost av = elementwise_cost(prefix + ".av", scores + T * C, T * C);
   av.flops = 2 * T * T * C;
   av.grad_operands = 2;
+  av.gemm_k = T;                  // att v over T; d att = dY v^T over a head's width (dv over T)
+  av.gemm_k_backward = C / heads;
   c.push_back(av);
   c.push_back(elementwise_cost(prefix + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()
 }
@@ -91,6 +97,7 @@ std::vector<LayerCost> fused_attention(std::vector<LayerCost> layers) {
     flash.flops = share * (qk.flops + av.flops);
     flash.recompute_flops = share * qk.flops;
     flash.grad_operands = 2;
+    flash.gemm_k = flash.gemm_k_backward = qk.gemm_k;  // its tiles' q k^T over a head's width
     out.push_back(flash);
     i = j;
   }

@@ -27,6 +27,12 @@ struct LayerCost {
   bool grad_reads_input = false;  // the input-gradient pass rereads saved activations (ReLU, softmax,
                                   // norms, pooling, activation x activation products)
   double recompute_flops = 0;     // per sample, FLOPs the input-gradient pass redoes (FlashAttention's scores)
+  bool convolution = false;       // its FLOPs run as a convolution (cuDNN), not a GEMM: another efficiency
+  // The inner dimension (a GEMM's K) of its forward product and of its input-gradient product;
+  // 0: none known. A product with a short K spends more of its time filling and draining each
+  // tile (sim/core/compute/compute_model.h, Roof::tile_depth). Weight gradients run K = the
+  // batch's rows, long enough to ignore.
+  double gemm_k = 0, gemm_k_backward = 0;
 };
 
 // One training step's work, as the roofline compute model needs it: the model's layers

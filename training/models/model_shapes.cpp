@@ -28,6 +28,7 @@ ModelShapes shapes_of(const Model& model) {
     m.names.push_back(p.key());
     m.shapes.push_back(p.value().sizes().vec());
   }
+  m.built_parameters = m.parameters;
   m.layers = model.layer_costs();
   if (const CutValues* cut = const_cast<Model&>(model).cut()) {
     for (size_t l = 0; l < m.layers.size(); ++l)

@@ -25,6 +25,9 @@ struct ModelShapes {
   std::vector<std::string> names;               // trainable parameters, registration order
   std::vector<std::vector<int64_t>> shapes;     // theirs
   int64_t parameters = 0;                       // every parameter, frozen ones included
+  // Parameters of the module built to read these shapes: all of them, one block's worth for a
+  // projection that repeats a block, 0 for shapes from a configuration (no module).
+  int64_t built_parameters = 0;
   std::vector<LayerCost> layers;                // forward order, per sample (Model::layer_costs)
   std::vector<SecondOrderLayer> second_order;   // forward order (Model::layer_taps)
   // A model cut for split fine-tuning (Model::split): the first of `layers` its back half

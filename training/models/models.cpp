@@ -23,6 +23,9 @@ LayerCost conv_cost(const std::string& name, const torch::nn::Conv2d& conv, int6
   c.trains = conv->weight.requires_grad();
   c.inputs = in_c * side * side;
   c.outputs = out_c * out_side * out_side;
+  c.convolution = true;
+  c.gemm_k = in_c * k * k;
+  c.gemm_k_backward = out_c * k * k;
   return c;
 }
 

@@ -24,6 +24,9 @@ LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int
   c.trains = trains;
   c.inputs = static_cast<double>(in * side * side);
   c.outputs = static_cast<double>(out) * out_side * out_side;
+  c.convolution = true;
+  c.gemm_k = per_output;                                       // implicit GEMM: in / groups x k x k
+  c.gemm_k_backward = static_cast<double>(out / groups * k * k);  // the data gradient: out / groups x k x k
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <random>
 
+#include "sim/core/compute/device_efficiency.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -53,10 +54,13 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
 StepCost roofline(const TrainingWork& work, const Roof& roof) {
   StepCost cost;
   const double B = work.batch, e = roof.bytes_per_element;
-  // One pass (one GEMM or elementwise sweep) runs at whichever limit binds; returns its
-  // seconds, launches included.
-  auto pass = [&](double flops, double bytes, int64_t kernels) {
-    const double t_compute = flops / roof.flops, t_memory = bytes / roof.memory_bandwidth;
+  // One pass (one GEMM, convolution or elementwise sweep) runs at whichever limit binds;
+  // returns its seconds, launches included.
+  auto pass = [&](double flops, double bytes, int64_t kernels, bool convolution, double k = 0) {
+    double rate = convolution && roof.convolution_flops > 0 ? roof.convolution_flops : roof.flops;
+    if (k > 0) rate *= k / (k + roof.tile_depth);
+    const double t_compute = flops > 0 ? std::max(flops, roof.wave_flops) / rate : 0;
+    const double t_memory = bytes / roof.memory_bandwidth;
     cost.flops += flops;
     cost.bytes += bytes;
     cost.kernels += kernels;
@@ -73,17 +77,22 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
   for (const auto& l : work.layers) {
     const double in = B * l.inputs, out = B * l.outputs;
     // forward: read W and X, write Y
-    cost.forward.push_back(pass(B * l.flops, e * (l.weights + in + out), l.kernels));
+    const bool transposes = roof.convolution_transposes && l.convolution;
+    auto transpose = [&] { return transposes ? pass(0, 2 * e * (in + out), 2, false) : 0.0; };
+    cost.forward.push_back(pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) +
+                           transpose());
     cost.backward.push_back(0);
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
       cost.backward.back() += pass(g * B * l.flops + B * l.recompute_flops,
-                                   e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels);
+                                   e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels, l.convolution,
+                                   l.gemm_k_backward) +
+                               transpose();
     }
     // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
     if (l.trains && l.weights > 0) {
-      cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.tensors);
+      cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.tensors, l.convolution) + transpose();
       if (!l.shared_weights) {
         trainable += l.weights;
         trainable_tensors += l.tensors;
@@ -156,11 +165,34 @@ Roof compute_roof(const ComputeSection& section) {
       throw std::invalid_argument("compute.dtype: " + section.device + " has no " + section.dtype +
                                   " arithmetic (it has " + preset_dtypes(*preset) + "; or set compute.peak_flops)");
   }
-  if (!(section.mfu > 0) || section.mfu > 1)
-    throw std::invalid_argument("compute.mfu must be in (0, 1], got " + num(section.mfu));
-  roof.flops = peak * section.mfu;
+  auto share = [](const char* key, double x) {
+    if (!(x > 0) || x > 1) throw std::invalid_argument(std::string("compute.") + key + " must be in (0, 1], got " + num(x));
+    return x;
+  };
   roof.memory_bandwidth = section.memory_bandwidth.bytes_per_s > 0 ? section.memory_bandwidth.bytes_per_s
                                                                    : from_preset("memory_bandwidth").memory_bandwidth;
+  if (section.mfu) {
+    // The flat model: every GEMM and convolution at one share of the peak, memory at the full bandwidth.
+    roof.flops = peak * share("mfu", *section.mfu);
+  } else {
+    // Calibrated: a preset's own efficiencies; a device given by its figures alone needs all three.
+    const DeviceEfficiency* e = preset ? &device_efficiency(preset->name) : nullptr;
+    auto figure = [&](const char* key, const std::optional<double>& given, double calibrated) {
+      if (given) return share(key, *given);
+      if (!e) throw std::invalid_argument("compute.device: '" + section.device + "' has no calibrated efficiencies: set compute." +
+                                          key + " (or compute.mfu)");
+      return calibrated;
+    };
+    const bool tensor = section.dtype != "fp32";
+    const double gemm = figure("gemm_efficiency", section.gemm_efficiency, e ? (tensor ? e->tensor : e->fp32) : 0);
+    roof.flops = peak * gemm;
+    roof.convolution_flops =
+        peak * figure("convolution_efficiency", section.convolution_efficiency, e ? gemm * e->convolution : 0);
+    roof.memory_bandwidth *= figure("memory_efficiency", section.memory_efficiency, e ? e->memory : 0);
+    if (e) roof.wave_flops = e->sms * 2.0 * 128 * 128 * 128;
+    roof.tile_depth = 128;
+  }
+  roof.convolution_transposes = section.memory_format == "nchw" && section.dtype != "fp32";
   roof.launch_latency =
       section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
   if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))

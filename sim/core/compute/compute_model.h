@@ -14,10 +14,22 @@ namespace testbed {
 
 // The device limits a step runs against.
 struct Roof {
-  double flops = 0;              // achievable FLOP/s: peak for the dtype x MFU
-  double memory_bandwidth = 0;   // bytes per second
+  double flops = 0;              // FLOP/s a large GEMM reaches: peak for the dtype x its efficiency
+  double memory_bandwidth = 0;   // bytes per second a memory-bound pass reaches
   double launch_latency = 0;     // seconds per kernel
   double bytes_per_element = 4;  // activations and GEMM operands (fp32 4, bf16 2)
+  double convolution_flops = 0;  // FLOP/s a large convolution reaches; 0: as a GEMM
+  // FLOPs of one wave: a 128 x 128 x 128 tile on every SM (SMs x 2 x 128^3). A GEMM or
+  // convolution takes at least a wave's time: a smaller one leaves SMs idle. 0: no such floor.
+  double wave_flops = 0;
+  // NCHW activations on tensor cores: cuDNN's tensor-core kernels take NHWC, so each pass of a
+  // convolution first transposes what it reads and then what it writes (one read and one write
+  // of its input and its output, two kernels).
+  bool convolution_transposes = false;
+  // A GEMM's or convolution's K loop against its tile's fill and write-back: a product of
+  // inner dimension K reaches K / (K + tile_depth) of its rate (128: CUTLASS's and cuBLAS's
+  // usual 128-deep pipeline of tiles). 0: no such loss.
+  double tile_depth = 0;
 };
 
 // Totals of one step on a roof (before node speeds and straggler noise).
@@ -63,7 +75,8 @@ inline Roof flop_count_roof() { return Roof{1, std::numeric_limits<double>::infi
 double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum);
 
 // The roofline: each layer's forward, input-gradient and weight-gradient passes take
-// max(FLOPs / roof.flops, bytes / bandwidth); frozen layers skip the weight gradient, and
+// max(max(FLOPs, one wave) / rate, bytes / bandwidth), the rate a GEMM's or a convolution's
+// (roof.flops or roof.convolution_flops); frozen layers skip the weight gradient, and
 // layers with nothing trainable before them skip the input gradient (autograd stops
 // there). The optimizer step is a memory-bound pass over the trainable parameters. Every
 // kernel adds the launch latency.

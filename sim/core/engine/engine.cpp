@@ -89,6 +89,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     cloud.device = std::get<SplitOptions>(scenario.algorithm.options).cloud;
     cloud.dtype = scenario.compute.dtype;
     cloud.mfu = scenario.compute.mfu;
+    cloud.gemm_efficiency = scenario.compute.gemm_efficiency;
+    cloud.convolution_efficiency = scenario.compute.convolution_efficiency;
+    cloud.memory_efficiency = scenario.compute.memory_efficiency;
+    cloud.memory_format = scenario.compute.memory_format;
     cloud_compute_ = std::make_unique<ComputeModel>(cloud, training_work(scenario, {cut, shapes.layers.end()}), 1,
                                                     scenario.seed);
   }
