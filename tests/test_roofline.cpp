@@ -391,6 +391,96 @@ TEST(Roofline, OverridesReplacePresetFigures) {
   EXPECT_EQ(compute_roof(s).launch_latency, 0);
 }
 
+// --- calibrated kernels (docs/compute.md) ---------------------------------------------------
+
+// Without compute.mfu the roof is the preset's calibrated figures, written out here for the
+// A100 in bf16: GEMMs at 0.661 of 312 TFLOP/s, convolutions at 0.727 of that, memory at 0.84 of
+// 2.039 TB/s, a wave of 108 SMs x 2 x 128^3, 128-deep tiles, NCHW transposes on tensor cores
+// only; with compute.mfu, the flat model and none of those terms. Slips caught: the fp32
+// figure used for a tensor dtype, the convolution factor applied to GEMMs, transposes charged
+// to fp32 or channels_last, the flat model keeping a calibrated term.
+TEST(Roofline, CalibratedRoofIsThePresetsFigures) {
+  ComputeSection s;
+  s.device = "a100";
+  s.dtype = "bf16";
+  const Roof r = compute_roof(s);
+  EXPECT_DOUBLE_EQ(r.flops, 312e12 * 0.661);
+  EXPECT_DOUBLE_EQ(r.convolution_flops, 312e12 * 0.661 * 0.727);
+  EXPECT_DOUBLE_EQ(r.memory_bandwidth, 2.039e12 * 0.84);
+  EXPECT_DOUBLE_EQ(r.wave_flops, 108 * 2.0 * 128 * 128 * 128);
+  EXPECT_EQ(r.tile_depth, 128);
+  EXPECT_TRUE(r.convolution_transposes);
+  s.memory_format = "channels_last";
+  EXPECT_FALSE(compute_roof(s).convolution_transposes);
+  s.memory_format = "nchw";
+  s.dtype = "fp32";  // CUDA cores: the fp32 figure, NCHW as it is
+  EXPECT_DOUBLE_EQ(compute_roof(s).flops, 19.5e12 * 0.92);
+  EXPECT_FALSE(compute_roof(s).convolution_transposes);
+  s.gemm_efficiency = 0.5;  // an override replaces the preset's figure, the convolution's follows
+  EXPECT_DOUBLE_EQ(compute_roof(s).flops, 19.5e12 * 0.5);
+  EXPECT_DOUBLE_EQ(compute_roof(s).convolution_flops, 19.5e12 * 0.5 * 0.727);
+  s.gemm_efficiency.reset();
+  s.mfu = 0.4;
+  const Roof flat = compute_roof(s);
+  EXPECT_DOUBLE_EQ(flat.flops, 19.5e12 * 0.4);
+  EXPECT_EQ(flat.convolution_flops, 0);
+  EXPECT_EQ(flat.memory_bandwidth, 2.039e12);
+  EXPECT_EQ(flat.wave_flops, 0);
+  EXPECT_EQ(flat.tile_depth, 0);
+  // A device of figures alone has no calibration: all three efficiencies, or mfu.
+  ComputeSection bare;
+  bare.device = "tpu";
+  bare.peak_flops = FlopRate{1e14};
+  bare.memory_bandwidth = ByteRate{1e12};
+  bare.launch_latency = Duration{0};
+  EXPECT_THROW(compute_roof(bare), std::invalid_argument);
+  bare.gemm_efficiency = bare.convolution_efficiency = bare.memory_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(compute_roof(bare).flops, 0.5e14);
+}
+
+// One pass of each kind against the formulas, by hand: a Linear of K = 64 at K / (K + 128) of
+// the GEMM rate; a tiny product at one wave's time; a convolution at its own rate, plus under
+// NCHW a read and a write of its input and output (two kernels) per pass; an elementwise pass
+// at the memory rate. Slips caught: K taken from the wrong side in backward, the wave floor
+// lost, the transposes charged once a layer instead of once a pass.
+TEST(Roofline, EachKindOfKernelAtItsRate) {
+  Roof roof{1e12, 1e11, 0, 2};
+  roof.convolution_flops = 5e11;
+  roof.tile_depth = 128;
+  roof.wave_flops = 1e6;
+  LayerCost linear = linear_cost("fc", 64, 256, 1, false, true);  // forward K 64, input gradient K 256
+  const double B = 1000;
+  TrainingWork work{{layer(0, 1, 1), linear}, static_cast<int>(B), "sgd", false};
+  work.layers[0].trains = true;  // so the Linear's input gradient runs
+  work.layers[0].weights = 1;
+  const StepCost c = roofline(work, roof);
+  const double F = B * 2 * 64 * 256;
+  EXPECT_DOUBLE_EQ(c.forward[1], F / (1e12 * 64 / (64 + 128)));
+  EXPECT_DOUBLE_EQ(c.backward[1], F / (1e12 * 256 / (256 + 128)) + F / 1e12);  // input gradient, weight gradient
+  // A product smaller than a wave takes the wave's time.
+  LayerCost tiny = linear_cost("tiny", 2, 2, 1, false, false);
+  const StepCost t = roofline(TrainingWork{{tiny}, 1, "sgd", false}, roof);
+  EXPECT_DOUBLE_EQ(t.forward[0], 1e6 / (1e12 * 2 / (2 + 128)));
+  // A convolution (K = 3 x 3 x 8 = 72 forward, 3 x 3 x 16 = 144 backward) under NCHW.
+  LayerCost conv;
+  conv.name = "conv";
+  conv.flops = 1e9;
+  conv.weights = 100;
+  conv.inputs = 1e3;
+  conv.outputs = 2e3;
+  conv.convolution = true;
+  conv.gemm_k = 72;
+  conv.gemm_k_backward = 144;
+  conv.trains = true;
+  conv.tensors = 1;
+  roof.convolution_transposes = true;
+  const StepCost v = roofline(TrainingWork{{layer(0, 1, 1), conv}, 10, "sgd", false}, roof);
+  const double transpose = 2 * 2 * 10 * (1e3 + 2e3) / 1e11;
+  EXPECT_DOUBLE_EQ(v.forward[1], 10 * 1e9 / (5e11 * 72 / 200) + transpose);
+  EXPECT_DOUBLE_EQ(v.backward[1], 10 * 1e9 / 5e11 + transpose);  // weight gradient only: nothing earlier trains
+  EXPECT_EQ(v.kernels, 1 + 1 + 2 + 1 + 2 + 2);  // layer 0, conv forward + 2, weight gradient + 2, update and zeroing
+}
+
 TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
   for (const auto& p : device_presets()) {
     EXPECT_GT(p.fp32_flops, 0) << p.name;
