@@ -45,7 +45,7 @@ bench: build
 
 # Reduced paper reproductions end to end (sweeps, then figures and tables into figures/).
 # Finished runs are skipped, so a second `make figures` only redraws.
-FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp compression_bandwidth
+FIGURE_SWEEPS = sparta bandwidth_latency topology lofi_vs_ddp compression_bandwidth zoo_bandwidth
 figures: cli
 	@bash scripts/install-deps.sh analysis
 	@for s in $(FIGURE_SWEEPS); do $(BUILD)/testbed sweep scenarios/paper/$$s.yaml -j 2 || exit 1; done

@@ -7,6 +7,7 @@ import sys
 import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm, Normalize
+from matplotlib.lines import Line2D
 
 from analysis import metrics, style, tables
 from analysis.load import LoadError, MissingData, load
@@ -231,6 +232,60 @@ def fig_iteration_time_vs_bandwidth(sweep):
     return fig
 
 
+def _model_of(run):
+    """The run's model as the zoo names it: the workload's model, with its preset where it has one."""
+    model = str(run.flat.get("workload.model", "?"))
+    preset = run.flat.get(f"workload.{model}.preset")
+    return f"{model} {preset}" if preset is not None else model
+
+
+def fig_iteration_time_by_model(sweep):
+    """11. Projected time per iteration against a swept link bandwidth, a panel per model and a
+    line per algorithm (the same colour in every panel): the zoo's figure."""
+    factor = _bandwidth_factor(sweep)
+    models = list(dict.fromkeys(_model_of(r) for r in sweep.runs))
+    if len(models) < 2:
+        raise NotApplicable("needs runs of at least two models")
+    algorithms = []
+    panels = {m: {} for m in models}
+    for run in sweep.runs:
+        try:
+            x = float(run.params.get(factor, run.flat.get(factor)))
+        except (TypeError, ValueError):
+            continue
+        algo = str(run.params["algorithm"]).strip("{} ").replace("name: ", "", 1) if "algorithm" in sweep.swept \
+            else run.algorithm
+        if algo not in algorithms:
+            algorithms.append(algo)
+        panels[_model_of(run)].setdefault(algo, []).append((x, iteration_time(run)))
+    ncols = 2
+    nrows = (len(models) + ncols - 1) // ncols
+    leg_h = 0.16 * ((len(algorithms) + 1) // 2) + 0.1
+    fig, axes = style.new_figure(height_in=1.9 * nrows + leg_h, nrows=nrows + 1, ncols=ncols,
+                                 gridspec_kw={"height_ratios": [1.9] * nrows + [leg_h]})
+    for ax in axes[-1]:
+        ax.axis("off")
+    flat = [ax for row in axes[:-1] for ax in row]
+    for ax, model in zip(flat, models):
+        for algo, points in panels[model].items():
+            points.sort()
+            i = algorithms.index(algo)
+            ax.plot([x / 1e6 for x, _ in points], [t * 1e3 for _, t in points], label=algo, **_style_of(i))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(model)
+        ax.set_xlabel(f"{factor.rsplit('.', 1)[0].split('.')[-1]} bandwidth (Mbit/s)")
+        ax.set_ylabel("ms per iteration")
+    for ax in flat[len(models):]:
+        ax.axis("off")
+    # One legend for every panel, in the algorithms' order.
+    handles = [Line2D([], [], **_style_of(i)) for i in range(len(algorithms))]
+    axes[-1][0].legend(handles, algorithms, frameon=False, loc="upper left", ncol=2, handlelength=1.5,
+                       borderaxespad=0)
+    style.caption(fig, sweep, f"Time per iteration against {factor}, a panel per model.")
+    return fig
+
+
 def fig_time_to_target_line(sweep, target=None):
     """4b. One-factor sweeps: projected time to a target eval loss against the swept link
     bandwidth, a line per algorithm (never reached: left out of its line, marked at the top)."""
@@ -386,6 +441,7 @@ def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
         ("8", "fig8_accuracy_per_round", lambda: fig_accuracy_per_round(sweep)),
         ("9", "fig9_iteration_time_vs_bandwidth", lambda: fig_iteration_time_vs_bandwidth(sweep)),
         ("10", "fig10_accuracy_correlation_vs_time", lambda: fig_accuracy_correlation_vs_time(sweep)),
+        ("11", "fig11_iteration_time_by_model", lambda: fig_iteration_time_by_model(sweep)),
     ]
     for run in sweep.runs:
         jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))

@@ -784,4 +784,12 @@ TEST_F(Cli, GpuHostsRefusesPartHostsAndIgnoredLinks) {
                   "the ImageNet stand-in trains the resnets");
 }
 
+// The ImageNet-only models want ImageNet-shaped images; BERT's pre-training heads have no data
+// to train on here, so they are for projections.
+TEST_F(Cli, ImageNetModelsAndPretrainingHeadsWhereTheyCanRun) {
+  expect_rejected("workload: {model: vit_b_16}\n", "1:19", "vit_b_16 takes ImageNet-shaped images");
+  expect_rejected("workload: {model: bert, dataset: brown_genres, bert: {head: pretraining}}\n", "1:61",
+                  "BERT's pre-training heads are for projections");
+}
+
 }  // namespace

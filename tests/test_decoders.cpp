@@ -271,5 +271,64 @@ TEST(Bert, SeesTheWholeWindowAndTrains) {
   EXPECT_LT(last, first * 0.2);  // four windows, memorised
 }
 
+// BERT with the pre-training heads, by hand: the encoder and pooler above, then the masked-LM
+// transform C^2 + C, its LayerNorm 2 C, the decoder's own bias V (its weights are the word
+// embeddings'), the next-sentence classifier 2 C + 2: Hugging Face's BertForPreTraining counts,
+// 110 106 428 (base) and 336 226 108 (large). Forward FLOPs a sample at sequences 64, 128 and 512
+// through the projection's path (one block built and repeated): the blocks' 24 T C^2 and
+// attention's 4 T^2 C a layer, the transform's 2 T C^2 and the decoder's 2 T C V at every
+// position, the pooler's 2 C^2 and next-sentence 4 C on the first (large at 128 only). Slips caught: the decoder's
+// weights counted twice (untied), its bias left out, the head scoring one position, the
+// next-sentence head missing, the classifier kept beside the pre-training heads.
+TEST(Bert, PretrainingHeadsByHand) {
+  const double V = 30522;
+  for (const auto& [preset, L, C, published] :
+       {std::tuple{"base", 12, 768, int64_t{110106428}}, std::tuple{"large", 24, 1024, int64_t{336226108}}}) {
+    const int64_t c = C;
+    const int64_t encoder = 30522 * c + 512 * c + 2 * c + 2 * c + L * (12 * c * c + 13 * c) + c * c + c;
+    EXPECT_EQ(encoder + c * c + c + 2 * c + 30522 + 2 * c + 2, published) << preset;
+    for (int T : L == 12 ? std::vector<int>{64, 128, 512} : std::vector<int>{128}) {  // large: 6 s a build
+      SCOPED_TRACE(std::string(preset) + " at " + std::to_string(T));
+      const ModelShapes m = model_shapes(parse_scenario(
+          "workload: {model: bert, dataset: brown_genres, train: false, bert: {preset: " + std::string(preset) +
+              ", head: pretraining, sequence: " + std::to_string(T) + "}}\ncompute: {memory_check: off}\n",
+          "p.yaml"));
+      EXPECT_EQ(m.parameters, published);
+      EXPECT_EQ(m.trainable(), published);
+      const double t = T, w = C;
+      const double expected = 2 * t * L * 12 * w * w + L * 4 * t * t * w + 2 * t * w * w + 2 * t * w * V + 2 * w * w + 2 * 2 * w;
+      EXPECT_DOUBLE_EQ(forward_flops(m.layers), expected);
+    }
+  }
+}
+
+// The heads run and train the tied table: masked-LM logits at every position, next-sentence
+// logits on the first; the masked-LM loss alone gives the word embeddings a gradient through the
+// decoder too. The pre-training heads are refused for training (there is no pre-training data).
+TEST(Bert, PretrainingHeadsRun) {
+  torch::manual_seed(4);
+  BertConfig c = bert_preset("tiny");
+  c.sequence = 8;
+  c.pretraining = true;
+  auto m = make_bert(c);
+  const auto tokens = torch::randint(0, 256, {3, 8}, torch::kInt64);
+  const auto [masked, next] = bert_pretraining_logits(*m, tokens);
+  EXPECT_EQ(masked.sizes(), (std::vector<int64_t>{3, 8, 256}));
+  EXPECT_EQ(next.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_TRUE(torch::equal(m->forward(tokens), masked));
+  // Only position 5 of sample 0 is masked; its loss reaches the table at a token no input has.
+  auto one = tokens.clone();
+  one.fill_(1);
+  const auto logits = m->forward(one);
+  torch::nn::functional::cross_entropy(logits[0][5].unsqueeze(0), torch::tensor({200}, torch::kInt64)).backward();
+  for (const auto& p : m->named_parameters()) {
+    if (p.key() == "embeddings.word.weight") {
+      EXPECT_GT(p.value().grad()[200].abs().sum().item<double>(), 0);  // through the decoder alone
+    }
+  }
+  BertConfig plain = bert_preset("tiny");
+  EXPECT_THROW(bert_pretraining_logits(*make_bert(plain), tokens), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace testbed

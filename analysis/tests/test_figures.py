@@ -1,5 +1,6 @@
 """Figures: each writes PNG and PDF and plots exactly the series computed here by hand."""
 
+import h5py
 import numpy as np
 import pytest
 
@@ -265,6 +266,48 @@ def test_iteration_time_follows_any_swept_link(tmp_path):
 def test_iteration_time_needs_one_swept_bandwidth(tmp_path):
     with pytest.raises(NotApplicable, match="exactly one link bandwidth"):
         figures.fig_iteration_time_vs_bandwidth(_two_runs(tmp_path))
+
+
+def _zoo_sweep(tmp_path):
+    # Two models (cnn and mlp, via synth's scenario text) x two algorithms x two bandwidths; each
+    # run's projected time given, 6 steps.
+    rows = ["run,topology.link.bandwidth,workload.model,algorithm.name,status"]
+    times = {}
+    for model in ("cnn", "mlp"):
+        for algo in ("ddp", "diloco"):
+            for bw in ("100Mbps", "1Gbps"):
+                run = f"{model}_{algo}_{bw}"
+                t = {"cnn": 1.0, "mlp": 2.0}[model] * {"ddp": 3.0, "diloco": 1.0}[algo] * {"100Mbps": 10, "1Gbps": 1}[bw]
+                times[(model, algo, bw)] = t
+                path = write_run(tmp_path / f"{run}.h5", name="zoo", algorithm=algo, bandwidth=bw,
+                                 summary={"projected_time_s": t, "steps_completed": 6, "total_bytes": 1})
+                if model == "mlp":  # synth writes cnn: rewrite the model in the scenario text
+                    with h5py.File(path, "a") as f:
+                        f.attrs["scenario"] = f.attrs["scenario"].replace("model: cnn", "model: mlp")
+                rows.append(f"{run},{bw},{model},{algo},completed")
+    (tmp_path / "sweep.csv").write_text("\n".join(rows) + "\n")
+    return load(str(tmp_path)), times
+
+
+def test_iteration_time_by_model_panels(tmp_path):
+    sweep, times = _zoo_sweep(tmp_path)
+    fig = figures.fig_iteration_time_by_model(sweep)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["cnn", "mlp"]
+    for ax, model in zip(panels, ("cnn", "mlp")):
+        lines = {l.get_label(): l for l in ax.get_lines()}
+        assert sorted(lines) == ["ddp", "diloco"]
+        np.testing.assert_allclose(lines["ddp"].get_xdata(), [100, 1000])
+        # ms per iteration: projected time / 6 steps, by hand from the times written above.
+        np.testing.assert_allclose(lines["diloco"].get_ydata(),
+                                   [times[(model, "diloco", bw)] / 6 * 1e3 for bw in ("100Mbps", "1Gbps")])
+        assert lines["ddp"].get_color() == panels[0].get_lines()[0].get_color()  # one colour an algorithm
+    _written(style.save(fig, str(tmp_path / "out"), "f11"))
+
+
+def test_iteration_time_by_model_needs_two_models(tmp_path):
+    with pytest.raises(NotApplicable, match="two models"):
+        figures.fig_iteration_time_by_model(_bandwidth_sweep(tmp_path))
 
 
 def test_time_to_target_of_a_one_factor_sweep_is_a_line(tmp_path):

@@ -240,8 +240,12 @@ struct LlamaSection {
 struct BertSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, width = 0, sequence = 0, vocab = 0;
+  // classification: a classifier on the pooler (trains on brown_genres); pretraining: the
+  // masked-LM and next-sentence heads (projections only: the testbed has no pre-training data).
+  std::string head = "classification";
   template <class V> void fields(V& v) {
     v.field("preset", preset, Choices{{"tiny", "base", "large"}});
+    v.field("head", head, Choices{{"classification", "pretraining"}});
     v.field("layers", layers, Range{0, 1024});
     v.field("heads", heads, Range{0, 1024});
     v.field("width", width, Range{0, 1 << 16});
@@ -302,7 +306,7 @@ struct WorkloadSection {
   // training run's, with no loss or accuracy.
   bool train = true;
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gpt", "llama", "bert"}});
+    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "densenet201", "inception_v4", "vit_b_16", "gpt", "llama", "bert"}});
     v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic", "imagenet_synthetic", "brown_genres"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});

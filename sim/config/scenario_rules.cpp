@@ -543,8 +543,18 @@ ModelShapes check_workload(const Scenario& s, const Origins& origins) {
   if (w.dataset == "synthetic" && w.model != "mlp") {
     fail(origins.where("workload.model"), "the synthetic task trains an mlp");
   }
-  if (w.dataset == "imagenet_synthetic" && w.model.rfind("resnet", 0) != 0) {
-    fail(origins.where("workload.model"), "the ImageNet stand-in trains the resnets (resnet18 .. resnet152)");
+  const bool imagenet_only = w.model == "densenet201" || w.model == "inception_v4" || w.model == "vit_b_16";
+  if (w.dataset == "imagenet_synthetic" && w.model.rfind("resnet", 0) != 0 && !imagenet_only) {
+    fail(origins.where("workload.model"),
+         "the ImageNet stand-in trains the resnets (resnet18 .. resnet152), densenet201, inception_v4 and vit_b_16");
+  }
+  if (imagenet_only && w.dataset != "imagenet_synthetic") {
+    fail(origins.where("workload.model"), w.model + " takes ImageNet-shaped images: use dataset imagenet_synthetic");
+  }
+  if (w.model == "bert" && w.bert.head == "pretraining" && w.train) {
+    fail(origins.where("workload.bert.head"),
+         "BERT's pre-training heads are for projections (workload.train: false): training them needs masked-LM and "
+         "next-sentence data, and brown_genres is labelled windows");
   }
   for (size_t i = 0; i < w.shifts.size(); ++i) {
     Location loc = origins.where("workload.shifts." + std::to_string(i));

@@ -24,6 +24,7 @@
 #include "training/models/gpt.h"
 #include "training/models/llama.h"
 #include "training/models/bert.h"
+#include "training/models/imagenet.h"
 #include "training/numerics.h"
 #include "training/data/shifts.h"
 #include "training/data/synthetic.h"
@@ -94,6 +95,7 @@ BertConfig bert_config(const Scenario& s) {
                               {&c.sequence, b.sequence}, {&c.vocab, b.vocab}})
     override_with(*value, given);
   c.classes = static_cast<int>(brown_categories().size());  // brown_genres' labels
+  c.pretraining = b.head == "pretraining";
   return c;
 }
 
@@ -137,7 +139,7 @@ Dataset load_dataset(const Scenario& s) {
   } else if (w.dataset == "brown_genres") {
     data = load_brown_genres({data_dir(s), context_of(s), 0.1, stream_seed(s.seed, "brown_split")});
   } else if (w.dataset == "imagenet_synthetic") {
-    data = make_imagenet_stand_in(256, 64, stream_seed(s.seed, "imagenet_synthetic"));
+    data = make_imagenet_stand_in(256, 64, imagenet_side(w.model), stream_seed(s.seed, "imagenet_synthetic"));
   } else {
     throw std::invalid_argument("unknown dataset '" + w.dataset + "'");
   }

@@ -34,13 +34,13 @@ Dataset make_teacher_dataset(const SyntheticOptions& o, uint64_t seed) {
   return d;
 }
 
-Dataset make_imagenet_stand_in(int64_t train_samples, int64_t test_samples, uint64_t seed) {
+Dataset make_imagenet_stand_in(int64_t train_samples, int64_t test_samples, int64_t side, uint64_t seed) {
   auto generator = at::detail::createCPUGenerator(seed);
   Dataset d;
   d.task = Task::Classification;
   d.outputs = 1000;
-  d.train_inputs = at::normal(0.0, 1.0, {train_samples, 3, 224, 224}, generator);
-  d.test_inputs = at::normal(0.0, 1.0, {test_samples, 3, 224, 224}, generator);
+  d.train_inputs = at::normal(0.0, 1.0, {train_samples, 3, side, side}, generator);
+  d.test_inputs = at::normal(0.0, 1.0, {test_samples, 3, side, side}, generator);
   d.train_targets = at::randint(0, 1000, {train_samples}, generator);
   d.test_targets = at::randint(0, 1000, {test_samples}, generator);
   d.train_groups = d.train_targets;

@@ -14,14 +14,6 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-LayerCost norm_cost(const std::string& name, double rows, double width) {
-  LayerCost c = elementwise_cost(name, rows * width, rows * width);
-  c.weights = 2 * width;
-  c.tensors = 2;
-  c.trains = true;
-  return c;
-}
-
 // A lookup table: no input gradient (token ids), a dense weight gradient.
 LayerCost lookup_cost(const std::string& name, double in, double out, double table) {
   LayerCost c = elementwise_cost(name, in, out, 1, false);
@@ -66,10 +58,35 @@ std::vector<LayerCost> bert_costs(const BertConfig& cfg, const SplitConfig* spli
     if (!svd || split->residual) c.push_back(elementwise_cost(p + ".residual2", 2 * T * C, T * C, 1, false));
     c.push_back(norm_cost(p + ".output_norm", T, C));
   }
+  if (cfg.pretraining) {
+    const double V = cfg.vocab;
+    c.push_back(linear_cost("mlm.transform", C, C, T, true, true));
+    c.push_back(elementwise_cost("mlm.gelu", T * C, T * C));
+    c.push_back(norm_cost("mlm.norm", T, C));
+    LayerCost decoder = linear_cost("mlm.decoder", C, V, T, false, true);
+    decoder.shared_weights = true;  // the word embeddings', updated with them
+    c.push_back(decoder);
+    // Its bias, the head's own: added in the product's kernel, so no pass of its own forward;
+    // its gradient is a sum over the logits' gradient (one kernel) and it is updated.
+    LayerCost bias = elementwise_cost("mlm.decoder.bias", 0, 0, 0, false);
+    bias.weights = V;
+    bias.tensors = 1;
+    bias.trains = true;
+    bias.grad_operands = 0;
+    c.push_back(bias);
+    c.push_back(loss_cost(T * V));  // Hugging Face scores every position; the labels pick the masked
+  }
   c.push_back(linear_cost("pooler", C, C, 1, true, true));
   c.push_back(elementwise_cost("pooler_tanh", C, C));
-  c.push_back(linear_cost("classifier", C, cfg.classes, 1, true, true));
-  c.push_back(loss_cost(cfg.classes));
+  if (cfg.pretraining) {
+    c.push_back(linear_cost("next_sentence", C, 2, 1, true, true));
+    LayerCost loss = loss_cost(2);
+    loss.name = "next_sentence_loss";
+    c.push_back(loss);
+  } else {
+    c.push_back(linear_cost("classifier", C, cfg.classes, 1, true, true));
+    c.push_back(loss_cost(cfg.classes));
+  }
   return c;
 }
 
@@ -138,8 +155,7 @@ class Bert : public Model {
   explicit Bert(const BertConfig& c)
       : config_(c),
         embeddings_(register_module("embeddings", torch::nn::Sequential())),
-        pooler_(register_module("pooler", torch::nn::Linear(c.width, c.width))),
-        classifier_(register_module("classifier", torch::nn::Linear(c.width, c.classes))) {
+        pooler_(register_module("pooler", torch::nn::Linear(c.width, c.width))) {
     word_ = embeddings_->register_module("word", torch::nn::Embedding(c.vocab, c.width));
     position_ = embeddings_->register_module("position", torch::nn::Embedding(c.positions, c.width));
     token_type_ = embeddings_->register_module("token_type", torch::nn::Embedding(2, c.width));
@@ -150,12 +166,34 @@ class Bert : public Model {
       layers_->push_back(block);
       blocks_.push_back(block);
     }
+    if (c.pretraining) {
+      auto mlm = register_module("mlm", std::make_shared<torch::nn::Module>());
+      transform_ = mlm->register_module("transform", torch::nn::Linear(c.width, c.width));
+      mlm_norm_ = mlm->register_module("norm", LayerNorm(c.width, 1e-12));
+      auto decoder = mlm->register_module("decoder", std::make_shared<torch::nn::Module>());
+      decoder_bias_ = decoder->register_parameter("bias", torch::zeros({c.vocab}));
+      next_sentence_ = register_module("next_sentence", torch::nn::Linear(c.width, 2));
+    } else {
+      classifier_ = register_module("classifier", torch::nn::Linear(c.width, c.classes));
+    }
     // BERT's initialisation of its tables (normal, std 0.02); the dense layers keep nn.Linear's.
     torch::NoGradGuard no_grad;
     for (auto* table : {&word_, &position_, &token_type_}) (*table)->weight.normal_(0.0, 0.02);
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {
+    return config_.pretraining ? masked_lm(encode(tokens)) : classifier_(pooled(encode(tokens)));
+  }
+
+  // Masked-LM logits at every position, and the next-sentence logits.
+  std::pair<torch::Tensor, torch::Tensor> pretraining_logits(const torch::Tensor& tokens) {
+    const auto x = encode(tokens);
+    return {masked_lm(x), next_sentence_(pooled(x))};
+  }
+  bool pretraining() const { return config_.pretraining; }
+
+  // The last block's output [B, T, C].
+  torch::Tensor encode(const torch::Tensor& tokens) {
     if (tokens.dim() != 2) throw std::invalid_argument("BERT expects int64 tokens [B, T]");
     const int64_t T = tokens.size(1);
     if (T > config_.positions)
@@ -165,7 +203,11 @@ class Bert : public Model {
     auto x = word_(tokens) + position_(torch::arange(T, options)) + token_type_(torch::zeros({T}, options));
     x = norm_(x);
     for (auto& block : blocks_) x = block->forward(x);
-    return classifier_(torch::tanh(pooler_(x.select(1, 0))));
+    return x;
+  }
+  torch::Tensor pooled(const torch::Tensor& x) { return torch::tanh(pooler_(x.select(1, 0))); }
+  torch::Tensor masked_lm(const torch::Tensor& x) {
+    return torch::matmul(mlm_norm_(torch::gelu(transform_(x))), word_->weight.t()) + decoder_bias_;
   }
 
   std::vector<LayerCost> layer_costs() const override { return bert_costs(config_, cut_.back_first.empty() ? nullptr : &split_); }
@@ -186,7 +228,9 @@ class Bert : public Model {
  private:
   BertConfig config_;
   torch::nn::Sequential embeddings_;  // holds word, position, token_type and norm under "embeddings"
-  torch::nn::Linear pooler_, classifier_;
+  torch::nn::Linear pooler_, classifier_{nullptr}, transform_{nullptr}, next_sentence_{nullptr};
+  LayerNorm mlm_norm_{nullptr};
+  torch::Tensor decoder_bias_;
   torch::nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
   LayerNorm norm_{nullptr};
   torch::nn::ModuleList layers_;
@@ -209,6 +253,12 @@ BertConfig bert_preset(const std::string& name) {
   c.positions = 512;
   c.sequence = 128;
   return c;
+}
+
+std::pair<torch::Tensor, torch::Tensor> bert_pretraining_logits(Model& bert, const torch::Tensor& tokens) {
+  auto* b = dynamic_cast<Bert*>(&bert);
+  if (!b || !b->pretraining()) throw std::invalid_argument("this model has no BERT pre-training heads");
+  return b->pretraining_logits(tokens);
 }
 
 std::shared_ptr<Model> make_bert(const BertConfig& config) {

@@ -31,6 +31,50 @@ LayerCost elementwise_cost(const std::string& name, double in, double out, int k
   return c;
 }
 
+int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding) {
+  return (side + 2 * padding - k) / stride + 1;
+}
+
+LayerCost convolution_cost(const std::string& name, const Conv2dShape& v, int64_t h, int64_t w, bool trains) {
+  const double out_positions = static_cast<double>(convolution_side(h, v.kh, v.stride, v.pad_h)) *
+                               static_cast<double>(convolution_side(w, v.kw, v.stride, v.pad_w));
+  const double per_output = static_cast<double>(v.in / v.groups * v.kh * v.kw);
+  LayerCost c;
+  c.name = name;
+  c.flops = 2.0 * static_cast<double>(v.out) * out_positions * per_output;
+  c.weights = static_cast<double>(v.out) * per_output + (v.bias ? static_cast<double>(v.out) : 0.0);
+  c.tensors = v.bias ? 2 : 1;
+  c.trains = trains;
+  c.inputs = static_cast<double>(v.in * h * w);
+  c.outputs = static_cast<double>(v.out) * out_positions;
+  c.convolution = true;
+  c.gemm_k = per_output;                                                // implicit GEMM: in / groups x kh x kw
+  c.gemm_k_backward = static_cast<double>(v.out / v.groups * v.kh * v.kw);  // the data gradient: out / groups x kh x kw
+  return c;
+}
+
+LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
+                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains) {
+  return convolution_cost(name, Conv2dShape{in, out, k, k, stride, padding, padding, groups, bias}, side, side, trains);
+}
+
+LayerCost batch_norm_cost(const std::string& name, int64_t channels, int64_t side, bool trains) {
+  const double elements = static_cast<double>(channels * side * side);
+  LayerCost c = elementwise_cost(name, elements, elements);
+  c.weights = 2.0 * static_cast<double>(channels);
+  c.tensors = 2;
+  c.trains = trains;
+  return c;
+}
+
+LayerCost norm_cost(const std::string& name, double rows, double width) {
+  LayerCost c = elementwise_cost(name, rows * width, rows * width);
+  c.weights = 2 * width;
+  c.tensors = 2;
+  c.trains = true;
+  return c;
+}
+
 std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std::string>& trainable_names) {
   std::vector<int> layer_of;
   for (const auto& name : trainable_names) {

@@ -67,6 +67,26 @@ LayerCost linear_cost(const std::string& name, double in, double out, double row
 // An elementwise (or pooling / normalising) op reading `in` and writing `out` elements per sample.
 LayerCost elementwise_cost(const std::string& name, double in, double out, int kernels = 1,
                            bool grad_reads_input = true);
+// A convolution's cost: `in` channels of side x side to `out` channels with a k x k kernel,
+// `stride`, `padding` and `groups` (each output element a dot product over in / groups x k x k
+// inputs). Output side: floor((side + 2 padding - k) / stride) + 1.
+LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
+                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains);
+int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding);
+
+// Batch normalisation of `channels` x side x side: elementwise, with a scale and a shift a channel.
+LayerCost batch_norm_cost(const std::string& name, int64_t channels, int64_t side, bool trains);
+// A convolution with a kh x kw kernel over an h x w input, padded by pad_h and pad_w (Inception's
+// 1 x 7 and 7 x 1 factorisations); the square form above is this with kh = kw, h = w.
+struct Conv2dShape {
+  int64_t in = 1, out = 1, kh = 1, kw = 1, stride = 1, pad_h = 0, pad_w = 0, groups = 1;
+  bool bias = false;
+};
+LayerCost convolution_cost(const std::string& name, const Conv2dShape& conv, int64_t h, int64_t w, bool trains);
+
+// A LayerNorm over `rows` rows of `width` (its scale and shift trainable).
+LayerCost norm_cost(const std::string& name, double rows, double width);
+
 // Attention between the projections, over T positions of width C in `heads` heads, as
 // `prefix.qk` ... `prefix.merge_heads`: q k^T and att v (products of two activations, 2 T^2 C
 // FLOPs each), the scale, the causal mask when `causal`, the softmax, the heads merged.

@@ -1,5 +1,6 @@
 // MLP and small CNN for 28x28 grey images (and the ResNets, training/models/resnet.h).
 #include "training/models/models.h"
+#include "training/models/imagenet.h"
 #include "training/models/resnet.h"
 
 #include <stdexcept>
@@ -154,7 +155,10 @@ std::shared_ptr<Model> make_image_model(const std::string& name, int classes, co
 std::shared_ptr<Model> make_imagenet_model(const std::string& name, int classes) {
   for (int depth : {18, 34, 50, 101, 152})
     if (name == "resnet" + std::to_string(depth)) return make_resnet({depth, classes, 3, 224, true});
-  throw std::invalid_argument("model '" + name + "' has no ImageNet form (the resnets have)");
+  if (name == "densenet201") return make_densenet201(classes);
+  if (name == "inception_v4") return make_inception_v4(classes);
+  if (name == "vit_b_16") return make_vit_b_16(classes);
+  throw std::invalid_argument("model '" + name + "' has no ImageNet form (the resnets, densenet201, inception_v4 and vit_b_16 have)");
 }
 
 }  // namespace testbed

@@ -42,8 +42,9 @@ class Model : public torch::nn::Module {
 // The model names a scenario may use with 28x28 image data: mlp, cnn, resnet18/34/50/101/152.
 std::shared_ptr<Model> make_image_model(const std::string& name, int classes, const AdapterConfig& adapter = {});
 
-// The ResNets in torchvision's ImageNet form (3 x 224 x 224 inputs, a 7 x 7 stride-2 stem and
-// max pool): resnet18/34/50/101/152.
+// The ImageNet classifiers: the ResNets in torchvision's form (3 x 224 x 224 inputs, a 7 x 7
+// stride-2 stem and max pool), resnet18/34/50/101/152, and densenet201, inception_v4 (299 x 299)
+// and vit_b_16 (imagenet.h).
 std::shared_ptr<Model> make_imagenet_model(const std::string& name, int classes);
 
 // A multilayer perceptron over flat inputs: inputs -> hidden -> hidden -> outputs (ReLU).

@@ -8,37 +8,6 @@
 
 namespace testbed {
 
-int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding) {
-  return (side + 2 * padding - k) / stride + 1;
-}
-
-LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
-                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains) {
-  const double out_side = static_cast<double>(convolution_side(side, k, stride, padding));
-  const double per_output = static_cast<double>(in / groups * k * k);
-  LayerCost c;
-  c.name = name;
-  c.flops = 2.0 * static_cast<double>(out) * out_side * out_side * per_output;
-  c.weights = static_cast<double>(out) * per_output + (bias ? static_cast<double>(out) : 0.0);
-  c.tensors = bias ? 2 : 1;
-  c.trains = trains;
-  c.inputs = static_cast<double>(in * side * side);
-  c.outputs = static_cast<double>(out) * out_side * out_side;
-  c.convolution = true;
-  c.gemm_k = per_output;                                       // implicit GEMM: in / groups x k x k
-  c.gemm_k_backward = static_cast<double>(out / groups * k * k);  // the data gradient: out / groups x k x k
-  return c;
-}
-
-LayerCost batch_norm_cost(const std::string& name, int64_t channels, int64_t side, bool trains) {
-  const double elements = static_cast<double>(channels * side * side);
-  LayerCost c = elementwise_cost(name, elements, elements);
-  c.weights = 2.0 * static_cast<double>(channels);
-  c.tensors = 2;
-  c.trains = trains;
-  return c;
-}
-
 namespace {
 
 namespace nn = torch::nn;

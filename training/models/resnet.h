@@ -23,14 +23,4 @@ struct ResNetShape {
 
 std::shared_ptr<Model> make_resnet(const ResNetShape& shape);
 
-// A convolution's cost: `in` channels of side x side to `out` channels with a k x k kernel,
-// `stride`, `padding` and `groups` (each output element a dot product over in / groups x k x k
-// inputs). Output side: floor((side + 2 padding - k) / stride) + 1.
-LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
-                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains);
-int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding);
-
-// Batch normalisation of `channels` x side x side: elementwise, with a scale and a shift a channel.
-LayerCost batch_norm_cost(const std::string& name, int64_t channels, int64_t side, bool trains);
-
 }  // namespace testbed
