@@ -7,7 +7,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # What each make target needs, so that `make run` installs only what a run needs.
 #   run:      build the binary and run the shipped scenarios (Fashion-MNIST; Brown fetched below)
-#   analysis: the Python figures and the docs' numbers (make figures, make docs)
+#   analysis: the Python figures and the docs' numbers (make figures, make docs), and PyTorch for
+#             python3 -m analysis.profile_layers (measured layer times, compute.model: profile)
 #   test:     make test: GoogleTest, h5diff, pytest, pgrep, and a one-node Slurm cluster
 #   fuzz:     make fuzz: clang's libFuzzer, AddressSanitizer and UBSan
 usage="usage: install-deps.sh [run|analysis|test|fuzz]..."
@@ -16,7 +17,7 @@ profile[run]="build-essential cmake ccache pkg-config
   libtorch-dev libns3-dev libgsl-dev libboost-graph-dev libhdf5-dev
   libcli11-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread zlib1g-dev
   dataset-fashion-mnist"
-profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-pandas python3-yaml"
+profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-pandas python3-yaml python3-torch python3-torchvision"
 profile[test]="libgtest-dev hdf5-tools python3-pytest procps slurmctld slurmd slurm-client munge"
 profile[fuzz]="clang libclang-rt-14-dev"
 

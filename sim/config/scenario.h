@@ -389,7 +389,10 @@ struct AlgorithmSection {
 };
 
 struct ComputeSection {
-  std::string model = "flops";   // fixed | flops | measured
+  std::string model = "flops";   // fixed | flops | profile | measured
+  // profile: a CSV of measured per-layer times (sim/config/layer_profile.h), split within a row
+  // by the roofline of compute.device.
+  std::string file;
   Duration step_time{0.1};       // fixed: seconds per step
   std::string device = "rtx4090";
   std::string dtype = "fp32";    // flops: training precision (fp32 tf32 bf16 fp16); picks the preset's peak and bytes per element
@@ -418,7 +421,8 @@ struct ComputeSection {
   // tensor-core convolutions take as they are; under nchw each transposes in and out.
   std::string memory_format = "nchw";
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"fixed", "flops", "measured"}});
+    v.field("model", model, Choices{{"fixed", "flops", "profile", "measured"}});
+    v.field("file", file);
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
     v.field("dtype", dtype, Choices{{"fp32", "tf32", "bf16", "fp16"}});
@@ -439,6 +443,8 @@ struct ComputeSection {
     v.field("memory_format", memory_format, Choices{{"nchw", "channels_last"}});
   }
   static std::vector<std::string> device_presets();
+  // The models that time a step on compute.device's roof (profile splits its rows by it).
+  bool reads_device() const { return model == "flops" || model == "profile"; }
 };
 
 struct OutputSection {

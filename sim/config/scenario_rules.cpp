@@ -15,6 +15,7 @@
 #include "sim/config/data_dirs.h"
 #include "sim/config/device_memory.h"
 #include "sim/config/device_presets.h"
+#include "sim/config/layer_profile.h"
 #include "sim/config/model_check.h"
 #include "topologies/routing.h"
 #include "training/algorithms/registry.h"
@@ -107,22 +108,27 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   auto compute_key = [&](const char* key, const char* model, bool given) {
     keys.push_back({key, given, c.model == model, std::string("compute.model: ") + model, "compute.model " + c.model});
   };
+  // The device's keys: the roofline's (flops), or what splits a profile's rows among layers.
+  auto device_key = [&](const char* key, bool given) {
+    keys.push_back({key, given, c.reads_device(), "compute.model: flops or profile", "compute.model " + c.model});
+  };
   compute_key("compute.step_time", "fixed", !(c.step_time == dc.step_time));
-  compute_key("compute.device", "flops", c.device != dc.device);
-  compute_key("compute.dtype", "flops", c.dtype != dc.dtype);
-  compute_key("compute.peak_flops", "flops", !(c.peak_flops == dc.peak_flops));
-  compute_key("compute.memory_bandwidth", "flops", !(c.memory_bandwidth == dc.memory_bandwidth));
-  compute_key("compute.launch_latency", "flops", c.launch_latency.has_value());
-  compute_key("compute.mfu", "flops", c.mfu.has_value());
+  compute_key("compute.file", "profile", !c.file.empty());
+  device_key("compute.device", c.device != dc.device);
+  device_key("compute.dtype", c.dtype != dc.dtype);
+  device_key("compute.peak_flops", !(c.peak_flops == dc.peak_flops));
+  device_key("compute.memory_bandwidth", !(c.memory_bandwidth == dc.memory_bandwidth));
+  device_key("compute.launch_latency", c.launch_latency.has_value());
+  device_key("compute.mfu", c.mfu.has_value());
   // The calibrated efficiencies' overrides; compute.mfu replaces them all (the flat model).
   for (const auto& [key, given] : {std::pair{"compute.gemm_efficiency", c.gemm_efficiency.has_value()},
                                    std::pair{"compute.convolution_efficiency", c.convolution_efficiency.has_value()},
                                    std::pair{"compute.memory_efficiency", c.memory_efficiency.has_value()}})
-    keys.push_back({key, given, c.model == "flops" && !c.mfu, "compute.model: flops and no compute.mfu",
-                    c.model != "flops" ? "compute.model " + c.model : "compute.mfu, the flat model"});
-  compute_key("compute.memory_check", "flops", c.memory_check != dc.memory_check);
-  compute_key("compute.attention", "flops", c.attention != dc.attention);
-  compute_key("compute.memory_format", "flops", c.memory_format != dc.memory_format);
+    keys.push_back({key, given, c.reads_device() && !c.mfu, "compute.model: flops or profile, and no compute.mfu",
+                    !c.reads_device() ? "compute.model " + c.model : "compute.mfu, the flat model"});
+  device_key("compute.memory_check", c.memory_check != dc.memory_check);
+  device_key("compute.attention", c.attention != dc.attention);
+  device_key("compute.memory_format", c.memory_format != dc.memory_format);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
@@ -799,7 +805,7 @@ void check_compute(const Scenario& s, const Origins& origins) {
     fail(origins.where("compute.speed_min"), "speed_min is larger than speed_max");
   }
   // A precision the device has no arithmetic for (BF16 on a V100) has no datasheet peak.
-  if (c.model != "flops" || c.peak_flops.flops > 0) return;
+  if (!c.reads_device() || c.peak_flops.flops > 0) return;
   for (const auto& p : device_presets()) {
     if (p.name != c.device || preset_peak(p, c.dtype) > 0) continue;
     fail(origins.where(origins.blame({"compute.dtype", "compute.device"})),
@@ -812,10 +818,25 @@ void check_compute(const Scenario& s, const Origins& origins) {
 // device: over it, the machine the run describes cannot exist.
 std::vector<std::string> device_memory_overruns(const Scenario& s, const ModelShapes& shapes) {
   std::vector<std::string> overruns;
-  if (s.compute.model != "flops" || s.compute.memory_check == "off") return overruns;
+  if (!s.compute.reads_device() || s.compute.memory_check == "off") return overruns;
   for (const DeviceMemory& m : device_memory(s, shapes))
     if (m.total() > m.capacity) overruns.push_back(device_memory_text(m, s.workload.batch_size));
   return overruns;
+}
+
+// A measured profile must time this model: every row names layers of it, every layer is timed
+// (the engine's layers, FlashAttention's fused kernels where compute.attention asks for them).
+void check_profile(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
+  if (s.compute.model != "profile") return;
+  if (s.compute.file.empty())
+    fail(origins.where("compute.model"), "compute.model: profile needs compute.file, the CSV of measured layer times that "
+                                         "python3 -m analysis.profile_layers writes");
+  try {
+    const auto layers = s.compute.attention == "flash" ? fused_attention(shapes.layers) : shapes.layers;
+    profile_owners(read_layer_profile(s.compute.file), layers);
+  } catch (const std::invalid_argument& e) {
+    fail(origins.where("compute.file"), e.what());
+  }
 }
 
 void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
@@ -876,6 +897,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   check_second_order(s, origins);
   check_compute(s, origins);
   check_device_memory(s, shapes, origins);
+  check_profile(s, shapes, origins);
   check_algorithm(s, topology, origins);
   check_collective(s, origins);
 }
@@ -948,7 +970,7 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
       if (u.given) warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
   }
   // compute.memory_check warn: the overrun said, the run goes on (the model is built again).
-  if (s.compute.memory_check == "warn" && s.compute.model == "flops") {
+  if (s.compute.memory_check == "warn" && s.compute.reads_device()) {
     for (const auto& overrun : device_memory_overruns(s, check_model(s)))
       warn("compute.memory_check", overrun + ": more than the device holds, modelled on as asked");
   }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <random>
 
+#include "sim/config/layer_profile.h"
 #include "sim/core/compute/device_efficiency.h"
 #include "training/seed_streams.h"
 
@@ -220,6 +221,50 @@ TrainingWork flops_only(double flops_per_step) {
   return work;
 }
 
+// A step whose passes take the profile's measured seconds: each row's time split among the
+// layers it times in proportion to their passes on `split` (the roofline of compute.device); a
+// "*" row that times no layer of its own is spread over all of them.
+StepCost profiled(const StepCost& split, const LayerProfile& profile, const std::vector<int>& owner) {
+  const size_t rows = profile.rows.size(), layers = owner.size();
+  std::vector<double> forward(rows, 0), backward(rows, 0);
+  std::vector<int> count(rows, 0);
+  double all_forward = 0, all_backward = 0;
+  for (size_t l = 0; l < layers; ++l) {
+    all_forward += split.forward[l];
+    all_backward += split.backward[l];
+    if (owner[l] < 0) continue;
+    forward[owner[l]] += split.forward[l];
+    backward[owner[l]] += split.backward[l];
+    ++count[owner[l]];
+  }
+  auto part = [](double mine, double sum, int n) { return sum > 0 ? mine / sum : 1.0 / n; };
+  const ProfileRow* spread = nullptr;
+  for (size_t r = 0; r < rows; ++r)
+    if (profile.rows[r].layer == "*" && count[r] == 0) spread = &profile.rows[r];
+  StepCost cost;
+  cost.flops = split.flops;
+  cost.bytes = split.bytes;
+  cost.kernels = split.kernels;
+  for (size_t l = 0; l < layers; ++l) {
+    double f = 0, b = 0;
+    if (owner[l] >= 0) {
+      const ProfileRow& row = profile.rows[owner[l]];
+      f = row.forward_s * part(split.forward[l], forward[owner[l]], count[owner[l]]);
+      b = row.backward_s * part(split.backward[l], backward[owner[l]], count[owner[l]]);
+    }
+    if (spread) {
+      f += spread->forward_s * part(split.forward[l], all_forward, static_cast<int>(layers));
+      b += spread->backward_s * part(split.backward[l], all_backward, static_cast<int>(layers));
+    }
+    cost.forward.push_back(f);
+    cost.backward.push_back(b);
+    cost.compute_bound += f + b;
+  }
+  cost.update = profile.optimizer_s.value_or(split.update);
+  cost.compute_bound += cost.update;
+  return cost;
+}
+
 }  // namespace
 
 ComputeModel::ComputeModel(const ComputeSection& section, double flops_per_step, int nodes, uint64_t seed)
@@ -233,6 +278,12 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
   if (section.model == "flops") {
     roof_ = compute_roof(section);
     cost_ = roofline(work, roof_);
+    base_seconds_ = cost_.seconds();
+    shares_ = step_shares(cost_);
+  } else if (section.model == "profile") {
+    roof_ = compute_roof(section);
+    const LayerProfile profile = read_layer_profile(section.file);
+    cost_ = profiled(roofline(work, roof_), profile, profile_owners(profile, work.layers));
     base_seconds_ = cost_.seconds();
     shares_ = step_shares(cost_);
   } else {
@@ -251,9 +302,9 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
       throw std::invalid_argument("compute.measured_scale must be positive, got " +
                                   num(section.measured_scale));
     measured_ = true;
-  } else if (section.model != "flops") {
+  } else if (section.model != "flops" && section.model != "profile") {
     throw std::invalid_argument("compute.model: unknown model '" + section.model +
-                                "' (expected fixed, flops or measured)");
+                                "' (expected fixed, flops, profile or measured)");
   }
 
   if (!(section.straggler_sigma >= 0) || !std::isfinite(section.straggler_sigma))
@@ -314,7 +365,7 @@ double ComputeModel::step_seconds(int node, int step, double host_seconds) const
 
 double ComputeModel::extra_seconds(int node, int step, const ExtraWork& work, double host_seconds) const {
   if (measured_) return step_seconds(node, step, host_seconds);
-  if (section_.model != "flops") return 0;
+  if (!section_.reads_device()) return 0;  // an algorithm's extra work on compute.device's roof
   const double pass = std::max(work.flops / roof_.flops, work.bytes / roof_.memory_bandwidth) +
                       static_cast<double>(work.kernels) * roof_.launch_latency;
   return pass / speed(node) * noise(node, step);
