@@ -5,7 +5,8 @@
 Runs the model's forward, loss, backward and optimizer step on this machine's device (a few
 warm-up steps, then the median of --steps measured ones) and writes one row a module:
 forward and backward milliseconds under the testbed's layer names (torchvision's for the
-resnets, densenet201 and vit_b_16; the zoo's own PyTorch GPT-2 under the testbed's names),
+resnets, densenet201 and vit_b_16; the zoo's own PyTorch GPT-2 and BERT under the testbed's
+names),
 the row `*` for what the step spent outside them (functional ops between modules, the loss,
 a tied head) and the row `optimizer`. The testbed splits a row among the layers it holds by
 its roofline and refuses a file whose rows do not name its model's layers.
@@ -24,7 +25,8 @@ import sys
 import time
 
 RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
-MODELS = RESNETS + ("densenet201", "vit_b_16", "gpt2_124m", "gpt2_355m", "gpt2_774m", "gpt2_1558m")
+MODELS = RESNETS + ("densenet201", "vit_b_16", "gpt2_124m", "gpt2_355m", "gpt2_774m", "gpt2_1558m", "bert_base",
+                    "bert_large")
 
 
 def _gpt(name, torch):
@@ -74,10 +76,84 @@ def _gpt(name, torch):
     return model, units + [("ln_f", model.ln_f)], context
 
 
-def build(name, torch, torchvision):
+def _bert(name, torch, head):
+    """Hugging Face's BERT (post-norm blocks) under the testbed's module names, with its
+    classifier (15 classes, brown_genres') or its pre-training heads (masked LM tied to the word
+    embeddings, next sentence)."""
+    nn = torch.nn
+    layers, heads, width = {"bert_base": (12, 12, 768), "bert_large": (24, 16, 1024)}[name]
+    vocab = 30522
+
+    class Embeddings(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word, self.position = nn.Embedding(vocab, width), nn.Embedding(512, width)
+            self.token_type, self.norm = nn.Embedding(2, width), nn.LayerNorm(width, eps=1e-12)
+
+        def forward(self, tokens):
+            t = tokens.shape[1]
+            positions = torch.arange(t, device=tokens.device)
+            return self.norm(self.word(tokens) + self.position(positions) + self.token_type(torch.zeros_like(positions)))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query, self.key, self.value = (nn.Linear(width, width) for _ in range(3))
+            self.attention_output, self.attention_norm = nn.Linear(width, width), nn.LayerNorm(width, eps=1e-12)
+            self.intermediate, self.output = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+            self.output_norm = nn.LayerNorm(width, eps=1e-12)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            split = lambda y: y.view(b, t, heads, c // heads).transpose(1, 2)  # noqa: E731
+            q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+            att = ((q @ k.transpose(-2, -1)) / (c // heads) ** 0.5).softmax(-1)
+            x = self.attention_norm(x + self.attention_output((att @ v).transpose(1, 2).reshape(b, t, c)))
+            return self.output_norm(x + self.output(nn.functional.gelu(self.intermediate(x))))
+
+    class MaskedLM(nn.Module):
+        def __init__(self, word):
+            super().__init__()
+            self.transform, self.norm, self.word = nn.Linear(width, width), nn.LayerNorm(width, eps=1e-12), word
+            self.bias = nn.Parameter(torch.zeros(vocab))
+
+        def forward(self, x):
+            return self.norm(nn.functional.gelu(self.transform(x))) @ self.word.weight.t() + self.bias
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embeddings = Embeddings()
+            self.layers = nn.ModuleList(Block() for _ in range(layers))
+            self.pooler = nn.Linear(width, width)
+            if head == "pretraining":
+                self.mlm, self.next_sentence = MaskedLM(self.embeddings.word), nn.Linear(width, 2)
+            else:
+                self.classifier = nn.Linear(width, 15)
+
+        def forward(self, tokens):
+            x = self.embeddings(tokens)
+            for block in self.layers:
+                x = block(x)
+            pooled = torch.tanh(self.pooler(x[:, 0]))
+            if head == "pretraining":  # the masked-LM logits; the next-sentence loss rides on them
+                return self.mlm(x), self.next_sentence(pooled)
+            return self.classifier(pooled)
+
+    model = Bert()
+    units = [("embeddings", model.embeddings)] + [(f"layers.{i}", b) for i, b in enumerate(model.layers)]
+    units.append(("pooler", model.pooler))
+    units += [("mlm", model.mlm), ("next_sentence", model.next_sentence)] if head == "pretraining" \
+        else [("classifier", model.classifier)]
+    return model, units, 128
+
+
+def build(name, torch, torchvision, head="classification"):
     """(model, [(row name, module) in forward order], input side or context)."""
     if name.startswith("gpt2_"):
         return _gpt(name, torch)
+    if name.startswith("bert_"):
+        return _bert(name, torch, head)
     model = getattr(torchvision.models, name)()
     for m in model.modules():
         if isinstance(m, torch.nn.ReLU):
@@ -120,22 +196,25 @@ class Clock:
         return start.elapsed_time(end) if self.cuda else (end - start) * 1e3
 
 
-def profile(name, batch, device_name, steps=5, warmup=2, optimizer="adamw", side=None, context=None):
+def profile(name, batch, device_name, steps=5, warmup=2, optimizer="adamw", side=None, context=None,
+            head="classification"):
     """{row: [forward ms, backward ms]} (medians over the measured steps), and a description."""
     import torch
     import torchvision
 
     torch.manual_seed(0)
     device = torch.device(device_name)
-    model, units, size = build(name, torch, torchvision)
+    model, units, size = build(name, torch, torchvision, head)
     model.to(device).train()
     opt = (torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD)(model.parameters(), lr=1e-4)
     clock = Clock(torch, device)
-    text = name.startswith("gpt2_")
-    if text:
-        t = context or size
-        inputs = torch.randint(0, 50257, (batch, t), device=device)
-        targets = torch.randint(0, 50257, (batch, t), device=device)
+    if name.startswith("gpt2_") or (name.startswith("bert_") and head == "pretraining"):
+        vocab, t = (50257 if name.startswith("gpt2_") else 30522), context or size
+        inputs = torch.randint(0, vocab, (batch, t), device=device)
+        targets = torch.randint(0, vocab, (batch, t), device=device)
+    elif name.startswith("bert_"):
+        inputs = torch.randint(0, 30522, (batch, context or size), device=device)
+        targets = torch.randint(0, 15, (batch,), device=device)
     else:
         s = side or size
         inputs = torch.randn(batch, 3, s, s, device=device)
@@ -165,7 +244,11 @@ def profile(name, batch, device_name, steps=5, warmup=2, optimizer="adamw", side
         opt.zero_grad(set_to_none=True)
         start = clock.mark()
         logits = model(inputs)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        extra = 0
+        if isinstance(logits, tuple):  # BERT's pre-training: masked LM at every position, and next sentence
+            logits, next_sentence = logits
+            extra = torch.nn.functional.cross_entropy(next_sentence, targets[:, 0] % 2)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)) + extra
         forward_end = clock.mark()
         loss.backward()
         backward_end = clock.mark()
@@ -213,7 +296,10 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=5, help="measured steps, after 2 warm-up ones (default 5)")
     parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     parser.add_argument("--side", type=int, default=None, help="image side (default the model's, 224)")
-    parser.add_argument("--context", type=int, default=None, help="GPT tokens a sample (default 1024)")
+    parser.add_argument("--context", type=int, default=None,
+                        help="tokens a sample: GPT's context (default 1024), BERT's sequence (default 128)")
+    parser.add_argument("--head", choices=("classification", "pretraining"), default="classification",
+                        help="BERT's heads, as workload.bert.head")
     parser.add_argument("--out", default=None, help="the CSV (default MODEL.csv)")
     args = parser.parse_args(argv)
     if args.batch < 1 or args.steps < 1:
@@ -224,7 +310,7 @@ def main(argv=None):
         print("profile_layers needs PyTorch and torchvision (Debian: python3-torch python3-torchvision)", file=sys.stderr)
         return 2
     times, what = profile(args.model, args.batch, args.device, args.steps, optimizer=args.optimizer,
-                          side=args.side, context=args.context)
+                          side=args.side, context=args.context, head=args.head)
     out = args.out or f"{args.model}.csv"
     write_csv(times, what, out)
     print(f"wrote {out}: {len(times)} rows, {what}")

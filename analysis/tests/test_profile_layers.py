@@ -69,3 +69,6 @@ def test_row_names_of_the_other_models():
     _, units, context = profile_layers.build("gpt2_124m", torch, torchvision)
     assert context == 1024
     assert [n for n, _ in units] == ["wte", "wpe"] + [f"blocks.{i}" for i in range(12)] + ["ln_f"]
+    _, units, sequence = profile_layers.build("bert_base", torch, torchvision, "pretraining")
+    assert sequence == 128
+    assert [n for n, _ in units] == ["embeddings"] + [f"layers.{i}" for i in range(12)] + ["pooler", "mlm", "next_sentence"]
