@@ -260,9 +260,11 @@ def fig_iteration_time_by_model(sweep):
         panels[_model_of(run)].setdefault(algo, []).append((x, iteration_time(run)))
     ncols = 2
     nrows = (len(models) + ncols - 1) // ncols
-    leg_h = 0.16 * ((len(algorithms) + 1) // 2) + 0.1
-    fig, axes = style.new_figure(height_in=1.9 * nrows + leg_h, nrows=nrows + 1, ncols=ncols,
-                                 gridspec_kw={"height_ratios": [1.9] * nrows + [leg_h]})
+    legend_columns = 4
+    leg_h = 0.16 * ((len(algorithms) + legend_columns - 1) // legend_columns) + 0.1
+    # Two columns of panels: a figure across the page (both columns of a paper).
+    fig, axes = style.new_figure(height_in=2.0 * nrows + leg_h, width_in=2 * style.COLUMN_WIDTH_IN, nrows=nrows + 1,
+                                 ncols=ncols, gridspec_kw={"height_ratios": [2.0] * nrows + [leg_h]})
     for ax in axes[-1]:
         ax.axis("off")
     flat = [ax for row in axes[:-1] for ax in row]
@@ -280,7 +282,7 @@ def fig_iteration_time_by_model(sweep):
         ax.axis("off")
     # One legend for every panel, in the algorithms' order.
     handles = [Line2D([], [], **_style_of(i)) for i in range(len(algorithms))]
-    axes[-1][0].legend(handles, algorithms, frameon=False, loc="upper left", ncol=2, handlelength=1.5,
+    axes[-1][0].legend(handles, algorithms, frameon=False, loc="upper left", ncol=legend_columns, handlelength=1.5,
                        borderaxespad=0)
     style.caption(fig, sweep, f"Time per iteration against {factor}, a panel per model.")
     return fig

@@ -18,7 +18,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tenso
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
-  if (c.name == "sgd" || c.name == "eva" || c.name == "kfac" || c.name == "dp_kfac") {
+  if (c.name == "sgd" || c.second_order()) {
     return std::make_unique<torch::optim::SGD>(
         parameters, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   }

@@ -26,6 +26,8 @@ struct OptimizerConfig {
   KfacOptions kfac;
   // The fleet a second-order optimizer deals its layers over, and this replica's place in it.
   int fleet = 1, rank = 0;
+  // Preconditions the gradient before SGD's update (and may send messages of its own).
+  bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,

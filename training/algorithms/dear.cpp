@@ -73,7 +73,7 @@ class Dear : public Algorithm {
         slices_(s.tensor_sizes),
         shards_(s.nodes),
         second_order_(s.nodes, s.batch_size, s.tensor_layers, s.optimizer, s.second_order),
-        gated_(s.optimizer.name != "eva" && s.optimizer.name != "kfac" && s.optimizer.name != "dp_kfac") {}
+        gated_(!s.optimizer.second_order()) {}
   std::string name() const override { return "dear"; }
   bool issues_during_backward() const override { return true; }
   bool has_rounds() const override { return true; }
