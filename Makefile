@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
 
-.PHONY: deps build cli run test bench fuzz figures docs docs-check clean
+.PHONY: deps build cli run test-programs test test-slow bench fuzz figures docs docs-check clean
 
 # Each target installs only what it needs (scripts/install-deps.sh lists them).
 deps:
@@ -24,11 +24,19 @@ run: cli
 
 # The test programs only (the benchmarks build with `make bench`).
 # Configured again: a build folder made by `make run` has no GoogleTest, hence no tests.
-test: deps $(BUILD)/CMakeCache.txt
+test-programs: deps $(BUILD)/CMakeCache.txt
 	@bash scripts/install-deps.sh test
 	cmake -S . -B $(BUILD) > /dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target testbed_tests
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The first tier of tests: every test but the second tier's.
+test: test-programs
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE slow
+
+# The second tier (tests/CMakeLists.txt, label `slow`): whole-binary scripts, the docs' numbers,
+# the slowest cases. CI runs it after `make test`.
+test-slow: test-programs
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L slow
 
 # libFuzzer harnesses (tests/fuzz/) under ASan and UBSan, FUZZ_SECONDS each, in their own
 # clang build folder.
