@@ -173,6 +173,14 @@ def _bandwidth_factor(sweep):
     return keys[0]
 
 
+def _algorithm_of(sweep, run):
+    """The run's algorithm as a line's name: its swept section ("{name: ddp, overlap: false}" ->
+    "ddp, overlap: false"), or its name when the section was not swept whole."""
+    if "algorithm" in sweep.swept:
+        return str(run.params["algorithm"]).strip("{} ").replace("name: ", "", 1)
+    return run.algorithm
+
+
 def _series(sweep, factor):
     """{line name: [(x, run), ...] sorted by x}: runs that differ only in `factor` share a line,
     named by algorithm and the other swept values."""
@@ -189,8 +197,8 @@ def _series(sweep, factor):
         for k in sweep.swept:
             if k in (factor, "algorithm.name") or run.params.get(k) is None:
                 continue
-            if k == "algorithm":  # a whole section swept: "{name: ddp, overlap: false}" -> "ddp, overlap: false"
-                parts.append(str(run.params[k]).strip("{} ").replace("name: ", "", 1))
+            if k == "algorithm":  # a whole section swept
+                parts.append(_algorithm_of(sweep, run))
                 continue
             parts.append(f"{short_key(k)}={format_value(k, run.params[k])}")
         lines.setdefault(", ".join(parts), []).append((x, run))
@@ -253,8 +261,7 @@ def fig_iteration_time_by_model(sweep):
             x = float(run.params.get(factor, run.flat.get(factor)))
         except (TypeError, ValueError):
             continue
-        algo = str(run.params["algorithm"]).strip("{} ").replace("name: ", "", 1) if "algorithm" in sweep.swept \
-            else run.algorithm
+        algo = _algorithm_of(sweep, run)
         if algo not in algorithms:
             algorithms.append(algo)
         panels[_model_of(run)].setdefault(algo, []).append((x, iteration_time(run)))
