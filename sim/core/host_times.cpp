@@ -6,7 +6,7 @@ namespace testbed {
 void TimedNetwork::send(const Message& message, OnDelivered on_delivered) {
   HostTimer timer(times_.network_send);
   inner_->send(message, [this, on_delivered = std::move(on_delivered)](const Delivery& d) {
-    HostTimer engine_timer(times_.engine);
+    HostTimer engine_timer(times_.engine), delivery_timer(times_.deliveries);
     on_delivered(d);
   });
 }

@@ -14,6 +14,8 @@ struct HostTimes {
   double engine = 0;    // inside the engine's own events (training, collectives, eval, recording)
   double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
   double eval = 0;
+  double deliveries = 0;     // inside delivery callbacks: values landing in collectives' buffers, their /comm rows
+  double recording = 0;      // writing /train and /eval rows (the recorder), outside deliveries
   double network_send = 0;   // inside Network::send, called from engine events
   double transfers = 0;      // a spread run: sending to and waiting for the other processes (Gloo)
   int64_t receives = 0;      // a spread run: tensors received from the other processes

@@ -1,6 +1,7 @@
 // MLP and small CNN for 28x28 grey images (and the ResNets, training/models/resnet.h).
 #include "training/models/models.h"
 #include "training/models/imagenet.h"
+#include "training/models/relu_pool.h"
 #include "training/models/resnet.h"
 
 #include <stdexcept>
@@ -76,8 +77,8 @@ class Cnn : public Model {
 
   torch::Tensor forward(const torch::Tensor& x) override { return classify(features(x)); }
   torch::Tensor features(const torch::Tensor& x) override {
-    auto h = torch::max_pool2d(torch::relu(conv1_tap_(x, [this](const torch::Tensor& in) { return conv1_(in); })), 2);  // 16 x 12 x 12
-    h = torch::max_pool2d(torch::relu(conv2_tap_(h, [this](const torch::Tensor& in) { return conv2_(in); })), 2);       // 32 x 4 x 4
+    auto h = relu_max_pool2d(conv1_tap_(x, [this](const torch::Tensor& in) { return conv1_(in); }), 2);  // 16 x 12 x 12
+    h = relu_max_pool2d(conv2_tap_(h, [this](const torch::Tensor& in) { return conv2_(in); }), 2);       // 32 x 4 x 4
     return torch::relu(fc1_(h.flatten(1)));
   }
   torch::Tensor classify(const torch::Tensor& h) override { return fc2_(h); }

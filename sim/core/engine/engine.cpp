@@ -128,6 +128,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // its first leaves.
   // Only the packet-level backend can replay (Network::quiescent_state): elsewhere planning
   // the phases would only build plans.
+  step_threads_ = concurrent_step_threads(scenario, *algorithm_, compute_->deterministic(), placement_.spread());
   memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
                 !algorithm_->has_rounds() && !cloud_compute_;
   summary_.model_parameters = parameters_;
@@ -225,6 +226,7 @@ void Engine::stop(const std::string& status, const std::string& error) {
 // the ops due before the next step, applies them in issue order, and ends the step.
 void Engine::start_step(int node) {
   HostTimer timer(times_.engine);
+  std::erase(ready_, node);  // no longer due: its step starts now (trained already, or here)
   if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
   auto& s = state_[node];
   PlanOutline plan;
@@ -300,7 +302,7 @@ void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_ba
 }
 
 void Engine::schedule_start(int node) {
-  if (placement_.spread() && placement_.local(node)) ready_.push_back(node);
+  if ((placement_.spread() && placement_.local(node)) || step_threads_ > 1) ready_.push_back(node);
   clock_->schedule(0, [this, node] { start_step(node); });
 }
 
@@ -864,7 +866,10 @@ void Engine::record_step(int node) {
   while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
     const auto& row = rows_.begin()->second.row;
     const int steps_done = row.step + 1;
-    recorder_->train(row);
+    {
+      HostTimer timer(times_.recording);
+      recorder_->train(row);
+    }
     if (hooks_.progress && !replaying_) {
       double mean_loss = 0;
       for (double l : row.loss) mean_loss += l / nodes_;
@@ -901,7 +906,10 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
     row = placement_.spread() ? evaluator_->evaluate_spread(steps_done, snapshots, *hooks_.group, placement_, eval_tags_)
                               : evaluator_->evaluate_step(steps_done, snapshots);
   }
-  recorder_->eval(row);
+  {
+    HostTimer timer(times_.recording);
+    recorder_->eval(row);
+  }
   evaluator_->summarise(row, summary_);
 }
 
