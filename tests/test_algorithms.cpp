@@ -14,7 +14,6 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "training/metrics.h"
-#include "training/numerics.h"
 
 namespace testbed {
 namespace {
@@ -442,94 +441,6 @@ TEST_F(Algorithms, ReplicaCorrelationFollowsHowMuchIsShared) {
   EXPECT_LT(std::abs(at(lofi_ind, 1)), 0.1);
   EXPECT_GT(at(sparta_ind, 1), at(sparta_ind, 0));
   EXPECT_GT(at(sparta_ind, 1), 0.3);
-}
-
-// Due nodes train together on the host's cores (sim/core/engine/concurrent_steps.h) only where
-// that changes no bit: the rule case by case, then DDP at 2 threads equal to 1 thread's run bit
-// for bit and to DDP worked by hand (each replica's gradient, their mean, each one's update).
-TEST_F(Algorithms, DueNodesTrainTogetherOnlyWhereNoBitChanges) {
-  Scenario s = scenario(3, 4, "{name: ddp}");
-  s.threads = 2;
-  configure_host(s);  // as the engine does first: portable numerics turn oneDNN off
-  const auto shapes = shapes_of(*make_model(s)).shapes;
-  const std::vector<std::vector<int>> neighbours{{1, 2}, {0, 2}, {0, 1}};
-  auto threads = [&](const Scenario& sc, bool deterministic = true, bool spread = false) {
-    return concurrent_step_threads(sc, *make_algorithm(sc, {1, 1, 1}, shapes, neighbours), deterministic, spread);
-  };
-  EXPECT_EQ(threads(s), 2);
-  Scenario many = s;
-  many.threads = 8;
-  EXPECT_EQ(threads(many), 3);  // no more threads than nodes
-  Scenario one = s;
-  one.threads = 1;
-  EXPECT_EQ(threads(one), 1);
-  EXPECT_EQ(threads(s, false), 1);        // compute measured from host seconds
-  EXPECT_EQ(threads(s, true, true), 1);   // spread over processes
-  Scenario gossip = scenario(3, 4, "{name: gossip}");
-  gossip.threads = 2;
-  EXPECT_EQ(threads(gossip), 1);  // not declared independent
-  for (const char* independent : {"{name: local_sgd, H: 2}", "{name: diloco, H: 2}"}) {
-    Scenario other = scenario(3, 4, independent);
-    other.threads = 2;
-    EXPECT_EQ(threads(other), 2) << independent;
-    Scenario alone = other;
-    alone.threads = 1;
-    const Run a = run(other), b = run(alone);
-    for (int n = 0; n < 3; ++n) EXPECT_TRUE(torch::equal(a.parameters[n], b.parameters[n])) << independent << " node " << n;
-  }
-  Scenario dropout = s;
-  dropout.workload.model = "gpt";
-  dropout.workload.gpt.dropout = 0.1;  // draws from LibTorch's global generator
-  EXPECT_EQ(concurrent_step_threads(dropout, *make_algorithm(s, {1, 1, 1}, shapes, neighbours), true, false), 1);
-  use_numerics("native");  // oneDNN on: bits follow the thread count
-  EXPECT_EQ(threads(s), 1);
-  use_numerics("portable");
-  ASSERT_EQ(threads(s), 2);
-
-  const Run together = run(s), alone = run(one);
-  for (int n = 0; n < 3; ++n) EXPECT_TRUE(torch::equal(together.parameters[n], alone.parameters[n])) << "node " << n;
-  ASSERT_EQ(together.record.train_rows.size(), alone.record.train_rows.size());
-  for (size_t i = 0; i < alone.record.train_rows.size(); ++i)
-    EXPECT_EQ(together.record.train_rows[i].loss, alone.record.train_rows[i].loss);
-
-  auto rs = replicas(s);
-  for (int step = 0; step < 4; ++step) {
-    auto sum = torch::zeros_like(rs[0]->gradients());
-    for (auto& r : rs) {
-      r->forward_backward(r->next_batch(*data_, 16));
-      sum += r->gradients();
-    }
-    for (auto& r : rs) {
-      r->gradients().copy_(sum / 3.0);
-      r->optimizer_step();
-    }
-  }
-  for (int n = 0; n < 3; ++n)
-    EXPECT_TRUE(torch::allclose(together.parameters[n], rs[n]->parameters(), 1e-5, 1e-6)) << "node " << n;
-}
-
-// The pool: every item once, each on one LibTorch thread, the lowest failing item's error, and
-// LibTorch's thread count as it was.
-TEST(ConcurrentSteps, EveryItemOnceAndTheFirstErrorRethrown) {
-  const int before = at::get_num_threads();
-  std::vector<std::atomic<int>> seen(7);
-  std::atomic<int> wider{0};
-  run_concurrently(7, 3, [&](size_t i) {
-    ++seen[i];
-    if (at::get_num_threads() != 1) ++wider;
-  });
-  for (const auto& count : seen) EXPECT_EQ(count.load(), 1);
-  EXPECT_EQ(wider.load(), 0);
-  EXPECT_EQ(at::get_num_threads(), before);
-  try {
-    run_concurrently(6, 2, [](size_t i) {
-      if (i == 2 || i == 5) throw std::runtime_error("item " + std::to_string(i));
-    });
-    ADD_FAILURE() << "no error rethrown";
-  } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "item 2");
-  }
-  EXPECT_EQ(at::get_num_threads(), before);
 }
 
 }  // namespace

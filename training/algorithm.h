@@ -118,10 +118,6 @@ class Algorithm {
   virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }
   // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;
-  // Whether local_step may run for several nodes at once, each on its own host thread: it
-  // reads shared members only, writes only its node's replica and per-node state, and draws
-  // from no shared random generator (the engine then trains due nodes together).
-  virtual bool concurrent_local_steps() const { return false; }
   // A projection (workload.train false, docs/projection.md): what local_step would send, from
   // shapes alone, with no replica. Every op's kind, tag, size, bytes per element, delay, nodes
   // and issue point equal local_step's, its buffer shape-only (shape_only(): never read), and

@@ -29,8 +29,6 @@ class Ddp : public Algorithm {
   AlgorithmState state(int node) const override;
   void load_state(int node, const AlgorithmState& state) override;
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override;
-  // Its step reads the buckets and slices; Eva's and K-FAC's statistics are left out.
-  bool concurrent_local_steps() const override { return !second_order_.during_passes() && !second_order_.has_rounds(); }
   StepPlan projected_step(int node, int step) override;
   void apply(int node, int issued_step, Replica& replica, CommOp& op) override;
 

@@ -16,8 +16,6 @@ class Diloco : public Algorithm {
   }
   std::string name() const override { return name_; }
 
-  // Its outer state is per node (OuterSync's vectors are sized at construction).
-  bool concurrent_local_steps() const override { return true; }
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
     outer_.start(node, replica);
     StepPlan plan;

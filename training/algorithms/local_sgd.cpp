@@ -32,7 +32,6 @@ class LocalSgd : public Algorithm {
   }
   std::string name() const override { return "local_sgd"; }
 
-  bool concurrent_local_steps() const override { return true; }  // its step reads only constant members
   StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) override {
     StepPlan plan;
     plan.loss = local_sgd_step(replica, data, batch_);

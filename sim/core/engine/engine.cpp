@@ -128,7 +128,6 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // its first leaves.
   // Only the packet-level backend can replay (Network::quiescent_state): elsewhere planning
   // the phases would only build plans.
-  step_threads_ = concurrent_step_threads(scenario, *algorithm_, compute_->deterministic(), placement_.spread());
   memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
                 !algorithm_->has_rounds() && !cloud_compute_;
   summary_.model_parameters = parameters_;
@@ -226,7 +225,6 @@ void Engine::stop(const std::string& status, const std::string& error) {
 // the ops due before the next step, applies them in issue order, and ends the step.
 void Engine::start_step(int node) {
   HostTimer timer(times_.engine);
-  std::erase(ready_, node);  // no longer due: its step starts now (trained already, or here)
   if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
   auto& s = state_[node];
   PlanOutline plan;
@@ -302,7 +300,7 @@ void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_ba
 }
 
 void Engine::schedule_start(int node) {
-  if ((placement_.spread() && placement_.local(node)) || step_threads_ > 1) ready_.push_back(node);
+  if (placement_.spread() && placement_.local(node)) ready_.push_back(node);
   clock_->schedule(0, [this, node] { start_step(node); });
 }
 

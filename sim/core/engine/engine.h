@@ -15,7 +15,6 @@
 #include "netmodels/collectives/ring_lanes.h"
 #include "netmodels/network.h"
 #include "sim/core/engine/collective_run.h"
-#include "sim/core/engine/concurrent_steps.h"
 #include "sim/core/host_times.h"
 #include "sim/core/engine/memo_policy.h"
 #include "sim/core/network_factory.h"
@@ -152,17 +151,6 @@ class Engine {
   // The step's plan: trained here (or earlier, while a peer was awaited), or a peer's outline.
   PlanOutline step_plan(int node);
   PlanOutline train_step(int node);
-  // A local step's plan and host seconds (the part that may run on another thread), and the
-  // outline the rest of the engine takes from it.
-  struct TrainedStep {
-    StepPlan plan;
-    double host_seconds = 0;
-  };
-  TrainedStep local_step(int node);
-  PlanOutline outline(int node, TrainedStep trained);
-  // The node's step, trained together with every other due node's (concurrent_steps.h), or
-  // taken from an earlier such batch.
-  PlanOutline train_together(int node);
   // Before waiting for a peer: trains the local nodes whose step is due, and sends their plans.
   void train_ready_nodes();
   void send_plan(int node, const PlanOutline& plan);
@@ -279,8 +267,6 @@ class Engine {
   ReplicaPlacement placement_;
   std::vector<int> ready_;
   std::map<int, PlanOutline> trained_ahead_;
-  int step_threads_ = 1;  // host threads training due nodes together (one process)
-  std::map<int, TrainedStep> trained_together_;
   std::vector<uint64_t> plans_exchanged_;
   uint64_t payload_tags_ = 0;   // collectives' input tags used
   std::vector<std::pair<int64_t, torch::Tensor>> plan_heads_;  // per remote node: the posted receive

@@ -17,11 +17,12 @@
 namespace testbed {
 
 PlanOutline Engine::step_plan(int node) {
-  if (!placement_.spread()) return step_threads_ > 1 && !projection_ ? train_together(node) : train_step(node);
+  if (!placement_.spread()) return train_step(node);
   if (!placement_.local(node)) {
     train_ready_nodes();
     return receive_plan(node);
   }
+  std::erase(ready_, node);
   auto ahead = trained_ahead_.find(node);
   if (ahead == trained_ahead_.end()) {
     PlanOutline plan = train_step(node);
@@ -34,54 +35,24 @@ PlanOutline Engine::step_plan(int node) {
 }
 
 PlanOutline Engine::train_step(int node) {
-  if (!projection_) {
-    TrainedStep trained = local_step(node);
-    times_.local_compute += trained.host_seconds;
-    return outline(node, std::move(trained));
-  }
-  // Shapes only: the compute model times it.
-  return outline(node, {algorithm_->projected_step(node, state_[node].step), 0});
-}
-
-Engine::TrainedStep Engine::local_step(int node) {
-  TrainedStep trained;
-  HostTimer compute_timer(trained.host_seconds);
-  trained.plan = algorithm_->local_step(node, state_[node].step, *replicas_[node], data_);
-  return trained;
-}
-
-PlanOutline Engine::outline(int node, TrainedStep trained) {
   const int step = state_[node].step;
-  StepPlan& step_plan = trained.plan;
+  StepPlan step_plan;
+  double host_seconds = 0;
+  if (projection_) {
+    step_plan = algorithm_->projected_step(node, step);  // shapes only: the compute model times it
+  } else {
+    HostTimer compute_timer(host_seconds);
+    step_plan = algorithm_->local_step(node, step, *replicas_[node], data_);
+  }
+  times_.local_compute += host_seconds;
   if (!local_second_order_.empty())
     step_plan.work += kfac_local_work(local_second_order_, local_kfac_, scenario_.workload.batch_size, step);
   PlanOutline plan;
   plan.loss = step_plan.loss;
   plan.extra_time = compute_->extra_seconds(node, step, step_plan.work);
-  plan.compute_time = compute_->step_seconds(node, step, trained.host_seconds) + plan.extra_time;
+  plan.compute_time = compute_->step_seconds(node, step, host_seconds) + plan.extra_time;
   plan.comm = std::move(step_plan.comm);
   return plan;
-}
-
-// A due node's replica is final (its step was scheduled), so training it early, beside the
-// others, changes no bit; each one's outline is still taken at its own start_step, in the order
-// the steps start.
-PlanOutline Engine::train_together(int node) {
-  if (auto ahead = trained_together_.find(node); ahead != trained_together_.end()) {
-    TrainedStep trained = std::move(ahead->second);
-    trained_together_.erase(ahead);
-    return outline(node, std::move(trained));
-  }
-  std::vector<int> due{node};
-  for (int n : ready_) due.push_back(n);
-  ready_.clear();
-  std::vector<TrainedStep> trained(due.size());
-  {
-    HostTimer compute_timer(times_.local_compute);  // the batch's host seconds, not the sum of its threads'
-    run_concurrently(due.size(), step_threads_, [&](size_t i) { trained[i] = local_step(due[i]); });
-  }
-  for (size_t i = 1; i < due.size(); ++i) trained_together_.emplace(due[i], std::move(trained[i]));
-  return outline(node, std::move(trained[0]));
 }
 
 // Every process runs the same events, so a peer waits for this node's plan at the same event
