@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
                 times.deliveries);
     std::printf("      recording          %.3f s (the /train and /eval rows)\n", times.recording);
     std::printf("      the rest           %.3f s (events, issuing ops, work buffers, bookkeeping)\n",
-                machinery - times.deliveries - times.recording);
+                std::max(0.0, machinery - times.deliveries - times.recording));
     std::printf("testbed per step         %.2f ms\n", 1e3 * times.testbed() / steps);
     std::printf("bare LibTorch per step   %.2f ms\n", 1e3 * bare / steps);
     std::printf("overhead ratio           %.3f (median: the testbed outside ns-3 and eval / the bare loop)\n", median.ratio());
