@@ -57,6 +57,17 @@ ComputeSection profile_section(const std::string& file) {
 // "*" takes the layer no row names (loss); the optimizer row is the update. Step: 2 + 0.5 + 2 + 3
 // + 6 + 9 + 1 + 2 + 4 = 29.5 ms. Slips caught: a row's time given whole to each of its layers,
 // the split by count not by the roofline, the "*" row dropped, the optimizer's time ignored.
+// A row, a layer or a module holds what its name is a dotted prefix of (one rule for a profile's
+// rows and for the layers that own a gradient): "fc1" holds "fc1.weight", never "fc10".
+TEST(LayerProfile, NamesOwnByDottedPrefix) {
+  EXPECT_TRUE(owns_by_prefix("fc1", "fc1"));
+  EXPECT_TRUE(owns_by_prefix("fc1", "fc1.weight"));
+  EXPECT_TRUE(owns_by_prefix("layer1.0", "layer1.0.conv1.weight"));
+  EXPECT_FALSE(owns_by_prefix("fc1", "fc10.weight"));
+  EXPECT_FALSE(owns_by_prefix("fc1.weight", "fc1"));
+  EXPECT_FALSE(owns_by_prefix("fc1", "fc"));
+}
+
 TEST(LayerProfile, RowsTimeTheirLayersSplitByTheRoofline) {
   const std::string file = write_profile("split", "# model four, batch 1\nlayer,forward_ms,backward_ms\nstem,2,0.5\n"
                                                   "block,8,12\n*,1,2\noptimizer,4,0\n");

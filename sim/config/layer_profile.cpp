@@ -23,10 +23,6 @@ std::string some(const std::vector<std::string>& names) {
   return out;
 }
 
-bool times(const std::string& row, const std::string& layer) {
-  return layer == row || (layer.size() > row.size() && layer.compare(0, row.size(), row) == 0 && layer[row.size()] == '.');
-}
-
 }  // namespace
 
 LayerProfile read_layer_profile(const std::string& path) {
@@ -86,7 +82,7 @@ std::vector<int> profile_owners(const LayerProfile& profile, const std::vector<L
   for (size_t l = 0; l < layers.size(); ++l) {
     for (size_t r = 0; r < profile.rows.size(); ++r) {
       const std::string& row = profile.rows[r].layer;
-      if (static_cast<int>(r) == rest || !times(row, layers[l].name)) continue;
+      if (static_cast<int>(r) == rest || !owns_by_prefix(row, layers[l].name)) continue;
       if (owner[l] < 0 || row.size() > profile.rows[owner[l]].layer.size()) owner[l] = static_cast<int>(r);
     }
     if (owner[l] < 0) {

@@ -81,9 +81,7 @@ std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std
     int owner = -1;
     for (size_t l = 0; l < work.layers.size(); ++l) {
       const std::string& layer = work.layers[l].name;
-      const bool owns = name == layer || (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 &&
-                                          name[layer.size()] == '.');
-      if (work.layers[l].trains && owns && (owner < 0 || layer.size() > work.layers[owner].name.size()))
+      if (work.layers[l].trains && owns_by_prefix(layer, name) && (owner < 0 || layer.size() > work.layers[owner].name.size()))
         owner = static_cast<int>(l);
     }
     if (owner < 0) throw std::logic_error("no training layer of the model's costs owns parameter '" + name + "'");

@@ -55,6 +55,13 @@ struct ExtraWork {
   }
 };
 
+// Whether the layer named `layer` holds what is named `name`: the same name, or `layer` a dotted
+// prefix of it ("fc1" holds "fc1.weight" and "fc1.lora_b", not "fc10.weight").
+inline bool owns_by_prefix(const std::string& layer, const std::string& name) {
+  return name == layer ||
+         (name.size() > layer.size() && name.compare(0, layer.size(), layer) == 0 && name[layer.size()] == '.');
+}
+
 // For each trainable parameter, by its registered name ("fc1.weight", "fc1.lora_b"), the index
 // in work.layers of the layer whose backward pass produces its gradient: the training layer
 // with the longest name that is the parameter's own or a dotted prefix of it. Throws
