@@ -784,6 +784,29 @@ TEST_F(Cli, GpuHostsRefusesPartHostsAndIgnoredLinks) {
                   "the ImageNet stand-in trains the resnets");
 }
 
+// Replica groups (docs/replica_groups.md): whole groups of a gpu_hosts fleet, a host or whole
+// hosts each, in a projection, under an algorithm that can send slice by slice. Slips caught: a
+// group allowed on a topology without hosts, or one straddling two hosts.
+TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
+  const std::string projection = "workload: {model: mlp, train: false}\ncompute: {model: flops, device: a100}\n";
+  const std::string hosts = "nodes: 16\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n";
+  expect_rejected("nodes: 8\nreplica_group: {gpus: 4}\n" + projection, "2:23",
+                  "needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not ring");
+  expect_rejected(hosts + "replica_group: {gpus: 32}\n" + projection, "3:23",
+                  "a replica group of 32 GPUs is larger than the topology's 16 GPUs");
+  expect_rejected(hosts + "replica_group: {gpus: 3}\n" + projection, "3:23", "do not split into groups of 3");
+  expect_rejected("nodes: 24\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 6}\n" + projection,
+                  "3:23", "a group of 6 GPUs would straddle hosts of 4");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\n", "3:23",
+                  "replica groups run in a projection so far");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: gossip}\n" + projection, "4:19",
+                  "gossip cannot run across replica groups slice by slice");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\noptimizer: {name: eva}\n" + projection, "4:19",
+                  "eva preconditions whole layers");
+  expect_rejected(hosts + "replica_group: {parallelism: zero2}\n" + projection, "3:30",
+                  "'replica_group.parallelism' has no effect with replica_group.gpus 1");
+}
+
 // The ImageNet-only models want ImageNet-shaped images; BERT's pre-training heads have no data
 // to train on here, so they are for projections.
 TEST_F(Cli, ImageNetModelsAndPretrainingHeadsWhereTheyCanRun) {

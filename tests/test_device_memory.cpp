@@ -89,6 +89,32 @@ TEST(DeviceMemory, PublishedFits) {
   EXPECT_NO_THROW(parse_scenario(llama + ", memory_check: warn}\n", "7b.yaml"));
 }
 
+// Replica groups (docs/replica_groups.md): a GPU keeps its slice of what its group shards (ZeRO-1
+// the optimizer's moments, ZeRO-2 the gradients too) and of the algorithm's vectors (exchanged
+// slice by slice across groups); weights and activations stay whole. The MLP on 4-GPU groups,
+// by hand. Slips caught: zero1 sharding the gradients, zero2 not, ddp sharding anything it
+// keeps whole, the algorithm's vectors kept whole.
+TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
+  auto grouped = [](const std::string& parallelism) {
+    const Scenario s = parse_scenario(
+        "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nalgorithm: {name: diloco}\n"
+        "replica_group: {gpus: 4, parallelism: " + parallelism + "}\nworkload: {model: mlp, batch_size: 64, train: false}\n"
+        "compute: {model: flops, device: t4}\n", "g.yaml");
+    return device_memory(s, check_model(s)).at(0);
+  };
+  const double p = kMlpParameters;
+  for (const char* parallelism : {"ddp", "zero1", "zero2"}) {
+    SCOPED_TRACE(parallelism);
+    const std::string name = parallelism;
+    const DeviceMemory m = grouped(name);
+    EXPECT_DOUBLE_EQ(m.weights, 4 * p);
+    EXPECT_DOUBLE_EQ(m.gradients, name == "zero2" ? 4 * p / 4 : 4 * p);
+    EXPECT_DOUBLE_EQ(m.optimizer, name == "ddp" ? 8 * p : 8 * p / 4);
+    EXPECT_DOUBLE_EQ(m.activations, 64 * kMlpOutputs * 4);
+    EXPECT_DOUBLE_EQ(m.algorithm, 4 * 3 * p / 4);  // DiLoCo's outer copy and momentum, one op buffer: a slice each
+  }
+}
+
 // With compute.attention: flash no T x T scores are kept: GPT-2 124M's activations at 12 x
 // 1024 drop by 4 h T^2 - h T values a layer and sample (q k^T, its scale, mask and softmax
 // written where the fused kernel writes a log-sum-exp), in bf16.

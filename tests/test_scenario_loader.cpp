@@ -919,7 +919,7 @@ TEST(ScenarioTopology, JitterLinks) {
 // a word, a new key with no rule.
 TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
   const std::set<std::string> read_by_every_run = {
-      "name", "seed", "nodes", "device", "threads", "numerics", "topology.kind", "topology.link.bandwidth",
+      "name", "seed", "nodes", "replica_group.gpus", "device", "threads", "numerics", "topology.kind", "topology.link.bandwidth",
       "topology.link.latency", "topology.links", "network.backend", "network.routing", "workload.model",
       "workload.batch_size", "workload.steps", "workload.train", "algorithm.name", "compute.model", "compute.speeds",
       "compute.straggler_sigma", "output.path"};
@@ -1017,6 +1017,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "'compute.speed_min' has no effect with compute.speeds listed"},
       {"compute.speed_max", "compute: {speeds: [1, 2], speed_max: 2}\n", "speed_max: ",
        "'compute.speed_max' has no effect with compute.speeds listed"},
+      {"replica_group.parallelism", "replica_group: {parallelism: zero1}\n", "parallelism: ",
+       "'replica_group.parallelism' has no effect with replica_group.gpus 1"},
       {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n", "checkpoint: ", "trains no model to save"},
       {"output.resume_every", "workload: {train: false}\noutput: {resume_every: 5}\n", "resume_every: ", "keeps no state to resume"},
   };

@@ -101,6 +101,14 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
     l.parameters = static_cast<double>(shapes.parameters);  // the module's own count, buffers aside
     DeviceMemory m = part(s.compute.device, "", l, static_cast<double>(shapes.trainable()));
     m.optimizer += 4 * second_order_floats_per_gpu(o, shapes.second_order, s.nodes);
+    // Replica groups (docs/replica_groups.md): a GPU keeps its slice of what its group shards,
+    // and of the algorithm's vectors, which it exchanges slice by slice across the groups.
+    const ReplicaGroupSection& g = s.replica_group;
+    if (g.grouped()) {
+      m.algorithm /= g.gpus;
+      if (g.parallelism == "zero1" || g.parallelism == "zero2") m.optimizer /= g.gpus;
+      if (g.parallelism == "zero2") m.gradients /= g.gpus;
+    }
     return {m};
   }
   // Split fine-tuning: the edge holds the front, the cloud one back half (an edge's).

@@ -1,6 +1,7 @@
 // The typed scenario: every key a YAML scenario may hold, with its default and its check.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -447,6 +448,23 @@ struct ComputeSection {
   bool reads_device() const { return model == "flops" || model == "profile"; }
 };
 
+// Replicas larger than one GPU (docs/replica_groups.md): the algorithm's nodes become groups of
+// `gpus` consecutive nodes (GPUs of a gpu_hosts topology: a group is one host or several), which
+// train one replica together with `parallelism` inside the group: ddp (a whole replica on each
+// GPU, gradients all-reduced), zero1 (optimizer state sharded: gradients reduce-scattered,
+// updated parameters all-gathered), zero2 (gradients sharded too; the same messages). The
+// algorithm runs across the groups, each GPU exchanging its own slice with the same slice of
+// the other groups (G rings in parallel). gpus 1: no groups, every node a replica.
+struct ReplicaGroupSection {
+  int gpus = 1;
+  std::string parallelism = "ddp";
+  bool grouped() const { return gpus > 1; }
+  template <class V> void fields(V& v) {
+    v.field("gpus", gpus, Range{1, 1e5});
+    v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2"}});
+  }
+};
+
 struct OutputSection {
   std::string path;        // default: results/<name>.h5
   std::string checkpoint;  // where to save the averaged model at the end (empty: nowhere)
@@ -473,8 +491,11 @@ struct Scenario {
   WorkloadSection workload;
   OptimizerSection optimizer;
   AlgorithmSection algorithm;
+  ReplicaGroupSection replica_group;
   ComputeSection compute;
   OutputSection output;
+  // The algorithm's nodes: the groups (nodes / replica_group.gpus), or the nodes themselves.
+  int groups() const { return nodes / std::max(1, replica_group.gpus); }
   template <class V> void fields(V& v) {
     v.field("name", name, FileName{});
     v.field("seed", seed);
@@ -488,6 +509,7 @@ struct Scenario {
     v.field("workload", workload);
     v.field("optimizer", optimizer);
     v.field("algorithm", algorithm);
+    v.field("replica_group", replica_group);
     v.field("compute", compute);
     v.field("output", output);
   }

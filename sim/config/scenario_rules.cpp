@@ -251,6 +251,10 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
                   "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
   keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
                   "collective.algorithm: hierarchical", "collective.algorithm " + col.algorithm});
+  // A group's parallelism needs a group.
+  keys.push_back({"replica_group.parallelism", s.replica_group.parallelism != ReplicaGroupSection{}.parallelism,
+                  s.replica_group.grouped(), "replica_group.gpus above 1",
+                  "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
   return keys;
 }
 
@@ -794,6 +798,42 @@ void check_projection(const Scenario& s, const Origins& origins) {
     fail(origins.where("workload.init_from"), why + "loads no weights; it sizes everything from the model's shapes");
 }
 
+// Replica groups (docs/replica_groups.md): G consecutive GPUs of a gpu_hosts topology, a host
+// or whole hosts, each group one replica; the algorithm runs across groups slice by slice.
+void check_replica_group(const Scenario& s, const Origins& origins) {
+  const ReplicaGroupSection& g = s.replica_group;
+  if (!g.grouped()) return;
+  const std::string gpus = std::to_string(g.gpus);
+  const auto where = origins.where("replica_group.gpus");
+  if (s.topology.kind != "gpu_hosts")
+    fail(origins.where(origins.blame({"topology.kind", "replica_group.gpus"})),
+         "a replica group of " + gpus + " GPUs needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not " +
+             s.topology.kind);
+  if (g.gpus > s.nodes)
+    fail(where, "a replica group of " + gpus + " GPUs is larger than the topology's " + std::to_string(s.nodes) +
+                    " GPUs (nodes)");
+  if (s.nodes % g.gpus != 0)
+    fail(where, "the " + std::to_string(s.nodes) + " GPUs (nodes) do not split into groups of " + gpus);
+  const int host = s.topology.gpus_per_host;
+  if (g.gpus <= host ? host % g.gpus != 0 : g.gpus % host != 0)
+    fail(where, "a group of " + gpus + " GPUs would straddle hosts of " + std::to_string(host) +
+                    " (topology.gpus_per_host): give a divisor or a multiple of it");
+  if (s.workload.train)
+    fail(origins.where(origins.blame({"workload.train", "replica_group.gpus"})),
+         "replica groups run in a projection so far (workload.train: false): their training with tensors is not built yet");
+  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
+  if (entry && (entry->federated || entry->cloud || entry->sync == SyncCollective::NeighbourExchange ||
+                neighbour_key(s.algorithm.options)))
+    fail(origins.where("algorithm.name"),
+         s.algorithm.name + " cannot run across replica groups slice by slice: " +
+             (entry->federated ? "its clients train whole models in a loop of its own"
+              : entry->cloud   ? "its edges' cut sends activations, which no slice of the parameters holds"
+                               : "it exchanges with topology neighbours, and a group's GPUs have different ones"));
+  if (s.optimizer.second_order())
+    fail(origins.where("optimizer.name"), s.optimizer.name + " preconditions whole layers; replica groups shard the "
+                                              "parameters without regard to layers (use adamw, adam or sgd)");
+}
+
 void check_compute(const Scenario& s, const Origins& origins) {
   const auto& c = s.compute;
   for (size_t i = 0; i < c.speeds.size(); ++i) {
@@ -844,9 +884,9 @@ void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Ori
   const auto overruns = device_memory_overruns(s, shapes);
   if (overruns.empty()) return;
   fail(origins.where(origins.blame({"compute.device", "workload.batch_size"})),
-       overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, or "
-                          "compute.memory_check: warn to model what the testbed does not (activation recomputation, "
-                          "offload, sharding)");
+       overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, replica groups that "
+                          "shard the model (replica_group), or compute.memory_check: warn to model what the testbed "
+                          "does not (activation recomputation, offload)");
 }
 
 }  // namespace
@@ -891,6 +931,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
+  check_replica_group(s, origins);
   check_projection(s, origins);  // before the model is built from workload.init_from
   check_split(s, origins);
   const ModelShapes shapes = check_workload(s, origins);

@@ -20,6 +20,7 @@
 #include "training/models/checkpoint.h"
 #include "training/data/brown.h"
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/replica_groups.h"
 #include "training/data/fashion_mnist.h"
 #include "training/models/gpt.h"
 #include "training/models/llama.h"
@@ -288,6 +289,8 @@ TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> laye
   work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;
   work.momentum = scenario.optimizer.momentum > 0;
+  if (scenario.replica_group.grouped() && scenario.replica_group.parallelism != "ddp")
+    work.optimizer_shards = scenario.replica_group.gpus;
   return work;
 }
 
@@ -345,7 +348,16 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.optimizer = optimizer_config(scenario);
   settings.second_order = std::move(second_order);
   settings.cut_values_per_sample = cut_values_per_sample;
-  return entry->make(settings);
+  if (!scenario.replica_group.grouped()) return entry->make(settings);
+  // Replica groups: the algorithm runs over the groups, the wrapper over the GPUs.
+  settings.group_gpus = scenario.replica_group.gpus;
+  settings.group_parallelism = scenario.replica_group.parallelism;
+  settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
+  AlgorithmSettings groups = settings;
+  groups.nodes = scenario.groups();
+  groups.shard_sizes.resize(static_cast<size_t>(groups.nodes), 1);
+  groups.neighbours.resize(static_cast<size_t>(groups.nodes));
+  return make_replica_groups(entry->make(groups), settings);
 }
 
 }  // namespace testbed

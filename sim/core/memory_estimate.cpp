@@ -75,7 +75,7 @@ constexpr double kNs3ConnectionBytes = 160e3;
 // has at least 2 (p - 1) p) and no two of its connections' routes share a link.
 bool ring_on_lanes(const Scenario& s, const AlgorithmEntry& a, const CollectiveOptions& o, const Topology& t) {
   const int64_t p = s.nodes;
-  if (s.workload.train || s.network.backend != "flow" || !s.network.flow_lanes || !a.backward_all_reduces ||
+  if (s.workload.train || s.replica_group.grouped() || s.network.backend != "flow" || !s.network.flow_lanes || !a.backward_all_reduces ||
       o.algorithm != CollectiveAlgorithm::Ring || 2 * (p - 1) * p <= static_cast<int64_t>(kMessageRowsPerCollective))
     return false;
   const RoutingOptions routing = routing_options(s);

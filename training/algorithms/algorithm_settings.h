@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "training/algorithms/registry.h"
@@ -28,6 +29,12 @@ struct AlgorithmSettings {
   std::vector<SecondOrderLayer> second_order;
   // A model cut for split fine-tuning: the values a sample sends across the cut (0: not cut).
   int64_t cut_values_per_sample = 0;
+  // Replica groups (replica_groups.h): GPUs a group (1: every node a replica), the
+  // parallelism inside it (ddp, zero1, zero2) and the bytes of an element its sharded
+  // collectives carry (the parameters' dtype: 2 under bf16 or fp16 training, else 4).
+  int group_gpus = 1;
+  std::string group_parallelism = "ddp";
+  double group_wire_bytes = 4;
 };
 
 }  // namespace testbed

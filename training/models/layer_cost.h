@@ -42,6 +42,7 @@ struct TrainingWork {
   int batch = 1;
   std::string optimizer = "adamw";  // adamw | adam | sgd
   bool momentum = false;            // sgd keeps a momentum buffer
+  int optimizer_shards = 1;         // GPUs the optimizer's state is sharded over (ZeRO): each updates its slice
 };
 
 // Work a step does besides the model's passes (an algorithm compressing what it sends: top-k,

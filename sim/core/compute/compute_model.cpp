@@ -102,7 +102,8 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     grad_flows = grad_flows || l.trains;
   }
   if (trainable > 0) {
-    const double bytes = trainable * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
+    // Sharded optimizer state (ZeRO): each GPU updates its slice of the parameters.
+    const double bytes = trainable / work.optimizer_shards * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
     const int64_t kernels = trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
     cost.bytes += bytes;
     cost.memory_bound += bytes / roof.memory_bandwidth;
@@ -224,7 +225,7 @@ TrainingWork flops_only(double flops_per_step) {
 // A step whose passes take the profile's measured seconds: each row's time split among the
 // layers it times in proportion to their passes on `split` (the roofline of compute.device); a
 // "*" row that times no layer of its own is spread over all of them.
-StepCost profiled(const StepCost& split, const LayerProfile& profile, const std::vector<int>& owner) {
+StepCost profiled(const StepCost& split, const LayerProfile& profile, const std::vector<int>& owner, int optimizer_shards) {
   const size_t rows = profile.rows.size(), layers = owner.size();
   std::vector<double> forward(rows, 0), backward(rows, 0);
   std::vector<int> count(rows, 0);
@@ -260,7 +261,8 @@ StepCost profiled(const StepCost& split, const LayerProfile& profile, const std:
     cost.backward.push_back(b);
     cost.compute_bound += f + b;
   }
-  cost.update = profile.optimizer_s.value_or(split.update);
+  // A measured update is a whole replica's; sharded (ZeRO), a GPU updates its slice.
+  cost.update = profile.optimizer_s ? *profile.optimizer_s / optimizer_shards : split.update;
   cost.compute_bound += cost.update;
   return cost;
 }
@@ -283,7 +285,7 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
   } else if (section.model == "profile") {
     roof_ = compute_roof(section);
     const LayerProfile profile = read_layer_profile(section.file);
-    cost_ = profiled(roofline(work, roof_), profile, profile_owners(profile, work.layers));
+    cost_ = profiled(roofline(work, roof_), profile, profile_owners(profile, work.layers), work.optimizer_shards);
     base_seconds_ = cost_.seconds();
     shares_ = step_shares(cost_);
   } else {

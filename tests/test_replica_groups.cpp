@@ -1,0 +1,125 @@
+// Replica groups in a projection (docs/replica_groups.md): the bytes each parallelism sends inside
+// its groups and the wrapped algorithm across them, worked out by hand from the ring collectives'
+// totals (a ring all-reduce of n elements over p ranks sends 2 (p - 1) n elements in all, a
+// reduce-scatter or an all-gather (p - 1) n); who talks to whom; the sharded update's time.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
+#include "tests/engine_run.h"
+
+namespace testbed {
+namespace replica_groups_test {
+namespace {
+
+const Dataset& dataset(const Scenario& s) {
+  static std::map<std::string, std::unique_ptr<Dataset>> cache;
+  auto& slot = cache[s.workload.dataset];
+  if (!slot) slot = std::make_unique<Dataset>(load_dataset(s));
+  return *slot;
+}
+
+struct Outcome {
+  MemoryRecorder record;
+  RunSummary summary;
+};
+
+Outcome project(const std::string& yaml) {
+  const Scenario s = parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: analytical}\n" + yaml, "groups.yaml");
+  Outcome o;
+  Engine engine(s, dataset(s));
+  o.summary = engine.run(o.record);
+  EXPECT_EQ(o.summary.status, "completed") << o.summary.error;
+  return o;
+}
+
+uint64_t step_bytes(const Outcome& o, size_t step) {
+  uint64_t total = 0;
+  for (uint64_t b : o.record.train_rows.at(step).bytes) total += b;
+  return total;
+}
+
+// DDP inside groups of 4 GPUs that span two hosts of 2, DiLoCo (H 2) across the 3 groups, the
+// MLP in fp32. Every step each group all-reduces the gradient (2 (4 - 1) P elements); after
+// step 1 the outer all-reduce runs as 4 rings of 3 GPUs, member r of each group carrying slice r,
+// the slices together P (2 (3 - 1) P elements). Slips caught: the outer op sent whole by every
+// member (4x the bytes), slices that do not add up to P, a group's collective over the wrong
+// GPUs, an outer ring mixing members of different ranks.
+TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
+  const Outcome o = project(
+      "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
+      "algorithm: {name: diloco, H: 2}\nreplica_group: {gpus: 4, parallelism: ddp}\n"
+      "compute: {model: flops, device: a100}\n");
+  const uint64_t p = kMlpParameters;
+  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4;
+  ASSERT_EQ(o.record.train_rows.size(), 4u);
+  EXPECT_EQ(step_bytes(o, 0), inside);
+  EXPECT_EQ(step_bytes(o, 1), inside + across);
+  EXPECT_EQ(step_bytes(o, 2), inside);
+  EXPECT_EQ(step_bytes(o, 3), inside + across);
+  for (uint64_t b : o.record.train_rows.at(1).bytes) EXPECT_GT(b, 0u);
+  int inside_messages = 0, across_messages = 0;
+  for (const MessageRecord& m : o.record.messages) {
+    ASSERT_GE(m.src, 0);
+    if (m.kind.rfind("group.", 0) == 0) {
+      ++inside_messages;
+      EXPECT_EQ(m.src / 4, m.dst / 4) << m.kind;
+      EXPECT_EQ(m.kind.substr(m.kind.rfind("/g") + 2), std::to_string(m.src / 4)) << m.kind;
+    } else {
+      ++across_messages;
+      EXPECT_EQ(m.src % 4, m.dst % 4) << m.kind;
+      EXPECT_NE(m.src / 4, m.dst / 4) << m.kind;
+      EXPECT_EQ(m.kind.substr(m.kind.rfind("/s") + 2), std::to_string(m.src % 4)) << m.kind;
+    }
+  }
+  // Ring all-reduces: 2 (p - 1) p messages each. Inside: 3 groups, a bucket (the MLP's 0.9 MB
+  // fill the first bucket) a step; across: 4 rings of 3, twice.
+  EXPECT_EQ(inside_messages, 4 * 3 * 2 * 3 * 4);
+  EXPECT_EQ(across_messages, 2 * 4 * 2 * 2 * 3);
+}
+
+// ZeRO-2 inside groups of 4 in bf16: each bucket reduce-scattered padded to whole slices (235 146
+// elements to 235 148), then the updated slices all-gathered, 2 bytes an element; DDP across the
+// 2 groups all-reduces its own fp32 buckets, slice by slice. Slips caught: the padding dropped,
+// the parameters' dtype ignored (4 bytes), the all-gather left out, the across op's format
+// taken from the group's.
+TEST(ReplicaGroups, Zero2InsideDdpAcrossByHand) {
+  const Outcome o = project(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 3, train: false}\n"
+      "algorithm: {name: ddp}\nreplica_group: {gpus: 4, parallelism: zero2}\n"
+      "compute: {model: flops, device: a100, dtype: bf16}\n");
+  const uint64_t padded = 235148;
+  ASSERT_EQ(padded % 4, 0u);
+  ASSERT_EQ(padded - kMlpParameters, 2u);
+  const uint64_t inside = 2 * (3 * padded + 3 * padded) * 2, across = 2 * kMlpParameters * 4;
+  for (size_t step = 0; step < 3; ++step) EXPECT_EQ(step_bytes(o, step), inside + across) << step;
+}
+
+// Sharded optimizer state: each GPU updates a quarter of the parameters. On the flat roofline
+// (compute.mfu, memory passes at compute.memory_bandwidth) AdamW's update moves 32 bytes a
+// parameter (reads p g m v, writes p m v, zeroes g), so a ZeRO step is 3/4 of P x 32 bytes
+// shorter than a DDP group's. Slip caught: the update charged for the whole replica.
+TEST(ReplicaGroups, ShardedUpdateTakesASliceOfTheTime) {
+  auto compute_time = [](const std::string& parallelism) {
+    const Outcome o = project(
+        "nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n"
+        "workload: {model: mlp, batch_size: 32, steps: 1, train: false}\n"
+        "algorithm: {name: diloco, H: 10}\nreplica_group: {gpus: 4, parallelism: " + parallelism + "}\n"
+        "compute: {model: flops, device: a100, mfu: 0.5, memory_bandwidth: 1TB/s, launch_latency: 0}\n");
+    return o.record.train_rows.at(0).compute_time.at(0);
+  };
+  const double ddp = compute_time("ddp");
+  EXPECT_NEAR(ddp - compute_time("zero1"), 0.75 * kMlpParameters * 32 / 1e12, 1e-12);
+  EXPECT_DOUBLE_EQ(compute_time("zero1"), compute_time("zero2"));
+}
+
+}  // namespace
+}  // namespace replica_groups_test
+}  // namespace testbed
