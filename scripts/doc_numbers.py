@@ -560,6 +560,39 @@ def paper_7b_sync(tb):
             + table(["run", "steps", "projected time", "a step", "a sync (exposed)", "sent a node a step"], rows))
 
 
+SEVEN_B_SITES = "scenarios/paper/7b_diloco_fsdp_sites.yaml"
+
+
+@block("test")
+def paper_7b_fsdp_sites(tb):
+    # Projections of a few steps each (a step takes about a second of host time at 512 GPUs):
+    # the inner step is step 1 (step 0's forward gathers nothing: the step before would have); a
+    # sync's exposed time is a syncing step less an inner one. Neither depends on H, so a run of
+    # 500 steps is their sum, which the last column gives.
+    diloco, ddp = tb.runs([(SEVEN_B_SITES, ["workload.steps=4", "algorithm.H=3"]),
+                           (SEVEN_B_SITES, ["algorithm={name: ddp, overlap: false}", "workload.steps=3"])])
+
+    def rows_of(path):
+        with h5py.File(path, "r") as f:
+            return f["/train/time"][:].max(axis=1), f["/train/compute_time"][:].max(axis=1), f["/comm/bytes"][:][:, 0]
+
+    times, compute, sent = rows_of(diloco["path"])
+    inner = times[1] - times[0]
+    sync = (times[2] - times[1]) - inner
+    rows = [["diloco H 100, bf16 pseudo-gradient", f"{compute[1]:.3f} s", f"{inner:.3f} s",
+             f"{sync:.1f} s ({sync / 60:.1f} min)", f"{sent[1] / 1e9:.2f} GB", f"{sent[2] / 1e9:.2f} GB",
+             f"{(500 * inner + 5 * sync) / 3600:.2f} h"]]
+    times, compute, sent = rows_of(ddp["path"])
+    step = times[1] - times[0]
+    rows.append(["ddp across sites (fp32 gradient every step, one all-reduce)", f"{compute[1]:.3f} s", "-",
+                 f"{step - inner:.1f} s ({(step - inner) / 60:.1f} min)", "-", f"{sent[1] / 1e9:.2f} GB",
+                 f"{500 * step / 3600:.2f} h"])
+    return (command(f"build/testbed run {SEVEN_B_SITES} --set workload.steps=4 --set algorithm.H=3",
+                    f"build/testbed run {SEVEN_B_SITES} --set 'algorithm={{name: ddp, overlap: false}}' --set workload.steps=3")
+            + table(["run", "a step's compute", "an inner step", "a sync (exposed)", "sent a GPU an inner step",
+                     "sent a GPU a syncing step", "500 steps"], rows))
+
+
 DEAR = "scenarios/paper/dear_resnet50.yaml"
 ACPSGD = "scenarios/paper/acpsgd_resnet50.yaml"
 

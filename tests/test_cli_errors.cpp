@@ -805,6 +805,15 @@ TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
                   "eva preconditions whole layers");
   expect_rejected(hosts + "replica_group: {parallelism: zero2}\n" + projection, "3:30",
                   "'replica_group.parallelism' has no effect with replica_group.gpus 1");
+  // FSDP's units must be modules of the model, and the algorithm one that works on a shard.
+  expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: fsdp, unit: 'conv*'}\n" + projection, "3:51",
+                  "unit 'conv*' names no module of model 'mlp' (its parameters: fc1.weight");
+  expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: fsdp}\n" + projection, "3:39",
+                  "model 'mlp' has no blocks or stages it knows of: give replica_group.unit");
+  expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\nalgorithm: {name: powersgd}\n" +
+                      projection, "4:19", "powersgd cannot run across fsdp groups");
+  expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: zero1, unit: 'fc*'}\n" + projection, "3:52",
+                  "'replica_group.unit' has no effect with replica_group.parallelism zero1");
 }
 
 // The ImageNet-only models want ImageNet-shaped images; BERT's pre-training heads have no data

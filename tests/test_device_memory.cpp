@@ -115,6 +115,32 @@ TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
   }
 }
 
+// FSDP keeps a G-th of every flat parameter, gradient and moment, plus what is gathered in the
+// parameters' dtype: the root (here nothing: the MLP's three layers are its units), the largest
+// unit twice (the one running and the one prefetched: fc1's 200 960) and one unit's unsharded
+// gradient. Llama 2 7B with AdamW on 8-GPU FSDP groups of H100s fits in bf16 with
+// FlashAttention; the same GPU alone does not (PublishedFits). Slips caught: the prefetched unit
+// or the gathered gradient left out, the weights kept whole.
+TEST(DeviceMemory, FsdpShardsEverythingButWhatIsGathered) {
+  const Scenario s = parse_scenario(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\n"
+      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4}\n", "f.yaml");
+  const DeviceMemory m = device_memory(s, check_model(s)).at(0);
+  const double p = kMlpParameters, fc1 = 784 * 256 + 256;
+  EXPECT_DOUBLE_EQ(m.weights, 4 * p / 4 + 4 * 2 * fc1);
+  EXPECT_DOUBLE_EQ(m.gradients, 4 * p / 4 + 4 * fc1);
+  EXPECT_DOUBLE_EQ(m.optimizer, 8 * p / 4);
+  EXPECT_DOUBLE_EQ(m.activations, 64 * kMlpOutputs * 4);
+
+  const Scenario llama = parse_scenario(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 8}\nreplica_group: {gpus: 8, parallelism: fsdp}\n"
+      "workload: {model: llama, dataset: brown, batch_size: 1, train: false, llama: {preset: 7b}}\n"
+      "compute: {model: flops, device: h100, dtype: bf16, attention: flash}\n", "7b.yaml");
+  const DeviceMemory seven = device_memory(llama, check_model(llama)).at(0);
+  EXPECT_LT(seven.total(), seven.capacity);
+  EXPECT_LT(seven.weights, 0.25 * seven.capacity);  // a slice and three blocks, not 6.7 G parameters
+}
+
 // With compute.attention: flash no T x T scores are kept: GPT-2 124M's activations at 12 x
 // 1024 drop by 4 h T^2 - h T values a layer and sample (q k^T, its scale, mask and softmax
 // written where the fused kernel writes a log-sum-exp), in bf16.

@@ -29,8 +29,8 @@ struct Outcome {
   RunSummary summary;
 };
 
-Outcome project(const std::string& yaml) {
-  const Scenario s = parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: analytical}\n" + yaml, "groups.yaml");
+Outcome project(const std::string& yaml, const std::string& backend = "analytical") {
+  const Scenario s = parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: " + backend + "}\n" + yaml, "groups.yaml");
   Outcome o;
   Engine engine(s, dataset(s));
   o.summary = engine.run(o.record);
@@ -118,6 +118,85 @@ TEST(ReplicaGroups, ShardedUpdateTakesASliceOfTheTime) {
   const double ddp = compute_time("ddp");
   EXPECT_NEAR(ddp - compute_time("zero1"), 0.75 * kMlpParameters * 32 / 1e12, 1e-12);
   EXPECT_DOUBLE_EQ(compute_time("zero1"), compute_time("zero2"));
+}
+
+// FSDP inside groups of 4 in bf16, the MLP's three layers its units ("fc*"), DDP across the 2
+// groups. Each unit is all-gathered before its forward and again before its backward, and its
+// gradient reduce-scattered: 3 (4 - 1) x its padded elements (fc1 200 960 and fc2 32 896 divide
+// by 4; fc3 1 290 pads to 1 292) a group a step, 2 bytes each. The rows are alike: a step's
+// forward all-gathers are issued by the step before (the last step's, for a forward that never
+// runs, are its own). Slips caught: the backward all-gather left out, the padding taken over the
+// whole model instead of each unit (235 146 pads to 235 148 either way, but fc3's 2 elements
+// count three times), the parameters' dtype ignored.
+TEST(ReplicaGroups, FsdpGathersEachUnitTwiceByHand) {
+  const Outcome o = project(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 3, train: false}\n"
+      "algorithm: {name: ddp}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\n"
+      "compute: {model: flops, device: a100, dtype: bf16}\n");
+  const uint64_t units = 200960 + 32896 + 1292;
+  const uint64_t inside = 2 * 3 * 3 * units * 2, across = 2 * kMlpParameters * 4;
+  for (size_t step = 0; step < 3; ++step) EXPECT_EQ(step_bytes(o, step), inside + across) << step;
+  std::map<std::string, int> kinds;
+  for (const MessageRecord& m : o.record.messages) ++kinds[m.kind.substr(0, m.kind.rfind('/'))];
+  // Ring collectives of 4: 3 x 4 messages each, 2 groups, 3 steps.
+  for (const char* unit : {"0", "1", "2"}) {
+    EXPECT_EQ(kinds[std::string("fsdp.all_gather.") + unit], 3 * 4 * 2 * 3) << unit;
+    EXPECT_EQ(kinds[std::string("fsdp.all_gather_bwd.") + unit], 3 * 4 * 2 * 3) << unit;
+    EXPECT_EQ(kinds[std::string("fsdp.reduce_scatter.") + unit], 3 * 4 * 2 * 3) << unit;
+  }
+}
+
+// The root (what no unit holds: here fc2 and fc3, with "fc1*" the only unit) keeps its
+// parameters from forward to backward, as PyTorch FSDP keeps the root's: one all-gather and one
+// reduce-scatter a step, against the unit's two and one. Slip caught: the root gathered again
+// for backward (3 x 34 188 x 2 more bytes a group).
+TEST(ReplicaGroups, FsdpRootIsGatheredOnce) {
+  const Outcome o = project(
+      "nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 4, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 2, train: false}\n"
+      "algorithm: {name: diloco, H: 10}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: 'fc1*'}\n"
+      "compute: {model: flops, device: a100, dtype: bf16}\n");
+  const uint64_t fc1 = 200960, root = 32896 + 1290 + 2;
+  for (size_t step = 0; step < 2; ++step) EXPECT_EQ(step_bytes(o, step), (3 * 3 * fc1 + 2 * 3 * root) * 2) << step;
+}
+
+// One FSDP step's timeline, on GPU links of 1 Gb/s so slow that communication sets the step.
+// The order GPU 0 sends in during step 1, as FSDP's hooks issue the collectives (worked out by
+// hand from FULL_SHARD with BACKWARD_PRE): the forward's all-gathers unit by unit, then, as
+// backward starts, the last unit's all-gather and the prefetch of the one before it; the last
+// unit's reduce-scatter as its backward ends, then the prefetch of unit 0, then the
+// reduce-scatters of units 1 and 0. And the step lasts at least the GPU's bytes at the link's
+// rate (1 058 166 bytes: (4 - 1) / 4 x 3 x 235 148 x 2), and at most that with the flow backend's
+// costs of its 27 messages (52 header bytes a packet of 8 948, one 9 000-byte packet forwarded
+// by the host's switch and two 1 us links each) and the step's compute: one stream, never idle.
+// Slips caught: a prefetch issued after the reduce-scatter before it, the forward's all-gathers
+// issued all at once (they would interleave), a collective twice.
+TEST(ReplicaGroups, FsdpStepTimelineByHand) {
+  const Outcome o = project(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, interconnect: custom, gpu_link: {bandwidth: 1Gbps},\n"
+      "  link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 3, train: false}\n"
+      "algorithm: {name: diloco, H: 100}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\n"
+      "compute: {model: flops, device: a100, dtype: bf16}\n",
+      "flow");
+  const double start = o.record.train_rows.at(0).time.at(0), end = o.record.train_rows.at(1).time.at(0);
+  std::vector<std::string> order;
+  for (const MessageRecord& m : o.record.messages) {
+    if (m.src != 0 || m.t_send < start || m.t_send >= end) continue;
+    const std::string kind = m.kind.substr(0, m.kind.rfind('/'));
+    if (order.empty() || order.back() != kind) order.push_back(kind);
+  }
+  const std::vector<std::string> expected = {
+      "fsdp.all_gather.0", "fsdp.all_gather.1", "fsdp.all_gather.2",  // the forward
+      "fsdp.all_gather_bwd.2", "fsdp.all_gather_bwd.1", "fsdp.reduce_scatter.2",
+      "fsdp.all_gather_bwd.0", "fsdp.reduce_scatter.1", "fsdp.reduce_scatter.0"};
+  EXPECT_EQ(order, expected);
+  const double bytes = 3.0 / 4 * 3 * 235148 * 2, at_link_rate = bytes * 8 / 1e9;
+  const double compute = o.record.train_rows.at(1).compute_time.at(0);
+  const double per_message = 9000.0 * 8 / 1e9 + 2e-6;
+  EXPECT_GE(end - start, at_link_rate);
+  EXPECT_LE(end - start, at_link_rate * 9000 / 8948 + 27 * per_message + compute);
 }
 
 }  // namespace

@@ -1019,6 +1019,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "'compute.speed_max' has no effect with compute.speeds listed"},
       {"replica_group.parallelism", "replica_group: {parallelism: zero1}\n", "parallelism: ",
        "'replica_group.parallelism' has no effect with replica_group.gpus 1"},
+      {"replica_group.unit", "replica_group: {unit: 'layers.*'}\n", "unit: ",
+       "'replica_group.unit' has no effect with replica_group.parallelism ddp"},
       {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n", "checkpoint: ", "trains no model to save"},
       {"output.resume_every", "workload: {train: false}\noutput: {resume_every: 5}\n", "resume_every: ", "keeps no state to resume"},
   };

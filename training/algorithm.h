@@ -113,6 +113,10 @@ class Algorithm {
   // layer against them, before its compute runs, so the compute model must know the step's
   // time beforehand (not `measured`).
   virtual bool forward_waits_for_ops() const { return false; }
+  // With forward_waits_for_ops: whether a step's update runs whole before its rounds are issued
+  // (FSDP: the optimizer steps on each GPU's slices, then the next forward gathers them), rather
+  // than in shares at the next forward's gates, each just before its layers (DeAR, the default).
+  virtual bool updates_before_rounds() const { return false; }
   // Called once the ops due before the next step are applied: the step's next round of ops,
   // or none, and the step ends. Round ops have delay 0 and leave when `work` is done.
   virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }

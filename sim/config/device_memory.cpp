@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 
 #include "sim/config/device_presets.h"
+#include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/registry.h"
 
 namespace testbed {
@@ -38,6 +40,30 @@ LayerSums sums(const std::vector<LayerCost>& layers, size_t begin, size_t end) {
     s.outputs += c.outputs;
   }
   return s;
+}
+
+// FSDP (docs/replica_groups.md#fsdp): a GPU holds its slice of every flat parameter, its
+// gradient and its moments in fp32; beside them, gathered in the parameters' dtype, the root
+// unit (never resharded between forward and backward) with its unsharded gradient, and the
+// largest unit twice (the one running and the one prefetched) with one unsharded gradient.
+void fsdp_memory(const Scenario& s, const ModelShapes& shapes, double parameters, DeviceMemory& m) {
+  const std::string pattern = fsdp_unit_pattern(s);
+  std::map<std::string, double> units;
+  double root = 0, trainable = 0;
+  for (size_t t = 0; t < shapes.names.size(); ++t) {
+    double e = 1;
+    for (int64_t side : shapes.shapes[t]) e *= static_cast<double>(side);
+    const std::string unit = fsdp_unit(shapes.names[t], pattern);
+    (unit.empty() ? root : units[unit]) += e;
+    trainable += e;
+  }
+  double largest = 0;
+  for (const auto& [unit, e] : units) largest = std::max(largest, e);
+  const int G = s.replica_group.gpus;
+  const double d = s.compute.dtype == "bf16" || s.compute.dtype == "fp16" ? 2 : 4;
+  m.weights = 4 * parameters / G + d * (root + 2 * largest);
+  m.gradients = 4 * trainable / G + d * (root + largest);
+  m.optimizer /= G;
 }
 
 }  // namespace
@@ -108,6 +134,7 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
       m.algorithm /= g.gpus;
       if (g.parallelism == "zero1" || g.parallelism == "zero2") m.optimizer /= g.gpus;
       if (g.parallelism == "zero2") m.gradients /= g.gpus;
+      if (g.parallelism == "fsdp") fsdp_memory(s, shapes, l.parameters, m);
     }
     return {m};
   }

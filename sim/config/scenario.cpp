@@ -5,6 +5,7 @@
 
 #include "sim/config/bandwidth_trace.h"
 #include "sim/config/units.h"
+#include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/registry.h"
 #include "training/seed_streams.h"
 
@@ -129,6 +130,10 @@ std::vector<int> node_clusters(const Scenario& scenario) {
     return cluster;
   }
   return {};
+}
+
+std::string fsdp_unit_pattern(const Scenario& scenario) {
+  return scenario.replica_group.unit.empty() ? default_fsdp_unit(scenario.workload.model) : scenario.replica_group.unit;
 }
 
 }  // namespace testbed

@@ -454,14 +454,19 @@ struct ComputeSection {
 // GPU, gradients all-reduced), zero1 (optimizer state sharded: gradients reduce-scattered,
 // updated parameters all-gathered), zero2 (gradients sharded too; the same messages). The
 // algorithm runs across the groups, each GPU exchanging its own slice with the same slice of
-// the other groups (G rings in parallel). gpus 1: no groups, every node a replica.
+// the other groups (G rings in parallel). fsdp (ZeRO-3) shards the parameters too, by `unit`
+// (training/algorithms/fsdp_units.h; "": the model's blocks or stages): each unit all-gathered
+// before its forward and its backward, its gradient reduce-scattered after. gpus 1: no groups,
+// every node a replica.
 struct ReplicaGroupSection {
   int gpus = 1;
   std::string parallelism = "ddp";
+  std::string unit;
   bool grouped() const { return gpus > 1; }
   template <class V> void fields(V& v) {
     v.field("gpus", gpus, Range{1, 1e5});
-    v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2"}});
+    v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2", "fsdp"}});
+    v.field("unit", unit);
   }
 };
 
@@ -524,6 +529,10 @@ struct Scenario {
     return it != locations.end() ? it->second : source + ":1:1";
   }
 };
+
+// FSDP's unit pattern: replica_group.unit, or the model's blocks or stages when it is empty
+// ("" when the model has none: training/algorithms/fsdp_units.h).
+std::string fsdp_unit_pattern(const Scenario& scenario);
 
 // The topology a scenario describes, as the builders take it.
 TopologySpec topology_spec(const Scenario& scenario);

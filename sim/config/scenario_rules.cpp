@@ -18,6 +18,7 @@
 #include "sim/config/layer_profile.h"
 #include "sim/config/model_check.h"
 #include "topologies/routing.h"
+#include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/registry.h"
 #include "training/data/shift_names.h"
 
@@ -255,6 +256,10 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   keys.push_back({"replica_group.parallelism", s.replica_group.parallelism != ReplicaGroupSection{}.parallelism,
                   s.replica_group.grouped(), "replica_group.gpus above 1",
                   "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
+  keys.push_back({"replica_group.unit", !s.replica_group.unit.empty(),
+                  s.replica_group.grouped() && s.replica_group.parallelism == "fsdp",
+                  "replica_group.parallelism: fsdp (and gpus above 1)",
+                  "replica_group.parallelism " + s.replica_group.parallelism});
   return keys;
 }
 
@@ -834,6 +839,38 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
                                               "parameters without regard to layers (use adamw, adam or sgd)");
 }
 
+// FSDP shards by unit: the pattern must name modules of the model, and the algorithm across
+// groups must be one that works on a GPU's shard of flat parameters (docs/replica_groups.md#fsdp).
+void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
+  const ReplicaGroupSection& g = s.replica_group;
+  if (!g.grouped() || g.parallelism != "fsdp") return;
+  const std::string pattern = fsdp_unit_pattern(s);
+  if (pattern.empty())
+    fail(origins.where("replica_group.parallelism"),
+         "fsdp shards the model by unit, and model '" + s.workload.model + "' has no blocks or stages it knows of: give "
+         "replica_group.unit, a pattern of module names such as 'fc*' or 'layers.*'");
+  const auto where = origins.where(g.unit.empty() ? "replica_group.parallelism" : "replica_group.unit");
+  if (!fsdp_pattern_valid(pattern))
+    fail(where, "unit '" + pattern + "' is not a pattern of module names ending in its one '*' (such as 'layers.*' or 'layer*')");
+  const bool any = std::any_of(shapes.names.begin(), shapes.names.end(),
+                               [&](const std::string& name) { return !fsdp_unit(name, pattern).empty(); });
+  if (!any) {
+    std::vector<std::string> some(shapes.names.begin(), shapes.names.begin() + std::min<size_t>(4, shapes.names.size()));
+    fail(where, "unit '" + pattern + "' names no module of model '" + s.workload.model + "' (its parameters: " + join(some) +
+                    (shapes.names.size() > 4 ? ", ..." : "") + ")");
+  }
+  if (s.workload.adapter.kind != "none")
+    fail(origins.where("workload.adapter.kind"), "fsdp gathers whole units, frozen weights and all; with an adapter only "
+                                                 "the adapters' tensors are known to its units here: use zero1 or zero2");
+  const std::vector<std::string> whole = {"powersgd", "acpsgd", "dear"};
+  if (std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
+    fail(origins.where("algorithm.name"),
+         s.algorithm.name + " cannot run across fsdp groups: " +
+             (s.algorithm.name == "dear" ? std::string("its own reduce-scatters and gated all-gathers are fsdp's inside the group")
+                                         : std::string("it factors whole gradient matrices, and an fsdp GPU holds a slice of "
+                                                       "flat parameters")));
+}
+
 void check_compute(const Scenario& s, const Origins& origins) {
   const auto& c = s.compute;
   for (size_t i = 0; i < c.speeds.size(); ++i) {
@@ -935,6 +972,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   check_projection(s, origins);  // before the model is built from workload.init_from
   check_split(s, origins);
   const ModelShapes shapes = check_workload(s, origins);
+  check_fsdp(s, shapes, origins);
   check_second_order(s, origins);
   check_compute(s, origins);
   check_device_memory(s, shapes, origins);

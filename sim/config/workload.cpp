@@ -20,6 +20,7 @@
 #include "training/models/checkpoint.h"
 #include "training/data/brown.h"
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/replica_groups.h"
 #include "training/data/fashion_mnist.h"
 #include "training/models/gpt.h"
@@ -323,7 +324,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours,
                                           std::vector<int> tensor_layers, std::vector<SecondOrderLayer> second_order,
-                                          int64_t cut_values_per_sample) {
+                                          int64_t cut_values_per_sample, const std::vector<std::string>& tensor_names) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   if (!entry->make)
@@ -353,6 +354,8 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.group_gpus = scenario.replica_group.gpus;
   settings.group_parallelism = scenario.replica_group.parallelism;
   settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
+  if (scenario.replica_group.parallelism == "fsdp")
+    settings.group_units = fsdp_unit_indices(tensor_names, settings.tensor_layers, fsdp_unit_pattern(scenario));
   AlgorithmSettings groups = settings;
   groups.nodes = scenario.groups();
   groups.shard_sizes.resize(static_cast<size_t>(groups.nodes), 1);

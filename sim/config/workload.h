@@ -65,6 +65,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<std::vector<int>> neighbours,
                                           std::vector<int> tensor_layers = {},
                                           std::vector<SecondOrderLayer> second_order = {},
-                                          int64_t cut_values_per_sample = 0);
+                                          int64_t cut_values_per_sample = 0,
+                                          const std::vector<std::string>& tensor_names = {});
 
 }  // namespace testbed

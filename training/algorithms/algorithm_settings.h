@@ -35,6 +35,7 @@ struct AlgorithmSettings {
   int group_gpus = 1;
   std::string group_parallelism = "ddp";
   double group_wire_bytes = 4;
+  std::vector<int> group_units;  // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
 };
 
 }  // namespace testbed

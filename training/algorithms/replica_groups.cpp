@@ -4,6 +4,8 @@
 // each op's buffer, as PyTorch's hybrid sharding (HSDP) and INTELLECT-1's workers do.
 #include "training/algorithms/replica_groups.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "training/algorithms/common.h"
@@ -20,16 +22,28 @@ namespace {
 constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;  // PyTorch DDP's bucket_cap_mb, 25
 constexpr double kZeroBucketElements = 5e8;            // DeepSpeed ZeRO's reduce_bucket_size and allgather_bucket_size
 
+// An FSDP unit's flat parameter (the root's: every tensor no unit holds) and where a step's
+// passes meet it.
+struct FsdpUnit {
+  int64_t elements = 0;
+  int first_layer = std::numeric_limits<int>::max(), last_layer = -1;
+  int gate = -1;  // a tensor of its first layer: its forward waits there, and its backward ends there
+};
+
 class ReplicaGroups : public Algorithm {
  public:
   ReplicaGroups(std::unique_ptr<Algorithm> across, const AlgorithmSettings& s)
       : across_(std::move(across)), gpus_(s.group_gpus), nodes_(s.nodes), sharded_(s.group_parallelism != "ddp"),
-        wire_(sharded_ ? s.group_wire_bytes : 4) {
-    if (s.group_parallelism != "ddp" && s.group_parallelism != "zero1" && s.group_parallelism != "zero2")
+        fsdp_(s.group_parallelism == "fsdp"), wire_(sharded_ ? s.group_wire_bytes : 4) {
+    if (s.group_parallelism != "ddp" && s.group_parallelism != "zero1" && s.group_parallelism != "zero2" && !fsdp_)
       throw std::invalid_argument("replica groups: unknown parallelism '" + s.group_parallelism + "'");
     if (gpus_ < 2 || s.nodes % gpus_ != 0)
       throw std::invalid_argument("replica groups: " + std::to_string(s.nodes) + " GPUs do not make groups of " +
                                   std::to_string(gpus_));
+    if (fsdp_) {
+      build_units(s);
+      return;
+    }
     // Buckets in the order backward fills them: DDP's (a small first one, then 25 MiB), or
     // DeepSpeed ZeRO's (5e8 elements each), each reduce-scattered padded to whole slices.
     buckets_ = sharded_ ? gradient_buckets(s.tensor_sizes, s.tensor_layers, kZeroBucketElements * wire_,
@@ -40,7 +54,8 @@ class ReplicaGroups : public Algorithm {
   std::string name() const override { return across_->name(); }
   bool issues_during_backward() const override { return true; }
   bool has_rounds() const override { return sharded_ || across_->has_rounds(); }
-  bool forward_waits_for_ops() const override { return across_->forward_waits_for_ops(); }
+  bool forward_waits_for_ops() const override { return fsdp_ || across_->forward_waits_for_ops(); }
+  bool updates_before_rounds() const override { return sharded_; }
 
   StepPlan local_step(int, int, Replica&, const Dataset&) override {
     throw std::logic_error("replica groups run in a projection only (workload.train false)");
@@ -55,7 +70,8 @@ class ReplicaGroups : public Algorithm {
     const int group = node / gpus_;
     StepPlan plan;
     plan.loss = no_loss();
-    for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (fsdp_) plan.comm = fsdp_backward(group);
+    for (size_t b = 0; b < buckets_.size() && !fsdp_; ++b) {
       CommOp op = sharded_ ? make_op(CommKind::ReduceScatter, "group.reduce_scatter." + std::to_string(b),
                                      shape_only(padded(buckets_[b].elements)))
                            : make_op(CommKind::AllReduce, "group.all_reduce." + std::to_string(b),
@@ -74,6 +90,10 @@ class ReplicaGroups : public Algorithm {
   Round projected_round(int node, int step, size_t round) override {
     const int group = node / gpus_;
     Round r;
+    if (fsdp_ && round == 0) {
+      r.comm = fsdp_forward(group);
+      return r;
+    }
     if (sharded_ && round == 0) {
       r.comm.push_back(inside(make_op(CommKind::AllGather, "group.all_gather", shape_only(slice_)), group));
       return r;
@@ -85,6 +105,89 @@ class ReplicaGroups : public Algorithm {
   }
 
  private:
+  // FSDP as PyTorch's FullyShardedDataParallel runs it with FULL_SHARD and its default
+  // BACKWARD_PRE prefetch: a unit is resharded after its forward, so backward gathers it again,
+  // one unit ahead (as unit u + 1's backward starts, unit u's all-gather is issued; the last
+  // unit's as backward starts); each unit's gradient is reduce-scattered as its backward ends.
+  // The root keeps its parameters from forward to backward (FSDP does not reshard the root after
+  // forward), so it is gathered once a step and reduce-scattered as backward ends.
+  void build_units(const AlgorithmSettings& s) {
+    if (s.group_units.size() != s.tensor_sizes.size())
+      throw std::invalid_argument("replica groups: fsdp needs each tensor's unit (" + std::to_string(s.group_units.size()) +
+                                  " for " + std::to_string(s.tensor_sizes.size()) + " tensors)");
+    int units = 0;
+    for (int u : s.group_units) units = std::max(units, u + 1);
+    units_.resize(static_cast<size_t>(units));
+    for (size_t t = 0; t < s.tensor_sizes.size(); ++t) {
+      const int layer = s.tensor_layers.empty() ? static_cast<int>(t) : s.tensor_layers[t];
+      FsdpUnit& unit = s.group_units[t] < 0 ? root_ : units_[static_cast<size_t>(s.group_units[t])];
+      unit.elements += s.tensor_sizes[t];
+      if (layer < unit.first_layer) unit.first_layer = layer, unit.gate = static_cast<int>(t);
+      unit.last_layer = std::max(unit.last_layer, layer);
+      tensor_layers_.push_back(layer);
+    }
+    if (units_.empty()) throw std::invalid_argument("replica groups: fsdp found no unit in the model");
+  }
+
+  // The tensor whose layer's backward ends just as unit u's backward starts (the nearest layer
+  // after the unit's last), or, when nothing after it trains, the last layer's tensor with
+  // `at_start` set: backward starts as that layer's forward does (to within its forward pass).
+  int backward_start(const FsdpUnit& u, bool& at_start) const {
+    int best = -1;
+    for (size_t t = 0; t < tensor_layers_.size(); ++t)
+      if (tensor_layers_[t] > u.last_layer && (best < 0 || tensor_layers_[t] < tensor_layers_[best])) best = static_cast<int>(t);
+    at_start = best < 0;
+    if (at_start)
+      for (size_t t = 0; t < tensor_layers_.size(); ++t)
+        if (best < 0 || tensor_layers_[t] > tensor_layers_[best]) best = static_cast<int>(t);
+    return best;
+  }
+  CommOp gathered_for_backward(size_t u, const FsdpUnit& starts, int group) const {
+    CommOp op = make_op(CommKind::AllGather, "fsdp.all_gather_bwd." + std::to_string(u),
+                        shape_only(padded(units_[u].elements) / gpus_));
+    bool at_start = false;
+    const int t = backward_start(starts, at_start);
+    (at_start ? op.after_forward : op.after_gradient) = t;
+    return inside(std::move(op), group);
+  }
+  CommOp reduce_scattered(const FsdpUnit& unit, const std::string& name, int group) const {
+    CommOp op = make_op(CommKind::ReduceScatter, "fsdp.reduce_scatter." + name, shape_only(padded(unit.elements)));
+    op.after_gradient = unit.gate;
+    return inside(std::move(op), group);
+  }
+  // In the order FSDP's hooks issue them: the last unit's all-gather as backward starts; then
+  // for each unit u from the last, the next one's all-gather as u's backward starts and u's
+  // reduce-scatter as it ends; the root's reduce-scatter as its last gradient is in.
+  std::vector<CommOp> fsdp_backward(int group) const {
+    std::vector<CommOp> ops;
+    const size_t last = units_.size() - 1;
+    FsdpUnit everything;  // backward's start: after every layer
+    everything.last_layer = std::numeric_limits<int>::max();
+    ops.push_back(gathered_for_backward(last, everything, group));
+    for (size_t u = last + 1; u-- > 0;) {
+      if (u > 0) ops.push_back(gathered_for_backward(u - 1, units_[u], group));
+      ops.push_back(reduce_scattered(units_[u], std::to_string(u), group));
+    }
+    if (root_.elements > 0) ops.push_back(reduce_scattered(root_, "root", group));
+    return ops;
+  }
+  // The next step's forward all-gathers, in forward order, each gating its unit's first layer:
+  // the engine issues each as the forward reaches the one before (a unit of prefetch).
+  std::vector<CommOp> fsdp_forward(int group) const {
+    std::vector<std::pair<const FsdpUnit*, std::string>> order;
+    if (root_.elements > 0) order.push_back({&root_, "root"});
+    for (size_t u = 0; u < units_.size(); ++u) order.push_back({&units_[u], std::to_string(u)});
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first->first_layer < b.first->first_layer; });
+    std::vector<CommOp> ops;
+    for (const auto& [unit, name] : order) {
+      CommOp op = make_op(CommKind::AllGather, "fsdp.all_gather." + name, shape_only(padded(unit->elements) / gpus_));
+      op.before_forward = unit->gate;
+      ops.push_back(inside(std::move(op), group));
+    }
+    return ops;
+  }
+
   int64_t padded(int64_t elements) const { return (elements + gpus_ - 1) / gpus_ * gpus_; }
 
   // An op over group `group`'s GPUs, its tag naming the group (ops are told apart by tag).
@@ -132,10 +235,13 @@ class ReplicaGroups : public Algorithm {
 
   std::unique_ptr<Algorithm> across_;
   int gpus_, nodes_;
-  bool sharded_;
+  bool sharded_, fsdp_;
   double wire_;  // bytes of an element inside the group
   std::vector<GradientBucket> buckets_;
   int64_t slice_ = 0;  // a GPU's slice of the padded buckets: what it all-gathers
+  std::vector<FsdpUnit> units_;  // fsdp: in forward order
+  FsdpUnit root_;
+  std::vector<int> tensor_layers_;
 };
 
 }  // namespace

@@ -106,7 +106,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   node_clusters_ = node_clusters(scenario);
   gradient_layer_ = gradient_layers(work, shapes.names);
   algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order,
-                              shapes.cut_values_per_sample);
+                              shapes.cut_values_per_sample, shapes.names);
   if (cloud_compute_ && hooks_.group)
     throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
@@ -471,6 +471,14 @@ void Engine::advance(int node) {
   }
   s.waiting = false;
   apply_ops(node, due);
+  if (s.update_ticks > 0 && algorithm_->updates_before_rounds()) {
+    clock_->schedule_ticks(s.update_ticks, [this, node] {
+      HostTimer timer(times_.engine);
+      advance(node);
+    });
+    s.update_ticks = 0;
+    return;
+  }
   if (algorithm_->has_rounds() && start_round(node)) return;
   if (std::any_of(s.in_flight.begin(), s.in_flight.end(), [](const InFlight& f) { return f.op.before_forward >= 0; }))
     return begin_forward(node);
