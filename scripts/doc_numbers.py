@@ -593,6 +593,76 @@ def paper_7b_fsdp_sites(tb):
                      "sent a GPU a syncing step", "500 steps"], rows))
 
 
+GPT2_HOSTS = "scenarios/paper/gpt2_hosts_diloco.yaml"
+
+
+@block("test")
+def paper_gpt2_hosts(tb):
+    # DDP over all 32 GPUs (its steady step: step 1) against DDP inside each host of 8 and DiLoCo
+    # across the 4 (inner step: step 1; a sync's exposed time: a syncing step less an inner one;
+    # neither depends on H, so H = 100's mean step is inner + sync / 100).
+    bandwidths = ["10Gbps", "100Gbps"]
+    calls = []
+    for bw in bandwidths:
+        calls += [(GPT2_HOSTS, ["workload.steps=3", f"topology.link.bandwidth={bw}"]),
+                  (GPT2_HOSTS, ["workload.steps=4", f"topology.link.bandwidth={bw}", "replica_group.gpus=8",
+                                "algorithm={name: diloco, H: 3}"])]
+    results = tb.runs(calls)
+    rows = []
+    for i, bw in enumerate(bandwidths):
+        with h5py.File(results[2 * i]["path"], "r") as f:
+            t = f["/train/time"][:].max(axis=1)
+            compute = f["/train/compute_time"][:].max(axis=1)[1]
+        ddp = t[1] - t[0]
+        with h5py.File(results[2 * i + 1]["path"], "r") as f:
+            t = f["/train/time"][:].max(axis=1)
+        inner = t[1] - t[0]
+        sync = (t[2] - t[1]) - inner
+        mean = inner + sync / 100
+        rows.append([bw, "ddp over all 32 GPUs", f"{1000 * compute:.1f} ms", f"{1000 * ddp:.1f} ms", "", "", ""])
+        rows.append([bw, "ddp inside each host, diloco H 100 across the 4", f"{1000 * compute:.1f} ms", f"{1000 * mean:.1f} ms",
+                     f"{1000 * inner:.1f} ms", f"{1000 * sync:.1f} ms", f"{ddp / mean:.1f}x"])
+    return (command(f"build/testbed run {GPT2_HOSTS} --set topology.link.bandwidth=10Gbps --set workload.steps=3",
+                    f"build/testbed run {GPT2_HOSTS} --set topology.link.bandwidth=10Gbps --set workload.steps=4 "
+                    "--set replica_group.gpus=8 --set 'algorithm={name: diloco, H: 3}'")
+            + table(["NIC", "run", "a step's compute", "a step (mean)", "an inner step", "a sync (exposed)",
+                     "faster than ddp over 32"], rows))
+
+
+INTELLECT1 = "scenarios/paper/intellect1.yaml"
+
+
+@block("test")
+def paper_intellect1(tb):
+    # Per site bandwidth: the inner step is step 1 (a micro-batch of 8192 tokens a GPU), an
+    # optimizer step 16 of them; a sync's exposed time is a syncing step less an inner one, H = 100
+    # optimizer steps between syncs. Compute utilisation: the share of wall-clock time spent in
+    # inner steps; MFU: 6 N tokens a GPU over the time at the H100's bf16 peak (989.4 TFLOP/s),
+    # syncs included, as the paper counts it.
+    bandwidths = ["500Mbps", "1Gbps", "10Gbps"]
+    results = tb.runs([(INTELLECT1, ["workload.steps=4", "algorithm.H=3", f"topology.link.bandwidth={bw}"])
+                       for bw in bandwidths])
+    parameters, peak, tokens = 10211381248, 989.4e12, 16 * 8192
+    rows = []
+    for bw, r in zip(bandwidths, results):
+        with h5py.File(r["path"], "r") as f:
+            t = f["/train/time"][:].max(axis=1)
+            sent = f["/comm/bytes"][:][:, 0]
+        inner = t[1] - t[0]
+        sync = (t[2] - t[1]) - inner
+        optimizer_step = 16 * inner
+        round_time = 100 * optimizer_step + sync
+        utilisation = 100 * (100 * optimizer_step) / round_time
+        mfu = 6 * parameters * tokens * 100 / round_time / peak
+        rows.append([bw, f"{inner:.2f} s", f"{optimizer_step:.1f} s", f"{100 * optimizer_step / 60:.1f} min",
+                     f"{sync:.0f} s ({sync / 60:.1f} min)", f"{(sent[2] - sent[1]) / 1e9:.2f} GB", f"{utilisation:.1f} %",
+                     f"{100 * mfu:.1f} %"])
+    return (command(f"build/testbed run {INTELLECT1} --set workload.steps=4 --set algorithm.H=3 "
+                    "--set topology.link.bandwidth=1Gbps")
+            + table(["site NIC", "a micro-batch", "an optimizer step (16)", "100 of them", "a sync (exposed)",
+                     "sent a GPU a sync", "compute utilisation", "MFU"], rows))
+
+
 DEAR = "scenarios/paper/dear_resnet50.yaml"
 ACPSGD = "scenarios/paper/acpsgd_resnet50.yaml"
 

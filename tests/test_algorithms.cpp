@@ -13,6 +13,7 @@
 #include "tests/engine_run.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "training/algorithms/common.h"
 #include "training/metrics.h"
 
 namespace testbed {
@@ -138,6 +139,29 @@ TEST_F(Algorithms, StreamingDilocoWithOneFragmentNoOverlapIsDiloco) {
                              "{name: streaming_diloco, H: 3, fragments: 1, tau: 0, outer_dtype: fp32}"));
   const Run d = run(scenario(nodes, steps, "{name: diloco, H: 3}"));
   for (int n = 0; n < nodes; ++n) EXPECT_TRUE(torch::equal(s.parameters[n], d.parameters[n]));
+}
+
+// INTELLECT-1's int8 pseudo-gradient (docs/algorithms.md), worked by hand. [3, 3.01, -3, 0 x 5]:
+// sigma = sqrt(27.0601 / 7) = 1.96614, scale = 6 sigma / 256 = 0.0460814; 3 / scale = 65.10 and
+// 3.01 / scale = 65.32 both take code 128 + 65, which decodes as their mean, 3.005; -3 takes
+// 63 alone. [10, 20, 0 x 98]: sigma = sqrt(500 / 99), scale = 0.0526715; 10 and 20 clamp to code
+// 255 together and decode as 15. Slips caught: decoding a code as code x scale (2.995 and
+// 6.69), no clamp (10 and 20 apart), sigma centred on the mean.
+TEST(WireFormats, Int8IsIntellect1sQuantiser) {
+  EXPECT_EQ(wire_bytes(WireFormat::Int8), 1);
+  auto x = torch::zeros({8});
+  x[0] = 3.0f, x[1] = 3.01f, x[2] = -3.0f;
+  const auto decoded = to_wire(x, WireFormat::Int8);
+  EXPECT_NEAR(decoded[0].item<float>(), 3.005f, 1e-6);
+  EXPECT_NEAR(decoded[1].item<float>(), 3.005f, 1e-6);
+  EXPECT_FLOAT_EQ(decoded[2].item<float>(), -3.0f);
+  for (int i = 3; i < 8; ++i) EXPECT_EQ(decoded[i].item<float>(), 0.0f);
+  auto y = torch::zeros({100});
+  y[0] = 10.0f, y[1] = 20.0f;
+  const auto clamped = to_wire(y, WireFormat::Int8);
+  EXPECT_FLOAT_EQ(clamped[0].item<float>(), 15.0f);
+  EXPECT_FLOAT_EQ(clamped[1].item<float>(), 15.0f);
+  EXPECT_EQ(clamped.slice(0, 2).abs().sum().item<float>(), 0.0f);
 }
 
 TEST_F(Algorithms, StreamingDilocoStaggersFragmentsInFp4) {

@@ -130,7 +130,7 @@ TEST(Gpt2, TiedHeadIsUpdatedOnce) {
 
 // Llama 2 7B: 6 738 415 616 parameters (the checkpoint's), by hand: per layer 4 C^2 attention, 3 C F
 // SwiGLU, 2 C norms; embedding and head 2 V C, the final norm C. Llama 3.2 1B with grouped-query
-// attention (8 KV heads of 64) and a tied head: 1 235 814 400.
+// attention (8 KV heads of 64) and a tied head: 1 235 814 400. INTELLECT-1: 10 211 381 248.
 TEST(Llama, PresetParametersByHand) {
   {
     const int64_t C = 4096, F = 11008, V = 32000, L = 32;
@@ -143,6 +143,12 @@ TEST(Llama, PresetParametersByHand) {
     const int64_t by_hand = L * (2 * C * C + 2 * C * kv + 3 * C * F + 2 * C) + V * C + C;
     EXPECT_EQ(by_hand, 1235814400);
     EXPECT_EQ(llama_shapes(llama_preset("1b")).parameters, by_hand);
+  }
+  {  // INTELLECT-1 (its config.json): 8 KV heads of 128, an untied head
+    const int64_t C = 4096, F = 14336, V = 128256, L = 42, kv = 8 * 128;
+    const int64_t by_hand = L * (2 * C * C + 2 * C * kv + 3 * C * F + 2 * C) + 2 * V * C + C;
+    EXPECT_EQ(by_hand, 10211381248);
+    EXPECT_EQ(llama_shapes(llama_preset("intellect1_10b")).parameters, by_hand);
   }
 }
 

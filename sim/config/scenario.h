@@ -225,7 +225,7 @@ struct LlamaSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, kv_heads = 0, width = 0, hidden = 0, context = 0, vocab = 0;
   template <class V> void fields(V& v) {
-    v.field("preset", preset, Choices{{"tiny", "1b", "7b"}});
+    v.field("preset", preset, Choices{{"tiny", "1b", "7b", "intellect1_10b"}});
     v.field("layers", layers, Range{0, 1024});
     v.field("heads", heads, Range{0, 1024});
     v.field("kv_heads", kv_heads, Range{0, 1024});

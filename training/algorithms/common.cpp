@@ -1,6 +1,7 @@
 // Shared algorithm pieces: local SGD, wire formats, seeded index draws.
 #include "training/algorithms/common.h"
 
+#include <cmath>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -24,6 +25,7 @@ double wire_bytes(WireFormat format) {
     case WireFormat::Bf16:
     case WireFormat::Fp16: return 2;
     case WireFormat::Fp4: return 0.5;
+    case WireFormat::Int8: return 1;
   }
   throw std::invalid_argument("unknown wire format");
 }
@@ -42,6 +44,25 @@ torch::Tensor to_wire(const torch::Tensor& x, WireFormat format) {
     auto mid = (grid.slice(0, 1) + grid.slice(0, 0, -1)) / 2;
     auto index = torch::bucketize(m, mid);
     return grid.index_select(0, index.reshape(-1)).view_as(x) * x.sign() * scale;
+  }
+  if (format == WireFormat::Int8) {
+    // INTELLECT-1's quantiser (PrimeIntellect-ai/prime, its C++ ring all-reduce): a scale of
+    // 6 sigma / 256, sigma = ||x|| / sqrt(n - 1); codes round(x / scale) + 128 (half away from
+    // zero) clamped to 0..255; the receiver decodes a code as the mean of the values that
+    // took it, which travel as a table of 256 floats beside the codes.
+    const auto flat = x.reshape(-1);
+    const int64_t n = flat.numel();
+    if (n < 2) return x;
+    const float sigma = static_cast<float>(flat.norm().item<double>() / std::sqrt(static_cast<double>(n - 1)));
+    const float scale = 6.0f * sigma / 256.0f;
+    if (!(scale > 0)) return torch::zeros_like(x);
+    const auto v = flat / scale;
+    const auto rounded = v.sign() * torch::floor(v.abs() + 0.5f);  // half away from zero, as std::round
+    const auto codes = (rounded + 128).clamp(0, 255).to(torch::kInt64);
+    const auto sums = torch::bincount(codes, flat.to(torch::kFloat64), 256);
+    const auto counts = torch::bincount(codes, {}, 256).to(torch::kFloat64);
+    const auto table = torch::where(counts > 0, sums / counts.clamp_min(1), torch::zeros_like(sums)).to(torch::kFloat32);
+    return table.index_select(0, codes).view_as(x);
   }
   throw std::invalid_argument("unknown wire format");
 }

@@ -215,6 +215,7 @@ const LlamaShape kLlamaShapes[] = {
     {"tiny", 256, 2, 4, 2, 128, 352, 64, false},
     {"1b", 128256, 16, 32, 8, 2048, 8192, 2048, true},
     {"7b", 32000, 32, 32, 32, 4096, 11008, 4096, false},
+    {"intellect1_10b", 128256, 42, 32, 8, 4096, 14336, 8192, false},
 };
 
 }  // namespace
@@ -231,10 +232,10 @@ LlamaConfig llama_preset(const std::string& name) {
     c.hidden = s.hidden;
     c.context = s.context;
     c.tie_embeddings = s.tied;
-    if (name == "1b") c.rope_theta = 500000;  // Llama 3's
+    if (name == "1b" || name == "intellect1_10b") c.rope_theta = 500000;  // Llama 3's
     return c;
   }
-  throw std::invalid_argument("unknown LLaMA preset '" + name + "' (expected tiny, 1b or 7b)");
+  throw std::invalid_argument("unknown LLaMA preset '" + name + "' (expected tiny, 1b, 7b or intellect1_10b)");
 }
 
 std::shared_ptr<Model> make_llama(const LlamaConfig& config) {

@@ -21,8 +21,9 @@ struct LlamaConfig {
 
 // Named shapes: tiny (byte-level, trains here), 1b (Llama 3.2 1B: 16 layers, width 2048, 32
 // heads, 8 KV heads, hidden 8192, 128 256 tokens, tied; context 2048 here) and 7b (Llama 2 7B: 32
-// layers, width 4096, 32 heads, hidden 11 008, 32 000 tokens, context 4096). Throws
-// std::invalid_argument for an unknown name.
+// layers, width 4096, 32 heads, hidden 11 008, 32 000 tokens, context 4096) and intellect1_10b
+// (INTELLECT-1's config.json: 42 layers, width 4096, 32 heads, 8 KV heads, hidden 14 336,
+// 128 256 tokens, untied, context 8192). Throws std::invalid_argument for an unknown name.
 LlamaConfig llama_preset(const std::string& name);
 
 // Logits [B, T, vocab] for int64 tokens [B, T] with T <= context. Throws std::invalid_argument
