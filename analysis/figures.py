@@ -411,6 +411,46 @@ def fig_accuracy_per_round(sweep):
     return fig
 
 
+def step_timeline(run, node, step):
+    """(compute seconds, [(kind, start, end)]) of one node's step, times from the step's start:
+    each kind of message the node sent during the step (a replica group's or slice's suffix,
+    "/g3" or "/s1", dropped) from its first send to its last arrival, in order of first send."""
+    time = np.asarray(run.read("/train/time"), dtype=np.float64)
+    compute = float(np.asarray(run.read("/train/compute_time"), dtype=np.float64)[step, node])
+    start = time[step - 1, node] if step > 0 else 0.0
+    end = time[step, node]
+    spans = {}
+    for m in run.read("/comm/messages"):
+        if int(m["src"]) != node or not (start <= float(m["t_send"]) < end):
+            continue
+        kind = m["kind"].decode() if isinstance(m["kind"], bytes) else str(m["kind"])
+        kind = kind.rsplit("/", 1)[0] if "/" in kind else kind
+        first, last = spans.get(kind, (np.inf, -np.inf))
+        spans[kind] = (min(first, float(m["t_send"]) - start), max(last, float(m["t_recv"]) - start))
+    order = sorted(spans.items(), key=lambda item: item[1][0])
+    return compute, [(kind, a, b) for kind, (a, b) in order]
+
+
+def fig_step_timeline(sweep, run, node=0, step=1):
+    """12. One node's step as a timeline: its modelled compute and, a row each, every kind of
+    collective it sent in (first send to last arrival): FSDP's gathers and reduce-scatters, DDP's
+    buckets, an outer sync."""
+    compute, spans = step_timeline(run, node, step)
+    if not spans:
+        raise NotApplicable(f"node {node} sent nothing in step {step}")
+    fig, ax = style.new_figure(height_in=0.9 + 0.14 * (len(spans) + 1))
+    labels = ["compute"] + [kind for kind, _, _ in spans]
+    ax.barh(0, 1000 * compute, left=0, color="C0", height=0.6)
+    for i, (kind, a, b) in enumerate(spans, start=1):
+        ax.barh(i, 1000 * (b - a), left=1000 * a, color="C1", height=0.6)
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"ms from the start of step {step}")
+    style.caption(fig, sweep, f"Node {node}'s step {step}: compute and each collective it sends in, run {run.label}.",
+                  names=[run.name])
+    return fig
+
+
 def _safe_stem(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
@@ -454,6 +494,9 @@ def make_all(sweep, out_dir, target_loss=None, only=None, log=print):
     ]
     for run in sweep.runs:
         jobs.append(("7", f"fig7_bytes_{_safe_stem(run.stem)}", (lambda r: lambda: fig_bytes_hotspots(sweep, r))(run)))
+        # Asked for only (--only 12): a timeline a run is one picture among many.
+        if only and "12" in only:
+            jobs.append(("12", f"fig12_step_{_safe_stem(run.stem)}", (lambda r: lambda: fig_step_timeline(sweep, r))(run)))
     written, errors = [], []
     for number, stem, make in jobs:
         if only and number not in only:

@@ -629,6 +629,40 @@ def paper_gpt2_hosts(tb):
                      "faster than ddp over 32"], rows))
 
 
+FSDP_TIMELINE_SETS = ["nodes=8", "replica_group={gpus: 8, parallelism: fsdp}", "topology.interconnect=pcie4",
+                      "workload.steps=3", "algorithm={name: ddp}"]
+
+
+@block("full")
+def fsdp_timeline(tb):
+    """One FSDP step of GPT-2 124M on a host of 8 A100s on PCIe 4 (its blocks the units), as a
+    timeline of GPU 0's collectives: docs/figures/fsdp_step_timeline.png (analysis.figures,
+    figure 12), and the step's times."""
+    r = tb.run(GPT2_HOSTS, *FSDP_TIMELINE_SETS)
+    sys.path.insert(0, str(ROOT))
+    from analysis import figures, style
+    from analysis.load import load
+    sweep = load(str(r["path"]))
+    sweep.source = GPT2_HOSTS + " with " + ", ".join(FSDP_TIMELINE_SETS)
+    run = sweep.runs[0]
+    for path in style.save(figures.fig_step_timeline(sweep, run, 0, 1), str(ROOT / "docs" / "figures"),
+                           "fsdp_step_timeline"):
+        if path.endswith(".pdf"):
+            os.remove(path)  # the PNG is what the docs show; a PDF's timestamp changes every time
+    compute, spans = figures.step_timeline(run, 0, 1)
+    with h5py.File(r["path"], "r") as f:
+        t = f["/train/time"][:, 0]
+    kinds = {}
+    for kind, a, b in spans:
+        family = kind.rsplit(".", 1)[0]
+        kinds.setdefault(family, []).append(b - a)
+    rows = [["the step", f"{1000 * (t[1] - t[0]):.1f} ms"], ["its compute", f"{1000 * compute:.1f} ms"]]
+    for family, durations in kinds.items():
+        rows.append([f"{family} ({len(durations)})", f"{1000 * sum(durations):.1f} ms in all"])
+    sets = " ".join(f"--set '{s}'" for s in FSDP_TIMELINE_SETS)
+    return command(f"build/testbed run {GPT2_HOSTS} {sets}") + table(["GPU 0, step 1", "time"], rows)
+
+
 INTELLECT1 = "scenarios/paper/intellect1.yaml"
 
 

@@ -816,6 +816,15 @@ TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
                   "'replica_group.unit' has no effect with replica_group.parallelism zero1");
 }
 
+// Activation checkpointing needs blocks to checkpoint and the roofline to time their forward
+// again. Slip caught: a model without blocks silently checkpointing nothing.
+TEST_F(Cli, ActivationCheckpointingNeedsBlocks) {
+  expect_rejected("workload: {model: mlp}\ncompute: {activation_checkpointing: true}\n", "2:37",
+                  "model 'mlp' has no blocks or stages to checkpoint");
+  expect_rejected("workload: {model: resnet18}\ncompute: {model: fixed, activation_checkpointing: true}\n", "2:51",
+                  "'compute.activation_checkpointing' has no effect with compute.model fixed");
+}
+
 // The ImageNet-only models want ImageNet-shaped images; BERT's pre-training heads have no data
 // to train on here, so they are for projections.
 TEST_F(Cli, ImageNetModelsAndPretrainingHeadsWhereTheyCanRun) {

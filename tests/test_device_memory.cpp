@@ -4,12 +4,16 @@
 // GPU holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "sim/config/device_memory.h"
 #include "sim/config/input_error.h"
 #include "sim/config/model_check.h"
 #include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
+#include "sim/core/compute/compute_model.h"
 
 namespace testbed {
 namespace device_memory_test {  // workload_tests compiles as one unity file
@@ -139,6 +143,44 @@ TEST(DeviceMemory, FsdpShardsEverythingButWhatIsGathered) {
   const DeviceMemory seven = device_memory(llama, check_model(llama)).at(0);
   EXPECT_LT(seven.total(), seven.capacity);
   EXPECT_LT(seven.weights, 0.25 * seven.capacity);  // a slice and three blocks, not 6.7 G parameters
+}
+
+// Activation checkpointing of the small LLaMA's blocks ("layers.0", "layers.1"): a step keeps
+// every output outside the blocks, each block's input (its first layer's), and the larger
+// block's outputs while its forward runs again; its FLOPs grow by the blocks' forward, once.
+// Worked from the model's layer list by that rule. Slips caught: the recomputed forward left
+// out of the step (or counted for every layer), the block inputs or the one block recomputed
+// at a time left out of memory.
+TEST(DeviceMemory, ActivationCheckpointingKeepsBlockInputsAndRecomputes) {
+  const std::string base = "workload: {model: llama, dataset: brown, batch_size: 8, train: false, llama: {preset: tiny}}\n"
+                           "compute: {model: flops, device: a100";
+  const Scenario plain = parse_scenario(base + "}\n", "p.yaml");
+  const Scenario checkpointed = parse_scenario(base + ", activation_checkpointing: true}\n", "c.yaml");
+  const ModelShapes shapes = check_model(plain);
+  double outside = 0, inputs = 0, block_flops = 0;
+  std::map<std::string, double> blocks;
+  for (const LayerCost& l : shapes.layers) {
+    const bool in_block = l.name.rfind("layers.", 0) == 0;
+    if (!in_block) {
+      outside += l.outputs;
+      continue;
+    }
+    const std::string block = l.name.substr(0, l.name.find('.', 7));
+    if (!blocks.count(block)) inputs += l.inputs;
+    blocks[block] += l.outputs;
+    block_flops += l.flops;
+  }
+  ASSERT_EQ(blocks.size(), 2u);
+  double largest = 0;
+  for (const auto& [name, outputs] : blocks) largest = std::max(largest, outputs);
+  const DeviceMemory m = device_memory(checkpointed, shapes).at(0);
+  EXPECT_DOUBLE_EQ(m.activations, 8 * (outside + inputs + largest) * 4);
+  EXPECT_LT(m.activations, device_memory(plain, shapes).at(0).activations);
+
+  auto flops = [&](const Scenario& s) {
+    return ComputeModel(s.compute, training_work(s, shapes.layers), 1, 0).flops_per_step();
+  };
+  EXPECT_NEAR(flops(checkpointed) - flops(plain), 8 * block_flops, 1e-6 * flops(plain));
 }
 
 // With compute.attention: flash no T x T scores are kept: GPT-2 124M's activations at 12 x

@@ -1006,6 +1006,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"compute.attention", "compute: {model: fixed, attention: flash}\n", "attention: ", "read only with compute.model: flops"},
       {"compute.memory_format", "compute: {model: fixed, memory_format: channels_last}\n", "memory_format: ",
        "read only with compute.model: flops"},
+      {"compute.activation_checkpointing", "compute: {model: fixed, activation_checkpointing: true}\n",
+       "activation_checkpointing: ", "read only with compute.model: flops"},
       {"compute.gemm_efficiency", "compute: {mfu: 0.4, gemm_efficiency: 0.5}\n", "gemm_efficiency: ",
        "read only with compute.model: flops or profile, and no compute.mfu"},
       {"compute.convolution_efficiency", "compute: {model: fixed, convolution_efficiency: 0.5}\n",

@@ -160,6 +160,25 @@ def test_compute_vs_exposed_bars(tmp_path):
     _written(style.save(fig, str(tmp_path / "out"), "f5"))
 
 
+def test_step_timeline_bars(tmp_path):
+    # Node 0's step 2 runs from 0.2 s to 0.3 s (synth: step s of node 0 ends at (s + 1) 0.1 s);
+    # it sends one message, 0.2 -> 0.3 s: a bar from 0 to 100 ms beside 50 ms of compute. Its
+    # step 1 sends nothing.
+    sweep = _two_runs(tmp_path)
+    run = sweep.runs[0]
+    compute, spans = figures.step_timeline(run, 0, 2)
+    assert compute == pytest.approx(0.05)
+    assert [k for k, _, _ in spans] == ["allreduce"]
+    assert spans[0][1] == pytest.approx(0.0) and spans[0][2] == pytest.approx(0.1)
+    fig = figures.fig_step_timeline(sweep, run, 0, 2)
+    bars = fig.axes[0].patches
+    assert [b.get_width() for b in bars] == pytest.approx([50.0, 100.0])
+    assert [b.get_x() for b in bars] == pytest.approx([0.0, 0.0])
+    with pytest.raises(NotApplicable):
+        figures.fig_step_timeline(sweep, run, 0, 1)
+    _written(style.save(fig, str(tmp_path / "out"), "f12"))
+
+
 def test_bytes_hotspot_bars(tmp_path):
     sweep = _two_runs(tmp_path)
     fig = figures.fig_bytes_hotspots(sweep, sweep.runs[0])

@@ -66,6 +66,25 @@ void fsdp_memory(const Scenario& s, const ModelShapes& shapes, double parameters
   m.optimizer /= G;
 }
 
+// Activation checkpointing: what a step keeps for backward, per sample. Outside the blocks, every
+// layer's output; of each block, only its input (its first layer's); and while a block's
+// backward runs, its forward again: the largest block's outputs.
+double checkpointed_outputs(const std::vector<LayerCost>& layers, const std::string& blocks) {
+  double kept = 0, largest = 0, block = 0;
+  std::string open;
+  for (const LayerCost& l : layers) {
+    const std::string unit = fsdp_unit(l.name, blocks);
+    if (unit != open) {
+      largest = std::max(largest, block);
+      block = 0;
+      open = unit;
+      if (!unit.empty()) kept += l.inputs;
+    }
+    (unit.empty() ? kept : block) += l.outputs;
+  }
+  return kept + std::max(largest, block);
+}
+
 }  // namespace
 
 double second_order_floats(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
@@ -126,6 +145,9 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
     LayerSums l = sums(shapes.layers, 0, shapes.layers.size());
     l.parameters = static_cast<double>(shapes.parameters);  // the module's own count, buffers aside
     DeviceMemory m = part(s.compute.device, "", l, static_cast<double>(shapes.trainable()));
+    if (s.compute.activation_checkpointing)
+      m.activations = static_cast<double>(s.workload.batch_size) * checkpointed_outputs(shapes.layers, fsdp_unit_pattern(s)) *
+                      activation_bytes;
     m.optimizer += 4 * second_order_floats_per_gpu(o, shapes.second_order, s.nodes);
     // Replica groups (docs/replica_groups.md): a GPU keeps its slice of what its group shards,
     // and of the algorithm's vectors, which it exchanges slice by slice across the groups.

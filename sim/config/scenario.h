@@ -413,7 +413,7 @@ struct ComputeSection {
   double straggler_sigma = 0;    // each step x lognormal(0, sigma), seeded per node and step
   // flops: what a GPU holds against the device's memory (sim/config/device_memory.h): a run
   // over it is refused (error), said on stderr (warn: for what the testbed does not model,
-  // such as activation recomputation, offload or sharding), or not checked (off).
+  // such as offload to host memory), or not checked (off).
   std::string memory_check = "error";
   // flops: attention as eager PyTorch runs it (its T x T scores written, read and kept) or as
   // FlashAttention does (one fused kernel, no scores in memory, recomputed in backward).
@@ -421,6 +421,10 @@ struct ComputeSection {
   // flops: how activations are laid out, PyTorch's default NCHW or channels_last (NHWC), which
   // tensor-core convolutions take as they are; under nchw each transposes in and out.
   std::string memory_format = "nchw";
+  // flops: activation checkpointing of the model's blocks (its transformer blocks or ResNet
+  // stages, as FSDP's default units): a block keeps only its input for backward, and its
+  // forward runs again before its backward.
+  bool activation_checkpointing = false;
   template <class V> void fields(V& v) {
     v.field("model", model, Choices{{"fixed", "flops", "profile", "measured"}});
     v.field("file", file);
@@ -442,6 +446,7 @@ struct ComputeSection {
     v.field("memory_check", memory_check, Choices{{"error", "warn", "off"}});
     v.field("attention", attention, Choices{{"eager", "flash"}});
     v.field("memory_format", memory_format, Choices{{"nchw", "channels_last"}});
+    v.field("activation_checkpointing", activation_checkpointing);
   }
   static std::vector<std::string> device_presets();
   // The models that time a step on compute.device's roof (profile splits its rows by it).

@@ -130,6 +130,7 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   device_key("compute.memory_check", c.memory_check != dc.memory_check);
   device_key("compute.attention", c.attention != dc.attention);
   device_key("compute.memory_format", c.memory_format != dc.memory_format);
+  device_key("compute.activation_checkpointing", c.activation_checkpointing != dc.activation_checkpointing);
   compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
@@ -873,6 +874,15 @@ void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& ori
 
 void check_compute(const Scenario& s, const Origins& origins) {
   const auto& c = s.compute;
+  if (c.activation_checkpointing) {
+    const auto where = origins.where("compute.activation_checkpointing");
+    if (c.model != "flops")
+      fail(where, "activation checkpointing adds each block's forward to its backward on the roofline: it needs "
+                  "compute.model flops, not " + c.model);
+    if (fsdp_unit_pattern(s).empty())
+      fail(where, "model '" + s.workload.model + "' has no blocks or stages to checkpoint (a transformer or a ResNet has)");
+    if (s.algorithm.name == "split") fail(where, "activation checkpointing of a split model is not modelled");
+  }
   for (size_t i = 0; i < c.speeds.size(); ++i) {
     if (!(c.speeds[i] > 0)) {
       fail(origins.where("compute.speeds." + std::to_string(i)), "a node's speed must be positive");
@@ -922,8 +932,8 @@ void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Ori
   if (overruns.empty()) return;
   fail(origins.where(origins.blame({"compute.device", "workload.batch_size"})),
        overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, replica groups that "
-                          "shard the model (replica_group), or compute.memory_check: warn to model what the testbed "
-                          "does not (activation recomputation, offload)");
+                          "shard the model (replica_group), compute.activation_checkpointing, or compute.memory_check: "
+                          "warn to model what the testbed does not (offload to host memory)");
 }
 
 }  // namespace

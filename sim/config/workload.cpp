@@ -286,6 +286,10 @@ ModelShapes model_shapes(const Scenario& scenario) {
 TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> layers) {
   TrainingWork work;
   work.layers = scenario.compute.attention == "flash" ? fused_attention(std::move(layers)) : std::move(layers);
+  if (scenario.compute.activation_checkpointing) {
+    const std::string blocks = fsdp_unit_pattern(scenario);
+    for (LayerCost& l : work.layers) l.recomputed = !fsdp_unit(l.name, blocks).empty();
+  }
   // A VHL step runs its virtual batch (as large as the real one) through the model too.
   work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;

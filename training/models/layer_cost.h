@@ -27,6 +27,7 @@ struct LayerCost {
   bool grad_reads_input = false;  // the input-gradient pass rereads saved activations (ReLU, softmax,
                                   // norms, pooling, activation x activation products)
   double recompute_flops = 0;     // per sample, FLOPs the input-gradient pass redoes (FlashAttention's scores)
+  bool recomputed = false;        // its forward runs again before its backward (activation checkpointing)
   bool convolution = false;       // its FLOPs run as a convolution (cuDNN), not a GEMM: another efficiency
   // The inner dimension (a GEMM's K) of its forward product and of its input-gradient product;
   // 0: none known. A product with a short K spends more of its time filling and draining each

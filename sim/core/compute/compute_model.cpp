@@ -83,6 +83,9 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     cost.forward.push_back(pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) +
                            transpose());
     cost.backward.push_back(0);
+    // Activation checkpointing: the block's forward again, just before its backward.
+    if (l.recomputed)
+      cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) + transpose();
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
