@@ -117,6 +117,11 @@ TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
     EXPECT_DOUBLE_EQ(m.activations, 64 * kMlpOutputs * 4);
     EXPECT_DOUBLE_EQ(m.algorithm, 4 * 3 * p / 4);  // DiLoCo's outer copy and momentum, one op buffer: a slice each
   }
+  // Under bf16 ZeRO keeps the bf16 parameters whole and shards the fp32 master copy.
+  const Scenario bf16 = parse_scenario(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 4, parallelism: zero2}\n"
+      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4, dtype: fp16}\n", "b.yaml");
+  EXPECT_DOUBLE_EQ(device_memory(bf16, check_model(bf16)).at(0).weights, 2 * p + 4 * p / 4);
 }
 
 // FSDP keeps a G-th of every flat parameter, gradient and moment, plus what is gathered in the

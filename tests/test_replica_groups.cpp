@@ -47,9 +47,11 @@ uint64_t step_bytes(const Outcome& o, size_t step) {
 // DDP inside groups of 4 GPUs that span two hosts of 2, DiLoCo (H 2) across the 3 groups, the
 // MLP in fp32. Every step each group all-reduces the gradient (2 (4 - 1) P elements); after
 // step 1 the outer all-reduce runs as 4 rings of 3 GPUs, member r of each group carrying slice r,
-// the slices together P (2 (3 - 1) P elements). Slips caught: the outer op sent whole by every
-// member (4x the bytes), slices that do not add up to P, a group's collective over the wrong
-// GPUs, an outer ring mixing members of different ranks.
+// the slices together P (2 (3 - 1) P elements); then each group all-gathers the slices, every GPU
+// needing the whole result ((4 - 1) x 4 slices of 58 787, P / 4 padded). Slips caught: the
+// outer op sent whole by every member (4x the bytes), slices that do not add up to P, the
+// gather left out, a group's collective over the wrong GPUs, an outer ring mixing members of
+// different ranks.
 TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
   const Outcome o = project(
       "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
@@ -57,12 +59,12 @@ TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
       "algorithm: {name: diloco, H: 2}\nreplica_group: {gpus: 4, parallelism: ddp}\n"
       "compute: {model: flops, device: a100}\n");
   const uint64_t p = kMlpParameters;
-  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4;
+  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4, gather = 3 * 3 * 4 * 58787 * 4;
   ASSERT_EQ(o.record.train_rows.size(), 4u);
   EXPECT_EQ(step_bytes(o, 0), inside);
-  EXPECT_EQ(step_bytes(o, 1), inside + across);
+  EXPECT_EQ(step_bytes(o, 1), inside + across + gather);
   EXPECT_EQ(step_bytes(o, 2), inside);
-  EXPECT_EQ(step_bytes(o, 3), inside + across);
+  EXPECT_EQ(step_bytes(o, 3), inside + across + gather);
   for (uint64_t b : o.record.train_rows.at(1).bytes) EXPECT_GT(b, 0u);
   int inside_messages = 0, across_messages = 0;
   for (const MessageRecord& m : o.record.messages) {
@@ -79,8 +81,9 @@ TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
     }
   }
   // Ring all-reduces: 2 (p - 1) p messages each. Inside: 3 groups, a bucket (the MLP's 0.9 MB
-  // fill the first bucket) a step; across: 4 rings of 3, twice.
-  EXPECT_EQ(inside_messages, 4 * 3 * 2 * 3 * 4);
+  // fill the first bucket) a step, and a ring all-gather ((p - 1) p) after each sync; across: 4
+  // rings of 3, twice.
+  EXPECT_EQ(inside_messages, 4 * 3 * 2 * 3 * 4 + 2 * 3 * 3 * 4);
   EXPECT_EQ(across_messages, 2 * 4 * 2 * 2 * 3);
 }
 

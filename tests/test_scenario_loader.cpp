@@ -1021,6 +1021,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "'compute.speed_max' has no effect with compute.speeds listed"},
       {"replica_group.parallelism", "replica_group: {parallelism: zero1}\n", "parallelism: ",
        "'replica_group.parallelism' has no effect with replica_group.gpus 1"},
+      {"replica_group.reduce_dtype", "replica_group: {reduce_dtype: fp32}\n", "reduce_dtype: ",
+       "'replica_group.reduce_dtype' has no effect with replica_group.parallelism ddp"},
       {"replica_group.unit", "replica_group: {unit: 'layers.*'}\n", "unit: ",
        "'replica_group.unit' has no effect with replica_group.parallelism ddp"},
       {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n", "checkpoint: ", "trains no model to save"},

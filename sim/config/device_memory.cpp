@@ -61,8 +61,9 @@ void fsdp_memory(const Scenario& s, const ModelShapes& shapes, double parameters
   for (const auto& [unit, e] : units) largest = std::max(largest, e);
   const int G = s.replica_group.gpus;
   const double d = s.compute.dtype == "bf16" || s.compute.dtype == "fp16" ? 2 : 4;
+  const double reduced = s.replica_group.reduce_dtype == "fp32" ? 4 : d;
   m.weights = 4 * parameters / G + d * (root + 2 * largest);
-  m.gradients = 4 * trainable / G + d * (root + largest);
+  m.gradients = 4 * trainable / G + reduced * (root + largest);
   m.optimizer /= G;
 }
 
@@ -154,7 +155,12 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
     const ReplicaGroupSection& g = s.replica_group;
     if (g.grouped()) {
       m.algorithm /= g.gpus;
-      if (g.parallelism == "zero1" || g.parallelism == "zero2") m.optimizer /= g.gpus;
+      if (g.parallelism == "zero1" || g.parallelism == "zero2") {
+        m.optimizer /= g.gpus;
+        // Mixed precision: the bf16 or fp16 parameters stay whole, the fp32 master copy is
+        // sharded with the optimizer's state (DeepSpeed's ZeRO-1 and -2).
+        if (autocast) m.weights = l.parameters * (2 + 4.0 / g.gpus);
+      }
       if (g.parallelism == "zero2") m.gradients /= g.gpus;
       if (g.parallelism == "fsdp") fsdp_memory(s, shapes, l.parameters, m);
     }

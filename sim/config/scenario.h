@@ -467,11 +467,15 @@ struct ReplicaGroupSection {
   int gpus = 1;
   std::string parallelism = "ddp";
   std::string unit;
+  // zero1, zero2, fsdp: gradients reduced in the parameters' dtype (FSDP's default) or in fp32
+  // (MixedPrecisionPolicy's reduce_dtype=float32, as INTELLECT-1's code sets it).
+  std::string reduce_dtype = "param";
   bool grouped() const { return gpus > 1; }
   template <class V> void fields(V& v) {
     v.field("gpus", gpus, Range{1, 1e5});
     v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2", "fsdp"}});
     v.field("unit", unit);
+    v.field("reduce_dtype", reduce_dtype, Choices{{"param", "fp32"}});
   }
 };
 

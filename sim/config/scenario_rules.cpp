@@ -257,6 +257,10 @@ std::vector<DependentKey> dependent_keys(const Scenario& s) {
   keys.push_back({"replica_group.parallelism", s.replica_group.parallelism != ReplicaGroupSection{}.parallelism,
                   s.replica_group.grouped(), "replica_group.gpus above 1",
                   "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
+  keys.push_back({"replica_group.reduce_dtype", s.replica_group.reduce_dtype != ReplicaGroupSection{}.reduce_dtype,
+                  s.replica_group.grouped() && s.replica_group.parallelism != "ddp",
+                  "replica_group.parallelism zero1, zero2 or fsdp (and gpus above 1)",
+                  "replica_group.parallelism " + s.replica_group.parallelism});
   keys.push_back({"replica_group.unit", !s.replica_group.unit.empty(),
                   s.replica_group.grouped() && s.replica_group.parallelism == "fsdp",
                   "replica_group.parallelism: fsdp (and gpus above 1)",
@@ -835,6 +839,13 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
              (entry->federated ? "its clients train whole models in a loop of its own"
               : entry->cloud   ? "its edges' cut sends activations, which no slice of the parameters holds"
                                : "it exchanges with topology neighbours, and a group's GPUs have different ones"));
+  const std::vector<std::string> whole = {"powersgd", "acpsgd", "dear"};
+  if (g.parallelism != "ddp" && std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
+    fail(origins.where("algorithm.name"),
+         s.algorithm.name + " cannot run across " + g.parallelism + " groups: " +
+             (s.algorithm.name == "dear" ? std::string("its own reduce-scatters and all-gathers are the group's")
+                                         : std::string("it factors whole gradient matrices, and a sharded GPU holds a "
+                                                       "slice of flat parameters")));
   if (s.optimizer.second_order())
     fail(origins.where("optimizer.name"), s.optimizer.name + " preconditions whole layers; replica groups shard the "
                                               "parameters without regard to layers (use adamw, adam or sgd)");
@@ -863,13 +874,6 @@ void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& ori
   if (s.workload.adapter.kind != "none")
     fail(origins.where("workload.adapter.kind"), "fsdp gathers whole units, frozen weights and all; with an adapter only "
                                                  "the adapters' tensors are known to its units here: use zero1 or zero2");
-  const std::vector<std::string> whole = {"powersgd", "acpsgd", "dear"};
-  if (std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
-    fail(origins.where("algorithm.name"),
-         s.algorithm.name + " cannot run across fsdp groups: " +
-             (s.algorithm.name == "dear" ? std::string("its own reduce-scatters and gated all-gathers are fsdp's inside the group")
-                                         : std::string("it factors whole gradient matrices, and an fsdp GPU holds a slice of "
-                                                       "flat parameters")));
 }
 
 void check_compute(const Scenario& s, const Origins& origins) {

@@ -358,6 +358,14 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.group_gpus = scenario.replica_group.gpus;
   settings.group_parallelism = scenario.replica_group.parallelism;
   settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
+  settings.group_reduce_bytes = scenario.replica_group.reduce_dtype == "fp32" ? 4 : settings.group_wire_bytes;
+  {
+    const std::string& p = scenario.replica_group.parallelism;
+    const std::vector<std::string> parameter_syncs = {"diloco", "streaming_diloco", "sparta_diloco", "local_sgd", "lofi", "sparta"};
+    settings.group_gathers_across =
+        p == "ddp" || (p != "fsdp" && std::find(parameter_syncs.begin(), parameter_syncs.end(), scenario.algorithm.name) !=
+                                          parameter_syncs.end());
+  }
   if (scenario.replica_group.parallelism == "fsdp")
     settings.group_units = fsdp_unit_indices(tensor_names, settings.tensor_layers, fsdp_unit_pattern(scenario));
   AlgorithmSettings groups = settings;

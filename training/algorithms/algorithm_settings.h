@@ -35,6 +35,10 @@ struct AlgorithmSettings {
   int group_gpus = 1;
   std::string group_parallelism = "ddp";
   double group_wire_bytes = 4;
+  double group_reduce_bytes = 4;  // zero, fsdp: the gradients' reduce-scatters (reduce_dtype)
+  // After each op across groups, the group all-gathers the result's slices: every GPU of a ddp
+  // group needs the whole result; a ZeRO group needs the whole parameters an outer step wrote.
+  bool group_gathers_across = false;
   std::vector<int> group_units;  // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
 };
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include "training/algorithms/common.h"
@@ -33,8 +34,10 @@ struct FsdpUnit {
 class ReplicaGroups : public Algorithm {
  public:
   ReplicaGroups(std::unique_ptr<Algorithm> across, const AlgorithmSettings& s)
-      : across_(std::move(across)), gpus_(s.group_gpus), nodes_(s.nodes), sharded_(s.group_parallelism != "ddp"),
-        fsdp_(s.group_parallelism == "fsdp"), wire_(sharded_ ? s.group_wire_bytes : 4) {
+      : across_(std::move(across)), gpus_(s.group_gpus), nodes_(s.nodes), steps_(s.steps),
+        sharded_(s.group_parallelism != "ddp"), fsdp_(s.group_parallelism == "fsdp"),
+        overlapped_(s.group_parallelism != "zero1"), gathers_(s.group_gathers_across),
+        wire_(sharded_ ? s.group_wire_bytes : 4), reduce_(sharded_ ? s.group_reduce_bytes : 4), pending_(s.nodes) {
     if (s.group_parallelism != "ddp" && s.group_parallelism != "zero1" && s.group_parallelism != "zero2" && !fsdp_)
       throw std::invalid_argument("replica groups: unknown parallelism '" + s.group_parallelism + "'");
     if (gpus_ < 2 || s.nodes % gpus_ != 0)
@@ -53,7 +56,7 @@ class ReplicaGroups : public Algorithm {
   }
   std::string name() const override { return across_->name(); }
   bool issues_during_backward() const override { return true; }
-  bool has_rounds() const override { return sharded_ || across_->has_rounds(); }
+  bool has_rounds() const override { return sharded_ || gathers_ || across_->has_rounds(); }
   bool forward_waits_for_ops() const override { return fsdp_ || across_->forward_waits_for_ops(); }
   bool updates_before_rounds() const override { return sharded_; }
 
@@ -76,17 +79,26 @@ class ReplicaGroups : public Algorithm {
                                      shape_only(padded(buckets_[b].elements)))
                            : make_op(CommKind::AllReduce, "group.all_reduce." + std::to_string(b),
                                      shape_only(buckets_[b].elements));
-      op.after_gradient = buckets_[b].last_ready;
-      plan.comm.push_back(inside(std::move(op), group));
+      // DeepSpeed's ZeRO-1 reduces once backward ends (no overlap_comm by default); DDP's and
+      // ZeRO-2's buckets leave as backward fills them.
+      if (overlapped_) op.after_gradient = buckets_[b].last_ready;
+      op = inside(std::move(op), group);
+      if (sharded_) op.bytes_per_element = reduce_;
+      plan.comm.push_back(std::move(op));
     }
     StepPlan outer = across_->projected_step(group, step);
-    for (CommOp& op : outer.comm) plan.comm.push_back(across(std::move(op), node));
+    for (CommOp& op : outer.comm) {
+      remember(node, step, op);
+      plan.comm.push_back(across(std::move(op), node));
+    }
     plan.work = slice_of(outer.work);
     return plan;
   }
 
   // Sharded: once the update has run on each GPU's slice, the updated parameters are
   // all-gathered (round 0); the wrapped algorithm's rounds follow.
+  // Then the wrapped algorithm's rounds, and last the group's all-gathers of the slices of
+  // every op across groups that is due at this step's end.
   Round projected_round(int node, int step, size_t round) override {
     const int group = node / gpus_;
     Round r;
@@ -98,13 +110,42 @@ class ReplicaGroups : public Algorithm {
       r.comm.push_back(inside(make_op(CommKind::AllGather, "group.all_gather", shape_only(slice_)), group));
       return r;
     }
-    Round outer = across_->projected_round(group, step, round - (sharded_ ? 1 : 0));
-    for (CommOp& op : outer.comm) r.comm.push_back(across(std::move(op), node));
-    r.work = slice_of(outer.work);
+    const size_t own = sharded_ ? 1 : 0;
+    Round outer = across_->projected_round(group, step, round - own);
+    if (!outer.comm.empty()) {
+      for (CommOp& op : outer.comm) {
+        remember(node, step, op);
+        r.comm.push_back(across(std::move(op), node));
+      }
+      r.work = slice_of(outer.work);
+      return r;
+    }
+    // The round after the wrapped algorithm's last: the gathers, once.
+    if (round > own && across_->projected_round(group, step, round - own - 1).comm.empty()) return r;
+    auto due = pending_[node].find(step);
+    if (due == pending_[node].end()) return r;
+    for (size_t k = 0; k < due->second.size(); ++k)
+      r.comm.push_back(inside(make_op(CommKind::AllGather, "group.gather." + std::to_string(k),
+                                      shape_only((due->second[k] + gpus_ - 1) / gpus_)),
+                              group));
+    pending_[node].erase(due);
     return r;
   }
 
  private:
+  // A ddp group's GPUs each need the whole result of an op across groups, of which each
+  // received a slice; so does a ZeRO group after an outer step wrote the parameters. Remembered
+  // under the step whose end it is due at (its delay after the issuing step; lo-fi's final
+  // average at the last), gathered there, each slice padded to the largest.
+  void remember(int node, int step, const CommOp& op) {
+    if (!gathers_) return;
+    const int64_t n = op.buffer.numel();
+    const int64_t parts = op.nodes.empty() ? nodes_ / gpus_ : static_cast<int64_t>(op.nodes.size());
+    const int64_t result = op.kind == CommKind::AllGather ? parts * n : op.kind == CommKind::ReduceScatter ? n / parts : n;
+    const int64_t due = op.delay == kDueAtEnd ? steps_ - 1 : std::min<int64_t>(steps_ - 1, int64_t{step} + op.delay);
+    pending_[static_cast<size_t>(node)][static_cast<int>(due)].push_back(result);
+  }
+
   // FSDP as PyTorch's FullyShardedDataParallel runs it with FULL_SHARD and its default
   // BACKWARD_PRE prefetch: a unit is resharded after its forward, so backward gathers it again,
   // one unit ahead (as unit u + 1's backward starts, unit u's all-gather is issued; the last
@@ -153,7 +194,9 @@ class ReplicaGroups : public Algorithm {
   CommOp reduce_scattered(const FsdpUnit& unit, const std::string& name, int group) const {
     CommOp op = make_op(CommKind::ReduceScatter, "fsdp.reduce_scatter." + name, shape_only(padded(unit.elements)));
     op.after_gradient = unit.gate;
-    return inside(std::move(op), group);
+    op = inside(std::move(op), group);
+    op.bytes_per_element = reduce_;
+    return op;
   }
   // In the order FSDP's hooks issue them: the last unit's all-gather as backward starts; then
   // for each unit u from the last, the next one's all-gather as u's backward starts and u's
@@ -234,9 +277,11 @@ class ReplicaGroups : public Algorithm {
   int groups_() const { return nodes_ / gpus_; }
 
   std::unique_ptr<Algorithm> across_;
-  int gpus_, nodes_;
-  bool sharded_, fsdp_;
-  double wire_;  // bytes of an element inside the group
+  int gpus_, nodes_, steps_;
+  bool sharded_, fsdp_, overlapped_, gathers_;
+  double wire_;    // bytes of an element inside the group
+  double reduce_;  // of a gradient's reduce-scatter (sharded)
+  std::vector<std::map<int, std::vector<int64_t>>> pending_;  // per node: due step -> results to gather
   std::vector<GradientBucket> buckets_;
   int64_t slice_ = 0;  // a GPU's slice of the padded buckets: what it all-gathers
   std::vector<FsdpUnit> units_;  // fsdp: in forward order
