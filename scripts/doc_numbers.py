@@ -563,6 +563,30 @@ def paper_7b_sync(tb):
 SEVEN_B_SITES = "scenarios/paper/7b_diloco_fsdp_sites.yaml"
 
 
+def step_rows(path):
+    """A run's step ends (the last node's), each step's compute (the longest) and GPU 0's bytes."""
+    with h5py.File(path, "r") as f:
+        return f["/train/time"][:].max(axis=1), f["/train/compute_time"][:].max(axis=1), f["/comm/bytes"][:][:, 0]
+
+
+def inner_and_sync(path):
+    """A few steps of an outer sync (H 3): the inner step, step 1 (step 0's forward gathers
+    nothing under FSDP: the step before would have), and a sync's exposed time, syncing step 2
+    less an inner one; neither depends on H."""
+    times = step_rows(path)[0]
+    inner = times[1] - times[0]
+    return inner, (times[2] - times[1]) - inner
+
+
+def save_png(fig, stem):
+    """The figure as docs/figures/<stem>.png: the PNG is what the docs show; a PDF's timestamp
+    changes every time."""
+    from analysis import style
+    for path in style.save(fig, str(ROOT / "docs" / "figures"), stem):
+        if path.endswith(".pdf"):
+            os.remove(path)
+
+
 @block("test")
 def paper_7b_fsdp_sites(tb):
     # Projections of a few steps each (a step takes about a second of host time at 512 GPUs):
@@ -572,17 +596,12 @@ def paper_7b_fsdp_sites(tb):
     diloco, ddp = tb.runs([(SEVEN_B_SITES, ["workload.steps=4", "algorithm.H=3"]),
                            (SEVEN_B_SITES, ["algorithm={name: ddp, overlap: false}", "workload.steps=3"])])
 
-    def rows_of(path):
-        with h5py.File(path, "r") as f:
-            return f["/train/time"][:].max(axis=1), f["/train/compute_time"][:].max(axis=1), f["/comm/bytes"][:][:, 0]
-
-    times, compute, sent = rows_of(diloco["path"])
-    inner = times[1] - times[0]
-    sync = (times[2] - times[1]) - inner
+    _, compute, sent = step_rows(diloco["path"])
+    inner, sync = inner_and_sync(diloco["path"])
     rows = [["diloco H 100, bf16 pseudo-gradient", f"{compute[1]:.3f} s", f"{inner:.3f} s",
              f"{sync:.1f} s ({sync / 60:.1f} min)", f"{sent[1] / 1e9:.2f} GB", f"{sent[2] / 1e9:.2f} GB",
              f"{(500 * inner + 5 * sync) / 3600:.2f} h"]]
-    times, compute, sent = rows_of(ddp["path"])
+    times, compute, sent = step_rows(ddp["path"])
     step = times[1] - times[0]
     rows.append(["ddp across sites (fp32 gradient every step, one all-reduce)", f"{compute[1]:.3f} s", "-",
                  f"{step - inner:.1f} s ({(step - inner) / 60:.1f} min)", "-", f"{sent[1] / 1e9:.2f} GB",
@@ -610,14 +629,9 @@ def paper_gpt2_hosts(tb):
     results = tb.runs(calls)
     rows = []
     for i, bw in enumerate(bandwidths):
-        with h5py.File(results[2 * i]["path"], "r") as f:
-            t = f["/train/time"][:].max(axis=1)
-            compute = f["/train/compute_time"][:].max(axis=1)[1]
-        ddp = t[1] - t[0]
-        with h5py.File(results[2 * i + 1]["path"], "r") as f:
-            t = f["/train/time"][:].max(axis=1)
-        inner = t[1] - t[0]
-        sync = (t[2] - t[1]) - inner
+        t, compute, _ = step_rows(results[2 * i]["path"])
+        compute, ddp = compute[1], t[1] - t[0]
+        inner, sync = inner_and_sync(results[2 * i + 1]["path"])
         mean = inner + sync / 100
         rows.append([bw, "ddp over all 32 GPUs", f"{1000 * compute:.1f} ms", f"{1000 * ddp:.1f} ms", "", "", ""])
         rows.append([bw, "ddp inside each host, diloco H 100 across the 4", f"{1000 * compute:.1f} ms", f"{1000 * mean:.1f} ms",
@@ -640,15 +654,12 @@ def fsdp_timeline(tb):
     figure 12), and the step's times."""
     r = tb.run(GPT2_HOSTS, *FSDP_TIMELINE_SETS)
     sys.path.insert(0, str(ROOT))
-    from analysis import figures, style
+    from analysis import figures
     from analysis.load import load
     sweep = load(str(r["path"]))
     sweep.source = GPT2_HOSTS + " with " + ", ".join(FSDP_TIMELINE_SETS)
     run = sweep.runs[0]
-    for path in style.save(figures.fig_step_timeline(sweep, run, 0, 1), str(ROOT / "docs" / "figures"),
-                           "fsdp_step_timeline"):
-        if path.endswith(".pdf"):
-            os.remove(path)  # the PNG is what the docs show; a PDF's timestamp changes every time
+    save_png(figures.fig_step_timeline(sweep, run, 0, 1), "fsdp_step_timeline")
     compute, spans = figures.step_timeline(run, 0, 1)
     with h5py.File(r["path"], "r") as f:
         t = f["/train/time"][:, 0]
@@ -679,11 +690,8 @@ def paper_intellect1(tb):
     parameters, peak, tokens = 10211381248, 989.4e12, 16 * 8192
     rows = []
     for bw, r in zip(bandwidths, results):
-        with h5py.File(r["path"], "r") as f:
-            t = f["/train/time"][:].max(axis=1)
-            sent = f["/comm/bytes"][:][:, 0]
-        inner = t[1] - t[0]
-        sync = (t[2] - t[1]) - inner
+        sent = step_rows(r["path"])[2]
+        inner, sync = inner_and_sync(r["path"])
         optimizer_step = 16 * inner
         round_time = 100 * optimizer_step + sync
         utilisation = 100 * (100 * optimizer_step) / round_time
@@ -973,7 +981,7 @@ def vhl_reproduction(tb):
         with h5py.File(r["path"], "r") as f:
             accuracy.append(f["/eval/accuracy"][()])
     sys.path.insert(0, str(ROOT))
-    from analysis import figures, style
+    from analysis import figures
     from analysis.load import load_sweep
     both = tb.scratch / "vhl"
     both.mkdir(exist_ok=True)
@@ -982,9 +990,7 @@ def vhl_reproduction(tb):
         os.link(r["path"], both / name)
     sweep = load_sweep(both)
     sweep.source = "scenarios/federated/fedavg_100.yaml, fedavg_vhl_100.yaml"
-    for path in style.save(figures.fig_accuracy_per_round(sweep), str(ROOT / "docs" / "figures"), "vhl_accuracy_per_round"):
-        if path.endswith(".pdf"):
-            os.remove(path)  # the PNG is what the docs show; a PDF's timestamp changes every time
+    save_png(figures.fig_accuracy_per_round(sweep), "vhl_accuracy_per_round")
 
     def first(acc, target):
         hit = [i + 1 for i, a in enumerate(acc) if a >= target]

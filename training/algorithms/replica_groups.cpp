@@ -96,9 +96,9 @@ class ReplicaGroups : public Algorithm {
   }
 
   // Sharded: once the update has run on each GPU's slice, the updated parameters are
-  // all-gathered (round 0); the wrapped algorithm's rounds follow.
-  // Then the wrapped algorithm's rounds, and last the group's all-gathers of the slices of
-  // every op across groups that is due at this step's end.
+  // all-gathered (round 0; FSDP's are the next forward's gated all-gathers). Then the wrapped
+  // algorithm's rounds, and last the group's all-gathers of the slices of every op across
+  // groups that is due at this step's end.
   Round projected_round(int node, int step, size_t round) override {
     const int group = node / gpus_;
     Round r;

@@ -80,12 +80,11 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     // forward: read W and X, write Y
     const bool transposes = roof.convolution_transposes && l.convolution;
     auto transpose = [&] { return transposes ? pass(0, 2 * e * (in + out), 2, false) : 0.0; };
-    cost.forward.push_back(pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) +
-                           transpose());
+    auto forward = [&] { return pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) + transpose(); };
+    cost.forward.push_back(forward());
     cost.backward.push_back(0);
     // Activation checkpointing: the block's forward again, just before its backward.
-    if (l.recomputed)
-      cost.backward.back() += pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) + transpose();
+    if (l.recomputed) cost.backward.back() += forward();
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
