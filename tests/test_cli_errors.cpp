@@ -785,8 +785,9 @@ TEST_F(Cli, GpuHostsRefusesPartHostsAndIgnoredLinks) {
 }
 
 // Replica groups (docs/replica_groups.md): whole groups of a gpu_hosts fleet, a host or whole
-// hosts each, in a projection, under an algorithm that can send slice by slice. Slips caught: a
-// group allowed on a topology without hosts, or one straddling two hosts.
+// hosts each, under an algorithm that can send slice by slice (and, training, one whose values a
+// GPU's slice holds). Slips caught: a group allowed on a topology without hosts, or one
+// straddling two hosts; SPARTA's subsets or an int8 scale trained from a slice.
 TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
   const std::string projection = "workload: {model: mlp, train: false}\ncompute: {model: flops, device: a100}\n";
   const std::string hosts = "nodes: 16\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n";
@@ -797,8 +798,17 @@ TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
   expect_rejected(hosts + "replica_group: {gpus: 3}\n" + projection, "3:23", "do not split into groups of 3");
   expect_rejected("nodes: 24\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 6}\n" + projection,
                   "3:23", "a group of 6 GPUs would straddle hosts of 4");
-  expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\n", "3:23",
-                  "replica groups run in a projection so far");
+  // Training: only algorithms whose ops all-reduce the flat parameters or their gradient, with an
+  // outer gradient rounded element by element.
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\nalgorithm: {name: sparta}\n", "5:19",
+                  "sparta runs across replica groups in a projection only (workload.train: false); replica groups "
+                  "train ddp, diloco and local_sgd");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\nalgorithm: {name: diloco, outer_dtype: int8}\n",
+                  "5:40", "training across groups takes outer_dtype fp32, bf16 or fp16");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: dear}\n" + projection, "4:19",
+                  "dear cannot run across replica groups");
+  expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: ddp, bucket_mb: 10}\n" + projection, "4:35",
+                  "algorithm.bucket_mb has no effect across replica groups");
   expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: gossip}\n" + projection, "4:19",
                   "gossip cannot run across replica groups slice by slice");
   expect_rejected(hosts + "replica_group: {gpus: 4}\noptimizer: {name: eva}\n" + projection, "4:19",

@@ -118,7 +118,8 @@ class Algorithm {
   // than in shares at the next forward's gates, each just before its layers (DeAR, the default).
   virtual bool updates_before_rounds() const { return false; }
   // Called once the ops due before the next step are applied: the step's next round of ops,
-  // or none, and the step ends. Round ops have delay 0 and leave when `work` is done.
+  // or none, and the step ends. Round ops leave when `work` is done (never during a pass); a
+  // delay other than 0 is counted from this step, as a step op's.
   virtual Round next_round(int /*node*/, int /*step*/, Replica& /*replica*/) { return {}; }
   // Runs the node's local computation for `step` (real LibTorch) and says what to send.
   virtual StepPlan local_step(int node, int step, Replica& replica, const Dataset& data) = 0;

@@ -83,12 +83,18 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
 }
 
 Batch Replica::next_batch(const Dataset& data, int batch_size) {
+  if (held_loss_) return {};
   auto index = sampler_.next(batch_size);
   return {data.train_inputs.index_select(0, index).to(device_),
           data.train_targets.index_select(0, index).to(device_)};
 }
 
 double Replica::forward_backward(const Batch& batch) {
+  if (held_loss_) {
+    const double loss = *held_loss_;
+    held_loss_.reset();
+    return loss;
+  }
   model_->train();
   auto loss = task_loss(task_, model_->forward(batch.inputs), batch.targets);
   backward(loss);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -54,6 +55,10 @@ class Replica {
   Batch next_batch(const Dataset& data, int batch_size);
   // Zeroes the gradients, then computes the task's loss and its gradients.
   double forward_backward(const Batch& batch);
+  // A replica group's GPU (training/algorithms/replica_groups.cpp) hands the algorithm across
+  // groups the gradients its group has already reduced: the next next_batch draws nothing and
+  // the next forward_backward returns `loss`, leaving the gradients as they are.
+  void hold_gradients(double loss) { held_loss_ = loss; }
   // Zeroes the gradients and back-propagates a loss the caller built from model() (VHL's);
   // a preconditioner then folds the pass's layer statistics in.
   void backward(const torch::Tensor& loss);
@@ -92,6 +97,7 @@ class Replica {
   Task task_;
   torch::Tensor gradients_;
   torch::Tensor parameters_;
+  std::optional<double> held_loss_;
 };
 
 }  // namespace testbed

@@ -828,9 +828,6 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
   if (g.gpus <= host ? host % g.gpus != 0 : g.gpus % host != 0)
     fail(where, "a group of " + gpus + " GPUs would straddle hosts of " + std::to_string(host) +
                     " (topology.gpus_per_host): give a divisor or a multiple of it");
-  if (s.workload.train)
-    fail(origins.where(origins.blame({"workload.train", "replica_group.gpus"})),
-         "replica groups run in a projection so far (workload.train: false): their training with tensors is not built yet");
   const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
   if (entry && (entry->federated || entry->cloud || entry->sync == SyncCollective::NeighbourExchange ||
                 neighbour_key(s.algorithm.options)))
@@ -839,13 +836,35 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
              (entry->federated ? "its clients train whole models in a loop of its own"
               : entry->cloud   ? "its edges' cut sends activations, which no slice of the parameters holds"
                                : "it exchanges with topology neighbours, and a group's GPUs have different ones"));
-  const std::vector<std::string> whole = {"powersgd", "acpsgd", "dear"};
+  if (s.algorithm.name == "dear")
+    fail(origins.where("algorithm.name"), "dear cannot run across replica groups: its reduce-scatters leave during "
+                                          "backward and its all-gathers gate the forward, and across groups each waits "
+                                          "for the group's own reductions (use ddp)");
+  const std::vector<std::string> whole = {"powersgd", "acpsgd"};
   if (g.parallelism != "ddp" && std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
-    fail(origins.where("algorithm.name"),
-         s.algorithm.name + " cannot run across " + g.parallelism + " groups: " +
-             (s.algorithm.name == "dear" ? std::string("its own reduce-scatters and all-gathers are the group's")
-                                         : std::string("it factors whole gradient matrices, and a sharded GPU holds a "
-                                                       "slice of flat parameters")));
+    fail(origins.where("algorithm.name"), s.algorithm.name + " cannot run across " + g.parallelism +
+                                              " groups: it factors whole gradient matrices, and a sharded GPU holds a "
+                                              "slice of flat parameters");
+  if (const auto* ddp = std::get_if<DdpOptions>(&s.algorithm.options); ddp && ddp->bucket_mb != DdpOptions{}.bucket_mb)
+    fail(origins.where("algorithm.bucket_mb"), "algorithm.bucket_mb has no effect across replica groups: DDP across "
+                                               "groups all-reduces the group's reduced gradient in one piece, once "
+                                               "the group's own reductions are in");
+  if (s.workload.train) {
+    // Training keeps each GPU's values exact where it owns them (replica_groups.cpp): the
+    // algorithm's ops must be all-reduces of the flat parameters or their gradient, applied
+    // element by element.
+    const std::vector<std::string> trains = {"ddp", "diloco", "local_sgd"};
+    if (std::find(trains.begin(), trains.end(), s.algorithm.name) == trains.end())
+      fail(origins.where(origins.blame({"workload.train", "algorithm.name"})),
+           s.algorithm.name + " runs across replica groups in a projection only (workload.train: false); replica "
+                              "groups train ddp, diloco and local_sgd, whose ops all-reduce the flat parameters or "
+                              "their gradient");
+    if (const auto* outer = std::get_if<OuterSyncOptions>(&s.algorithm.options);
+        outer && outer->dtype != WireFormat::Fp32 && outer->dtype != WireFormat::Bf16 && outer->dtype != WireFormat::Fp16)
+      fail(origins.where("algorithm.outer_dtype"), "an int8 or fp4 outer gradient is scaled by statistics of the whole "
+                                                   "vector, and a GPU of a replica group holds a slice of it: training "
+                                                   "across groups takes outer_dtype fp32, bf16 or fp16");
+  }
   if (s.optimizer.second_order())
     fail(origins.where("optimizer.name"), s.optimizer.name + " preconditions whole layers; replica groups shard the "
                                               "parameters without regard to layers (use adamw, adam or sgd)");

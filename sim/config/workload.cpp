@@ -162,6 +162,8 @@ std::shared_ptr<Model> make_model(const Scenario& s, int node) {
   // VHL trains the virtual samples as classes of their own: a head twice as wide.
   const int heads = vhl_options(s) ? 2 : 1;
   const bool own = node >= 0 && w.init == "independent";
+  // A replica group's GPUs hold one replica: its initial weights are the group's.
+  if (own && s.replica_group.grouped()) node /= s.replica_group.gpus;
   torch::manual_seed(own ? stream_seed(s.seed, "init", static_cast<uint64_t>(node) + 1) : stream_seed(s.seed, "init"));
   std::shared_ptr<Model> model;
   if (w.model == "gpt") {
@@ -302,24 +304,29 @@ TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> laye
 std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) {
   const auto& p = s.workload.partition;
   std::vector<std::vector<int64_t>> shards;
+  // A replica group's GPUs share the group's shard and draw its batches alike, each training on
+  // its part of them (training/algorithms/replica_groups.cpp).
+  const int replicas = s.replica_group.grouped() ? s.groups() : s.nodes;
   // Whether every node gets data depends on the data set, so this is where a setup that
   // cannot run shows; it is reported like any other bad scenario value.
   try {
     if (p.kind == "iid") {
-      shards = iid_partition(data.train_size(), s.nodes, stream_seed(s.seed, "partition"));
+      shards = iid_partition(data.train_size(), replicas, stream_seed(s.seed, "partition"));
     } else {
       auto g = data.train_groups.contiguous();
       std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
       shards = p.kind == "dirichlet"
-                   ? dirichlet_partition(groups, data.num_groups, s.nodes, p.alpha, stream_seed(s.seed, "partition"))
-                   : category_partition(groups, data.num_groups, s.nodes);
+                   ? dirichlet_partition(groups, data.num_groups, replicas, p.alpha, stream_seed(s.seed, "partition"))
+                   : category_partition(groups, data.num_groups, replicas);
     }
   } catch (const std::invalid_argument& e) {
     throw scenario_error(s, p.kind == "iid" ? "nodes" : "workload.partition", e.what());
   }
   std::vector<ShardSampler> samplers;
+  const int gpus = s.nodes / replicas;
   for (int n = 0; n < s.nodes; ++n) {
-    samplers.emplace_back(std::move(shards[n]), stream_seed(s.seed, "batches", n));
+    const int replica = n / gpus;
+    samplers.emplace_back(shards[replica], stream_seed(s.seed, "batches", replica));
   }
   return samplers;
 }
@@ -359,20 +366,22 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.group_parallelism = scenario.replica_group.parallelism;
   settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
   settings.group_reduce_bytes = scenario.replica_group.reduce_dtype == "fp32" ? 4 : settings.group_wire_bytes;
-  {
-    const std::string& p = scenario.replica_group.parallelism;
-    const std::vector<std::string> parameter_syncs = {"diloco", "streaming_diloco", "sparta_diloco", "local_sgd", "lofi", "sparta"};
-    settings.group_gathers_across =
-        p == "ddp" || (p != "fsdp" && std::find(parameter_syncs.begin(), parameter_syncs.end(), scenario.algorithm.name) !=
-                                          parameter_syncs.end());
-  }
   if (scenario.replica_group.parallelism == "fsdp")
     settings.group_units = fsdp_unit_indices(tensor_names, settings.tensor_layers, fsdp_unit_pattern(scenario));
+  // The algorithm across groups, once for each member rank of a group (docs/replica_groups.md):
+  // node g is group g, its shard the group's.
   AlgorithmSettings groups = settings;
+  const int gpus = scenario.replica_group.gpus;
   groups.nodes = scenario.groups();
-  groups.shard_sizes.resize(static_cast<size_t>(groups.nodes), 1);
+  groups.shard_sizes.clear();
+  for (int g = 0; g < groups.nodes; ++g) groups.shard_sizes.push_back(settings.shard_sizes.at(static_cast<size_t>(g * gpus)));
   groups.neighbours.resize(static_cast<size_t>(groups.nodes));
-  return make_replica_groups(entry->make(groups), settings);
+  // DDP across groups all-reduces the group's gradient once the group has reduced it: one
+  // all-reduce (buckets would all leave at once).
+  if (auto* ddp = std::get_if<DdpOptions>(&groups.options)) ddp->overlap = false;
+  std::vector<std::unique_ptr<Algorithm>> across;
+  for (int r = 0; r < gpus; ++r) across.push_back(entry->make(groups));
+  return make_replica_groups(std::move(across), settings);
 }
 
 }  // namespace testbed

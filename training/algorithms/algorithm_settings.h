@@ -30,15 +30,12 @@ struct AlgorithmSettings {
   // A model cut for split fine-tuning: the values a sample sends across the cut (0: not cut).
   int64_t cut_values_per_sample = 0;
   // Replica groups (replica_groups.h): GPUs a group (1: every node a replica), the
-  // parallelism inside it (ddp, zero1, zero2) and the bytes of an element its sharded
+  // parallelism inside it (ddp, zero1, zero2, fsdp) and the bytes of an element its sharded
   // collectives carry (the parameters' dtype: 2 under bf16 or fp16 training, else 4).
   int group_gpus = 1;
   std::string group_parallelism = "ddp";
   double group_wire_bytes = 4;
   double group_reduce_bytes = 4;  // zero, fsdp: the gradients' reduce-scatters (reduce_dtype)
-  // After each op across groups, the group all-gathers the result's slices: every GPU of a ddp
-  // group needs the whole result; a ZeRO group needs the whole parameters an outer step wrote.
-  bool group_gathers_across = false;
   std::vector<int> group_units;  // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
 };
 

@@ -650,8 +650,10 @@ bool Engine::start_round(int node) {
     if (!hooks_.checkpoint_dir.empty()) schedule_[node][s.step].rounds.push_back({seconds, scheduled_ops(round.comm)});
   }
   for (const auto& op : round.comm) {
-    if (op.delay != 0 || streamed(op))
-      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must be due before the next step");
+    // A round's op may overlap later steps (delay, as a step's may: Streaming DiLoCo across
+    // replica groups), but leaves once the round's work is done, never during a pass.
+    if (streamed(op) || (op.delay != 0 && op.before_forward >= 0))
+      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must leave when its round starts");
     if (op.before_forward >= 0 && !algorithm_->forward_waits_for_ops())
       throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' gates the forward without saying it would");
   }
