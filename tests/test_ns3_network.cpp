@@ -72,6 +72,23 @@ TEST(Ns3Network, TenMegabytesNearAlphaBeta) {
   EXPECT_LT(host_s, 1.0);  // generous for slow CI; typically ~0.05 s
 }
 
+// A link as fast as NVLink (2.4 Tb/s) with a WAN's 20 ms: twice the path's bandwidth-delay
+// product is 24 GB, more than a TCP window can ever be. A message of 60 000 bytes (within the
+// first flight: the handshake's window is unscaled, 65 535 bytes) arrives after the handshake
+// (one round trip) and its own one-way trip: 60 ms, and within a millisecond more (its
+// serialization at 2.4 Tb/s is 0.2 us). Slip caught: socket buffers past 2^31 bytes, which wrap ns-3's receive window so that
+// every segment is dropped as outside it (the message never arrives).
+TEST(Ns3Network, BuffersBeyondTheLargestWindowAreCapped) {
+  TopologySpec s;
+  s.kind = "line";
+  s.hosts = 2;
+  s.link = {2.4e12, 0.020, 0};
+  const auto d = simulate(build_topology(s), {{1, 0, 1, 60'000}});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_GE(d[0].t_recv - d[0].t_send, 0.060);
+  EXPECT_LE(d[0].t_recv - d[0].t_send, 0.060 + 1e-3);
+}
+
 TEST(Ns3Network, LossMakesItSlower) {
   const auto clean = simulate(make("line", 2), {{1, 0, 1, kTenMB}});
   const auto lossy = simulate(make("line", 2, 0.01), {{1, 0, 1, kTenMB}});

@@ -93,9 +93,6 @@ std::vector<Param> params() {
   }
   // Replica groups (training/algorithms/replica_groups.cpp): each parallelism under each
   // algorithm that trains across groups, the models and backends rotating, groups of 2 and 4.
-  // Not ns-3: a TCP run there on gpu_hosts with 2 ms NICs stalls (a message is never delivered,
-  // with or without groups, DiLoCo H 2 on 8 GPUs in hosts of 4; UDP and other latencies run),
-  // noted in issue 51.
   const char* const parallelisms[] = {"ddp", "zero1", "zero2", "fsdp"};
   const Case across[] = {{"groups_ddp", "{name: ddp}"}, {"groups_diloco", "{name: diloco, H: 2}", true},
                          {"groups_local_sgd", "{name: local_sgd, H: 2}"}};
@@ -104,7 +101,7 @@ std::vector<Param> params() {
       const std::string model = kModels[(i + j) % 3], parallelism = parallelisms[i];
       const std::string unit = parallelism != "fsdp" ? "" : model == "mlp" ? ", unit: 'fc*'" : model == "cnn" ? ", unit: 'conv*'" : "";
       const int gpus = (i + j) % 2 ? 2 : 4;
-      out.push_back({across[j], model, kBackends[(i + j) % 2], 8,
+      out.push_back({across[j], model, kBackends[(i + 2 * j) % 3], 8,
                      "{gpus: " + std::to_string(gpus) + ", parallelism: " + parallelism + unit + "}",
                      parallelism + std::to_string(gpus)});
     }

@@ -32,6 +32,7 @@ namespace {
 constexpr uint16_t kPort = 5000;
 constexpr int kTcpIpHeaderBytes = 52;  // IPv4 20 + TCP 20 + timestamp option 12
 constexpr uint64_t kMinSocketBuffer = 4u << 20;
+constexpr uint64_t kLargestTcpWindow = uint64_t{65535} << 14;  // RFC 7323's window scale of at most 14
 // Each ns-3 object that draws random numbers gets its own fixed stream, so
 // results depend on the seed only, never on what ran earlier in the process.
 constexpr int64_t kStreamsPerSeed = int64_t{1} << 24;
@@ -156,14 +157,17 @@ void check_options(const Ns3Options& options) {
 }
 
 // Socket buffers of twice the worst bandwidth-delay product keep any single flow
-// window-unlimited; larger ones only slow ns-3 down.
+// window-unlimited; larger ones only slow ns-3 down. At most TCP's largest window (65 535 bytes
+// scaled by 2^14): a window is all a sender can use, and ns-3 keeps a receive buffer's end as a
+// 32-bit sequence number, so a buffer of 2^31 bytes or more (an NVLink-fast link's product with
+// a WAN's delay) wraps it and the receiver drops every segment as out of its window.
 uint32_t socket_buffer_bytes(const Topology& topology, const Ns3Options& options) {
   double max_bps = 0;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
     max_bps = std::max(max_bps, topology.graph[e].max_rate_bps());  // traces included
   const double bdp_bytes = max_bps / 8 * max_host_rtt(topology, options.routing.policy == RoutingPolicy::Ecmp);
   const uint64_t buffer = std::max<uint64_t>(kMinSocketBuffer, static_cast<uint64_t>(2 * bdp_bytes));
-  return static_cast<uint32_t>(std::min<uint64_t>(buffer, std::numeric_limits<uint32_t>::max()));
+  return static_cast<uint32_t>(std::min<uint64_t>(buffer, kLargestTcpWindow));
 }
 
 // ns-3 reads its TCP defaults when a socket is created, process-wide: they are set here, once
