@@ -89,6 +89,32 @@ TEST(Ns3Network, BuffersBeyondTheLargestWindowAreCapped) {
   EXPECT_LE(d[0].t_recv - d[0].t_send, 0.060 + 1e-3);
 }
 
+// Memoization replays a phase only from a quiet network (netmodels/phase_memo.h): when a
+// message's data has all arrived, its last ACK is still crossing the link back (10 ms), and a
+// phase starting then would meet it. So the connection is not quiet as the message is delivered,
+// and is once the run is over. Slip caught: the ACK tail left out of the quiescence check (no
+// other test fails then: issue 33's note).
+TEST(Ns3Network, AnAckOnItsWayIsNotQuiet) {
+  EventClock clock;
+  std::optional<QuiescentState> at_delivery, after;
+  bool delivered = false;
+  {
+    auto network = make_ns3_network(clock, make("line", 2), {});
+    clock.schedule(0, [&] {
+      network->send({1, 0, 1, 100'000}, [&](const Delivery&) {
+        delivered = true;
+        at_delivery = network->quiescent_state({{0, 1}});
+      });
+    });
+    clock.run();
+    after = network->quiescent_state({{0, 1}});
+  }
+  ASSERT_TRUE(delivered);
+  EXPECT_FALSE(at_delivery.has_value());
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->state.find("0>1:"), std::string::npos);
+}
+
 TEST(Ns3Network, LossMakesItSlower) {
   const auto clean = simulate(make("line", 2), {{1, 0, 1, kTenMB}});
   const auto lossy = simulate(make("line", 2, 0.01), {{1, 0, 1, kTenMB}});
