@@ -3,7 +3,7 @@
 # run in one process: the HDF5 files must be equal bit for bit (h5diff) but for the summary's
 # host time, for ddp, diloco, sparta and gossip (and powersgd, whose steps have rounds, and dear,
 # whose forward waits at gates; gossip with LoRA adapters, whose agreement is over the trainable
-# ranges). Then the failures: a rank killed mid-run, and a
+# ranges; DiLoCo across replica groups, a group's GPUs in two processes). Then the failures: a rank killed mid-run, and a
 # rank stopped (hung), end the others within --timeout with exit code 1 and a readable file
 # whose status says failed and names the rank; SIGTERM to testbed launch ends every rank.
 set -u
@@ -31,6 +31,8 @@ cases=(
   "dear|--set algorithm.name=dear"
   "gossip-lora|--set algorithm.name=gossip --set workload.adapter.kind=lora"
   "powersgd-long-plans|--set algorithm.name=powersgd"  # every plan as head and body (below)
+  # DiLoCo across 3 ZeRO-2 groups of 2 GPUs: over two processes group 1's GPUs are in both.
+  "zero2-groups|--set topology.kind=gpu_hosts --set topology.gpus_per_host=2 --set replica_group.gpus=2 --set replica_group.parallelism=zero2 --set algorithm.name=diloco --set algorithm.H=5"
 )
 for case in "${cases[@]}"; do
   name=${case%%|*}
