@@ -59,6 +59,7 @@ class Replica {
   // groups the gradients its group has already reduced: the next next_batch draws nothing and
   // the next forward_backward returns `loss`, leaving the gradients as they are.
   void hold_gradients(double loss) { held_loss_ = loss; }
+  bool holds_gradients() const { return held_loss_.has_value(); }  // not yet handed over
   // Zeroes the gradients and back-propagates a loss the caller built from model() (VHL's);
   // a preconditioner then folds the pass's layer statistics in.
   void backward(const torch::Tensor& loss);

@@ -209,6 +209,9 @@ class ReplicaGroups : public Algorithm {
           if (replica) {
             replica->hold_gradients(at.loss);  // the group's reduced gradient
             outer = across.local_step(group, step, *replica, *data_);
+            // Else the GPU's next step would draw no batch: the algorithm must take the gradient.
+            if (replica->holds_gradients())
+              throw std::logic_error(across.name() + " left a step's gradient untaken: replica groups cannot train it");
           } else {
             outer = across.projected_step(group, step);
           }
