@@ -133,10 +133,7 @@ class ReplicaGroups : public Algorithm {
     StepPlan plan;
     plan.loss = replica.forward_backward(mine);
     start(node, step, plan.loss);
-    plan.comm = inside_ops(node / gpus_, [&](Content c, size_t piece, int64_t elements) {
-      return c == Content::Gradient ? slices_.gather(replica.gradients(), pieces_.at(piece).tensors, elements)
-                                    : parameter_slices(replica, piece, rank);
-    });
+    plan.comm = inside_ops(node / gpus_, fill(&replica, rank));
     return plan;
   }
   StepPlan projected_step(int node, int step) override {
@@ -158,8 +155,8 @@ class ReplicaGroups : public Algorithm {
     if (what.rfind("group.all_reduce.", 0) == 0) {
       slices_.scatter(op.buffer.div_(gpus_), pieces_.at(number(what)).tensors, replica.gradients());
     } else if (what.rfind("group.reduce_scatter.", 0) == 0 || what.rfind("fsdp.reduce_scatter.", 0) == 0) {
-      const Piece& p = pieces_.at(number(what));
-      const int64_t held = slice_held(p.elements, gpus_, rank);
+      const size_t p = number(what);
+      const int64_t held = slice_held(pieces_.at(p).elements, gpus_, rank);
       replica.gradients().index_copy_(0, owned(p, rank), op.received.at(0).narrow(0, 0, held).div(gpus_));
     } else if (what.rfind("fsdp.all_gather", 0) == 0) {
       for (int q = 0; q < gpus_; ++q) write_parameters(replica, number(what), q, op.received.at(q));
@@ -248,9 +245,13 @@ class ReplicaGroups : public Algorithm {
     return {};
   }
 
+  // The buffers of GPU `rank`'s group collectives: from its replica, or shapes alone (null).
   Fill fill(Replica* replica, int rank) const {
     if (!replica) return [](Content, size_t, int64_t elements) { return shape_only(elements); };
-    return [this, replica, rank](Content, size_t piece, int64_t) { return parameter_slices(*replica, piece, rank); };
+    return [this, replica, rank](Content c, size_t piece, int64_t elements) {
+      return c == Content::Gradient ? slices_.gather(replica->gradients(), pieces_.at(piece).tensors, elements)
+                                    : parameter_slices(*replica, piece, rank);
+    };
   }
 
   // The group's own collectives of the step, in the order backward issues them: under ddp an
@@ -450,9 +451,9 @@ class ReplicaGroups : public Algorithm {
     }
     return piece.index;
   }
-  torch::Tensor owned(const Piece& p, int rank) const {
-    const int64_t cap = slice_cap(p.elements, gpus_);
-    return layout(static_cast<size_t>(&p - pieces_.data())).narrow(0, std::min(rank * cap, p.elements), slice_held(p.elements, gpus_, rank));
+  torch::Tensor owned(size_t p, int rank) const {
+    const int64_t elements = pieces_.at(p).elements, cap = slice_cap(elements, gpus_);
+    return layout(p).narrow(0, std::min(rank * cap, elements), slice_held(elements, gpus_, rank));
   }
   // Every element GPU `rank` owns, piece after piece: the layout of its slice of any op across
   // groups whose buffer is the flat parameters (or their gradient).
@@ -460,7 +461,7 @@ class ReplicaGroups : public Algorithm {
     if (owned_.empty()) {
       for (int r = 0; r < gpus_; ++r) {
         std::vector<torch::Tensor> parts;
-        for (const Piece& p : pieces_) parts.push_back(owned(p, r));
+        for (size_t p = 0; p < pieces_.size(); ++p) parts.push_back(owned(p, r));
         owned_.push_back(torch::cat(parts));
       }
     }
@@ -475,12 +476,12 @@ class ReplicaGroups : public Algorithm {
     }
     const Piece& piece = pieces_.at(p);
     auto buffer = torch::zeros({slice_cap(piece.elements, gpus_)});
-    buffer.narrow(0, 0, slice_held(piece.elements, gpus_, rank)).copy_(replica.parameters().index_select(0, owned(piece, rank)));
+    buffer.narrow(0, 0, slice_held(piece.elements, gpus_, rank)).copy_(replica.parameters().index_select(0, owned(p, rank)));
     return buffer;
   }
   void write_parameters(Replica& replica, size_t p, int rank, const torch::Tensor& slice) const {
     const Piece& piece = pieces_.at(p);
-    replica.parameters().index_copy_(0, owned(piece, rank), slice.narrow(0, 0, slice_held(piece.elements, gpus_, rank)));
+    replica.parameters().index_copy_(0, owned(p, rank), slice.narrow(0, 0, slice_held(piece.elements, gpus_, rank)));
   }
   // The piece a group collective's tag names ("....3", "....root").
   size_t number(const std::string& what) const {
