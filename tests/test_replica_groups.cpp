@@ -87,6 +87,26 @@ TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
   EXPECT_EQ(across_messages, 2 * 4 * 2 * 2 * 3);
 }
 
+// The same groups under Streaming DiLoCo with one fragment, fp32, its sync overlapping the next
+// step (tau 1): the outer all-reduce leaves after steps 1 and 3, and each group gathers its
+// result when it is due, a step later (step 2), or at the last step (3) for the sync issued
+// there. Slips caught: the gather taken at the issuing step (step 1 would carry it, step 2
+// not), a round's delayed op refused by the engine, the last sync's gather dropped.
+TEST(ReplicaGroups, DelayedOpsAcrossAreGatheredWhenDue) {
+  const Outcome o = project(
+      "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
+      "algorithm: {name: streaming_diloco, H: 2, fragments: 1, tau: 1, outer_dtype: fp32}\n"
+      "replica_group: {gpus: 4, parallelism: ddp}\ncompute: {model: flops, device: a100}\n");
+  const uint64_t p = kMlpParameters;
+  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4, gather = 3 * 3 * 4 * 58787 * 4;
+  ASSERT_EQ(o.record.train_rows.size(), 4u);
+  EXPECT_EQ(step_bytes(o, 0), inside);
+  EXPECT_EQ(step_bytes(o, 1), inside + across);
+  EXPECT_EQ(step_bytes(o, 2), inside + gather);
+  EXPECT_EQ(step_bytes(o, 3), inside + across + gather);
+}
+
 // ZeRO-2 inside groups of 4 in bf16: each bucket reduce-scattered padded to whole slices (235 146
 // elements to 235 148), then the updated slices all-gathered, 2 bytes an element; DDP across the
 // 2 groups all-reduces its own fp32 buckets, slice by slice. Slips caught: the padding dropped,

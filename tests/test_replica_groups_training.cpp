@@ -179,6 +179,23 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, AcrossGroups,
                            return info.param.algorithm + "_" + info.param.parallelism + "_" + info.param.model;
                          });
 
+// workload.init: independent seeds each replica's weights apart; a group is one replica, so its
+// GPUs start alike and apart from the next group's, whose first GPU starts as the second replica
+// of an ungrouped run would. Slip caught: the GPU's node index taken as the replica's (each GPU
+// of a ddp group would train its own weights for ever).
+TEST(ReplicaGroupsInit, IndependentInitIsTheGroups) {
+  const std::string common = "topology: {kind: gpu_hosts, gpus_per_host: 2}\n"
+                             "workload: {model: cnn, batch_size: 4, steps: 1, init: independent}\n";
+  const Scenario grouped = scenario("nodes: 4\n" + common + "replica_group: {gpus: 2}\n");
+  const Scenario singles = scenario("nodes: 2\n" + common);
+  ASSERT_EQ(grouped.workload.init, "independent");
+  auto weights = [](const Scenario& s, int node) { return flatten_parameters(*make_model(s, node)); };
+  EXPECT_TRUE(torch::equal(weights(grouped, 0), weights(grouped, 1)));
+  EXPECT_TRUE(torch::equal(weights(grouped, 2), weights(grouped, 3)));
+  EXPECT_FALSE(torch::equal(weights(grouped, 0), weights(grouped, 2)));
+  EXPECT_TRUE(torch::equal(weights(grouped, 2), weights(singles, 1)));
+}
+
 }  // namespace
 }  // namespace replica_groups_training_test
 }  // namespace testbed
