@@ -7,7 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "training/models/gelu.h"
 #include "training/models/layer_norm.h"
+#include "training/models/softmax.h"
 
 namespace testbed {
 namespace {
@@ -107,13 +109,13 @@ class EncoderBlockImpl : public torch::nn::Module {
     const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads_;
     auto split = [&](const torch::Tensor& y) { return y.view({B, T, heads_, hd}).transpose(1, 2); };
     const auto q = split(query_(x)), k = split(key_(x)), v = split(value_(x));
-    auto att = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd))), -1);
+    auto att = softmax_last_dim(torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd))));
     const auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
     auto h = attention_norm_(x + attention_output_(y));
-    if (!cut_) return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+    if (!cut_) return output_norm_(h + output_(exact_gelu(intermediate_(h))));
     if (!svd_) {  // a plain cut: the attention block's output crosses, the feed-forward is behind
       h = cut_->cross(h);
-      return output_norm_(h + output_(torch::gelu(intermediate_(h))));
+      return output_norm_(h + output_(exact_gelu(intermediate_(h))));
     }
     // The reference's SvdBlock.feed_forward_chunk: dense_v, dense_s, dense_u, the activation,
     // output.dense and output.LayerNorm, without the residual link.
@@ -125,7 +127,7 @@ class EncoderBlockImpl : public torch::nn::Module {
     } else {
       z = crossing;
     }
-    const auto f = output_(torch::gelu(svd_->back(z)));
+    const auto f = output_(exact_gelu(svd_->back(z)));
     return output_norm_(split_.residual ? h + f : f);
   }
 
@@ -207,7 +209,7 @@ class Bert : public Model {
   }
   torch::Tensor pooled(const torch::Tensor& x) { return torch::tanh(pooler_(x.select(1, 0))); }
   torch::Tensor masked_lm(const torch::Tensor& x) {
-    return torch::matmul(mlm_norm_(torch::gelu(transform_(x))), word_->weight.t()) + decoder_bias_;
+    return torch::matmul(mlm_norm_(exact_gelu(transform_(x))), word_->weight.t()) + decoder_bias_;
   }
 
   std::vector<LayerCost> layer_costs() const override { return bert_costs(config_, cut_.back_first.empty() ? nullptr : &split_); }

@@ -2,7 +2,9 @@
 // scaled_dot_product_attention, so attention is written out as nanoGPT's fallback:
 // softmax(q k^T / sqrt(d) masked causally) v.
 #include "training/models/gpt.h"
+#include "training/models/gelu.h"
 #include "training/models/layer_norm.h"
+#include "training/models/softmax.h"
 
 #include <cmath>
 #include <limits>
@@ -50,7 +52,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     auto v = qkv[2].view({B, T, heads_, hd}).transpose(1, 2);
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
     att = att.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T), -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);
+    att = softmax_last_dim(att);
     if (dropout_ > 0) att = F::dropout(att, F::DropoutFuncOptions().p(dropout_).training(is_training()));
     auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
     y = proj_(y);
@@ -106,10 +108,10 @@ class BlockImpl : public torch::nn::Module {
     x = x + attn_(ln1_(x));
     torch::Tensor h;
     if (!cut_) {
-      h = torch::gelu(fc_(ln2_(x)));
+      h = exact_gelu(fc_(ln2_(x)));
     } else if (!svd_) {  // a plain cut: the residual stream crosses, the whole feed-forward is behind
       x = cut_->cross(x);
-      h = torch::gelu(fc_(ln2_(x)));
+      h = exact_gelu(fc_(ln2_(x)));
     } else {
       const int64_t C = x.size(2);
       auto z = svd_->front(ln2_(x));
@@ -121,7 +123,7 @@ class BlockImpl : public torch::nn::Module {
       } else {
         z = crossing;
       }
-      h = torch::gelu(svd_->back(z));
+      h = exact_gelu(svd_->back(z));
     }
     h = fc_proj_(h);
     if (dropout_ > 0) h = F::dropout(h, F::DropoutFuncOptions().p(dropout_).training(is_training()));

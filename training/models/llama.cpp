@@ -3,6 +3,7 @@
 // (rotate_half, as Hugging Face's Llama does). One cost function serves the module and its
 // shapes-only description, so a projection of the 7B model is timed as the trained module is.
 #include "training/models/llama.h"
+#include "training/models/softmax.h"
 
 #include <cmath>
 #include <limits>
@@ -128,7 +129,7 @@ class AttentionImpl : public torch::nn::Module {
     }
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_size_)));
     att = att.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T), -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);
+    att = softmax_last_dim(att);
     auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
     return wo_(y);
   }

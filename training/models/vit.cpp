@@ -7,7 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "training/models/gelu.h"
 #include "training/models/layer_norm.h"
+#include "training/models/softmax.h"
 
 namespace testbed {
 namespace {
@@ -34,10 +36,10 @@ struct VitBlockImpl : nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t B = x.size(0), T = x.size(1), d = kWidth / kHeads;
     auto qkv = in_proj(ln_1(x)).view({B, T, 3, kHeads, d}).permute({2, 0, 3, 1, 4});  // 3, B, heads, T, d
-    const auto att = torch::softmax(torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d)), -1);
+    const auto att = softmax_last_dim(torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d)));
     const auto merged = torch::matmul(att, qkv[2]).transpose(1, 2).contiguous().view({B, T, kWidth});
     const auto h = x + out_proj(merged);
-    return h + fc2(torch::gelu(fc1(ln_2(h))));
+    return h + fc2(exact_gelu(fc1(ln_2(h))));
   }
 
   void append_costs(std::vector<LayerCost>& c, const std::string& p) const {
