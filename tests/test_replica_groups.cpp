@@ -44,6 +44,20 @@ uint64_t step_bytes(const Outcome& o, size_t step) {
   return total;
 }
 
+// 12 GPUs, 2 a host, in 3 ddp groups of 4, the MLP in fp32 for 4 steps under `algorithm` across
+// the groups; and the bytes of its three parts, worked out with the first test below: the
+// groups' all-reduces of a step, one outer sync (4 rings of 3 carrying slices that add up to P),
+// the groups' gathers of it.
+Outcome project_ddp_groups_of_4(const std::string& algorithm) {
+  return project(
+      "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
+      "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
+      "algorithm: " + algorithm + "\nreplica_group: {gpus: 4, parallelism: ddp}\n"
+      "compute: {model: flops, device: a100}\n");
+}
+constexpr uint64_t kDdpGroupsInside = 3 * 2 * 3 * kMlpParameters * 4, kDdpGroupsAcross = 2 * 2 * kMlpParameters * 4,
+                   kDdpGroupsGather = 3 * 3 * 4 * 58787 * 4;
+
 // DDP inside groups of 4 GPUs that span two hosts of 2, DiLoCo (H 2) across the 3 groups, the
 // MLP in fp32. Every step each group all-reduces the gradient (2 (4 - 1) P elements); after
 // step 1 the outer all-reduce runs as 4 rings of 3 GPUs, member r of each group carrying slice r,
@@ -53,13 +67,8 @@ uint64_t step_bytes(const Outcome& o, size_t step) {
 // gather left out, a group's collective over the wrong GPUs, an outer ring mixing members of
 // different ranks.
 TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
-  const Outcome o = project(
-      "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
-      "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
-      "algorithm: {name: diloco, H: 2}\nreplica_group: {gpus: 4, parallelism: ddp}\n"
-      "compute: {model: flops, device: a100}\n");
-  const uint64_t p = kMlpParameters;
-  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4, gather = 3 * 3 * 4 * 58787 * 4;
+  const Outcome o = project_ddp_groups_of_4("{name: diloco, H: 2}");
+  const uint64_t inside = kDdpGroupsInside, across = kDdpGroupsAcross, gather = kDdpGroupsGather;
   ASSERT_EQ(o.record.train_rows.size(), 4u);
   EXPECT_EQ(step_bytes(o, 0), inside);
   EXPECT_EQ(step_bytes(o, 1), inside + across + gather);
@@ -93,13 +102,8 @@ TEST(ReplicaGroups, DdpInsideDilocoAcrossByHand) {
 // there. Slips caught: the gather taken at the issuing step (step 1 would carry it, step 2
 // not), a round's delayed op refused by the engine, the last sync's gather dropped.
 TEST(ReplicaGroups, DelayedOpsAcrossAreGatheredWhenDue) {
-  const Outcome o = project(
-      "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
-      "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
-      "algorithm: {name: streaming_diloco, H: 2, fragments: 1, tau: 1, outer_dtype: fp32}\n"
-      "replica_group: {gpus: 4, parallelism: ddp}\ncompute: {model: flops, device: a100}\n");
-  const uint64_t p = kMlpParameters;
-  const uint64_t inside = 3 * 2 * 3 * p * 4, across = 2 * 2 * p * 4, gather = 3 * 3 * 4 * 58787 * 4;
+  const Outcome o = project_ddp_groups_of_4("{name: streaming_diloco, H: 2, fragments: 1, tau: 1, outer_dtype: fp32}");
+  const uint64_t inside = kDdpGroupsInside, across = kDdpGroupsAcross, gather = kDdpGroupsGather;
   ASSERT_EQ(o.record.train_rows.size(), 4u);
   EXPECT_EQ(step_bytes(o, 0), inside);
   EXPECT_EQ(step_bytes(o, 1), inside + across);

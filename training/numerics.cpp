@@ -40,8 +40,6 @@ ProcessKernels& process_kernels() {
   return k;
 }
 
-bool cpu_has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-
 template <class F> F library_function(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)); }
 
 std::string openblas_core() {
@@ -122,6 +120,8 @@ template <class F> void with_variable(const char* name, const char* value, F f) 
 bool aten_and_blas_pinned() { return aten_capability() == kPortableCapability && openblas_core() == kPortableBlasCore; }
 
 }  // namespace
+
+bool cpu_has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 void pin_portable_kernels(bool restartable) {
   ProcessKernels& k = process_kernels();

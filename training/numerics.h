@@ -34,6 +34,10 @@ void use_numerics(const std::string& numerics);
 // oneDNN, threads, LibTorch's version, the CPU, and the kernel-choice variables as found.
 std::vector<std::pair<std::string, std::string>> numeric_environment(const std::string& numerics);
 
+// Whether this CPU has AVX2 and FMA: what OpenBLAS's Haswell kernels and the models' own vector
+// kernels (models/gelu.cpp, models/softmax.cpp) need.
+bool cpu_has_avx2_fma();
+
 // True when the kernels in effect are the portable family (ATen DEFAULT, OpenBLAS Haswell, oneDNN off).
 bool numerics_portable();
 

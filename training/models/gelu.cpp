@@ -4,9 +4,10 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <cstring>
 
 #include <ATen/Parallel.h>
+
+#include "training/numerics.h"
 
 namespace testbed {
 namespace {
@@ -141,11 +142,6 @@ void gelu_grad_scalar(const float* x, const float* g, float* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = gelu_grad_one(x[i], g[i]);
 }
 
-bool has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-
 constexpr int64_t kGrain = 1 << 14;
 
 class Gelu : public torch::autograd::Function<Gelu> {
@@ -156,7 +152,7 @@ class Gelu : public torch::autograd::Function<Gelu> {
     const float* xp = in.data_ptr<float>();
     float* yp = out.data_ptr<float>();
     at::parallel_for(0, in.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      if (has_avx2_fma()) gelu_avx2(xp + begin, yp + begin, end - begin);
+      if (cpu_has_avx2_fma()) gelu_avx2(xp + begin, yp + begin, end - begin);
       else gelu_scalar(xp + begin, yp + begin, end - begin);
     });
     ctx->save_for_backward({in});
@@ -171,7 +167,7 @@ class Gelu : public torch::autograd::Function<Gelu> {
     const float* gp = g.data_ptr<float>();
     float* dp = dx.data_ptr<float>();
     at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      if (has_avx2_fma()) gelu_grad_avx2(xp + begin, gp + begin, dp + begin, end - begin);
+      if (cpu_has_avx2_fma()) gelu_grad_avx2(xp + begin, gp + begin, dp + begin, end - begin);
       else gelu_grad_scalar(xp + begin, gp + begin, dp + begin, end - begin);
     });
     return {dx};

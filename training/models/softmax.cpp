@@ -10,6 +10,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "training/numerics.h"
+
 namespace testbed {
 namespace {
 
@@ -106,11 +108,6 @@ __attribute__((target("avx2,fma"))) void softmax_grad_row_avx2(const float* y, c
   for (; i < n; ++i) dx[i] = y[i] * (g[i] - dot);
 }
 
-bool has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-
 // Rows a thread takes at once: about 32k elements, as ATen's grain.
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1)); }
 
@@ -124,7 +121,7 @@ class SoftmaxLastDim : public torch::autograd::Function<SoftmaxLastDim> {
     float* yp = out.data_ptr<float>();
     at::parallel_for(0, rows, row_grain(n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        if (has_avx2_fma()) softmax_row_avx2(xp + r * n, yp + r * n, n);
+        if (cpu_has_avx2_fma()) softmax_row_avx2(xp + r * n, yp + r * n, n);
         else softmax_row_scalar(xp + r * n, yp + r * n, n);
       }
     });
@@ -142,7 +139,7 @@ class SoftmaxLastDim : public torch::autograd::Function<SoftmaxLastDim> {
     float* dp = dx.data_ptr<float>();
     at::parallel_for(0, rows, row_grain(n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        if (has_avx2_fma()) softmax_grad_row_avx2(yp + r * n, gp + r * n, dp + r * n, n);
+        if (cpu_has_avx2_fma()) softmax_grad_row_avx2(yp + r * n, gp + r * n, dp + r * n, n);
         else softmax_grad_row_scalar(yp + r * n, gp + r * n, dp + r * n, n);
       }
     });
