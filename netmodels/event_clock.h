@@ -7,6 +7,8 @@
 
 namespace testbed {
 
+class LaggingSimulatorImpl;
+
 // ns-3's Simulator is a process-wide singleton, so at most one EventClock may
 // exist at a time. Networks must be destroyed before the clock that drives them.
 class EventClock {
@@ -28,6 +30,19 @@ class EventClock {
   // stops the clock after the event in progress, however many events a step holds.
   void run(const std::atomic<bool>* interrupted = nullptr);
   void stop();                   // from inside an event: return from run() after it
+
+  // The network's clock (ns-3's own events), for memoization (netmodels/lagging_simulator.h):
+  // held, it stands still while the engine goes on; resumed, it first runs what it would have
+  // run by now; shifted while held, its world stands for the same world `ticks` later. The
+  // network's ns-3 time is the engine's minus the lag (network_lag_ticks).
+  void hold_network();
+  bool network_held() const;
+  void resume_network();
+  void shift_network(int64_t ticks);
+  int64_t network_lag_ticks() const;
+
+ private:
+  LaggingSimulatorImpl* impl_;  // owned by ns-3's Simulator until Destroy
 };
 
 }  // namespace testbed

@@ -43,17 +43,23 @@ using HostPair = std::pair<int, int>;  // (src, dst) hosts of a connection
 // Bytes per directed link, keyed (from vertex, to vertex) of the topology.
 using LinkBytes = std::map<std::pair<int, int>, uint64_t>;
 
-// What memoization asks of a backend (netmodels/phase_memo.h), in clock ticks (EventClock).
-struct QuiescentState {
-  // Everything that decides how the pairs' next messages travel, other than the idle times.
+// What memoization asks of a backend (netmodels/phase_memo.h), in clock ticks (EventClock):
+// the state of a network that holds its clock while idle (every message delivered).
+struct HeldState {
+  // Everything that decides the network's future from held_at on, as long as nothing is sent:
+  // each connection's state and what it still has on its way (ACKs), relative to held_at.
   std::string state;
-  // Per pair: ticks since its connection last sent data, when that matters (slow start after
-  // idle), else empty; and when that was (absolute ticks, -1 if never).
-  std::vector<int64_t> idle_ticks;
-  std::vector<int64_t> last_sent_ticks;
-  // When the pairs' connections last saw a packet (absolute ticks, -1 if never): their traffic
-  // has been over since then, though the network may only now be asked.
-  int64_t quiet_since_ticks = -1;
+  int64_t held_at = 0;  // the tick the held world stands for: its last delivery, or later if shifted
+  uint64_t messages = 0;  // messages sent so far: a phase's own were the only ones if it grew by theirs
+};
+
+// A held network caught up to now (settle) with nothing at all on its way: what the old
+// quiescent phases keyed on, where the ACK tail has drained before the next phase begins.
+struct QuietState {
+  std::string state;                    // the pairs' connections' states, idle times aside
+  std::vector<int64_t> idle_ticks;      // per pair: ticks since it last sent data, when that matters
+  std::vector<int64_t> last_sent_ticks;  // per pair: when it last sent data (-1: never)
+  int64_t quiet_since_ticks = -1;       // when the pairs' connections last saw a packet
 };
 
 // A connection that a ring (netmodels/collectives/ring_lanes.h) may time without the network:
@@ -103,12 +109,29 @@ class Network {
   // built with Ns3Options::count_link_bytes (a trace call per packet and hop otherwise saved).
   virtual LinkBytes link_bytes() const { return {}; }
 
-  // Memoization support. A backend whose behaviour from now on is a pure function of a
-  // state it can describe returns that state for the given pairs when nothing is in flight
-  // anywhere; nullopt when it is busy or cannot promise that (loss, time-varying links).
-  virtual std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const {
+  // Memoization support. A backend that holds its clock while idle (ns3) describes its held
+  // world; nullopt when it is not held or cannot promise that its future is a function of the
+  // description (loss, time-varying links, timers it cannot see).
+  virtual std::optional<HeldState> held_state(const std::vector<HostPair>& pairs) const {
     (void)pairs;
     return std::nullopt;
+  }
+  // A replay stood in for the network: its held world now stands for the same world `ticks`
+  // later (it catches up from there at its next use).
+  virtual void shift_held(int64_t ticks) { (void)ticks; }
+  // Catches a held network up to now and holds it there (exact: nothing was sent meanwhile).
+  virtual void settle() {}
+  // After settle(), with nothing on its way anywhere: the pairs' state.
+  virtual std::optional<QuietState> quiet_state(const std::vector<HostPair>& pairs) const {
+    (void)pairs;
+    return std::nullopt;
+  }
+  // shift_held for a quiet network, whose connections' last data then stands where the replayed
+  // phase left it: the pairs' at these ticks (-1: unchanged), every other one where it was.
+  virtual void shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
+    (void)ticks;
+    (void)pairs;
+    (void)last_sent_ticks;
   }
   // Lanes: a backend that can promise Lane's conditions for `pairs` (one per ring position:
   // rank r's host to rank r + 1's) fills `lanes` and holds their links from now until
@@ -128,12 +151,6 @@ class Network {
     (void)pairs;
     (void)free_ticks;
     (void)bytes;
-  }
-  // A replayed phase moved traffic the backend never saw: its pairs last sent data at these
-  // absolute ticks (-1: unchanged), which the next real message's idle restart must know.
-  virtual void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
-    (void)pairs;
-    (void)last_sent_ticks;
   }
 };
 

@@ -1,8 +1,10 @@
-// Phase memoization: record a collective's deliveries on a quiescent network, replay them when
-// the same phase starts again from the same state. Why this is exact: ns-3 time is integer
-// ticks, so a phase started later from the same state is the same phase shifted in time.
+// Phase memoization: record a collective's deliveries from a held network, replay them when the
+// same phase starts again from the same state. Why this is exact: ns-3 time is integer ticks,
+// so a phase started later from the same state is the same phase shifted in time, and so is
+// the world it leaves behind.
 #include "netmodels/phase_memo.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace testbed {
@@ -103,60 +105,109 @@ class Direct final : public Network {
 
 }  // namespace
 
-void PhaseMemo::close_open(bool quiescent) {
+void PhaseMemo::close_open(const std::optional<HeldState>& held) {
+  if (!open_ || !held) return open_.reset();
+  Open& open = *open_;
+  PhaseRecord& record = *open.record;
+  int64_t last = 0;
+  for (const auto& s : record.sends) {
+    if (s.delivered < 0) return open_.reset();
+    last = std::max(last, s.delivered);
+  }
+  // Its messages were the only ones since it began: the network's state now is what it left.
+  if (!record.replayable || held->messages != open.messages + record.sends.size()) return open_.reset();
+  open.last = last;
+  // The network held itself at the phase's last delivery and has not moved since.
+  if (!open.held_key.empty() && held->held_at == open.start + last) {
+    record.held = last;
+    record.held_state = held->state;
+  }
+}
+
+void PhaseMemo::close_quiet(const std::optional<QuietState>& quiet) {
   if (!open_) return;
   Open open = std::move(*open_);
   open_.reset();
-  if (!quiescent) return;  // its tail met the next phase: not a self-contained phase
-  const auto after = network_.quiescent_state(open.pairs);
-  // Only a phase that leaves the network as it found it may be replayed in its place: the
-  // real network then stays valid for whatever is simulated after a run of replays.
-  if (!after || after->state != open.state) return;
-  if (!open.record->replayable) return;
-  for (const auto& s : open.record->sends) {
-    if (s.delivered < 0) return;
+  PhaseRecord& record = *open.record;
+  // Its traffic (ACKs too) drained before this phase began, leaving the pairs as it found them.
+  if (quiet && !open.quiet_key.empty()) {
+    const auto after = network_.quiet_state(open.pairs);
+    if (after && after->state == open.quiet_state) {
+      record.quiet = std::max(open.last, after->quiet_since_ticks - open.start);
+      for (int64_t t : after->last_sent_ticks) record.last_sent.push_back(t > open.start ? t - open.start : -1);
+    }
   }
-  // Its last message, or the ACK of it: after that nothing of the phase was left to collide
-  // with, though the next phase may only have begun (and asked) much later.
-  int64_t quiet = after->quiet_since_ticks - open.start;
-  for (const auto& s : open.record->sends) quiet = std::max(quiet, s.delivered);
-  open.record->quiet = quiet;
-  for (int64_t t : after->last_sent_ticks) open.record->last_sent.push_back(t > open.start ? t - open.start : -1);
+  store(open);
+}
+
+void PhaseMemo::store(const Open& open) {
   // Phases that never repeat (stragglers draw new entry times every step) must not pile up.
-  if (phases_.size() < kMaxPhases) phases_.emplace(std::move(open.key), std::move(*open.record));
+  if (open.record->held >= 0 && phases_.size() < kMaxPhases) phases_.emplace(open.held_key, open.record);
+  if (open.record->quiet >= 0 && phases_.size() < kMaxPhases) phases_.emplace(open.quiet_key, open.record);
 }
 
 std::shared_ptr<Network> PhaseMemo::begin(const std::string& signature, const std::vector<HostPair>& pairs,
                                           const ReplayCheck& may_replay) {
   const int64_t now = clock_.now_ticks();
-  if (replay_quiet_ >= 0 && now < replay_quiet_)
+  if (replay_held_ >= 0 && now < replay_held_)
     throw std::logic_error("memoization: a phase started while a replayed one still owned the network");
-  const auto state = network_.quiescent_state(pairs);
-  close_open(state.has_value());
-  if (signature.empty() || !state) {
+  // 1. The network as it held itself after the last delivery, ACKs still on their way included,
+  // and how long ago: with the phase's plans and entry ticks, everything its messages will meet.
+  const auto held = network_.held_state(pairs);
+  close_open(held);
+  std::string held_key;
+  if (!signature.empty() && held) {
+    held_key = "held|" + signature + '|' + held->state + '|' + std::to_string(now - held->held_at);
+    auto it = phases_.find(held_key);
+    // A replay leaves the held world where it is, standing for the world at the replayed phase's
+    // last delivery: true where the phase ends in the state it began in (and nothing reaches
+    // the network before then: may_replay).
+    if (it != phases_.end() && it->second->held >= 0 && it->second->held_state == held->state &&
+        may_replay(*it->second, it->second->held)) {
+      if (open_) store(*open_), open_.reset();
+      return replay(*it->second, held->held_at, now + it->second->held, nullptr, {});
+    }
+  }
+  // 2. The network caught up to now: where everything has drained, the old quiescent phases
+  // (the ACK tail left out, as it is over; idle times in the key).
+  network_.settle();
+  const auto quiet = network_.quiet_state(pairs);
+  close_quiet(quiet);
+  std::string quiet_key;
+  if (!signature.empty() && quiet) {
+    quiet_key = "quiet|" + signature + '|' + quiet->state + '|';
+    for (int64_t idle : quiet->idle_ticks) quiet_key += std::to_string(idle) + ',';
+    auto it = phases_.find(quiet_key);
+    if (it != phases_.end() && it->second->quiet >= 0 && may_replay(*it->second, it->second->quiet)) {
+      std::vector<int64_t> last_sent;
+      for (int64_t t : it->second->last_sent) last_sent.push_back(t < 0 ? -1 : now + t);
+      return replay(*it->second, now, now + it->second->quiet, &pairs, last_sent);
+    }
+  }
+  if (held_key.empty() && quiet_key.empty()) {
     ++stats_.simulated;
     return std::make_shared<Direct>(network_);
   }
-  std::string key = signature + '|' + state->state + '|';
-  for (int64_t idle : state->idle_ticks) key += std::to_string(idle) + ',';
-  auto it = phases_.find(key);
-  if (it != phases_.end() && may_replay(it->second)) {
-    ++stats_.replayed;
-    const PhaseRecord& record = it->second;
-    replay_quiet_ = now + record.quiet;
-    std::vector<int64_t> last_sent;
-    for (int64_t t : record.last_sent) last_sent.push_back(t < 0 ? -1 : now + t);
-    network_.replayed(pairs, last_sent);
-    return std::make_shared<Replay>(clock_, record, now);
-  }
-  if (it != phases_.end()) {  // recorded, but something could reach the network too early
+  if (phases_.count(held_key) || phases_.count(quiet_key)) {  // recorded, but not replayable now
     ++stats_.simulated;
     return std::make_shared<Direct>(network_);
   }
   ++stats_.recorded;
   auto record = std::make_shared<PhaseRecord>();
-  open_ = Open{std::move(key), state->state, pairs, now, record};
+  open_ = Open{held_key, quiet_key, quiet ? quiet->state : std::string(), pairs, now, held ? held->messages : 0, 0, record};
   return std::make_shared<RecordingNetwork>(clock_, network_, record, now);
+}
+
+std::shared_ptr<Network> PhaseMemo::replay(const PhaseRecord& record, int64_t held_at, int64_t until,
+                                           const std::vector<HostPair>* quiet_pairs,
+                                           const std::vector<int64_t>& last_sent) {
+  ++stats_.replayed;
+  const int64_t now = clock_.now_ticks();
+  replay_held_ = until;
+  // The held world now stands for the world at `until`, when the replayed phase is over.
+  if (!quiet_pairs) network_.shift_held(until - held_at);
+  else network_.shift_quiet(until - held_at, *quiet_pairs, last_sent);
+  return std::make_shared<Replay>(clock_, record, now);
 }
 
 }  // namespace testbed

@@ -77,14 +77,17 @@ double max_host_rtt(const Topology& topology, bool every_path) {
 
 class Ns3Network final : public Network {
  public:
-  Ns3Network(const Topology& topology, const Ns3Options& options);
+  Ns3Network(EventClock& clock, const Topology& topology, const Ns3Options& options);
   ~Ns3Network() override;
 
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return "ns3"; }
   LinkBytes link_bytes() const override { return *link_bytes_; }
-  std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override;
-  void replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) override;
+  std::optional<HeldState> held_state(const std::vector<HostPair>& pairs) const override;
+  void shift_held(int64_t ticks) override;
+  void settle() override;
+  std::optional<QuietState> quiet_state(const std::vector<HostPair>& pairs) const override;
+  void shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent) override;
 
  private:
   struct Pending {
@@ -95,6 +98,16 @@ class Ns3Network final : public Network {
   };
   // One persistent TCP connection from src to dst, carrying a FIFO of messages
   // as one continuous byte stream.
+  // An ACK on its way back to the sender (ns-3 times), seen leaving the receiver.
+  struct AckInFlight {
+    int64_t sent = 0;
+    uint32_t ack = 0;   // its acknowledgement number
+    uint32_t bytes = 0;  // the packet's size at TCP (header and options)
+  };
+  struct AckTail {
+    std::deque<AckInFlight> acks;
+    bool lost_track = false;  // one arrived that was not the oldest on its way (a drop)
+  };
   struct Connection {
     int src = 0, dst = 0;
     ns3::Ptr<ns3::Socket> tx;
@@ -103,6 +116,7 @@ class Ns3Network final : public Network {
     uint64_t received = 0;  // bytes read at the receiver
     std::deque<Pending> pending;
     ns3::Ptr<LinuxTcpBehaviour> tcp;  // its congestion control, and the state memoization reads
+    std::shared_ptr<AckTail> tail = std::make_shared<AckTail>();  // shared with the sockets' traces
   };
 
   std::vector<ns3::Ipv4Address> build_links(ns3::PointToPointHelper& p2p);
@@ -114,6 +128,7 @@ class Ns3Network final : public Network {
   void on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket);
   void deliver_later(Pending p, double delay_s);
 
+  EventClock& clock_;
   int hosts_;
   uint32_t segment_;
   Topology topology_;
@@ -128,12 +143,17 @@ class Ns3Network final : public Network {
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
   Ns3Options options_;
   ns3::ObjectFactory congestion_control_;
-  // Whether the network's future is a function of quiescent_state(): links that stay as they
+  // Whether the network's future is a function of held_state(): links that stay as they
   // are (no random loss, no faults: static_links), a
   // variant whose state is all in cwnd/ssthresh (CUBIC keys on wall time, BBR and DCTCP
   // on estimators), immediate ACKs (a delayed ACK timer may be pending at any moment).
   bool memoizable_ = false;
+  // Hold the clock whenever nothing is undelivered (Ns3Options::hold_when_idle) where nothing
+  // but the traffic moves the network: memoizable, and no trace that reads ns-3's own time.
+  bool holds_ = false;
+  int64_t held_at_ = 0;  // engine ticks the held world stands for (shift_held moves it)
   uint64_t undelivered_ = 0;  // messages accepted by send() and not yet handed back
+  uint64_t messages_ = 0;     // messages accepted by send()
   std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
   std::unique_ptr<ns3::FlowMonitorHelper> flowmon_helper_;  // owns the classifier the XML names flows by
   ns3::Ptr<ns3::FlowMonitor> flowmon_;
@@ -196,14 +216,16 @@ void set_tcp_defaults(const Ns3Options& options, const ns3::TypeId& variant, uin
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(options.syn_timeout_s)));
 }
 
-Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
-    : hosts_(topology.num_hosts()), topology_(topology), options_(options) {
+Ns3Network::Ns3Network(EventClock& clock, const Topology& topology, const Ns3Options& options)
+    : clock_(clock), hosts_(topology.num_hosts()), topology_(topology), options_(options) {
   check_options(options);
   segment_ = static_cast<uint32_t>(options.mtu - kTcpIpHeaderBytes);
   const ns3::TypeId variant = tcp_variant(options.tcp);
   congestion_control_.SetTypeId(variant);
   set_tcp_defaults(options, variant, segment_, socket_buffer_bytes(topology, options));
   memoizable_ = static_links(topology, options) && !options.delayed_ack && options.tcp == "newreno";
+  holds_ = options.hold_when_idle && memoizable_ && options.transport == "tcp" && options.pcap_dir.empty() &&
+           options.flowmon_file.empty() && options.fatal_error_at_s < 0;
 
   ns3::PointToPointHelper p2p;
   const std::vector<ns3::Ipv4Address> vertex_address = build_links(p2p);
@@ -233,6 +255,11 @@ Ns3Network::Ns3Network(const Topology& topology, const Ns3Options& options)
                              [] { NS_FATAL_ERROR("fault injected by TESTBED_NS3_FATAL_AT"); });
   }
   listen();
+  if (holds_) {
+    // Nothing sent yet: the world at tick 0 (its nodes' start-up events wait for the first send).
+    clock_.hold_network();
+    held_at_ = clock_.now_ticks();
+  }
 }
 
 // Nodes, the internet stack, and a point-to-point link (devices, queues, loss, trace,
@@ -355,8 +382,15 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
   // The connection's last ACK: when a memoized phase's traffic went quiet (QuiescentState).
   tcp_socket->TraceConnectWithoutContext(
       "Rx", Callback<void, Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>>(
-                [tcp = c.tcp](Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>) {
+                [tcp = c.tcp, tail = c.tail](Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>) {
                   tcp->on_segment_received(Simulator::Now());
+                  // ACKs of a static route arrive in the order they left; one that is not the
+                  // oldest on its way means another was dropped.
+                  if (tail->acks.empty()) return;  // the handshake's, sent before the trace
+                  const AckInFlight& oldest = tail->acks.front();
+                  if (oldest.ack != h.GetAckNumber().GetValue() || oldest.bytes != p->GetSize() + h.GetSerializedSize())
+                    tail->lost_track = true;
+                  tail->acks.pop_front();
                 }));
   if (bind_host_address_ && src < hosts_) {
     c.tx->Bind(InetSocketAddress(host_address_[src], 0));
@@ -396,6 +430,14 @@ void Ns3Network::on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Add
   NS_ABORT_MSG_IF(it == vertex_of_address_.end(), "ns3 network: connection from unknown address");
   Connection& c = connection(it->second, dst);
   accepted_.push_back(socket);
+  // What the receiver sends back (ACKs only: it sends no data), so that a held network can
+  // say which ACKs are still on their way (held_state).
+  socket->TraceConnectWithoutContext(
+      "Tx", Callback<void, Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>>(
+                [tail = c.tail](Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>) {
+                  tail->acks.push_back({Simulator::Now().GetTimeStep(), h.GetAckNumber().GetValue(),
+                                        p->GetSize() + h.GetSerializedSize()});
+                }));
   socket->SetRecvCallback(Callback<void, Ptr<Socket>>(
       [this, &c](Ptr<Socket> s) { on_receive(c, s); }));
 }
@@ -417,8 +459,14 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
   ns3::Simulator::Schedule(ns3::Seconds(delay_s), [this, alive = alive_, p = std::move(p)]() {
     if (!*alive) return;
     --undelivered_;
-    Delivery d{p.message, p.t_send, ns3::Simulator::Now().GetSeconds(), 0, {}};
+    Delivery d{p.message, p.t_send, clock_.now(), 0, {}};
     p.on_delivered(d);
+    if (holds_ && undelivered_ == 0 && !clock_.network_held()) {
+      // Everything handed back: until its next use, nothing the network does reaches the
+      // engine, so its clock may wait (and a replay may stand in for what comes next).
+      clock_.hold_network();
+      held_at_ = clock_.now_ticks();
+    }
   });
 }
 
@@ -427,8 +475,11 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
     throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) +
                                 " names a vertex outside 0.." + std::to_string(vertices - 1));
-  Pending p{message, 0, ns3::Simulator::Now().GetSeconds(), std::move(on_delivered)};
+  // A held network first catches up with the time it has been held.
+  if (clock_.network_held()) clock_.resume_network();
+  Pending p{message, 0, clock_.now(), std::move(on_delivered)};
   ++undelivered_;
+  ++messages_;
   if (message.src == message.dst) {
     deliver_later(std::move(p), 0);  // a host talking to itself crosses no network
     return;
@@ -455,14 +506,62 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   fill(c);
 }
 
-std::optional<QuiescentState> Ns3Network::quiescent_state(const std::vector<HostPair>& pairs) const {
-  if (!memoizable_ || undelivered_ > 0) return std::nullopt;
-  for (const auto& [key, c] : connections_) {
-    // Every byte handed over and acknowledged: no data, no ACK anywhere on the links.
-    if (c->written < c->enqueued || c->tcp->bytes_in_flight() > 0) return std::nullopt;
-  }
-  QuiescentState q;
+std::optional<HeldState> Ns3Network::held_state(const std::vector<HostPair>& pairs) const {
+  if (!holds_ || !clock_.network_held() || undelivered_ > 0) return std::nullopt;
+  // ns-3 times: the held world's own clock stands still at its hold.
   const int64_t now = ns3::Simulator::Now().GetTimeStep();
+  HeldState h;
+  h.held_at = held_at_;
+  h.messages = messages_;
+  std::string& out = h.state;
+  // Every connection, not only the pairs': the held world stands for a later one as a whole,
+  // so each one's state (and the ACKs it still has on their way) must be the same then.
+  for (const auto& [key, c] : connections_) {
+    out += std::to_string(key.first) + '>' + std::to_string(key.second) + ':';
+    if (c->tail->lost_track) return std::nullopt;
+    const LinuxTcpBehaviour& tcp = *c->tcp;
+    // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
+    // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
+    // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
+    if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
+    out += tcp.state() + ';';
+    if (options_.slow_start_after_idle)
+      out += std::to_string(tcp.sent_data() ? now - tcp.last_data_sent().GetTimeStep() : -1) + ';';
+    // The ACK tail: how long ago each left the receiver (it decides where it is now), what it
+    // acknowledges counted back from the last (the sender's bytes in flight), its size.
+    const auto& acks = c->tail->acks;
+    for (const AckInFlight& a : acks) {
+      const uint32_t back = acks.back().ack - a.ack;
+      out += std::to_string(now - a.sent) + '/' + std::to_string(back) + '/' + std::to_string(a.bytes) + ',';
+    }
+    out += std::to_string(tcp.bytes_in_flight()) + ';';
+  }
+  // The pairs the phase will use, existing or to be opened (a fresh, deterministic handshake).
+  for (const auto& pair : pairs) out += '|' + std::to_string(pair.first) + '>' + std::to_string(pair.second);
+  return h;
+}
+
+void Ns3Network::shift_held(int64_t ticks) {
+  clock_.shift_network(ticks);
+  held_at_ += ticks;
+}
+
+void Ns3Network::settle() {
+  if (!holds_ || !clock_.network_held() || undelivered_ > 0) return;
+  clock_.resume_network();
+  clock_.hold_network();
+  held_at_ = clock_.now_ticks();
+}
+
+std::optional<QuietState> Ns3Network::quiet_state(const std::vector<HostPair>& pairs) const {
+  if (!holds_ || !clock_.network_held() || undelivered_ > 0 || held_at_ != clock_.now_ticks()) return std::nullopt;
+  for (const auto& [key, c] : connections_) {
+    // Every byte acknowledged: no data, no ACK anywhere on the links.
+    if (c->tail->lost_track || !c->tail->acks.empty() || c->tcp->bytes_in_flight() > 0) return std::nullopt;
+  }
+  const int64_t lag = clock_.network_lag_ticks();
+  const int64_t now = held_at_;
+  QuietState q;
   for (const auto& pair : pairs) {
     auto it = connections_.find(pair);
     q.state += std::to_string(pair.first) + '>' + std::to_string(pair.second) + ':';
@@ -473,24 +572,29 @@ std::optional<QuiescentState> Ns3Network::quiescent_state(const std::vector<Host
       continue;
     }
     const LinuxTcpBehaviour& tcp = *it->second->tcp;
-    // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
-    // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
-    // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
     if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
     q.state += tcp.state() + ';';
-    if (!tcp.last_received().IsNegative()) q.quiet_since_ticks = std::max(q.quiet_since_ticks, tcp.last_received().GetTimeStep());
-    const int64_t last = tcp.last_data_sent().IsNegative() ? -1 : tcp.last_data_sent().GetTimeStep();
+    if (tcp.received()) q.quiet_since_ticks = std::max(q.quiet_since_ticks, tcp.last_received().GetTimeStep() + lag);
+    const int64_t last = tcp.sent_data() ? tcp.last_data_sent().GetTimeStep() + lag : -1;
     q.last_sent_ticks.push_back(last);
     if (options_.slow_start_after_idle) q.idle_ticks.push_back(last < 0 ? -1 : now - last);
   }
   return q;
 }
 
-void Ns3Network::replayed(const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    auto it = connections_.find(pairs[i]);
-    if (it == connections_.end() || last_sent_ticks.at(i) < 0) continue;
-    it->second->tcp->set_last_data_sent(ns3::TimeStep(last_sent_ticks[i]));
+void Ns3Network::shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent) {
+  // Every connection's last data in the engine's ticks, before the lag grows.
+  const int64_t before = clock_.network_lag_ticks();
+  std::map<HostPair, int64_t> last;
+  for (const auto& [key, c] : connections_)
+    if (c->tcp->sent_data()) last[key] = c->tcp->last_data_sent().GetTimeStep() + before;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (last_sent.at(i) >= 0) last[pairs[i]] = last_sent[i];
+  shift_held(ticks);
+  const int64_t after = clock_.network_lag_ticks();
+  for (const auto& [key, t] : last) {
+    auto it = connections_.find(key);
+    if (it != connections_.end()) it->second->tcp->set_last_data_sent(ns3::TimeStep(t - after));
   }
 }
 
@@ -508,8 +612,7 @@ bool static_links(const Topology& topology, const Ns3Options& options) {
 
 std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
                                           const Ns3Options& options) {
-  (void)clock;  // the Simulator singleton is the clock; the parameter documents the dependency
-  return std::make_unique<Ns3Network>(topology, options);
+  return std::make_unique<Ns3Network>(clock, topology, options);
 }
 
 }  // namespace testbed

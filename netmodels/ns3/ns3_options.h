@@ -59,6 +59,10 @@ struct Ns3Options {
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
   bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
+  // Memoization (netmodels/phase_memo.h): hold the network's clock whenever every message has
+  // been delivered, so that its state then can be described (Network::held_state) and a replay
+  // can stand in for it. Exact either way: a held network catches up at its next use.
+  bool hold_when_idle = false;
   // Tests' fault injection: ns-3's own NS_FATAL_ERROR at this simulated time (< 0: never), so
   // the path an ns-3 fatal error takes to the user (sim/tools/cli.cpp) can be tested.
   double fatal_error_at_s = -1;

@@ -82,7 +82,7 @@ void LinuxTcpBehaviour::CwndEvent(ns3::Ptr<ns3::TcpSocketState> tcb, ns3::TcpSoc
 }
 
 void LinuxTcpBehaviour::restart_after_idle(ns3::TcpSocketState& tcb) const {
-  if (last_data_sent_.IsNegative()) return;  // the connection's first data
+  if (!sent_data_) return;  // the connection's first data
   ns3::Time idle = ns3::Simulator::Now() - last_data_sent_;
   if (idle <= rto_) return;
   uint32_t cwnd = tcb.m_cWnd.Get();

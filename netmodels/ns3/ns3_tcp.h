@@ -32,17 +32,27 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   LinuxTcpBehaviour(const LinuxTcpBehaviour& other);
 
   // Fed by the socket's traces: the last data segment sent, the current retransmission timeout.
-  void on_data_sent(ns3::Time now) { last_data_sent_ = now; }
+  void on_data_sent(ns3::Time now) {
+    last_data_sent_ = now;
+    sent_data_ = true;
+  }
   void on_rto(ns3::Time rto) { rto_ = rto; }
   // And the last segment the sender received (an ACK): when its traffic last moved.
-  void on_segment_received(ns3::Time now) { last_received_ = now; }
+  void on_segment_received(ns3::Time now) {
+    last_received_ = now;
+    received_ = true;
+  }
+  bool received() const { return received_; }
   ns3::Time last_received() const { return last_received_; }
 
-  // The state that decides how this connection's next data travels on a quiescent network,
+  // The state that decides how this connection's next data travels once every byte is delivered,
   // as text ("" before the connection exists). Exact where it matters: see ns3_network.cpp.
   std::string state() const;
+  // When it last sent data (ns-3 time; a network that lags the engine's clock may have moved it
+  // before zero), if it ever has.
+  bool sent_data() const { return sent_data_; }
   ns3::Time last_data_sent() const { return last_data_sent_; }
-  void set_last_data_sent(ns3::Time t) { last_data_sent_ = t; }
+  void set_last_data_sent(ns3::Time t) { on_data_sent(t); }
   uint32_t bytes_in_flight() const;
   ns3::Time rto() const { return rto_; }
   ns3::Time smoothed_rtt() const;
@@ -66,8 +76,10 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   ns3::Ptr<ns3::TcpSocketState> tcb_;  // the connection's state, for state()
   bool slow_start_after_idle_ = true;
   uint32_t initial_cwnd_segments_ = 10;
-  ns3::Time last_data_sent_ = ns3::Seconds(-1);
-  ns3::Time last_received_ = ns3::Seconds(-1);
+  ns3::Time last_data_sent_ = ns3::Seconds(0);
+  bool sent_data_ = false;
+  ns3::Time last_received_ = ns3::Seconds(0);
+  bool received_ = false;
   ns3::Time rto_ = ns3::Seconds(1);
 };
 

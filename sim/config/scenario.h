@@ -156,7 +156,7 @@ struct NetworkSection {
   Duration syn_timeout{1.0};
   std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default
-  bool memoize = true;                // replay identical collectives on a quiescent network (ns3)
+  bool memoize = true;                // replay identical collectives from a held network (ns3)
   // Flow backend, projection: time a whole-fleet ring all-reduce in closed form on its
   // connections when they have the network to themselves (netmodels/collectives/ring_lanes.h);
   // false sends every message as a flow, for the same times at far higher cost.

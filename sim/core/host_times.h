@@ -44,8 +44,16 @@ class TimedNetwork : public Network {
   TimedNetwork(std::shared_ptr<Network> inner, HostTimes& times) : inner_(std::move(inner)), times_(times) {}
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return inner_->name(); }
-  std::optional<QuiescentState> quiescent_state(const std::vector<HostPair>& pairs) const override {
-    return inner_->quiescent_state(pairs);
+  std::optional<HeldState> held_state(const std::vector<HostPair>& pairs) const override {
+    return inner_->held_state(pairs);
+  }
+  void shift_held(int64_t ticks) override { inner_->shift_held(ticks); }
+  void settle() override { inner_->settle(); }
+  std::optional<QuietState> quiet_state(const std::vector<HostPair>& pairs) const override {
+    return inner_->quiet_state(pairs);
+  }
+  void shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent) override {
+    inner_->shift_quiet(ticks, pairs, last_sent);
   }
 
  private:

@@ -42,6 +42,7 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.pcap_dir = captures.pcap_dir;
   options.flowmon_file = captures.flowmon_file;
   options.fatal_error_at_s = captures.fatal_error_at_s;
+  options.hold_when_idle = n.memoize;
   for (const auto& f : n.faults) {
     Fault fault;
     if (f.link.size() == 2) fault.a = f.link[0], fault.b = f.link[1];

@@ -126,7 +126,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
   // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
   // its first leaves.
-  // Only the packet-level backend can replay (Network::quiescent_state): elsewhere planning
+  // Only the packet-level backend can replay (Network::held_state): elsewhere planning
   // the phases would only build plans.
   memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
                 !algorithm_->has_rounds() && !cloud_compute_;

@@ -48,17 +48,18 @@ std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
     last_issue[n] = at - now;
     plans.push_back(p.plan);
   }
-  // A replay leaves no packets behind, so nothing may reach the network before the recorded
-  // phase went quiet: a node's first send of the next step comes at the earliest that many
-  // ticks after the later of its last issue and its last message.
+  // Until `until` (the replayed phase's last delivery, or its last ACK) the held network does
+  // not stand for the real one, so nothing may reach it before then: a node's first send of the
+  // next step comes at the earliest that many ticks after the later of its last issue and its
+  // last message.
   auto may_replay = [nodes, step = e.step, steps = e.steps, last_issue,
-                     ticks_to_first_send = e.ticks_to_first_send](const PhaseRecord& record) {
+                     ticks_to_first_send = e.ticks_to_first_send](const PhaseRecord& record, int64_t until) {
     if (step + 1 >= steps) return true;
     std::vector<int64_t> done = last_issue;
     for (const auto& send : record.sends) done[send.message.dst] = std::max(done[send.message.dst], send.delivered);
     for (int n = 0; n < nodes; ++n) {
-      // At the quiet tick itself, its send and the last ACK would race within the tick.
-      if (done[n] + ticks_to_first_send(n, step + 1) <= record.quiet) return false;
+      // At that tick itself, its send and the last delivery (or ACK) would race within the tick.
+      if (done[n] + ticks_to_first_send(n, step + 1) <= until) return false;
     }
     return true;
   };
