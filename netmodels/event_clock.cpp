@@ -45,12 +45,14 @@ void EventClock::schedule_ticks(int64_t delay_ticks, std::function<void()> event
 
 void EventClock::run(const std::atomic<bool>* interrupted) {
   auto run_all = [this] {
-    impl_->Run();
+    // Through Simulator::Run, which first stops ns-3 tracking every Time made (a set insert
+    // and erase per Time, as long as resolution may still change) before running ours.
+    ns3::Simulator::Run();
     // The engine is done (not stopped); a held network still finishes what it carries (its
     // last ACKs), as a live one would have.
     if (impl_->engine_idle() && impl_->network_held()) {
       impl_->resume_network(true);
-      impl_->Run();
+      ns3::Simulator::Run();
     }
   };
   if (!interrupted) return run_all();

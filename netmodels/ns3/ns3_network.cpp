@@ -530,6 +530,9 @@ std::optional<HeldState> Ns3Network::held_state(const std::vector<HostPair>& pai
     // The ACK tail: how long ago each left the receiver (it decides where it is now), what it
     // acknowledges counted back from the last (the sender's bytes in flight), its size.
     const auto& acks = c->tail->acks;
+    // Nothing else on its way: the last ACK acknowledges every byte the sender has sent (no data
+    // left in flight), or, with none on its way, every byte is acknowledged already.
+    if (acks.empty() ? tcp.bytes_in_flight() > 0 : acks.back().ack != tcp.high_tx_mark()) return std::nullopt;
     for (const AckInFlight& a : acks) {
       const uint32_t back = acks.back().ack - a.ack;
       out += std::to_string(now - a.sent) + '/' + std::to_string(back) + '/' + std::to_string(a.bytes) + ',';

@@ -105,6 +105,8 @@ ns3::Ptr<ns3::TcpCongestionOps> LinuxTcpBehaviour::Fork() { return ns3::CopyObje
 
 uint32_t LinuxTcpBehaviour::bytes_in_flight() const { return tcb_ ? tcb_->m_bytesInFlight.Get() : 0; }
 
+uint32_t LinuxTcpBehaviour::high_tx_mark() const { return tcb_ ? tcb_->m_highTxMark.Get().GetValue() : 0; }
+
 ns3::Time LinuxTcpBehaviour::smoothed_rtt() const { return tcb_ ? tcb_->m_lastRtt.Get() : ns3::Time(0); }
 
 std::string LinuxTcpBehaviour::state() const {

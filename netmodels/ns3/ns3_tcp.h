@@ -54,6 +54,7 @@ class LinuxTcpBehaviour final : public ns3::TcpCongestionOps {
   ns3::Time last_data_sent() const { return last_data_sent_; }
   void set_last_data_sent(ns3::Time t) { on_data_sent(t); }
   uint32_t bytes_in_flight() const;
+  uint32_t high_tx_mark() const;  // the highest sequence number sent (ns-3's m_highTxMark)
   ns3::Time rto() const { return rto_; }
   ns3::Time smoothed_rtt() const;
 
