@@ -194,7 +194,7 @@ TEST(Memoization, OtherAlgorithmsStayIdentical) {
   // partners two hops apart share ring links, so its ranks need not stay in lockstep).
   compare({"collective.algorithm=halving_doubling"});
   EXPECT_GT(compare({"collective.slices=4"}), 0);
-  // Neighbour exchanges as datagrams: lossless, so memoization may replay them too.
+  // Neighbour exchanges as datagrams: never replayed (only a TCP network holds its clock).
   compare({"network.transport=udp", "algorithm.name=sparta", "algorithm.p=0.1", "algorithm.exchange=ring"});
 }
 
