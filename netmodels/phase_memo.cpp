@@ -188,7 +188,9 @@ std::shared_ptr<Network> PhaseMemo::begin(const std::string& signature, const st
     ++stats_.simulated;
     return std::make_shared<Direct>(network_);
   }
-  if (phases_.count(held_key) || phases_.count(quiet_key)) {  // recorded, but not replayable now
+  // Recorded each way it can be keyed, but not replayable now: simulated. Recorded only one way
+  // so far: recorded again, for the other (store() keeps the first record of each key).
+  if ((held_key.empty() || phases_.count(held_key)) && (quiet_key.empty() || phases_.count(quiet_key))) {
     ++stats_.simulated;
     return std::make_shared<Direct>(network_);
   }
