@@ -50,7 +50,7 @@ void EventClock::run(const std::atomic<bool>* interrupted) {
     ns3::Simulator::Run();
     // The engine is done (not stopped); a held network still finishes what it carries (its
     // last ACKs), as a live one would have.
-    if (impl_->engine_idle() && impl_->network_held()) {
+    if (!impl_->stopped() && impl_->engine_idle() && impl_->network_held()) {
       impl_->resume_network(true);
       ns3::Simulator::Run();
     }

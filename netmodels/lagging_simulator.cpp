@@ -50,7 +50,7 @@ void LaggingSimulatorImpl::SetScheduler(ns3::ObjectFactory schedulerFactory) {
 }
 
 void LaggingSimulatorImpl::insert_network(uint64_t ts, uint32_t context, ns3::EventImpl* impl, uint64_t uid) {
-  network_.push_back({ts, uid, context, impl});
+  network_.push_back({ts, current_ts_, uid, context, impl});
   std::push_heap(network_.begin(), network_.end(), NetworkLater{});
 }
 
@@ -65,7 +65,7 @@ void LaggingSimulatorImpl::schedule_engine(int64_t delay_ticks, std::function<vo
     free_slots_.pop_back();
     engine_functions_[slot] = std::move(event);
   }
-  engine_.push_back({engine_now_ + delay_ticks, uid_++, context_, slot});
+  engine_.push_back({engine_now_ + delay_ticks, engine_now_, uid_++, context_, slot});
   std::push_heap(engine_.begin(), engine_.end(), EngineLater{});
 }
 
@@ -157,11 +157,11 @@ void LaggingSimulatorImpl::Stop(const ns3::Time& delay) {
   schedule_engine(delay.GetTimeStep(), [this] { stop_ = true; });
 }
 
-bool LaggingSimulatorImpl::network_first() const {
-  const NetworkEvent& n = network_.front();
-  const EngineEvent& e = engine_.front();
-  const int64_t due = static_cast<int64_t>(n.ts) + lag_;
-  return due != e.tick ? due < e.tick : n.uid < e.uid;
+bool LaggingSimulatorImpl::network_first() const { return key_of(network_.front()) < key_of(engine_.front()); }
+
+void LaggingSimulatorImpl::follow_network_time(uint64_t ts) {
+  current_ts_ = ts;
+  current_uid_ = ts == last_network_ts_ ? last_network_uid_ : ns3::EventId::UID::INVALID;
 }
 
 void LaggingSimulatorImpl::run_network_event() {
@@ -175,7 +175,9 @@ void LaggingSimulatorImpl::run_network_event() {
   ++event_count_;
   current_ts_ = e.ts;
   current_uid_ = e.uid;
-  running_uid_ = e.uid;
+  last_network_ts_ = e.ts;
+  last_network_uid_ = e.uid;
+  running_ = key_of(e);
   context_ = e.context;
   engine_now_ = static_cast<int64_t>(e.ts) + lag_;
   e.impl->Invoke();
@@ -188,13 +190,9 @@ void LaggingSimulatorImpl::run_engine_event() {
   engine_.pop_back();
   ++event_count_;
   engine_now_ = e.tick;
-  running_uid_ = e.uid;
-  // The network's clock follows the engine's, unless held; ns-3's IsExpired then compares
-  // network events with this one as it would in one queue.
-  if (!held_) {
-    current_ts_ = static_cast<uint64_t>(e.tick - lag_);
-    current_uid_ = e.uid;
-  }
+  running_ = key_of(e);
+  // The network's clock follows the engine's, unless held.
+  if (!held_) follow_network_time(static_cast<uint64_t>(e.tick - lag_));
   context_ = e.context;
   std::function<void()> event = std::move(engine_functions_[e.slot]);
   engine_functions_[e.slot] = nullptr;
@@ -216,6 +214,7 @@ void LaggingSimulatorImpl::Run() {
       break;
     }
   }
+  stopped_ = stop_ || stop_requested_;
   stop_requested_ = false;
 }
 
@@ -229,18 +228,12 @@ void LaggingSimulatorImpl::resume_network(bool after_engine) {
   held_ = false;
   // Called from an engine event: what would have come before it in one queue runs now, in order.
   const int64_t now = engine_now_;
-  const uint64_t uid = running_uid_;
+  const Key running = running_;
   const uint32_t context = context_;
-  while (!network_.empty()) {
-    const NetworkEvent& n = network_.front();
-    const int64_t due = static_cast<int64_t>(n.ts) + lag_;
-    if (due > now || (due == now && n.uid > uid)) break;
-    run_network_event();
-  }
+  while (!network_.empty() && key_of(network_.front()) < running) run_network_event();
   engine_now_ = now;
-  current_ts_ = static_cast<uint64_t>(now - lag_);
-  current_uid_ = uid;
-  running_uid_ = uid;
+  running_ = running;
+  follow_network_time(static_cast<uint64_t>(now - lag_));
   context_ = context;
 }
 

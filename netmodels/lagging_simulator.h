@@ -15,9 +15,12 @@
 
 namespace testbed {
 
-// Events run in (engine tick, uid) order, one uid sequence for both kinds, as ns-3's default
-// implementation runs them in (tick, uid) order: while the network is never held, the order is
-// ns-3's own. A network event at network time t is due at engine tick t + lag.
+// Events run in (engine tick, tick it was scheduled at, uid) order, one uid sequence for both
+// kinds. Uids grow with the time they were scheduled at, so while the network is never held this
+// is ns-3's own (tick, uid) order. A network event at network time t is due at engine tick
+// t + lag. The scheduling tick keeps the order when the network catches up: what a held event
+// schedules as it runs late still comes before an engine event scheduled later than it would
+// have run (two events scheduled at one tick, one of them late, are still ordered by uid).
 //
 // Holding the network (memoization, docs/network.md) stops its clock: its events wait and its
 // Now() stands still, while the engine's events go on. Resuming it first runs, at once, the
@@ -43,6 +46,8 @@ class LaggingSimulatorImpl final : public ns3::SimulatorImpl {
   // `after_engine`: the engine is done, so a held world that stands for a later time than the
   // last engine event simply goes on from there.
   void resume_network(bool after_engine = false);
+  // Whether the last Run() ended on stop(), not for want of events.
+  bool stopped() const { return stopped_; }
   // Only while held: the held world stands for the world `ticks` later (ticks >= 0).
   void shift_network(int64_t ticks);
   int64_t network_lag() const { return lag_; }
@@ -74,27 +79,45 @@ class LaggingSimulatorImpl final : public ns3::SimulatorImpl {
   void DoDispose() override;
 
   struct NetworkEvent {
-    uint64_t ts, uid;  // network time
+    uint64_t ts, sched, uid;  // network time: due, and when it was scheduled
     uint32_t context;
     ns3::EventImpl* impl;
   };
   struct EngineEvent {
-    int64_t tick;
+    int64_t tick, sched;
     uint64_t uid;
     uint32_t context;
     size_t slot;  // into engine_functions_
   };
+  // An event's place in the one order, in engine ticks.
+  struct Key {
+    int64_t due, sched;
+    uint64_t uid;
+    bool operator<(const Key& o) const {
+      if (due != o.due) return due < o.due;
+      return sched != o.sched ? sched < o.sched : uid < o.uid;
+    }
+  };
   // Min-heaps: std::push_heap keeps the largest first, so these compare "later than".
   struct NetworkLater {
     bool operator()(const NetworkEvent& a, const NetworkEvent& b) const {
-      return a.ts != b.ts ? a.ts > b.ts : a.uid > b.uid;
+      if (a.ts != b.ts) return a.ts > b.ts;
+      return a.sched != b.sched ? a.sched > b.sched : a.uid > b.uid;
     }
   };
   struct EngineLater {
     bool operator()(const EngineEvent& a, const EngineEvent& b) const {
-      return a.tick != b.tick ? a.tick > b.tick : a.uid > b.uid;
+      if (a.tick != b.tick) return a.tick > b.tick;
+      return a.sched != b.sched ? a.sched > b.sched : a.uid > b.uid;
     }
   };
+  Key key_of(const NetworkEvent& e) const {
+    return {static_cast<int64_t>(e.ts) + lag_, static_cast<int64_t>(e.sched) + lag_, e.uid};
+  }
+  static Key key_of(const EngineEvent& e) { return {e.tick, e.sched, e.uid}; }
+  // ns-3's IsExpired compares with the last network event run (network events run in uid order
+  // among themselves); at a later network time, nothing of that time has run yet.
+  void follow_network_time(uint64_t ts);
 
   void insert_network(uint64_t ts, uint32_t context, ns3::EventImpl* impl, uint64_t uid);
   void take_cross_thread_events();
@@ -111,13 +134,15 @@ class LaggingSimulatorImpl final : public ns3::SimulatorImpl {
 
   uint64_t uid_;
   uint64_t current_ts_ = 0;  // the network's time (ns-3's Now())
-  uint64_t current_uid_;      // what ns-3's IsExpired compares with: the last event the network saw
-  uint64_t running_uid_ = 0;  // the event in progress, of either kind
+  uint64_t current_uid_;      // what ns-3's IsExpired compares with
+  uint64_t last_network_ts_ = 0, last_network_uid_ = 0;  // the last network event run
+  Key running_{0, 0, 0};      // the event in progress, of either kind
   uint32_t context_;
   int64_t engine_now_ = 0;
   int64_t lag_ = 0;
   bool held_ = false;
   bool stop_ = false;
+  bool stopped_ = false;
   std::atomic<bool> stop_requested_{false};
   uint64_t event_count_ = 0;
   std::list<ns3::EventId> destroy_events_;

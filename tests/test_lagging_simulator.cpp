@@ -90,6 +90,31 @@ TEST(LaggingSimulator, AShiftedNetworkRunsLaterByItsLag) {
   EXPECT_EQ(seen[1].network, 20 * kMs);
 }
 
+// A held network event runs late, inside the resume, and what it schedules gets a later uid than
+// an engine event scheduled meanwhile; it still comes first where it was scheduled earlier. The
+// network event at 10 ms schedules another for 20 ms; an engine event at 15 ms schedules one for
+// 20 ms too, which resumes the network: never held, the network's 20 ms event (scheduled at
+// 10 ms) runs before the engine's (scheduled at 15 ms), and so it does held. Slip caught:
+// ordering a tick's events by uid alone (the engine's would come first).
+TEST(LaggingSimulator, WhatAHeldEventSchedulesKeepsItsPlaceAmongTheEngines) {
+  for (bool hold : {false, true}) {
+    EventClock clock;
+    std::vector<std::string> order;
+    ns3::Simulator::Schedule(ns3::MilliSeconds(10), [&] {
+      ns3::Simulator::Schedule(ns3::MilliSeconds(10), [&] { order.push_back("net20"); });
+    });
+    if (hold) clock.schedule_ticks(5 * kMs, [&] { clock.hold_network(); });
+    clock.schedule_ticks(15 * kMs, [&] {
+      clock.schedule_ticks(5 * kMs, [&] {
+        clock.resume_network();
+        order.push_back("engine20");
+      });
+    });
+    clock.run();
+    EXPECT_EQ(order, (std::vector<std::string>{"net20", "engine20"})) << (hold ? "held" : "never held");
+  }
+}
+
 // A network still held when the engine has nothing left finishes what it carries, as a live
 // one would; a network event scheduled while held is a bug in its owner.
 TEST(LaggingSimulator, AHeldNetworkFinishesAfterTheEngineAndRefusesNewEvents) {

@@ -159,6 +159,36 @@ TEST(Ns3Network, HoldingWhenIdleChangesNoDelivery) {
   EXPECT_EQ(held, live);
 }
 
+// Where the next message leaves on the very tick an ACK reaches its sender, the ACK's arrival was
+// scheduled (by the switch forwarding it) while the network was held, and runs late. Three hosts
+// on a line, 200 kB messages, each sent 20 008 640 ns after the last delivery (found by a search
+// to fall on an ACK's arrival) and around it: held and live runs deliver at the same ticks.
+TEST(Ns3Network, HoldingWhenIdleKeepsATicksOrder) {
+  auto run = [](bool hold, int64_t gap) {
+    Ns3Options options;
+    options.hold_when_idle = hold;
+    std::vector<int64_t> out;
+    EventClock clock;
+    {
+      auto network = make_ns3_network(clock, make("line", 3), options);
+      std::function<void(uint64_t)> next = [&](uint64_t id) {
+        network->send({id, 0, 2, 200'000}, [&, id](const Delivery&) {
+          out.push_back(clock.now_ticks());
+          if (id < 4) clock.schedule_ticks(gap, [&, id] { clock.schedule_ticks(0, [&, id] { next(id + 1); }); });
+        });
+      };
+      clock.schedule_ticks(0, [&] { next(1); });
+      clock.run();
+    }
+    return out;
+  };
+  for (int64_t gap : {20'008'600, 20'008'640, 20'008'680}) {
+    const auto held = run(true, gap), live = run(false, gap);
+    ASSERT_EQ(live.size(), 4u);
+    EXPECT_EQ(held, live) << "gap " << gap;
+  }
+}
+
 TEST(Ns3Network, LossMakesItSlower) {
   const auto clean = simulate(make("line", 2), {{1, 0, 1, kTenMB}});
   const auto lossy = simulate(make("line", 2, 0.01), {{1, 0, 1, kTenMB}});
