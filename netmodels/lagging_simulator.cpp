@@ -45,7 +45,8 @@ void LaggingSimulatorImpl::Destroy() {
 }
 
 void LaggingSimulatorImpl::SetScheduler(ns3::ObjectFactory schedulerFactory) {
-  // Its own heaps order events exactly as any ns-3 scheduler does: by (time, uid).
+  // Its own heaps order events: by (time, time scheduled at, uid), which is ns-3's (time, uid)
+  // order while nothing is held.
   (void)schedulerFactory;
 }
 
@@ -161,7 +162,7 @@ bool LaggingSimulatorImpl::network_first() const { return key_of(network_.front(
 
 void LaggingSimulatorImpl::follow_network_time(uint64_t ts) {
   current_ts_ = ts;
-  current_uid_ = ts == last_network_ts_ ? last_network_uid_ : ns3::EventId::UID::INVALID;
+  current_uid_ = ts == last_network_ts_ ? last_network_uid_ : static_cast<uint64_t>(ns3::EventId::UID::INVALID);
 }
 
 void LaggingSimulatorImpl::run_network_event() {

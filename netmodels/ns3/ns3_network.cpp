@@ -96,8 +96,6 @@ class Ns3Network final : public Network {
     double t_send = 0;
     OnDelivered on_delivered;
   };
-  // One persistent TCP connection from src to dst, carrying a FIFO of messages
-  // as one continuous byte stream.
   // An ACK on its way back to the sender (ns-3 times), seen leaving the receiver.
   struct AckInFlight {
     int64_t sent = 0;
@@ -108,6 +106,8 @@ class Ns3Network final : public Network {
     std::deque<AckInFlight> acks;
     bool lost_track = false;  // one arrived that was not the oldest on its way (a drop)
   };
+  // One persistent TCP connection from src to dst, carrying a FIFO of messages
+  // as one continuous byte stream.
   struct Connection {
     int src = 0, dst = 0;
     ns3::Ptr<ns3::Socket> tx;
@@ -127,6 +127,14 @@ class Ns3Network final : public Network {
   void on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
   void on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket);
   void deliver_later(Pending p, double delay_s);
+  // Holds the clock: the held world stands for now.
+  void hold();
+  // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
+  // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
+  // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
+  bool rto_at_floor(const LinuxTcpBehaviour& tcp) const {
+    return tcp.rto() == ns3::Seconds(options_.min_rto_s) && tcp.smoothed_rtt() * 4 <= tcp.rto();
+  }
 
   EventClock& clock_;
   int hosts_;
@@ -255,11 +263,8 @@ Ns3Network::Ns3Network(EventClock& clock, const Topology& topology, const Ns3Opt
                              [] { NS_FATAL_ERROR("fault injected by TESTBED_NS3_FATAL_AT"); });
   }
   listen();
-  if (holds_) {
-    // Nothing sent yet: the world at tick 0 (its nodes' start-up events wait for the first send).
-    clock_.hold_network();
-    held_at_ = clock_.now_ticks();
-  }
+  // Nothing sent yet: the world at tick 0 (its nodes' start-up events wait for the first send).
+  if (holds_) hold();
 }
 
 // Nodes, the internet stack, and a point-to-point link (devices, queues, loss, trace,
@@ -379,7 +384,8 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
                 }));
   tcp_socket->TraceConnectWithoutContext(
       "RTO", Callback<void, Time, Time>([tcp = c.tcp](Time, Time rto) { tcp->on_rto(rto); }));
-  // The connection's last ACK: when a memoized phase's traffic went quiet (QuiescentState).
+  // The connection's last ACK: when a memoized phase's traffic went quiet (QuietState), and
+  // which of the ACKs on their way it was (held_state).
   tcp_socket->TraceConnectWithoutContext(
       "Rx", Callback<void, Ptr<const Packet>, const TcpHeader&, Ptr<const TcpSocketBase>>(
                 [tcp = c.tcp, tail = c.tail](Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>) {
@@ -464,8 +470,7 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
     if (holds_ && undelivered_ == 0 && !clock_.network_held()) {
       // Everything handed back: until its next use, nothing the network does reaches the
       // engine, so its clock may wait (and a replay may stand in for what comes next).
-      clock_.hold_network();
-      held_at_ = clock_.now_ticks();
+      hold();
     }
   });
 }
@@ -520,10 +525,7 @@ std::optional<HeldState> Ns3Network::held_state(const std::vector<HostPair>& pai
     out += std::to_string(key.first) + '>' + std::to_string(key.second) + ':';
     if (c->tail->lost_track) return std::nullopt;
     const LinuxTcpBehaviour& tcp = *c->tcp;
-    // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
-    // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
-    // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
-    if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
+    if (!rto_at_floor(tcp)) return std::nullopt;
     out += tcp.state() + ';';
     if (options_.slow_start_after_idle)
       out += std::to_string(tcp.sent_data() ? now - tcp.last_data_sent().GetTimeStep() : -1) + ';';
@@ -552,6 +554,10 @@ void Ns3Network::shift_held(int64_t ticks) {
 void Ns3Network::settle() {
   if (!holds_ || !clock_.network_held() || undelivered_ > 0) return;
   clock_.resume_network();
+  hold();
+}
+
+void Ns3Network::hold() {
   clock_.hold_network();
   held_at_ = clock_.now_ticks();
 }
@@ -575,7 +581,7 @@ std::optional<QuietState> Ns3Network::quiet_state(const std::vector<HostPair>& p
       continue;
     }
     const LinuxTcpBehaviour& tcp = *it->second->tcp;
-    if (tcp.rto() != ns3::Seconds(options_.min_rto_s) || tcp.smoothed_rtt() * 4 > tcp.rto()) return std::nullopt;
+    if (!rto_at_floor(tcp)) return std::nullopt;
     q.state += tcp.state() + ';';
     if (tcp.received()) q.quiet_since_ticks = std::max(q.quiet_since_ticks, tcp.last_received().GetTimeStep() + lag);
     const int64_t last = tcp.sent_data() ? tcp.last_data_sent().GetTimeStep() + lag : -1;
