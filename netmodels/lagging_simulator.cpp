@@ -98,6 +98,9 @@ void LaggingSimulatorImpl::take_cross_thread_events() {
     events.swap(cross_thread_);
     cross_thread_pending_ = false;
   }
+  // As from the main thread: a held world has no "now" for another thread's event to count from.
+  if (held_ && !events.empty())
+    throw std::logic_error("LaggingSimulatorImpl: a network event scheduled from another thread while the network is held");
   for (const CrossThread& e : events) insert_network(current_ts_ + e.delay, e.context, e.impl, uid_++);
 }
 
@@ -215,8 +218,9 @@ void LaggingSimulatorImpl::Run() {
       break;
     }
   }
-  stopped_ = stop_ || stop_requested_;
-  stop_requested_ = false;
+  // One atomic read-and-clear: a request landing after it stays pending and stops the next Run
+  // (the drain of a held network) instead of being lost between a read and a reset.
+  stopped_ = stop_requested_.exchange(false) || stop_;
 }
 
 void LaggingSimulatorImpl::hold_network() { held_ = true; }

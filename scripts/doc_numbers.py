@@ -424,6 +424,29 @@ def memo_bench(tb):
             f"(its ring chunks differ by an element, so the ranks' skew changes every step: docs/network.md).\n")
 
 
+@block("full")
+def fleet_skew(tb):
+    """Why the default scenario never replays: its ranks drift apart for thousands of steps."""
+    steps = 6000
+    r = tb.run(DEFAULT, "workload.train=false", f"workload.steps={steps}")
+    with h5py.File(r["path"], "r") as f:
+        t = f["train/time"][:]  # (step, rank): when each rank ended the step, s
+    skew = t[:, 1] - t[:, 0]
+    ns = lambda x: round(x * 1e9)
+    assert all(ns(t[s, 2] - t[s, 0]) == 0 and ns(t[s, 3] - t[s, 1]) == 0 for s in range(steps)), \
+        "ranks 0 and 2 (and 1 and 3) no longer end their steps together: rewrite this block's text"
+    growth = ns(skew[100] - skew[99])
+    level = next(s for s in range(steps) if ns(skew[s] - skew[-1]) == 0)
+    def period(rank, s):
+        return f"{(t[s, rank] - t[s - 1, rank]) * 1e3:.6f} ms"
+    return (command(f"build/testbed run {DEFAULT} --set workload.train=false --set workload.steps={steps}")
+            + f"Ranks 1 and 3 end step 1 {ns(skew[0]) / 1e3:.2f} µs after ranks 0 and 2, step 300 (the default "
+            f"run's last) {ns(skew[299]) / 1e3:.2f} µs after them: each step ranks 0 and 2 take {period(0, 100)}, "
+            f"ranks 1 and 3 {period(1, 100)}, {growth / 1e3:.2f} µs more. The skew stops growing at step "
+            f"{level + 1}, at {ns(skew[-1]) / 1e6:.6f} ms, and from then on every rank takes {period(0, steps - 1)} "
+            f"a step. Steps replayed: {r['phases_replayed']} of {r['phases_replayed'] + r['phases_simulated']}.\n")
+
+
 def gtest_lines(tb, binary, pattern, drop=()):
     """The lines a network test prints (not gtest's own), with host-time fields removed."""
     done = subprocess.run([str(Path(tb.binary).parent / "tests" / binary), f"--gtest_filter={pattern}"],
