@@ -444,7 +444,29 @@ def fleet_skew(tb):
             f"run's last) {ns(skew[299]) / 1e3:.2f} µs after them: each step ranks 0 and 2 take {period(0, 100)}, "
             f"ranks 1 and 3 {period(1, 100)}, {growth / 1e3:.2f} µs more. The skew stops growing at step "
             f"{level + 1}, at {ns(skew[-1]) / 1e6:.6f} ms, and from then on every rank takes {period(0, steps - 1)} "
-            f"a step. Steps replayed: {r['phases_replayed']} of {r['phases_replayed'] + r['phases_simulated']}.\n")
+            f"a step. Steps replayed: {r['phases_replayed']} of {r['phases_replayed'] + r['phases_simulated']}.\n\n"
+            + wide_fleet_skew(tb))
+
+
+def wide_fleet_skew(tb):
+    """The issue's 64-node MLP: 126 sends a chain, ten of the 64 chunks one value longer."""
+    steps = 40
+    r = tb.run(DEFAULT, "nodes=64", "workload.model=mlp", "workload.train=false", f"workload.steps={steps}")
+    with h5py.File(r["path"], "r") as f:
+        t = f["train/time"][:]
+    skews = [[round((t[s, k] - t[s, 0]) * 1e9) for k in range(t.shape[1])] for s in range(steps)]
+    unit = 126 * 4 * 8 * 1e9 / 100e6  # ns: 4 bytes more on each of a chain's 2(N-1) = 126 sends
+    multiples = all(abs(x / unit - round(x / unit)) < 1e-6 for row in skews for x in row)
+    spread = [(max(row) - min(row)) / 1e3 for row in skews]
+    distinct = len({tuple(row) for row in skews})
+    return (command(f"build/testbed run {DEFAULT} --set nodes=64 --set workload.model=mlp --set workload.train=false "
+                    f"--set workload.steps={steps}")
+            + f"64 MLP replicas (chunks of 14 696 and 14 700 bytes): every rank's end of every step lies "
+            f"{'a whole multiple' if multiples else 'NOT always a multiple'} of {unit / 1e3:.2f} µs (4 bytes on each of "
+            f"a chain's 126 sends at 100 Mb/s) from rank 0's; the spread from first to last rank is "
+            f"{spread[0]:.2f} µs after step 1 and {spread[-1]:.2f} µs after step {steps}, and {distinct} of the "
+            f"{steps} steps have a pattern of skews of their own. Steps replayed: {r['phases_replayed']} of "
+            f"{r['phases_replayed'] + r['phases_simulated']}.\n")
 
 
 def gtest_lines(tb, binary, pattern, drop=()):
