@@ -28,7 +28,11 @@ LaggingSimulatorImpl::LaggingSimulatorImpl()
 LaggingSimulatorImpl::~LaggingSimulatorImpl() = default;
 
 void LaggingSimulatorImpl::DoDispose() {
-  take_cross_thread_events();
+  {  // never run now: released, not refused (a throw here would end the process)
+    std::lock_guard<std::mutex> lock(cross_thread_mutex_);
+    for (const CrossThread& e : cross_thread_) e.impl->Unref();
+    cross_thread_.clear();
+  }
   for (const NetworkEvent& e : network_) e.impl->Unref();
   network_.clear();
   engine_.clear();
@@ -99,8 +103,10 @@ void LaggingSimulatorImpl::take_cross_thread_events() {
     cross_thread_pending_ = false;
   }
   // As from the main thread: a held world has no "now" for another thread's event to count from.
-  if (held_ && !events.empty())
+  if (held_ && !events.empty()) {
+    for (const CrossThread& e : events) e.impl->Unref();
     throw std::logic_error("LaggingSimulatorImpl: a network event scheduled from another thread while the network is held");
+  }
   for (const CrossThread& e : events) insert_network(current_ts_ + e.delay, e.context, e.impl, uid_++);
 }
 
@@ -218,8 +224,8 @@ void LaggingSimulatorImpl::Run() {
       break;
     }
   }
-  // One atomic read-and-clear: a request landing after it stays pending and stops the next Run
-  // (the drain of a held network) instead of being lost between a read and a reset.
+  // One atomic read-and-clear: a request landing after it stays pending for the next Run (the
+  // drain of a held network, where there is one) instead of being lost between a read and a reset.
   stopped_ = stop_requested_.exchange(false) || stop_;
 }
 

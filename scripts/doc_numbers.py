@@ -437,6 +437,10 @@ def fleet_skew(tb):
         "ranks 0 and 2 (and 1 and 3) no longer end their steps together: rewrite this block's text"
     growth = ns(skew[100] - skew[99])
     level = next(s for s in range(steps) if ns(skew[s] - skew[-1]) == 0)
+    assert level < steps - 100, "the skew has not levelled off: lengthen the run or rewrite this block's text"
+    last = [ns(t[steps - 1, k] - t[steps - 2, k]) for k in range(4)]
+    assert all(ns(skew[s] - skew[-1]) == 0 for s in range(level, steps)) and len(set(last)) == 1, \
+        "the ranks' step times differ after the skew levels off: rewrite this block's text"
     def period(rank, s):
         return f"{(t[s, rank] - t[s - 1, rank]) * 1e3:.6f} ms"
     return (command(f"build/testbed run {DEFAULT} --set workload.train=false --set workload.steps={steps}")
@@ -450,20 +454,22 @@ def fleet_skew(tb):
 
 def wide_fleet_skew(tb):
     """The issue's 64-node MLP: 126 sends a chain, ten of the 64 chunks one value longer."""
-    steps = 40
-    r = tb.run(DEFAULT, "nodes=64", "workload.model=mlp", "workload.train=false", f"workload.steps={steps}")
+    steps, nodes, rate_bps = 40, 64, 100e6  # the default scenario's 100 Mb/s links
+    r = tb.run(DEFAULT, f"nodes={nodes}", "workload.model=mlp", "workload.train=false", f"workload.steps={steps}")
     with h5py.File(r["path"], "r") as f:
         t = f["train/time"][:]
-    skews = [[round((t[s, k] - t[s, 0]) * 1e9) for k in range(t.shape[1])] for s in range(steps)]
-    unit = 126 * 4 * 8 * 1e9 / 100e6  # ns: 4 bytes more on each of a chain's 2(N-1) = 126 sends
+    assert t.shape == (steps, nodes)
+    skews = [[round((t[s, k] - t[s, 0]) * 1e9) for k in range(nodes)] for s in range(steps)]
+    unit = 2 * (nodes - 1) * 4 * 8 * 1e9 / rate_bps  # ns: 4 bytes more on each of a chain's 2(N-1) sends
     multiples = all(abs(x / unit - round(x / unit)) < 1e-6 for row in skews for x in row)
+    assert multiples, "a rank's skew is not a whole number of chains' extra bytes: rewrite this block's text"
     spread = [(max(row) - min(row)) / 1e3 for row in skews]
     distinct = len({tuple(row) for row in skews})
-    return (command(f"build/testbed run {DEFAULT} --set nodes=64 --set workload.model=mlp --set workload.train=false "
+    return (command(f"build/testbed run {DEFAULT} --set nodes={nodes} --set workload.model=mlp --set workload.train=false "
                     f"--set workload.steps={steps}")
             + f"64 MLP replicas (chunks of 14 696 and 14 700 bytes): every rank's end of every step lies "
-            f"{'a whole multiple' if multiples else 'NOT always a multiple'} of {unit / 1e3:.2f} µs (4 bytes on each of "
-            f"a chain's 126 sends at 100 Mb/s) from rank 0's; the spread from first to last rank is "
+            f"a whole multiple of {unit / 1e3:.2f} µs (4 bytes on each of a chain's {2 * (nodes - 1)} sends at "
+            f"{rate_bps / 1e6:.0f} Mb/s) from rank 0's; the spread from first to last rank is "
             f"{spread[0]:.2f} µs after step 1 and {spread[-1]:.2f} µs after step {steps}, and {distinct} of the "
             f"{steps} steps have a pattern of skews of their own. Steps replayed: {r['phases_replayed']} of "
             f"{r['phases_replayed'] + r['phases_simulated']}.\n")

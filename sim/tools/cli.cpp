@@ -284,9 +284,14 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   if (group)
     std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n",
                 spread.world, loop->host_times().transfers, static_cast<long long>(loop->host_times().receives));
-  if (summary.phases_replayed > 0)
-    std::printf("memoized         %lld of %lld steps' communication replayed\n", static_cast<long long>(summary.phases_replayed),
-                static_cast<long long>(summary.phases_replayed + summary.phases_simulated));
+  // Also when none replayed, where memoization was asked for: a researcher who expected the
+  // speed-up learns where to read why not.
+  if (summary.phases_replayed > 0 || (scenario.network.memoize && scenario.network.backend == "ns3"))
+    std::printf("memoized         %lld of %lld steps' communication replayed%s\n", static_cast<long long>(summary.phases_replayed),
+                static_cast<long long>(summary.phases_replayed + summary.phases_simulated),
+                summary.phases_replayed > 0 ? ""
+                                            : " (no step repeated an earlier one exactly, or a condition rules it "
+                                              "out: docs/network.md#memoization)");
   std::printf("parameters        %lld\n", static_cast<long long>(summary.model_parameters));
   std::printf("output            %s\n", scenario.output.path.c_str());
   if (summary.status == "completed") return 0;
