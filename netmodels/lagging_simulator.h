@@ -98,23 +98,24 @@ class LaggingSimulatorImpl final : public ns3::SimulatorImpl {
       return sched != o.sched ? sched < o.sched : uid < o.uid;
     }
   };
-  // Min-heaps: std::push_heap keeps the largest first, so these compare "later than".
-  struct NetworkLater {
-    bool operator()(const NetworkEvent& a, const NetworkEvent& b) const {
-      if (a.ts != b.ts) return a.ts > b.ts;
-      return a.sched != b.sched ? a.sched > b.sched : a.uid > b.uid;
-    }
-  };
-  struct EngineLater {
-    bool operator()(const EngineEvent& a, const EngineEvent& b) const {
-      if (a.tick != b.tick) return a.tick > b.tick;
-      return a.sched != b.sched ? a.sched > b.sched : a.uid > b.uid;
-    }
-  };
+  // A network event's place among network events: in network time (one lag shifts them all).
+  static Key network_key(const NetworkEvent& e) {
+    return {static_cast<int64_t>(e.ts), static_cast<int64_t>(e.sched), e.uid};
+  }
   Key key_of(const NetworkEvent& e) const {
-    return {static_cast<int64_t>(e.ts) + lag_, static_cast<int64_t>(e.sched) + lag_, e.uid};
+    Key k = network_key(e);
+    k.due += lag_;
+    k.sched += lag_;
+    return k;
   }
   static Key key_of(const EngineEvent& e) { return {e.tick, e.sched, e.uid}; }
+  // Min-heaps: std::push_heap keeps the largest first, so these compare "later than".
+  struct NetworkLater {
+    bool operator()(const NetworkEvent& a, const NetworkEvent& b) const { return network_key(b) < network_key(a); }
+  };
+  struct EngineLater {
+    bool operator()(const EngineEvent& a, const EngineEvent& b) const { return key_of(b) < key_of(a); }
+  };
   // ns-3's IsExpired compares with the last network event run (network events run in uid order
   // among themselves); at a later network time, nothing of that time has run yet.
   void follow_network_time(uint64_t ts);
