@@ -843,4 +843,32 @@ TEST_F(Cli, ImageNetModelsAndPretrainingHeadsWhereTheyCanRun) {
                   "BERT's pre-training heads are for projections");
 }
 
+// The summary's memoization line: shown where ns-3 memoization was on, also when it replayed
+// nothing (with where to read why), and not at all where it was off or on another backend. The
+// run is a projection whose ring chunks are uneven (a synthetic MLP of 55 214 values on 4 nodes,
+// RingChains in projection_tests), so none of its 3 steps replays. Slips caught: the line kept
+// to runs that replayed something (the first run prints none), or printed whatever the backend
+// (the last two print one).
+TEST_F(Cli, TheSummarySaysWhenMemoizationReplayedNothing) {
+  const fs::path scenario = write("uneven.yaml",
+                                  "nodes: 4\nthreads: 1\n"
+                                  "topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 10ms}}\n"
+                                  "workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: 148, "
+                                  "outputs: 10}, batch_size: 8, steps: 3, train: false}\n"
+                                  "algorithm: {name: ddp, overlap: false}\n"
+                                  "compute: {model: fixed, step_time: 10ms}\n");
+  auto summary = [&](const std::string& sets) {
+    const Result r = run("run -q '" + scenario.string() + "' -o '" + (dir_ / "out.h5").string() + "'" + sets);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  const std::string on = summary("");
+  EXPECT_NE(on.find("memoized         0 of 3 steps' communication replayed ("), std::string::npos) << on;
+  EXPECT_NE(on.find("docs/network.md#memoization"), std::string::npos) << on;
+  for (const std::string sets : {" --set network.memoize=false", " --set network.backend=flow"}) {
+    const std::string off = summary(sets);
+    EXPECT_EQ(off.find("memoized"), std::string::npos) << sets << "\n" << off;
+  }
+}
+
 }  // namespace
