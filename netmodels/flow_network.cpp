@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "netmodels/network_hold.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -60,7 +61,7 @@ struct Pair {
   int64_t lane_free_tick = 0;  // Lane::free_tick: when a ring timed on its lane lets go of it
 };
 
-class FlowNetwork final : public Network {
+class FlowNetwork final : public Network, public NetworkHold {
  public:
   FlowNetwork(EventClock& clock, const Topology& topology, int mtu, FlowSharing sharing, const RoutingOptions& routing,
               FlowSolve solve)
@@ -130,6 +131,8 @@ class FlowNetwork final : public Network {
     }
     start(std::move(f));
   }
+
+  NetworkHold* hold() override { return this; }
 
   bool hold_lanes(const std::vector<HostPair>& pairs, std::vector<Lane>& lanes) override {
     lanes.clear();
@@ -440,7 +443,7 @@ class FlowNetwork final : public Network {
   std::unordered_map<int64_t, Pair> pairs_;    // by src * vertices + dst; never erased (Flow::pair)
   std::vector<uint64_t> link_bytes_;           // payload sent over each directed link
   std::vector<bool> link_used_;                // some message's route crossed it
-  // Lanes (network.h): per link, whether a ring holds it, until when a released ring's last
+  // Lanes (network_hold.h): per link, whether a ring holds it, until when a released ring's last
   // bit crosses it, and which pair's lane it is (-1: none yet).
   std::vector<bool> lane_held_;
   std::vector<int64_t> lane_until_;

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "netmodels/analytical_network.h"
-#include "netmodels/collectives/collectives.h"
+#include "comm/plans/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "netmodels/collectives/plan_runner.h"
+#include "comm/plan_runner.h"
 #include "topologies/builders.h"
 
 namespace testbed {

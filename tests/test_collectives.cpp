@@ -7,7 +7,7 @@
 #include <deque>
 #include <random>
 
-#include "netmodels/collectives/collectives.h"
+#include "comm/plans/collectives.h"
 
 namespace testbed {
 namespace collectives {  // its own names: network_tests compiles as one unity file

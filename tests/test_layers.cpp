@@ -1,6 +1,6 @@
 // Includes point down the layers: sim/tools -> sim/core -> sim/dist, sim/output -> sim/config, all over
-// netmodels/, training/ and topologies/; the network never sees tensors and training never
-// sees the network.
+// comm/, training/, netmodels/ and topologies/; comm/ between training and the network. The
+// network never sees tensors or plans, training never sees communication or the network.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,11 +23,15 @@ struct Rule {
 // which every backend runs on, so event_clock.cpp reaches ns-3 for all of them.
 const std::vector<Rule> kRules = {
     {"topologies", {"netmodels/", "training/", "sim/", "torch/", "ATen/", "ns3/"}, {}},
-    {"netmodels", {"training/", "sim/", "torch/", "ATen/"}, {}},
+    {"netmodels", {"training/", "sim/", "comm/", "torch/", "ATen/"}, {}},
     // The clock is ns-3's Simulator, run by the clock's own event loop (lagging_simulator.h,
     // included by event_clock.cpp alone).
     {"netmodels", {"ns3/", "netmodels/ns3/"}, {"netmodels/ns3/", "netmodels/event_clock.cpp", "netmodels/lagging_simulator."}},
-    {"training", {"sim/", "netmodels/", "topologies/", "ns3/"}, {}},
+    {"training", {"sim/", "comm/", "netmodels/", "topologies/", "ns3/"}, {}},
+    // The communication layer: over training's ops and the network's Network, under sim/; only
+    // comm/tensors/ (a collective's run with its ranks' tensors) reaches training and LibTorch.
+    {"comm", {"sim/", "ns3/", "netmodels/ns3/"}, {}},
+    {"comm", {"training/", "torch/", "ATen/"}, {"comm/tensors/"}},
     // Inside sim/: tools -> core -> output -> config.
     {"sim/config", {"sim/output/", "sim/core/", "sim/tools/", "ns3/", "netmodels/ns3/"}, {}},
     {"sim/output", {"sim/core/", "sim/tools/", "torch/", "ATen/", "ns3/"}, {}},
@@ -92,8 +96,9 @@ void reach(const fs::path& root, const std::string& name, std::set<std::string>&
 // Files that only read or describe a scenario or a network: no LibTorch anywhere below them.
 TEST(Layers, ScenarioAndNetbenchReachNoLibTorch) {
   const fs::path root = TESTBED_SOURCE_DIR;
-  for (const std::string name : {"sim/config/scenario.h", "sim/tools/netbench.cpp", "sim/config/collective_options.cpp",
-                                 "sim/core/network_factory.cpp", "netmodels/collectives/plan_runner.cpp",
+  for (const std::string name : {"sim/config/scenario.h", "sim/tools/netbench.cpp", "comm/collective_options.cpp",
+                                 "sim/core/network_factory.cpp", "comm/plan_runner.cpp", "comm/ring_lanes.cpp",
+                                 "comm/phase_memo.cpp", "comm/memo_policy.cpp",
                                  "training/algorithms/registry.h"}) {
     std::set<std::string> seen;
     reach(root, name, seen);

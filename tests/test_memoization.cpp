@@ -123,7 +123,7 @@ TEST(Memoization, LockstepDdpReplaysAlmostEveryAllReduceAndChangesNothing) {
 
 // A 2 ms step: each all-reduce starts while the previous one's last ACKs are still 5 ms from
 // their senders. The held network lists them in its state, and a replay leaves them where they
-// are, standing for the same ACKs one step later (netmodels/phase_memo.h): steps replay all the
+// are, standing for the same ACKs one step later (comm/phase_memo.h): steps replay all the
 // same. Slip caught: a replay that leaves the held network where it was instead of shifting it
 // to the replayed phase's end (it then no longer stands for the next step's start: 13 replays).
 TEST(Memoization, AnAckTailIntoTheNextStepStillReplays) {

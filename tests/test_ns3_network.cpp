@@ -8,6 +8,7 @@
 
 #include "netmodels/alpha_beta.h"
 #include "netmodels/event_clock.h"
+#include "netmodels/network_hold.h"
 #include "netmodels/ns3/ns3_network.h"
 #include "topologies/builders.h"
 
@@ -90,7 +91,7 @@ TEST(Ns3Network, BuffersBeyondTheLargestWindowAreCapped) {
   EXPECT_LE(d[0].t_recv - d[0].t_send, 0.060 + 1e-3);
 }
 
-// A held network (memoization, netmodels/phase_memo.h) describes the ACKs still crossing back,
+// A held network (memoization, comm/phase_memo.h) describes the ACKs still crossing back,
 // worked by hand: 2000 bytes leave as two segments of 1448 and 552 payload bytes (mtu 1500 less
 // 52 of IP and TCP headers), back to back (the initial window is ten segments). Each is
 // acknowledged as it arrives, in a 32-byte TCP header (20 bytes and the timestamp option's 12).
@@ -112,12 +113,12 @@ TEST(Ns3Network, AHeldNetworkDescribesTheAcksOnTheirWay) {
     clock.schedule(0, [&] {
       network->send({1, 0, 1, 2000}, [&](const Delivery&) {
         delivered_at = clock.now_ticks();
-        clock.schedule(0, [&] { at_delivery = network->held_state({{0, 1}}); });
+        clock.schedule(0, [&] { at_delivery = network->hold()->held_state({{0, 1}}); });
       });
     });
     clock.schedule(0.1, [&] {
       network->send({2, 0, 0, 1}, [&](const Delivery&) {  // to itself: no link, but a use
-        clock.schedule(0, [&] { later = network->held_state({{0, 1}}); });
+        clock.schedule(0, [&] { later = network->hold()->held_state({{0, 1}}); });
       });
     });
     clock.run();

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "netmodels/collectives/collectives.h"
-#include "netmodels/collectives/plan_size.h"
+#include "comm/plans/collectives.h"
+#include "comm/plans/plan_size.h"
 
 namespace testbed {
 namespace plan_size_tests {  // its own names: network_tests compiles as one unity file

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "netmodels/collectives/collectives.h"
-#include "netmodels/collectives/plan_runner.h"
-#include "netmodels/collectives/ring_lanes.h"
+#include "comm/plans/collectives.h"
+#include "comm/plan_runner.h"
+#include "comm/ring_lanes.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "topologies/builders.h"
@@ -79,8 +79,8 @@ Outcome run(const RingCase& c, bool lanes) {
     if (!lanes) return plans[ring].runner->enter(rank);
     if (!runners[ring]) {
       std::vector<Lane> held;
-      if (!network->hold_lanes(ring_pairs(c.hosts), held)) throw std::runtime_error(c.name + ": lanes refused");
-      runners[ring] = std::make_unique<RingLaneRunner>(clock, *network, ring_pairs(c.hosts), held, c.elements,
+      if (!network->hold()->hold_lanes(ring_pairs(c.hosts), held)) throw std::runtime_error(c.name + ": lanes refused");
+      runners[ring] = std::make_unique<RingLaneRunner>(clock, *network->hold(), ring_pairs(c.hosts), held, c.elements,
                                                        c.element_bytes, c.slices,
                                                        [&done, ring](int r) { done(ring, r); });
     }
@@ -200,7 +200,7 @@ TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   auto network = make_flow_network(clock, topology);
   std::vector<int> hosts{0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<Lane> lanes;
-  ASSERT_TRUE(network->hold_lanes(ring_pairs(hosts), lanes));
+  ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs(hosts), lanes));
   const RingOnLanes ring = ring_all_reduce_on_lanes(lanes, std::vector<int64_t>(8, 0), 8000, 4, 1);
   const double step_s = 4000 * 8 * 9002.0 / 8948.0 / 1e9 + 50e-6;
   for (int r = 0; r < 8; ++r) {
@@ -209,7 +209,7 @@ TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   }
   EXPECT_EQ(ring.messages, 14u * 8u);
   EXPECT_EQ(ring.first_send_tick, 0);
-  network->release_lanes(ring_pairs(hosts), ring.free_tick, ring.lane_bytes);
+  network->hold()->release_lanes(ring_pairs(hosts), ring.free_tick, ring.lane_bytes);
   network.reset();
 }
 
@@ -245,9 +245,9 @@ TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
     const Topology line = build_topology(spec);
     EventClock clock;
     auto network = make_flow_network(clock, line);
-    EXPECT_FALSE(network->hold_lanes({{0, 2}, {1, 3}}, lanes));
-    EXPECT_FALSE(network->hold_lanes({{0, 0}, {1, 2}}, lanes));
-    EXPECT_TRUE(network->hold_lanes({{0, 1}, {2, 3}}, lanes)) << "refusing nothing would pass the two above";
+    EXPECT_FALSE(network->hold()->hold_lanes({{0, 2}, {1, 3}}, lanes));
+    EXPECT_FALSE(network->hold()->hold_lanes({{0, 0}, {1, 2}}, lanes));
+    EXPECT_TRUE(network->hold()->hold_lanes({{0, 1}, {2, 3}}, lanes)) << "refusing nothing would pass the two above";
     network.reset();
   }
   spec.kind = "ring";
@@ -257,10 +257,10 @@ TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
   bool checked = false;
   clock.schedule(0, [&] {
     network->send(Message{1, 3, 0, 1'000'000}, [](const Delivery&) {});
-    EXPECT_FALSE(network->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes)) << "3->0 carries a flow";
+    EXPECT_FALSE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes)) << "3->0 carries a flow";
   });
   clock.schedule(1.0, [&] {
-    ASSERT_TRUE(network->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes));
+    ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes));
     EXPECT_EQ(lanes.size(), 4u);
     EXPECT_THROW(network->send(Message{2, 0, 2, 1000}, [](const Delivery&) {}), std::logic_error);
     checked = true;

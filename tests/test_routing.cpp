@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "netmodels/analytical_network.h"
-#include "netmodels/collectives/collectives.h"
+#include "comm/plans/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "netmodels/collectives/plan_runner.h"
+#include "comm/plan_runner.h"
 #include "topologies/builders.h"
 #include "topologies/routing.h"
 
@@ -210,7 +210,7 @@ uint64_t balanced_salt() {
   return 0;
 }
 
-// Recursive halving-doubling on 4 ranks (Rabenseifner; netmodels/collectives/collective_halving_doubling.cpp):
+// Recursive halving-doubling on 4 ranks (Rabenseifner; comm/plans/collective_halving_doubling.cpp):
 // halving at distance 2 (0<->2, 1<->3: n/2 each way, 2 hops), halving at distance 1 (0<->1,
 // 2<->3: n/4, 1 hop), doubling at distance 1 (n/4), doubling at distance 2 (n/2, 2 hops);
 // each step waits for the previous one, 6 link latencies in all.

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "netmodels/collectives/collectives.h"
+#include "comm/plans/collectives.h"
 #include "sim/config/scenario.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/core/error_text.h"

@@ -103,7 +103,7 @@ class Algorithm {
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
   // Whether ops may set after_gradient: such steps time each layer's backward pass, and their
-  // collectives are not memoized (netmodels/phase_memo.h: a phase needs every node's entry
+  // collectives are not memoized (comm/phase_memo.h: a phase needs every node's entry
   // time known ahead, and the next step's sends after the phase).
   virtual bool issues_during_backward() const { return false; }
   // Whether next_round may return ops (their collectives are not memoized either: a phase

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "netmodels/tcp_retries.h"
+
 namespace testbed {
 
 namespace {
@@ -61,14 +63,10 @@ std::vector<ns3::Ipv4Address> stable_host_addresses(const ns3::NodeContainer& no
 
 void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, const std::vector<Fault>& faults) {
   using namespace ns3;
-  // ns-3's TCP gives up on a connection after 6 retransmissions of a segment (~25 s of
-  // doubling RTOs from 200 ms) or 6 of a SYN, and a dropped connection here would lose its
-  // messages. Real stacks keep trying for many minutes (Linux: tcp_retries2 = 15, ~15 min),
-  // so with faults configured TCP keeps trying like Linux does; its RTO doubling stops at
-  // 60 s, so a flow resumes at most about a minute after its path returns. Set every time
-  // (not only with faults) because Config defaults outlive this network in the process.
-  // sim/config/scenario_rules.cpp (tcp_give_up) bounds TCP's patience with these counts.
-  const uint32_t retries = faults.empty() ? 6 : 15;
+  // With faults configured TCP keeps trying like Linux does (tcp_retries.h); its RTO doubling
+  // stops at 60 s, so a flow resumes at most about a minute after its path returns. Set every
+  // time (not only with faults) because Config defaults outlive this network in the process.
+  const uint32_t retries = ns3_tcp_retries(!faults.empty());
   Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(retries));
   Config::SetDefault("ns3::TcpSocket::ConnCount", UintegerValue(retries));
   if (faults.empty()) return;

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "netmodels/network_hold.h"
 #include "netmodels/ns3/ns3_tcp.h"
 #include "netmodels/ns3/ns3_background.h"
 #include "netmodels/ns3/ns3_datagrams.h"
@@ -75,7 +76,7 @@ double max_host_rtt(const Topology& topology, bool every_path) {
   return 2 * worst;
 }
 
-class Ns3Network final : public Network {
+class Ns3Network final : public Network, public NetworkHold {
  public:
   Ns3Network(EventClock& clock, const Topology& topology, const Ns3Options& options);
   ~Ns3Network() override;
@@ -83,6 +84,7 @@ class Ns3Network final : public Network {
   void send(const Message& message, OnDelivered on_delivered) override;
   std::string name() const override { return "ns3"; }
   LinkBytes link_bytes() const override { return *link_bytes_; }
+  NetworkHold* hold() override { return this; }
   std::optional<HeldState> held_state(const std::vector<HostPair>& pairs) const override;
   void shift_held(int64_t ticks) override;
   void settle() override;
@@ -128,7 +130,7 @@ class Ns3Network final : public Network {
   void on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket);
   void deliver_later(Pending p, double delay_s);
   // Holds the clock: the held world stands for now.
-  void hold();
+  void hold_clock();
   // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
   // of relative time; it only acts through the RTO, which stays at MinRto while the smoothed
   // RTT is far below it. Beyond that, two phases could time out differently: not memoizable.
@@ -264,7 +266,7 @@ Ns3Network::Ns3Network(EventClock& clock, const Topology& topology, const Ns3Opt
   }
   listen();
   // Nothing sent yet: the world at tick 0 (its nodes' start-up events wait for the first send).
-  if (holds_) hold();
+  if (holds_) hold_clock();
 }
 
 // Nodes, the internet stack, and a point-to-point link (devices, queues, loss, trace,
@@ -470,7 +472,7 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
     if (holds_ && undelivered_ == 0 && !clock_.network_held()) {
       // Everything handed back: until its next use, nothing the network does reaches the
       // engine, so its clock may wait (and a replay may stand in for what comes next).
-      hold();
+      hold_clock();
     }
   });
 }
@@ -554,10 +556,10 @@ void Ns3Network::shift_held(int64_t ticks) {
 void Ns3Network::settle() {
   if (!holds_ || !clock_.network_held() || undelivered_ > 0) return;
   clock_.resume_network();
-  hold();
+  hold_clock();
 }
 
-void Ns3Network::hold() {
+void Ns3Network::hold_clock() {
   clock_.hold_network();
   held_at_ = clock_.now_ticks();
 }

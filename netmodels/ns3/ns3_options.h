@@ -59,7 +59,7 @@ struct Ns3Options {
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed
   bool count_link_bytes = false;  // Network::link_bytes(): count every packet each device transmits
-  // Memoization (netmodels/phase_memo.h): hold the network's clock whenever every message has
+  // Memoization (comm/phase_memo.h): hold the network's clock whenever every message has
   // been delivered, so that its state then can be described (Network::held_state) and a replay
   // can stand in for it. Exact either way: a held network catches up at its next use.
   bool hold_when_idle = false;

@@ -132,6 +132,28 @@ std::vector<int> node_clusters(const Scenario& scenario) {
   return {};
 }
 
+ComputeSection split_cloud_compute(const Scenario& scenario) {
+  ComputeSection cloud;
+  cloud.model = "flops";
+  cloud.device = std::get<SplitOptions>(scenario.algorithm.options).cloud;
+  cloud.dtype = scenario.compute.dtype;
+  cloud.mfu = scenario.compute.mfu;
+  cloud.gemm_efficiency = scenario.compute.gemm_efficiency;
+  cloud.convolution_efficiency = scenario.compute.convolution_efficiency;
+  cloud.memory_efficiency = scenario.compute.memory_efficiency;
+  cloud.memory_format = scenario.compute.memory_format;
+  return cloud;
+}
+
+CollectiveChoice collective_choice(const Scenario& scenario) {
+  CollectiveChoice c;
+  c.algorithm = collective_algorithm(scenario.collective.algorithm);
+  c.slices = scenario.collective.slices;
+  c.server_node = scenario.collective.server;
+  c.node_cluster = node_clusters(scenario);
+  return c;
+}
+
 std::string fsdp_unit_pattern(const Scenario& scenario) {
   return scenario.replica_group.unit.empty() ? default_fsdp_unit(scenario.workload.model) : scenario.replica_group.unit;
 }

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "comm/collective_options.h"
 #include "sim/config/field_types.h"
 #include "topologies/builders.h"
 #include "training/algorithms/registry.h"
@@ -158,7 +159,7 @@ struct NetworkSection {
   bool slow_start_after_idle = true;  // Linux's default
   bool memoize = true;                // replay identical collectives from a held network (ns3)
   // Flow backend, projection: time a whole-fleet ring all-reduce in closed form on its
-  // connections when they have the network to themselves (netmodels/collectives/ring_lanes.h);
+  // connections when they have the network to themselves (comm/ring_lanes.h);
   // false sends every message as a flow, for the same times at far higher cost.
   bool flow_lanes = true;
   // Which minimum-hop path each connection takes, in every backend (topologies/routing.h):
@@ -186,7 +187,7 @@ struct NetworkSection {
   }
 };
 
-// How collectives are expanded into messages (netmodels/collectives/collectives.h). `clusters` lists node
+// How collectives are expanded into messages (comm/plans/collectives.h). `clusters` lists node
 // indices per cluster for the hierarchical algorithm; empty takes the topology's clusters
 // (hierarchical: its clusters; fat_tree: its pods).
 struct CollectiveSection {
@@ -554,6 +555,12 @@ int clients_per_cluster(const Scenario& scenario);
 // Each node's cluster for the hierarchical collective: collective.clusters when given, else
 // the hierarchical topology's clusters or the fat-tree's pods; empty when there are none.
 std::vector<int> node_clusters(const Scenario& scenario);
+// A split model's cloud (algorithm.cloud): the flops model on that device at the scenario's
+// precision, efficiencies and memory format; none of the fleet's own settings (speeds,
+// stragglers, overrides of compute.device's peak, bandwidth or launch latency).
+ComputeSection split_cloud_compute(const Scenario& scenario);
+// The `collective:` section as the plain choices comm/ builds each op's plan with.
+CollectiveChoice collective_choice(const Scenario& scenario);
 
 // network.queue read: a multiple of each link's bandwidth-delay product, or bytes; neither
 // when it cannot be read (the loader rejects that scenario).

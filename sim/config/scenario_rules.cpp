@@ -17,6 +17,7 @@
 #include "sim/config/device_presets.h"
 #include "sim/config/layer_profile.h"
 #include "sim/config/model_check.h"
+#include "netmodels/tcp_retries.h"
 #include "topologies/routing.h"
 #include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/registry.h"
@@ -680,19 +681,19 @@ void check_background(const Scenario& s, const Topology& topology, const Origins
 }
 
 // The longest ns-3's TCP (tcp-socket-base.cc, ns-3.37) waits for a segment's ACK before it
-// drops the connection: DataRetries retransmissions (6; 15 with faults, ns3_faults.cpp), each
+// drops the connection: DataRetries retransmissions (netmodels/tcp_retries.h), each
 // after a timeout that doubles, capped at 60 s, then one more timeout. The first timeout comes
 // from the handshake's one RTT sample S (SRTT S, RTTVAR S / 2: an RTO of 3 S, at least
 // min_rto, plus the 1 ms clock granularity). A resent SYN does not void that sample (its
 // history entry has no length to mark), so S is at most the longest handshake ns-3 waits for:
-// syn_timeout doubling through ConnCount resends (the same 6 or 15), 63 s by default.
+// syn_timeout doubling through ConnCount resends (the same count), 63 s by default.
 struct TcpGiveUp {
   double first_timeout_s = 0, total_s = 0;
   int retries = 0;
 };
 TcpGiveUp tcp_give_up(const NetworkSection& n) {
   TcpGiveUp g;
-  g.retries = n.faults.empty() ? 6 : 15;  // ns3_faults.cpp's DataRetries and ConnCount
+  g.retries = ns3_tcp_retries(!n.faults.empty());
   const double longest_handshake = n.syn_timeout.s * (std::pow(2.0, g.retries) - 1);
   g.first_timeout_s = std::max(3 * longest_handshake, n.min_rto.s) + 1e-3;
   double rto = g.first_timeout_s;

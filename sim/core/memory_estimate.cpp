@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "netmodels/collectives/plan_size.h"
-#include "sim/config/collective_options.h"
+#include "comm/plans/plan_size.h"
+#include "comm/collective_options.h"
 #include "sim/config/device_memory.h"
 #include "sim/config/scenario.h"
 #include "sim/config/workload.h"
@@ -141,7 +141,7 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
   // Plans over every node (the largest an op can have), as many as the algorithm keeps.
   std::vector<int> all(scenario.nodes);
   for (int n = 0; n < scenario.nodes; ++n) all[n] = n;
-  const CollectiveOptions options = collective_options(scenario, node_clusters(scenario), all);
+  const CollectiveOptions options = collective_options(collective_choice(scenario), all);
   int64_t connections = 0;
   const bool lanes = algorithm && ring_on_lanes(scenario, *algorithm, options, topology);
   if (algorithm) {

@@ -6,7 +6,7 @@
 
 #include "sim/config/scenario.h"
 #include "sim/core/engine/engine.h"
-#include "sim/core/host_times.h"
+#include "netmodels/host_times.h"
 #include "sim/output/recorder.h"
 #include "training/data/dataset.h"
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "comm/message_record.h"
+
 namespace testbed {
 
 // What a recorder is told before the first row: the run's fixed facts.
@@ -76,21 +78,6 @@ struct RoundRow {
   double train_loss = std::numeric_limits<double>::quiet_NaN();
   double eval_loss = std::numeric_limits<double>::quiet_NaN();
   double accuracy = std::numeric_limits<double>::quiet_NaN();
-};
-
-// A collective of more messages than this is one row of /comm/messages, not one a message: a
-// ring all-reduce over N ranks sends 2 N (N - 1) (8 M rows a bucket at N = 2048), more than a
-// reader can use or a disk hold. That row has src and dst -1, the collective's bytes and lost
-// bytes summed, its first send and its last arrival; /comm's attribute
-// `messages_one_row_above` says so in the file.
-constexpr size_t kMessageRowsPerCollective = 65536;
-
-struct MessageRecord {
-  int src = 0, dst = 0;  // -1, -1: a whole collective (kMessageRowsPerCollective)
-  uint64_t bytes = 0;
-  double t_send = 0, t_recv = 0;
-  uint64_t lost_bytes = 0;
-  std::string kind;
 };
 
 struct RunSummary {

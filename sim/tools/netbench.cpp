@@ -9,9 +9,9 @@
 #include <stdexcept>
 
 #include "netmodels/alpha_beta.h"
-#include "netmodels/collectives/collectives.h"
-#include "netmodels/collectives/plan_runner.h"
-#include "sim/config/collective_options.h"
+#include "comm/plans/collectives.h"
+#include "comm/plan_runner.h"
+#include "comm/collective_options.h"
 #include "sim/core/network_factory.h"
 #include "topologies/routing.h"
 
@@ -171,7 +171,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
   const double n = static_cast<double>(elements) * 4;
   std::vector<int> hosts(p);
   for (int i = 0; i < p; ++i) hosts[i] = i;
-  const CollectiveOptions options = collective_options(scenario, node_clusters(scenario), hosts);
+  const CollectiveOptions options = collective_options(collective_choice(scenario), hosts);
   CollectivePlan plan;
   NetbenchResult r;
   if (collective == "allreduce") {

@@ -9,17 +9,14 @@
 
 #include <torch/torch.h>
 
-#include "sim/config/collective_options.h"
-#include "sim/core/engine/comm_layout.h"
+#include "comm/tensors/comm_layout.h"
 #include "sim/core/compute/compute_model.h"
 #include "sim/core/evaluation/evaluation.h"
 #include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
-#include "sim/core/engine/memo_policy.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
 #include "netmodels/event_clock.h"
-#include "netmodels/phase_memo.h"
 #include "training/seed_streams.h"
 #include "sim/config/workload.h"
 #include "training/models/checkpoint.h"
@@ -84,26 +81,15 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     const auto cut = shapes.layers.begin() + shapes.cut_layer;
     compute_ = std::make_unique<ComputeModel>(scenario.compute,
                                               training_work(scenario, {shapes.layers.begin(), cut}), nodes_, scenario.seed);
-    ComputeSection cloud;
-    cloud.model = "flops";
-    cloud.device = std::get<SplitOptions>(scenario.algorithm.options).cloud;
-    cloud.dtype = scenario.compute.dtype;
-    cloud.mfu = scenario.compute.mfu;
-    cloud.gemm_efficiency = scenario.compute.gemm_efficiency;
-    cloud.convolution_efficiency = scenario.compute.convolution_efficiency;
-    cloud.memory_efficiency = scenario.compute.memory_efficiency;
-    cloud.memory_format = scenario.compute.memory_format;
-    cloud_compute_ = std::make_unique<ComputeModel>(cloud, training_work(scenario, {cut, shapes.layers.end()}), 1,
-                                                    scenario.seed);
+    cloud_compute_ = std::make_unique<ComputeModel>(split_cloud_compute(scenario),
+                                                    training_work(scenario, {cut, shapes.layers.end()}), 1, scenario.seed);
   }
   if (!projection_) evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
 
   clock_ = std::make_unique<EventClock>();
   topology_ = build_topology(topology_spec(scenario));
   network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
-  memo_ = std::make_unique<PhaseMemo>(*clock_, *network_);
   host_neighbours_ = host_neighbours(topology_);
-  node_clusters_ = node_clusters(scenario);
   gradient_layer_ = gradient_layers(work, shapes.names);
   algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order,
                               shapes.cut_values_per_sample, shapes.names);
@@ -131,12 +117,30 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
                 !algorithm_->has_rounds() && !cloud_compute_;
   summary_.model_parameters = parameters_;
+
+  CommSettings comm;
+  comm.nodes = nodes_;
+  comm.choice = collective_choice(scenario);
+  comm.host_neighbours = host_neighbours_;
+  comm.projection = projection_;
+  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread();
+  comm.datagrams = scenario.network.transport == "udp";
+  // The cloud's hold: the back half's forward and backward (its update overlaps the return).
+  if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
+  comm.algorithm = algorithm_->name();
+  Communicator::Callbacks callbacks;
+  callbacks.rank_done = [this](int node, int step, const std::string& tag) { op_complete(node, step, tag); };
+  callbacks.message = [this](const MessageRecord& record) { recorder_->message(record); };
+  callbacks.phase_entry = [this](int node, int step) { return phase_entry(node, step); };
+  if (placement_.spread()) {
+    callbacks.spread = [this](const Communicator::Key& key, Communicator::Collective& slot, CollectiveHooks& hooks,
+                              const std::vector<int>& participants) { spread_collective(key, slot, hooks, participants); };
+  }
+  comm_ = std::make_unique<Communicator>(std::move(comm), std::move(callbacks), *clock_, *network_, times_);
 }
 
 Engine::~Engine() {
-  collectives_.clear();
-  phase_.reset();
-  memo_.reset();
+  comm_.reset();
   network_.reset();
   clock_.reset();
 }
@@ -201,7 +205,7 @@ RunSummary Engine::run(Recorder& recorder) {
   summary_.projected_time_s = last_step_end_;
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
-  const PhaseMemo::Stats& phases = memo_->stats();
+  const PhaseMemo::Stats& phases = comm_->memo_stats();
   summary_.phases_replayed = phases.replayed;
   summary_.phases_simulated = phases.recorded + phases.simulated;
   int done = scenario_.workload.steps;
@@ -295,7 +299,7 @@ void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_ba
   p.streamed = streamed(op);
   p.delay = op.delay;
   // Rank r is node r: only whole-fleet collectives in node order are phases.
-  if (op.nodes.empty() || op.nodes == fleet_) p.plan = plan_for(op, fleet_).get();
+  if (op.nodes.empty() || op.nodes == fleet_) p.plan = comm_->plan_for(op, fleet_).get();
   state_[node].planned.push_back(p);
 }
 
@@ -369,7 +373,7 @@ void Engine::issue(int node, CommOp op) {
     throw std::logic_error(algorithm_->name() + ": node " + std::to_string(node) + " issued '" + op.tag +
                            "' without being one of its nodes");
   const int rank = static_cast<int>(rank_it - participants.begin());
-  Collective& c = collective(node, s.step, op, participants);
+  Communicator::Collective& c = comm_->collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
                  ? static_cast<int>(participants.size())
              : op.kind == CommKind::Broadcast || op.kind == CommKind::Cut || c.lane_ring ? 1  // lanes: a projection, no buffer
@@ -407,11 +411,11 @@ void Engine::issue(int node, CommOp op) {
   const bool cut = f.op.kind == CommKind::Cut;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
-  if (enter) enter_collective({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
+  if (enter) comm_->enter({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
   // The cloud is in whenever an edge is: its copy holds the gradient it computed (block 1).
   if (cut) {
     total_bytes_ += c.bytes_per_rank[1];
-    enter_collective({s.step, tag}, 1, projection_ ? work : work.clone(), {});
+    comm_->enter({s.step, tag}, 1, projection_ ? work : work.clone(), {});
   }
 }
 
@@ -419,7 +423,7 @@ void Engine::enter_next_queued(int node) {
   for (auto& f : state_[node].in_flight) {
     if (f.entered || !streamed(f.op)) continue;
     f.entered = true;
-    enter_collective({f.issued_step, f.op.tag}, f.rank, f.work, f.arrived);
+    comm_->enter({f.issued_step, f.op.tag}, f.rank, f.work, f.arrived);
     return;
   }
 }
@@ -600,7 +604,7 @@ void Engine::reach_gate(int node) {
   const int64_t forward = forward_ticks_to_gate(node, s.gate + 1) - forward_ticks_to_gate(node, s.gate);
   if (forward < 0) throw std::logic_error(algorithm_->name() + "'s forward gates are out of layer order");
   ++s.gate;
-  enter_collective({following.issued_step, following.op.tag}, following.rank, following.work, following.arrived);
+  comm_->enter({following.issued_step, following.op.tag}, following.rank, following.work, following.arrived);
   clock_->schedule_ticks(update + forward, [this, node] {
     HostTimer timer(times_.engine);
     reach_gate(node);
@@ -667,91 +671,6 @@ bool Engine::start_round(int node) {
   return true;
 }
 
-std::shared_ptr<const CollectivePlan> Engine::plan_for(const CommOp& op, const std::vector<int>& participants) {
-  const int64_t elements = op.buffer.numel();
-  if (op.kind == CommKind::Cut) {
-    if (!cloud_compute_ || participants.size() != 2 || participants[1] != nodes_)
-      throw std::logic_error(algorithm_->name() + "'s cut '" + op.tag + "' is not between an edge and the cloud of a split model");
-    // The cloud's hold: the back half's forward and backward (its update overlaps the return).
-    const double hold = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
-    return std::make_shared<const CollectivePlan>(cut_exchange(elements / 2, op.bytes_per_element, hold));
-  }
-  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
-  auto& plan = plans_[{static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants, elements, op.bytes_per_element,
-                       options.algorithm, options.slices, options.server, options.cluster_of}];
-  if (!plan) {
-    // Neighbours among the participants, in rank space.
-    std::vector<std::vector<int>> neighbours(participants.size());
-    if (op.kind == CommKind::NeighbourExchange) {
-      for (size_t r = 0; r < participants.size(); ++r) {
-        for (int peer : host_neighbours_[participants[r]]) {
-          auto it = std::find(participants.begin(), participants.end(), peer);
-          if (it != participants.end()) neighbours[r].push_back(static_cast<int>(it - participants.begin()));
-        }
-      }
-    }
-    plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options,
-                  op.pipelined));
-  }
-  return plan;
-}
-
-Engine::Collective& Engine::collective(int node, int step, const CommOp& op, const std::vector<int>& participants) {
-  const std::pair<int, std::string> key{step, op.tag};
-  auto& slot = collectives_[key];
-  if (slot.run || slot.lane_ring) return slot;
-  const CollectiveOptions options = collective_options(scenario_, node_clusters_, participants);
-  if (lane_candidate(op, participants, options)) {
-    slot.bytes_per_rank = ring_all_reduce_bytes_per_rank(static_cast<int>(participants.size()), op.buffer.numel(),
-                                                         op.bytes_per_element, options.slices);
-    slot.lane_ring = Collective::LaneRing{node, op, participants, options.slices};
-    return slot;
-  }
-  start_plan(slot, key, node, op, participants);
-  return slot;
-}
-
-void Engine::start_plan(Collective& slot, const std::pair<int, std::string>& key, int node, const CommOp& op,
-                        const std::vector<int>& participants) {
-  const int step = key.first;
-  const auto plan = plan_for(op, participants);
-  // A collective of many messages is one row of /comm/messages (recorder.h), written when its
-  // last message has arrived.
-  const bool one_row = plan->messages.size() > kMessageRowsPerCollective;
-  if (one_row) slot.one_row = {-1, -1, 0, std::numeric_limits<double>::infinity(), 0, 0, op.tag};
-  CollectiveHooks hooks;
-  hooks.rank_done = [this, key, participants, one_row](int rank) {
-    collective_rank_done(key, participants[rank], one_row);
-  };
-  hooks.later = [this](double seconds, std::function<void()> then) { clock_->schedule(seconds, std::move(then)); };
-  hooks.delivered = [this, key, one_row, tag = op.tag](const Delivery& d) {
-    if (!one_row)
-      return recorder_->message({d.message.src, d.message.dst, d.message.bytes, d.t_send, d.t_recv, d.lost_bytes, tag});
-    MessageRecord& total = collectives_.at(key).one_row;
-    total.bytes += d.message.bytes;
-    total.lost_bytes += d.lost_bytes;
-    total.t_send = std::min(total.t_send, d.t_send);
-    total.t_recv = std::max(total.t_recv, d.t_recv);
-  };
-  if (placement_.spread()) spread_collective(slot, hooks, key, participants, op.tag);
-  hooks.values = hooks.values && !projection_;
-  slot.plan = plan;
-  slot.bytes_per_rank = bytes_sent_per_rank(*plan);
-  // Only a neighbour exchange may lose parts (its receivers average what arrived); a
-  // reduction or gather needs every byte and stays on TCP whatever network.transport says.
-  slot.transport.datagrams = op.kind == CommKind::NeighbourExchange && scenario_.network.transport == "udp";
-  slot.transport.element_bytes = op.bytes_per_element;
-  // The step's first collective opens its phase; the others take the same channel.
-  if (step != phase_step_ || !phase_) {
-    phase_ = phase_channel(node, step);
-    phase_step_ = step;
-  }
-  slot.channel = std::make_unique<TimedNetwork>(phase_, times_);
-  slot.run = std::make_unique<CollectiveRun>(plan, participants, *slot.channel, next_message_id_, std::move(hooks),
-                                             slot.transport);
-}
-
 // ns-3's host cost a data packet, its ACK and hops included: 69-100 us measured on GPU hosts
 // and fat-trees of 64 and 256 ranks (docs/results.md, ns-3 against flow, host cost).
 constexpr double kNs3HostSecondsPerPacket = 80e-6;
@@ -761,7 +680,7 @@ void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
   if (scenario_.network.backend != "ns3" || !hooks_.warn) return;
   double bytes = 0;  // every participant's payload, from the plans the collectives will take
   for (const auto& op : ops) {
-    for (uint64_t b : bytes_sent_per_rank(*plan_for(op, op.nodes.empty() ? fleet_ : op.nodes)))
+    for (uint64_t b : bytes_sent_per_rank(*comm_->plan_for(op, op.nodes.empty() ? fleet_ : op.nodes)))
       bytes += static_cast<double>(b);
   }
   const double packets = std::ceil(bytes / (scenario_.network.mtu - 52));
@@ -776,61 +695,9 @@ void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
   hooks_.warn(text);
 }
 
-void Engine::collective_rank_done(const std::pair<int, std::string>& key, int node, bool one_row) {
-  if (node < nodes_) op_complete(node, key.first, key.second);  // not the cloud (CommKind::Cut)
-  auto it = collectives_.find(key);
-  if (it == collectives_.end() || !it->second.finished()) return;
-  if (one_row) recorder_->message(it->second.one_row);
-  clock_->schedule(0, [this, key] { collectives_.erase(key); });
-}
-
-bool Engine::lane_candidate(const CommOp& op, const std::vector<int>& participants,
-                            const CollectiveOptions& options) const {
-  const int p = static_cast<int>(participants.size());
-  return projection_ && scenario_.network.flow_lanes && !placement_.spread() && op.kind == CommKind::AllReduce &&
-         op.after_gradient >= 0 && options.algorithm == CollectiveAlgorithm::Ring && participants == fleet_ && p >= 2 &&
-         ring_all_reduce_messages(p, op.buffer.numel(), options.slices) > kMessageRowsPerCollective;
-}
-
-void Engine::enter_collective(const std::pair<int, std::string>& key, int rank, const torch::Tensor& work,
-                              const torch::Tensor& arrived) {
-  Collective& c = collectives_.at(key);
-  if (c.lane_ring && !c.lanes && !c.run) {
-    // The first rank in: the network holds the lanes from now, or the ring runs as a plan.
-    const auto& ring = *c.lane_ring;
-    const int p = static_cast<int>(ring.participants.size());
-    std::vector<HostPair> pairs;
-    for (int r = 0; r < p; ++r) pairs.emplace_back(ring.participants[r], ring.participants[(r + 1) % p]);
-    std::vector<Lane> lanes;
-    if (network_->hold_lanes(pairs, lanes)) {
-      auto rank_done = [this, key, participants = ring.participants](int r) {
-        HostTimer timer(times_.engine);
-        collective_rank_done(key, participants[r], true);
-      };
-      c.lanes = std::make_unique<RingLaneRunner>(*clock_, *network_, std::move(pairs), std::move(lanes),
-                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, ring.slices,
-                                                 std::move(rank_done));
-    } else {
-      start_plan(c, key, ring.node, ring.op, ring.participants);
-    }
-  }
-  if (c.lanes) {
-    HostTimer timer(times_.network_send);
-    c.lanes->enter(rank);
-    if (!c.lanes->all_entered()) return;
-    // Timed now, and so its one row of /comm/messages (recorder.h), written when the last rank is done.
-    const RingOnLanes& result = c.lanes->result();
-    c.one_row = {-1, -1, 0, EventClock::seconds(result.first_send_tick), EventClock::seconds(result.last_arrival_tick),
-                 0, key.second};
-    for (uint64_t b : result.lane_bytes) c.one_row.bytes += b;
-    return;
-  }
-  c.run->enter(rank, work, arrived);
-}
-
 // The memo policy (memo_policy.h) sees each node as it stands when the step's first
 // collective is entered.
-std::shared_ptr<Network> Engine::phase_channel(int node, int step) {
+PhaseEntry Engine::phase_entry(int node, int step) const {
   PhaseEntry entry;
   entry.memoize = memo_steps_;
   entry.node = node;
@@ -847,7 +714,7 @@ std::shared_ptr<Network> Engine::phase_channel(int node, int step) {
     const double passes = compute_->step_seconds(n, st, 0);
     return during_backward ? std::max<int64_t>(0, EventClock::ticks(passes * forward) - 1) : EventClock::ticks(passes);
   };
-  return open_phase(*memo_, entry);
+  return entry;
 }
 
 Engine::PendingRow& Engine::pending_row(int step) {

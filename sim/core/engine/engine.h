@@ -11,12 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "netmodels/collectives/collectives.h"
-#include "netmodels/collectives/ring_lanes.h"
+#include "comm/tensors/communicator.h"
+#include "netmodels/host_times.h"
 #include "netmodels/network.h"
-#include "sim/core/engine/collective_run.h"
-#include "sim/core/host_times.h"
-#include "sim/core/engine/memo_policy.h"
 #include "sim/core/network_factory.h"
 #include "sim/core/engine/op_schedule.h"
 #include "sim/output/recorder.h"
@@ -36,7 +33,6 @@ class ComputeModel;
 struct Checkpoint;
 class EventClock;
 class Evaluator;
-class PhaseMemo;
 class ProcessGroup;
 
 struct Progress {
@@ -116,30 +112,6 @@ class Engine {
     // The step's ops with the ticks they are issued at, for memoization (empty when it is off).
     std::vector<PlannedIssue> planned;
   };
-  struct Collective {
-    std::shared_ptr<const CollectivePlan> plan;
-    std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
-    MessageTransport transport;
-    std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
-    std::unique_ptr<CollectiveRun> run;
-    // Or, for a ring all-reduce on lanes (ring_lanes.h), no plan: what it is until its first
-    // rank enters, then the runner, or the plan when the network would not hold the lanes.
-    struct LaneRing {
-      int node = 0;
-      CommOp op;
-      std::vector<int> participants;
-      int slices = 1;  // collective.slices, as the plan would have them
-    };
-    std::optional<LaneRing> lane_ring;
-    std::unique_ptr<RingLaneRunner> lanes;
-    bool finished() const { return run ? run->finished() : lanes && lanes->finished(); }
-    MessageRecord one_row;  // its messages summed, when it has too many for a row each
-    // A spread run: the processes with a participant, the first of its ranks' tags, and per
-    // rank the receive of another process's buffer (-1: none, or arrived).
-    std::set<int> processes;
-    uint64_t input_tag = 0;
-    std::vector<int64_t> input_tickets;
-  };
   struct PendingRow {
     TrainRow row;
     int filled = 0;
@@ -165,10 +137,9 @@ class Engine {
   void say_step_cost(int step, const std::vector<CommOp>& ops);
   // A spread run (engine_spread.cpp): the buffer a rank enters a collective with, the
   // collective's input tags and receives, and the end of the run's transfers.
-  struct Collective;
-  torch::Tensor spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c);
-  void spread_collective(Collective& slot, CollectiveHooks& hooks, const std::pair<int, std::string>& key,
-                         const std::vector<int>& participants, const std::string& tag);
+  torch::Tensor spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Communicator::Collective& c);
+  void spread_collective(const Communicator::Key& key, Communicator::Collective& slot, CollectiveHooks& hooks,
+                         const std::vector<int>& participants);
   void finish_spread();
   void op_complete(int node, int issued_step, const std::string& tag);
   void enter_next_queued(int node);
@@ -201,26 +172,11 @@ class Engine {
   static std::vector<ScheduledOp> scheduled_ops(const std::vector<CommOp>& ops);
   static std::vector<CommOp> replayed_ops(const std::vector<ScheduledOp>& ops);
   PendingRow& pending_row(int step);
-  Collective& collective(int node, int step, const CommOp& op, const std::vector<int>& participants);
-  // The collective's plan and its run on the network.
-  void start_plan(Collective& slot, const std::pair<int, std::string>& key, int node, const CommOp& op,
-                  const std::vector<int>& participants);
-  // Whether the collective is a ring all-reduce to time on lanes (ring_lanes.h): a
-  // projection's whole-fleet ring with too many messages for a row each, issued during
-  // backward (one stream a node: nothing else of the node's is on its lane meanwhile).
-  bool lane_candidate(const CommOp& op, const std::vector<int>& participants, const CollectiveOptions& options) const;
-  // A rank of the collective holds its result: its node's op is complete, and once every rank
-  // is, the collective's one row (when it keeps one) goes out and the collective goes.
-  void collective_rank_done(const std::pair<int, std::string>& key, int node, bool one_row);
-  // The rank is ready: into its run, which a lane candidate's first rank decides.
-  void enter_collective(const std::pair<int, std::string>& key, int rank, const torch::Tensor& work,
-                        const torch::Tensor& arrived);
-  std::shared_ptr<const CollectivePlan> plan_for(const CommOp& op, const std::vector<int>& participants);
   // What memoization needs of an op the node will issue at `at_ticks` (in an event scheduled
   // now, or in the step's compute batch at that tick).
   void plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_batch);
-  // The channel the step's collectives take: opened by its first (memo_policy.h).
-  std::shared_ptr<Network> phase_channel(int node, int step);
+  // The fleet as the step's first collective opens the step's channel (memo_policy.h).
+  PhaseEntry phase_entry(int node, int step) const;
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -247,20 +203,11 @@ class Engine {
   std::unique_ptr<EventClock> clock_;
   Topology topology_;
   std::unique_ptr<Network> network_;
-  std::unique_ptr<PhaseMemo> memo_;
+  std::unique_ptr<Communicator> comm_;  // the ops' collectives on network_
   std::vector<std::vector<int>> host_neighbours_;
-  std::map<std::pair<int, std::string>, Collective> collectives_;  // by (issuing step, tag)
-  std::vector<int> node_clusters_;  // for the hierarchical collective (empty: none)
-  // By kind, participants, elements, bytes per element, algorithm, slices, server rank and
-  // each rank's cluster: everything the plan depends on.
-  using PlanKey =
-      std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
-  std::map<PlanKey, std::shared_ptr<const CollectivePlan>> plans_;
-
   std::vector<NodeState> state_;
   std::map<int, PendingRow> rows_;
   std::map<int, std::vector<torch::Tensor>> snapshots_;
-  uint64_t next_message_id_ = 0;
   // Spread over processes (hooks_.group): who trains which node; local nodes whose step is due
   // and those trained ahead; plans exchanged per node and payload tags used (both the same
   // sequence in every process, as every process runs the same events).
@@ -279,8 +226,6 @@ class Engine {
   bool step_cost_said_ = false;  // say_step_cost has looked
   bool memo_steps_ = false;     // memoization may replay steps (network.memoize, deterministic compute)
   uint64_t issue_events_ = 0;   // events scheduled to issue ops, so far
-  int phase_step_ = -1;         // the step whose collectives take phase_
-  std::shared_ptr<Network> phase_;
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;

@@ -159,7 +159,7 @@ std::string Engine::save_state() {
     }
   }
   int c = 0;
-  for (auto& [k, collective] : collectives_) {
+  for (auto& [k, collective] : comm_->collectives()) {
     auto& payloads = collective.run->payloads();
     for (size_t m = 0; m < payloads.size(); ++m) {
       if (payloads[m].defined()) a.write(key("payload", {c, static_cast<int64_t>(m)}), payloads[m]);
@@ -221,7 +221,7 @@ void Engine::load_state(torch::serialize::InputArchive& a) {
     }
   }
   int c = 0;
-  for (auto& [k, collective] : collectives_) {
+  for (auto& [k, collective] : comm_->collectives()) {
     auto& payloads = collective.run->payloads();
     for (size_t m = 0; m < payloads.size(); ++m) restore(a, key("payload", {c, static_cast<int64_t>(m)}), payloads[m]);
     ++c;

@@ -8,11 +8,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/comm_layout.h"
-#include "sim/core/compute/compute_model.h"
+#include "comm/tensors/comm_layout.h"
 #include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
-#include "training/optimizers/kfac_traffic.h"
 
 namespace testbed {
 
@@ -31,27 +29,6 @@ PlanOutline Engine::step_plan(int node) {
   }
   PlanOutline plan = std::move(ahead->second);
   trained_ahead_.erase(ahead);
-  return plan;
-}
-
-PlanOutline Engine::train_step(int node) {
-  const int step = state_[node].step;
-  StepPlan step_plan;
-  double host_seconds = 0;
-  if (projection_) {
-    step_plan = algorithm_->projected_step(node, step);  // shapes only: the compute model times it
-  } else {
-    HostTimer compute_timer(host_seconds);
-    step_plan = algorithm_->local_step(node, step, *replicas_[node], data_);
-  }
-  times_.local_compute += host_seconds;
-  if (!local_second_order_.empty())
-    step_plan.work += kfac_local_work(local_second_order_, local_kfac_, scenario_.workload.batch_size, step);
-  PlanOutline plan;
-  plan.loss = step_plan.loss;
-  plan.extra_time = compute_->extra_seconds(node, step, step_plan.work);
-  plan.compute_time = compute_->step_seconds(node, step, host_seconds) + plan.extra_time;
-  plan.comm = std::move(step_plan.comm);
   return plan;
 }
 
@@ -122,7 +99,7 @@ PlanOutline Engine::receive_plan(int node) {
 // A spread run's collectives move every participant's values in every process that has one:
 // a local rank's buffer goes to those processes as it is issued, another process's arrives
 // into the rank's block of its work buffer while the op waits to enter (CollectiveHooks::await).
-torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Collective& c) {
+torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Communicator::Collective& c) {
   if (replicas_[node]) {
     // A copy, one for every peer: Gloo reads the tensor when the peer takes it, and the
     // reduction here is in place.
@@ -140,15 +117,15 @@ torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, i
 }
 
 // Input tags: the collectives open in the same order in every process.
-void Engine::spread_collective(Collective& slot, CollectiveHooks& hooks, const std::pair<int, std::string>& key,
-                               const std::vector<int>& participants, const std::string& tag) {
+void Engine::spread_collective(const Communicator::Key& key, Communicator::Collective& slot, CollectiveHooks& hooks,
+                               const std::vector<int>& participants) {
   slot.input_tag = payload_tags_;
   payload_tags_ += participants.size();
   slot.input_tickets.assign(participants.size(), -1);
   for (int n : participants) slot.processes.insert(placement_.owner(n));
   hooks.values = slot.processes.count(placement_.rank) > 0;
-  hooks.await = [this, key, participants, tag](int rank) {
-    int64_t& ticket = collectives_.at(key).input_tickets[rank];
+  hooks.await = [this, key, participants, tag = key.second](int rank) {
+    int64_t& ticket = comm_->collectives().at(key).input_tickets[rank];
     if (ticket < 0) return;
     hooks_.group->wait_receive(ticket, "buffer of '" + tag + "' (step " + std::to_string(key.first) + ") from node " +
                                            std::to_string(participants[rank]));

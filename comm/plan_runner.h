@@ -1,0 +1,70 @@
+// Walks a collective plan's message DAG on a network: a message leaves once its sender has
+// entered the collective and every message it depends on has reached that sender. The one
+// scheduler for both the size-only runs (simulate_plan) and the engine's runs with real
+// tensors (sim/run/collective_run.h), which carry values through the hooks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "comm/plans/collectives.h"
+#include "netmodels/event_clock.h"
+#include "netmodels/network.h"
+
+namespace testbed {
+
+// How a collective's messages travel. Only a neighbour exchange tolerates loss (its receivers
+// average what arrived); reductions and gathers need every byte and always go reliably.
+struct MessageTransport {
+  bool datagrams = false;     // Message::datagrams: the network may lose parts
+  double element_bytes = 4;   // wire bytes per element, so datagrams split on elements
+};
+
+class PlanRunner {
+ public:
+  struct Hooks {
+    std::function<void(int message)> sending;                         // message is about to leave
+    std::function<void(int message, const Delivery&)> delivered;      // it arrived, before dependents leave
+    std::function<void(int rank)> settled;                            // after an arrival at rank was handled
+    // Calls the function `seconds` later on the clock: a message with a hold
+    // (CollectivePlan::hold_s) leaves then. Needed only by plans with holds.
+    std::function<void(double seconds, std::function<void()>)> later;
+  };
+  // `hosts[r]` is the network host of rank r; `next_message_id` numbers messages run-wide.
+  PlanRunner(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts, Network& network,
+             uint64_t& next_message_id, MessageTransport transport, Hooks hooks);
+
+  // The rank is ready: its messages whose dependencies have arrived leave now.
+  void enter(int rank);
+  // Every rank is ready at once: the messages without dependencies leave in plan order.
+  void enter_all();
+  bool all_delivered() const { return delivered_ == plan_->messages.size(); }
+  const CollectivePlan& plan() const { return *plan_; }
+
+ private:
+  void try_send(int rank);
+  void send(int message);
+  void transmit(int message);  // onto the network, once its hold has passed
+  void arrive(int message, const Delivery& delivery);
+
+  std::shared_ptr<const CollectivePlan> plan_;
+  std::vector<int> hosts_;
+  Network& network_;
+  uint64_t& next_message_id_;
+  MessageTransport transport_;
+  Hooks hooks_;
+  std::vector<bool> entered_;                // per rank
+  std::vector<int> unmet_;                   // per message: dependencies not yet delivered
+  std::vector<bool> sent_;
+  std::vector<std::vector<int>> dependents_;  // per message
+  std::vector<std::vector<int>> outgoing_;    // per rank, in plan order
+  size_t delivered_ = 0;
+};
+
+// Starts every rank at the clock's current time and runs the clock until every message of
+// the plan is delivered. Returns the elapsed simulated seconds.
+double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& plan, const std::vector<int>& hosts);
+
+}  // namespace testbed
