@@ -43,8 +43,8 @@ int run_one(const std::string& path, const std::vector<std::string>& sets) {
     summary = engine.run(hdf5);
   }
   std::filesystem::remove(out);
-  if (summary.status != "completed") {
-    std::cerr << "testbed_scaling: run " << summary.status << ": " << summary.error << "\n";
+  if (summary.status != testbed::RunStatus::Completed) {
+    std::cerr << "testbed_scaling: run " << testbed::status_name(summary.status) << ": " << summary.error << "\n";
     return 1;
   }
   const HostTimes& t = engine.host_times();

@@ -36,7 +36,7 @@ namespace testbed {
 //    packet and of its bare ACK (IPv4 + TCP + timestamps, each with the point-to-point
 //    header), so zero-latency links still give a finite RTT. Queueing delay and slow start
 //    are left out: this is the RTT bias of long-lived flows, not TCP's transient. Against
-//    ns-3 on a parking lot (tests/test_flow_network.cpp) it moves the short flows from 31 %
+//    ns-3 on a parking lot (tests/netmodels/test_flow_network.cpp) it moves the short flows from 31 %
 //    late to 12 % early; the rest is TCP's transient, which no sharing rule supplies.
 enum class FlowSharing { MaxMin, Rtt };
 

@@ -5,7 +5,7 @@ erf(z) on [0, 4) and exp(-z^2) on [0, 5), each in 8 equal intervals, as a polyno
 t = z - (the interval's centre): least squares on 400 Chebyshev nodes an interval against
 Python's double-precision math.erf and math.exp, rounded to float. Table[k][i] is interval i's
 coefficient of t^k (one row per power, so a vector of 8 lanes looks a row up by interval).
-Run it and paste its output over the tables to change them; tests/test_gelu.cpp holds the
+Run it and paste its output over the tables to change them; tests/training/test_gelu.cpp holds the
 result to double-precision GELU.
 """
 import math

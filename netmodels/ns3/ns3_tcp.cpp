@@ -56,7 +56,7 @@ void LinuxTcpBehaviour::IncreaseWindow(ns3::Ptr<ns3::TcpSocketState> tcb, uint32
   // In slow start the window grows only while the sender uses at least half of it (Linux's
   // tcp_is_cwnd_limited: cwnd < 2 x packets out). What was outstanding when this ACK left
   // the receiver: m_bytesInFlight no longer counts what the ACK acknowledges.
-  // Congestion avoidance is left as ns-3 has it (its loss recovery is what tests/test_tcp_loss.cpp
+  // Congestion avoidance is left as ns-3 has it (its loss recovery is what tests/netmodels/test_tcp_loss.cpp
   // checks against Mathis et al.); it only begins after a loss, where nothing is memoized.
   if (tcb->m_cWnd < tcb->m_ssThresh) {
     const uint64_t in_flight = tcb->m_bytesInFlight.Get() + uint64_t{segments_acked} * tcb->m_segmentSize;

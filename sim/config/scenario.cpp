@@ -134,7 +134,7 @@ std::vector<int> node_clusters(const Scenario& scenario) {
 
 ComputeSection split_cloud_compute(const Scenario& scenario) {
   ComputeSection cloud;
-  cloud.model = "flops";
+  cloud.model = ComputeKind::Flops;
   cloud.device = std::get<SplitOptions>(scenario.algorithm.options).cloud;
   cloud.dtype = scenario.compute.dtype;
   cloud.mfu = scenario.compute.mfu;

@@ -11,6 +11,7 @@
 
 #include "comm/collective_options.h"
 #include "sim/config/field_types.h"
+#include "sim/config/model_sections.h"
 #include "topologies/builders.h"
 #include "training/algorithms/registry.h"
 
@@ -145,8 +146,20 @@ struct BackgroundSection {
   }
 };
 
+// Which model carries the messages (docs/network.md#backends): ns-3's packets, max-min flows,
+// or the alpha-beta bound.
+enum class Backend { Ns3, Flow, Analytical };
+
+template <> struct EnumNames<Backend> {
+  static const std::vector<std::pair<Backend, std::string>>& all() {
+    static const std::vector<std::pair<Backend, std::string>> names = {
+        {Backend::Ns3, "ns3"}, {Backend::Flow, "flow"}, {Backend::Analytical, "analytical"}};
+    return names;
+  }
+};
+
 struct NetworkSection {
-  std::string backend = "ns3";
+  Backend backend = Backend::Ns3;
   std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
   std::string transport = "tcp";
   int mtu = 9000;
@@ -168,7 +181,7 @@ struct NetworkSection {
   std::vector<FaultSection> faults;
   std::vector<BackgroundSection> background;
   template <class V> void fields(V& v) {
-    v.field("backend", backend, Choices{{"ns3", "flow", "analytical"}});
+    v.field("backend", backend);
     v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
     v.field("transport", transport, Choices{{"tcp", "udp"}});
     v.field("mtu", mtu, Range{576, 65535});
@@ -201,86 +214,6 @@ struct CollectiveSection {
     v.field("slices", slices, Range{1, 1 << 20});
     v.field("server", server, Range{0, 1e5});
     v.field("clusters", clusters);
-  }
-};
-
-// The GPT's shape (training/models/gpt.h: tiny, small, GPT-2's four); 0 keeps the preset's value.
-struct GptSection {
-  std::string preset = "tiny";
-  int layers = 0, heads = 0, width = 0, context = 0;
-  int vocab = 0;
-  double dropout = 0;
-  template <class V> void fields(V& v) {
-    v.field("preset", preset, Choices{{"tiny", "small", "gpt2_124m", "gpt2_355m", "gpt2_774m", "gpt2_1558m"}});
-    v.field("vocab", vocab, Range{0, 1 << 24});
-    v.field("layers", layers, Range{0, 1024});
-    v.field("heads", heads, Range{0, 1024});
-    v.field("width", width, Range{0, 1 << 16});
-    v.field("context", context, Range{0, 1 << 16});
-    v.field("dropout", dropout, Range{0, 1, false, true});
-  }
-};
-
-// The LLaMA-style decoder's shape (training/models/llama.h: tiny, 1b, 7b); 0 keeps the preset's value.
-struct LlamaSection {
-  std::string preset = "tiny";
-  int layers = 0, heads = 0, kv_heads = 0, width = 0, hidden = 0, context = 0, vocab = 0;
-  template <class V> void fields(V& v) {
-    v.field("preset", preset, Choices{{"tiny", "1b", "7b", "intellect1_10b"}});
-    v.field("layers", layers, Range{0, 1024});
-    v.field("heads", heads, Range{0, 1024});
-    v.field("kv_heads", kv_heads, Range{0, 1024});
-    v.field("width", width, Range{0, 1 << 16});
-    v.field("hidden", hidden, Range{0, 1 << 20});
-    v.field("context", context, Range{0, 1 << 20});
-    v.field("vocab", vocab, Range{0, 1 << 24});
-  }
-  bool operator==(const LlamaSection&) const = default;
-};
-
-// The BERT encoder's shape (training/models/bert.h: tiny, base, large); 0 keeps the preset's value.
-struct BertSection {
-  std::string preset = "tiny";
-  int layers = 0, heads = 0, width = 0, sequence = 0, vocab = 0;
-  // classification: a classifier on the pooler (trains on brown_genres); pretraining: the
-  // masked-LM and next-sentence heads (projections only: the testbed has no pre-training data).
-  std::string head = "classification";
-  template <class V> void fields(V& v) {
-    v.field("preset", preset, Choices{{"tiny", "base", "large"}});
-    v.field("head", head, Choices{{"classification", "pretraining"}});
-    v.field("layers", layers, Range{0, 1024});
-    v.field("heads", heads, Range{0, 1024});
-    v.field("width", width, Range{0, 1 << 16});
-    v.field("sequence", sequence, Range{0, 512});
-    v.field("vocab", vocab, Range{0, 1 << 24});
-  }
-  bool operator==(const BertSection&) const = default;
-};
-
-// A teacher network labels Gaussian inputs: a task with a known optimum, for fast tests.
-struct SyntheticSection {
-  std::string task = "classification";  // classification | regression
-  int inputs = 32, outputs = 10, hidden = 64;
-  int train_samples = 20000, test_samples = 2000;
-  template <class V> void fields(V& v) {
-    v.field("task", task, Choices{{"classification", "regression"}});
-    v.field("inputs", inputs, Range{1, 1 << 20});
-    v.field("outputs", outputs, Range{1, 1 << 20});
-    v.field("hidden", hidden, Range{1, 1 << 20});
-    v.field("train_samples", train_samples, Range{1, 1e9});
-    v.field("test_samples", test_samples, Range{1, 1e9});
-  }
-};
-
-// Low-rank adapters on every dense layer: only they train and travel.
-struct AdapterSection {
-  std::string kind = "none";  // none | lora | lora_fa (A frozen from a shared seed, B trains)
-  int rank = 4;
-  double alpha = 0;  // scale = alpha / rank; 0 means scale 1
-  template <class V> void fields(V& v) {
-    v.field("kind", kind, Choices{{"none", "lora", "lora_fa"}});
-    v.field("rank", rank, Range{1, 1 << 16});
-    v.field("alpha", alpha, Range{0, 1e6});
   }
 };
 
@@ -390,8 +323,22 @@ struct AlgorithmSection {
   }
 };
 
+// How a step's compute time is known (docs/compute.md): a fixed time, the roofline of the
+// model's FLOPs and bytes on a device, a GPU's measured layer times, or this host's time scaled.
+enum class ComputeKind { Fixed, Flops, Profile, Measured };
+
+template <> struct EnumNames<ComputeKind> {
+  static const std::vector<std::pair<ComputeKind, std::string>>& all() {
+    static const std::vector<std::pair<ComputeKind, std::string>> names = {{ComputeKind::Fixed, "fixed"},
+                                                                           {ComputeKind::Flops, "flops"},
+                                                                           {ComputeKind::Profile, "profile"},
+                                                                           {ComputeKind::Measured, "measured"}};
+    return names;
+  }
+};
+
 struct ComputeSection {
-  std::string model = "flops";   // fixed | flops | profile | measured
+  ComputeKind model = ComputeKind::Flops;
   // profile: a CSV of measured per-layer times (sim/config/layer_profile.h), split within a row
   // by the roofline of compute.device.
   std::string file;
@@ -427,7 +374,7 @@ struct ComputeSection {
   // forward runs again before its backward.
   bool activation_checkpointing = false;
   template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"fixed", "flops", "profile", "measured"}});
+    v.field("model", model);
     v.field("file", file);
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
@@ -451,7 +398,7 @@ struct ComputeSection {
   }
   static std::vector<std::string> device_presets();
   // The models that time a step on compute.device's roof (profile splits its rows by it).
-  bool reads_device() const { return model == "flops" || model == "profile"; }
+  bool reads_device() const { return model == ComputeKind::Flops || model == ComputeKind::Profile; }
 };
 
 // Replicas larger than one GPU (docs/replica_groups.md): the algorithm's nodes become groups of

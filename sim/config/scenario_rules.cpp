@@ -56,226 +56,6 @@ struct DependentKey {
   std::string now;    // what the scenario has instead ("topology.kind ring")
 };
 
-std::vector<DependentKey> dependent_keys(const Scenario& s) {
-  std::vector<DependentKey> keys;
-  const TopologySection dt;
-  const TopologySection& t = s.topology;
-  auto kind_key = [&](const char* key, const char* kind, bool given) {
-    keys.push_back({key, given, t.kind == kind, std::string("kind: ") + kind, "topology.kind " + t.kind});
-  };
-  kind_key("topology.rows", "torus2d", t.rows != dt.rows);
-  kind_key("topology.k", "fat_tree", t.k != dt.k);
-  kind_key("topology.clusters", "hierarchical", t.clusters != dt.clusters);
-  kind_key("topology.per_cluster", "hierarchical", t.per_cluster != dt.per_cluster);
-  kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
-  kind_key("topology.gpus_per_host", "gpu_hosts", t.gpus_per_host != dt.gpus_per_host);
-  kind_key("topology.interconnect", "gpu_hosts", t.interconnect != dt.interconnect);
-  keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link), t.kind == "gpu_hosts" && t.interconnect == "custom",
-                  "topology.kind: gpu_hosts and topology.interconnect: custom",
-                  "topology.kind " + t.kind + ", topology.interconnect " + t.interconnect});
-  kind_key("topology.p", "erdos_renyi", t.p != dt.p);
-  kind_key("topology.degree", "watts_strogatz", t.degree != dt.degree);
-  kind_key("topology.beta", "watts_strogatz", t.beta != dt.beta);
-  kind_key("topology.file", "graphml", !t.file.empty());
-  kind_key("topology.placement", "graphml", !t.placement.empty());
-
-  // Burst-loss parameters mean something only under the Gilbert-Elliott model.
-  const LinkSection dl;
-  auto burst_keys = [&](const std::string& link, const std::string& model, bool p_good_bad, bool p_bad_good,
-                        bool loss_bad) {
-    const bool ge = model == "gilbert_elliott";
-    for (const auto& [key, given] : {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
-      keys.push_back({link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + model});
-  };
-  auto section_burst = [&](const std::string& link, const LinkSection& l) {
-    burst_keys(link, l.loss_model, !(l.p_good_bad == dl.p_good_bad), !(l.p_bad_good == dl.p_bad_good),
-               !(l.loss_bad == dl.loss_bad));
-  };
-  section_burst("topology.link", t.link);
-  // Loss is ns-3's alone (check_packet_features refuses a lossy link elsewhere); a loss model
-  // whose chain never loses a packet would pass that check and do nothing.
-  keys.push_back({"topology.link.loss_model", t.link.loss_model != dl.loss_model, s.network.backend == "ns3",
-                  "network.backend: ns3", "network.backend " + s.network.backend});
-  if (t.kind == "hierarchical") section_burst("topology.wan", t.wan);
-  for (size_t i = 0; i < t.links.size(); ++i) {
-    const auto& o = t.links[i];
-    // An override's burst keys count when its own model, or the default link's, is Gilbert-Elliott.
-    burst_keys("topology.links." + std::to_string(i), o.loss_model.value_or(t.link.loss_model), o.p_good_bad.has_value(),
-               o.p_bad_good.has_value(), o.loss_bad.has_value());
-  }
-
-  // Each compute model reads its own keys.
-  const ComputeSection dc;
-  const ComputeSection& c = s.compute;
-  auto compute_key = [&](const char* key, const char* model, bool given) {
-    keys.push_back({key, given, c.model == model, std::string("compute.model: ") + model, "compute.model " + c.model});
-  };
-  // The device's keys: the roofline's (flops), or what splits a profile's rows among layers.
-  auto device_key = [&](const char* key, bool given) {
-    keys.push_back({key, given, c.reads_device(), "compute.model: flops or profile", "compute.model " + c.model});
-  };
-  compute_key("compute.step_time", "fixed", !(c.step_time == dc.step_time));
-  compute_key("compute.file", "profile", !c.file.empty());
-  device_key("compute.device", c.device != dc.device);
-  device_key("compute.dtype", c.dtype != dc.dtype);
-  device_key("compute.peak_flops", !(c.peak_flops == dc.peak_flops));
-  device_key("compute.memory_bandwidth", !(c.memory_bandwidth == dc.memory_bandwidth));
-  device_key("compute.launch_latency", c.launch_latency.has_value());
-  device_key("compute.mfu", c.mfu.has_value());
-  // The calibrated efficiencies' overrides; compute.mfu replaces them all (the flat model).
-  for (const auto& [key, given] : {std::pair{"compute.gemm_efficiency", c.gemm_efficiency.has_value()},
-                                   std::pair{"compute.convolution_efficiency", c.convolution_efficiency.has_value()},
-                                   std::pair{"compute.memory_efficiency", c.memory_efficiency.has_value()}})
-    keys.push_back({key, given, c.reads_device() && !c.mfu, "compute.model: flops or profile, and no compute.mfu",
-                    !c.reads_device() ? "compute.model " + c.model : "compute.mfu, the flat model"});
-  device_key("compute.memory_check", c.memory_check != dc.memory_check);
-  device_key("compute.attention", c.attention != dc.attention);
-  device_key("compute.memory_format", c.memory_format != dc.memory_format);
-  device_key("compute.activation_checkpointing", c.activation_checkpointing != dc.activation_checkpointing);
-  compute_key("compute.measured_scale", "measured", c.measured_scale != dc.measured_scale);
-  // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
-  for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
-                                   {"compute.speed_max", c.speed_max != dc.speed_max}})
-    keys.push_back({key, given, c.speeds.empty(), "compute.speeds empty (the speeds are drawn from the range)",
-                    "compute.speeds listed"});
-
-  // The workload's sub-sections belong to one model, data set or adapter each.
-  const WorkloadSection dw;
-  const WorkloadSection& w = s.workload;
-  auto same_gpt = [](const GptSection& a, const GptSection& b) {
-    return a.preset == b.preset && a.layers == b.layers && a.heads == b.heads && a.width == b.width &&
-           a.context == b.context && a.vocab == b.vocab && a.dropout == b.dropout;
-  };
-  keys.push_back({"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt",
-                  "workload.model " + w.model});
-  keys.push_back({"workload.llama", !(w.llama == dw.llama), w.model == "llama", "workload.model: llama",
-                  "workload.model " + w.model});
-  keys.push_back({"workload.bert", !(w.bert == dw.bert), w.model == "bert", "workload.model: bert",
-                  "workload.model " + w.model});
-  const auto& sy = w.synthetic;
-  const auto& dsy = dw.synthetic;
-  const bool synthetic_given = sy.task != dsy.task || sy.inputs != dsy.inputs || sy.outputs != dsy.outputs ||
-                               sy.hidden != dsy.hidden || sy.train_samples != dsy.train_samples ||
-                               sy.test_samples != dsy.test_samples;
-  keys.push_back({"workload.synthetic", synthetic_given, w.dataset == "synthetic", "workload.dataset: synthetic",
-                  "workload.dataset " + w.dataset});
-  // Only the data sets of files read a folder; the synthetic and ImageNet-shaped ones make samples.
-  const bool reads_files = w.dataset == "fashion_mnist" || w.dataset == "brown" || w.dataset == "brown_genres";
-  keys.push_back({"workload.data_dir", !w.data_dir.empty() && w.data_dir != default_data_dir(w.dataset), reads_files,
-                  "workload.dataset fashion_mnist, brown or brown_genres", "workload.dataset " + w.dataset + ", which reads no files"});
-  for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
-                                   {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
-    keys.push_back({key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa",
-                    "workload.adapter.kind none"});
-
-  // SGD's momentum and Adam's betas.
-  const OptimizerSection dopt;
-  const OptimizerSection& opt = s.optimizer;
-  const bool adam = opt.name == "adam" || opt.name == "adamw";
-  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd" || opt.second_order(),
-                  "optimizer.name: sgd, eva, kfac or dp_kfac", "optimizer.name " + opt.name});
-  for (const auto& [key, given] : {std::pair{"optimizer.damping", opt.damping.has_value()},
-                                   {"optimizer.kl_clip", opt.kl_clip != dopt.kl_clip},
-                                   {"optimizer.factor_decay", opt.factor_decay != dopt.factor_decay}})
-    keys.push_back({key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac", "optimizer.name " + opt.name});
-  keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size, opt.name == "eva",
-                  "optimizer.name: eva", "optimizer.name " + opt.name});
-  keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == "kfac", "optimizer.name: kfac",
-                  "optimizer.name " + opt.name});
-  for (const auto& [key, given] : {std::pair{"optimizer.fac_update_freq", opt.fac_update_freq != dopt.fac_update_freq},
-                                   {"optimizer.kfac_update_freq", opt.kfac_update_freq != dopt.kfac_update_freq}})
-    keys.push_back({key, given, opt.name == "kfac" || opt.name == "dp_kfac", "optimizer.name: kfac or dp_kfac",
-                    "optimizer.name " + opt.name});
-  for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
-                                   {"optimizer.beta2", opt.beta2 != dopt.beta2}})
-    keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
-
-  // The network keys one backend or one kind of exchange reads. TCP's settings are ns-3's
-  // (flow and analytical carry reliable streams with no TCP), memoization replays ns-3's
-  // phases, the MTU sets ns-3's packets and the flow model's header overhead. Datagrams
-  // carry only neighbour exchanges (their receivers average what arrived); every reduction
-  // and gather needs each byte and stays on TCP, so udp under them would be a TCP study.
-  const NetworkSection dn;
-  const NetworkSection& n = s.network;
-  const bool ns3 = n.backend == "ns3";
-  auto backend_key = [&](const char* key, bool given) {
-    keys.push_back({key, given, ns3, "network.backend: ns3", "network.backend " + n.backend});
-  };
-  backend_key("network.tcp", n.tcp != dn.tcp);
-  backend_key("network.min_rto", !(n.min_rto == dn.min_rto));
-  backend_key("network.delayed_ack", n.delayed_ack != dn.delayed_ack);
-  backend_key("network.syn_timeout", !(n.syn_timeout == dn.syn_timeout));
-  backend_key("network.slow_start_after_idle", n.slow_start_after_idle != dn.slow_start_after_idle);
-  backend_key("network.memoize", n.memoize != dn.memoize);
-  keys.push_back({"network.flow_lanes", n.flow_lanes != dn.flow_lanes, n.backend == "flow" && !s.workload.train,
-                  "network.backend: flow in a projection (workload.train: false)",
-                  n.backend == "flow" ? "workload.train true" : "network.backend " + n.backend});
-  keys.push_back({"network.mtu", n.mtu != dn.mtu, n.backend != "analytical", "network.backend: ns3 or flow",
-                  "network.backend analytical"});
-  if (ns3)  // elsewhere udp is refused for the backend (check_packet_features)
-    keys.push_back({"network.transport", n.transport != dn.transport, neighbour_key(s.algorithm.options).has_value(),
-                    "a neighbour exchange (algorithm gossip, or sparta or sparta_diloco with exchange: ring or gossip)",
-                    "algorithm " + s.algorithm.name + ", whose reductions need every byte and stay on TCP"});
-
-  // A neighbour exchange is a plan of its own (each node to its topology neighbours): gossip,
-  // and SPARTA exchanging over a ring or by gossip, run no collective, so its keys go unread.
-  const CollectiveSection& col = s.collective;
-  const CollectiveSection dcol;
-  const auto& options = s.algorithm.options;
-  const bool collectives = !(std::holds_alternative<GossipOptions>(options) ||
-                             (std::holds_alternative<SparseExchangeOptions>(options) && neighbour_key(options)));
-  // A federated run's server and clients exchange models directly, in a loop of their own.
-  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
-  const bool federated = entry && entry->federated;
-  for (const auto& [key, given] : {std::pair{"collective.algorithm", col.algorithm != dcol.algorithm},
-                                   {"collective.slices", col.slices != dcol.slices}}) {
-    if (federated)
-      keys.push_back({key, given, false, "an algorithm that runs collectives",
-                      "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
-    else
-      keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
-                      "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
-  }
-  // Slices pipeline a ring: the ring all-reduce, the hierarchical leaders' ring, and the ring
-  // all-gathers and reduce-scatters that algorithms gathering (DeMo, Top-k, Sign-SGD, DeAR) run
-  // under every collective.algorithm but direct. An algorithm that only all-reduces, under a
-  // tree, halving-doubling, direct or parameter-server all-reduce, reads none.
-  if (collectives && !federated) {
-    const bool ring = col.algorithm == "ring" || col.algorithm == "hierarchical";
-    const bool gathers = entry && entry->sync == SyncCollective::AllGather;
-    keys.push_back({"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
-                    "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
-                    "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name +
-                        ", which only all-reduces"});
-  }
-
-  // A collective's server and clusters belong to the algorithm that uses them.
-  keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
-                  "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
-  keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
-                  "collective.algorithm: hierarchical", "collective.algorithm " + col.algorithm});
-  // A group's parallelism needs a group.
-  keys.push_back({"replica_group.parallelism", s.replica_group.parallelism != ReplicaGroupSection{}.parallelism,
-                  s.replica_group.grouped(), "replica_group.gpus above 1",
-                  "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
-  keys.push_back({"replica_group.reduce_dtype", s.replica_group.reduce_dtype != ReplicaGroupSection{}.reduce_dtype,
-                  s.replica_group.grouped() && s.replica_group.parallelism != "ddp",
-                  "replica_group.parallelism zero1, zero2 or fsdp (and gpus above 1)",
-                  "replica_group.parallelism " + s.replica_group.parallelism});
-  keys.push_back({"replica_group.unit", !s.replica_group.unit.empty(),
-                  s.replica_group.grouped() && s.replica_group.parallelism == "fsdp",
-                  "replica_group.parallelism: fsdp (and gpus above 1)",
-                  "replica_group.parallelism " + s.replica_group.parallelism});
-  return keys;
-}
-
-void check_dependent_keys(const Scenario& s, const Origins& origins) {
-  for (const DependentKey& k : dependent_keys(s)) {
-    if (!k.given || k.counts) continue;
-    fail(origins.where(given_under(origins, k.key)),
-         "'" + k.key + "' has no effect with " + k.now + "; it is read only with " + k.needs);
-  }
-}
 
 // Each link's bandwidth trace: only ns3 follows one; the file must read cleanly, its errors at
 // its own lines.
@@ -283,8 +63,8 @@ void check_traces(const Scenario& s, const Origins& origins) {
   auto check = [&](const std::string& path, const std::string& key) {
     if (path.empty()) return;
     const Location loc = origins.where(key);
-    if (s.network.backend != "ns3") {
-      fail(loc, "the " + s.network.backend + " backend keeps bandwidth fixed; use ns3 for '" + key + "'");
+    if (s.network.backend != Backend::Ns3) {
+      fail(loc, "the " + enum_name(s.network.backend) + " backend keeps bandwidth fixed; use ns3 for '" + key + "'");
     }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) fail(loc, "bandwidth trace '" + path + "' not found");
@@ -329,6 +109,55 @@ std::string topology_error_key(const Scenario& s, const Origins& origins, const 
   return "topology.kind";
 }
 
+// The topology's keys that one kind reads, and the links' burst-loss keys (dependent_keys).
+void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  const TopologySection dt;
+  const TopologySection& t = s.topology;
+  auto kind_key = [&](const char* key, const char* kind, bool given) {
+    keys.push_back({key, given, t.kind == kind, std::string("kind: ") + kind, "topology.kind " + t.kind});
+  };
+  kind_key("topology.rows", "torus2d", t.rows != dt.rows);
+  kind_key("topology.k", "fat_tree", t.k != dt.k);
+  kind_key("topology.clusters", "hierarchical", t.clusters != dt.clusters);
+  kind_key("topology.per_cluster", "hierarchical", t.per_cluster != dt.per_cluster);
+  kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
+  kind_key("topology.gpus_per_host", "gpu_hosts", t.gpus_per_host != dt.gpus_per_host);
+  kind_key("topology.interconnect", "gpu_hosts", t.interconnect != dt.interconnect);
+  keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link), t.kind == "gpu_hosts" && t.interconnect == "custom",
+                  "topology.kind: gpu_hosts and topology.interconnect: custom",
+                  "topology.kind " + t.kind + ", topology.interconnect " + t.interconnect});
+  kind_key("topology.p", "erdos_renyi", t.p != dt.p);
+  kind_key("topology.degree", "watts_strogatz", t.degree != dt.degree);
+  kind_key("topology.beta", "watts_strogatz", t.beta != dt.beta);
+  kind_key("topology.file", "graphml", !t.file.empty());
+  kind_key("topology.placement", "graphml", !t.placement.empty());
+
+  // Burst-loss parameters mean something only under the Gilbert-Elliott model.
+  const LinkSection dl;
+  auto burst_keys = [&](const std::string& link, const std::string& model, bool p_good_bad, bool p_bad_good,
+                        bool loss_bad) {
+    const bool ge = model == "gilbert_elliott";
+    for (const auto& [key, given] : {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
+      keys.push_back({link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + model});
+  };
+  auto section_burst = [&](const std::string& link, const LinkSection& l) {
+    burst_keys(link, l.loss_model, !(l.p_good_bad == dl.p_good_bad), !(l.p_bad_good == dl.p_bad_good),
+               !(l.loss_bad == dl.loss_bad));
+  };
+  section_burst("topology.link", t.link);
+  // Loss is ns-3's alone (check_packet_features refuses a lossy link elsewhere); a loss model
+  // whose chain never loses a packet would pass that check and do nothing.
+  keys.push_back({"topology.link.loss_model", t.link.loss_model != dl.loss_model, s.network.backend == Backend::Ns3,
+                  "network.backend: ns3", "network.backend " + enum_name(s.network.backend)});
+  if (t.kind == "hierarchical") section_burst("topology.wan", t.wan);
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const auto& o = t.links[i];
+    // An override's burst keys count when its own model, or the default link's, is Gilbert-Elliott.
+    burst_keys("topology.links." + std::to_string(i), o.loss_model.value_or(t.link.loss_model), o.p_good_bad.has_value(),
+               o.p_bad_good.has_value(), o.loss_bad.has_value());
+  }
+}
+
 // The topology, built once. When it cannot be built, the error is blamed on the key that
 // caused it: the topology's own keys first, then the first link entry that breaks it.
 Topology build_checked_topology(const Scenario& s, const Origins& origins) {
@@ -363,12 +192,12 @@ Topology build_checked_topology(const Scenario& s, const Origins& origins) {
 // Loss, jitter and datagrams are packets' business: flow and analytical model reliable byte
 // streams, so a lossy, jittery or udp scenario there would silently be something else.
 void check_packet_features(const Scenario& s, const Topology& topology, const Origins& origins) {
-  if (s.network.backend == "ns3") return;
+  if (s.network.backend == Backend::Ns3) return;
   bool lossy = false;
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) lossy = lossy || topology.graph[e].mean_loss() > 0;
   if (lossy) {
     fail(origins.where("network.backend"),
-         "the " + s.network.backend + " backend models no loss; use ns3 for lossy links");
+         "the " + enum_name(s.network.backend) + " backend models no loss; use ns3 for lossy links");
   }
   std::string jittery;
   if (s.topology.link.jitter.s > 0) jittery = "topology.link.jitter";
@@ -379,12 +208,53 @@ void check_packet_features(const Scenario& s, const Topology& topology, const Or
       jittery = "topology.links." + std::to_string(i) + ".jitter";
   if (!jittery.empty()) {
     fail(origins.where(jittery),
-         "the " + s.network.backend + " backend models no per-packet jitter; use ns3 for jittery links");
+         "the " + enum_name(s.network.backend) + " backend models no per-packet jitter; use ns3 for jittery links");
   }
   if (s.network.transport == "udp") {
     fail(origins.where("network.transport"),
-         "transport udp needs the ns3 backend (the " + s.network.backend + " backend carries reliable streams only)");
+         "transport udp needs the ns3 backend (the " + enum_name(s.network.backend) + " backend carries reliable streams only)");
   }
+}
+
+// The collective keys one collective algorithm reads, or none (dependent_keys).
+void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // A neighbour exchange is a plan of its own (each node to its topology neighbours): gossip,
+  // and SPARTA exchanging over a ring or by gossip, run no collective, so its keys go unread.
+  const CollectiveSection& col = s.collective;
+  const CollectiveSection dcol;
+  const auto& options = s.algorithm.options;
+  const bool collectives = !(std::holds_alternative<GossipOptions>(options) ||
+                             (std::holds_alternative<SparseExchangeOptions>(options) && neighbour_key(options)));
+  // A federated run's server and clients exchange models directly, in a loop of their own.
+  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
+  const bool federated = entry && entry->federated;
+  for (const auto& [key, given] : {std::pair{"collective.algorithm", col.algorithm != dcol.algorithm},
+                                   {"collective.slices", col.slices != dcol.slices}}) {
+    if (federated)
+      keys.push_back({key, given, false, "an algorithm that runs collectives",
+                      "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
+    else
+      keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
+                      "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
+  }
+  // Slices pipeline a ring: the ring all-reduce, the hierarchical leaders' ring, and the ring
+  // all-gathers and reduce-scatters that algorithms gathering (DeMo, Top-k, Sign-SGD, DeAR) run
+  // under every collective.algorithm but direct. An algorithm that only all-reduces, under a
+  // tree, halving-doubling, direct or parameter-server all-reduce, reads none.
+  if (collectives && !federated) {
+    const bool ring = col.algorithm == "ring" || col.algorithm == "hierarchical";
+    const bool gathers = entry && entry->sync == SyncCollective::AllGather;
+    keys.push_back({"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
+                    "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
+                    "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name +
+                        ", which only all-reduces"});
+  }
+
+  // A collective's server and clusters belong to the algorithm that uses them.
+  keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
+                  "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
+  keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
+                  "collective.algorithm: hierarchical", "collective.algorithm " + col.algorithm});
 }
 
 // The server is a node; explicit clusters partition the nodes; the hierarchical algorithm
@@ -487,7 +357,7 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
   };
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
   const AlgorithmEntry* entry = find_algorithm(a.name);
-  if (entry && entry->forward_waits && s.compute.model == "measured") {
+  if (entry && entry->forward_waits && s.compute.model == ComputeKind::Measured) {
     fail(origins.where("compute.model"), a.name + " times each layer's forward against its all-gathers before the "
                                          "step runs, so it needs the step's time beforehand: use flops or fixed");
   }
@@ -498,6 +368,31 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
       fail(origins.where("algorithm." + *key), "node " + std::to_string(n) + " has no topology neighbour to exchange with");
     }
   }
+}
+
+// The keys one optimizer reads (dependent_keys).
+void optimizer_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // SGD's momentum and Adam's betas.
+  const OptimizerSection dopt;
+  const OptimizerSection& opt = s.optimizer;
+  const bool adam = opt.name == "adam" || opt.name == "adamw";
+  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd" || opt.second_order(),
+                  "optimizer.name: sgd, eva, kfac or dp_kfac", "optimizer.name " + opt.name});
+  for (const auto& [key, given] : {std::pair{"optimizer.damping", opt.damping.has_value()},
+                                   {"optimizer.kl_clip", opt.kl_clip != dopt.kl_clip},
+                                   {"optimizer.factor_decay", opt.factor_decay != dopt.factor_decay}})
+    keys.push_back({key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac", "optimizer.name " + opt.name});
+  keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size, opt.name == "eva",
+                  "optimizer.name: eva", "optimizer.name " + opt.name});
+  keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == "kfac", "optimizer.name: kfac",
+                  "optimizer.name " + opt.name});
+  for (const auto& [key, given] : {std::pair{"optimizer.fac_update_freq", opt.fac_update_freq != dopt.fac_update_freq},
+                                   {"optimizer.kfac_update_freq", opt.kfac_update_freq != dopt.kfac_update_freq}})
+    keys.push_back({key, given, opt.name == "kfac" || opt.name == "dp_kfac", "optimizer.name: kfac or dp_kfac",
+                    "optimizer.name " + opt.name});
+  for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
+                                   {"optimizer.beta2", opt.beta2 != dopt.beta2}})
+    keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
 }
 
 // The second-order optimizers read whole Linear and Conv2d layers and run as their references
@@ -530,9 +425,9 @@ void check_split(const Scenario& s, const Origins& origins) {
   if (s.workload.model != "gpt" && s.workload.model != "bert")
     fail(origins.where("workload.model"), "split fine-tuning cuts a transformer block's feed-forward: it needs model gpt or "
                                           "bert, not " + s.workload.model);
-  if (s.compute.model != "flops")
+  if (s.compute.model != ComputeKind::Flops)
     fail(origins.where("compute.model"), "split fine-tuning times the edge's half on compute.device and the cloud's on "
-                                         "algorithm.cloud by the roofline: it needs compute.model flops, not " + s.compute.model);
+                                         "algorithm.cloud by the roofline: it needs compute.model flops, not " + enum_name(s.compute.model));
   std::vector<std::string> names;
   for (const auto& p : device_presets()) names.push_back(p.name);
   if (std::find(names.begin(), names.end(), o->cloud) == names.end())
@@ -542,6 +437,38 @@ void check_split(const Scenario& s, const Origins& origins) {
     fail(origins.where("output.resume_every"), "split runs are not checkpointed yet; leave out resume_every");
   if (!s.output.checkpoint.empty())
     fail(origins.where("output.checkpoint"), "split fine-tuning's edges keep models of their own: there is no one model to save");
+}
+
+// The workload's keys one model, data set or adapter reads (dependent_keys).
+void workload_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // The workload's sub-sections belong to one model, data set or adapter each.
+  const WorkloadSection dw;
+  const WorkloadSection& w = s.workload;
+  auto same_gpt = [](const GptSection& a, const GptSection& b) {
+    return a.preset == b.preset && a.layers == b.layers && a.heads == b.heads && a.width == b.width &&
+           a.context == b.context && a.vocab == b.vocab && a.dropout == b.dropout;
+  };
+  keys.push_back({"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt",
+                  "workload.model " + w.model});
+  keys.push_back({"workload.llama", !(w.llama == dw.llama), w.model == "llama", "workload.model: llama",
+                  "workload.model " + w.model});
+  keys.push_back({"workload.bert", !(w.bert == dw.bert), w.model == "bert", "workload.model: bert",
+                  "workload.model " + w.model});
+  const auto& sy = w.synthetic;
+  const auto& dsy = dw.synthetic;
+  const bool synthetic_given = sy.task != dsy.task || sy.inputs != dsy.inputs || sy.outputs != dsy.outputs ||
+                               sy.hidden != dsy.hidden || sy.train_samples != dsy.train_samples ||
+                               sy.test_samples != dsy.test_samples;
+  keys.push_back({"workload.synthetic", synthetic_given, w.dataset == "synthetic", "workload.dataset: synthetic",
+                  "workload.dataset " + w.dataset});
+  // Only the data sets of files read a folder; the synthetic and ImageNet-shaped ones make samples.
+  const bool reads_files = w.dataset == "fashion_mnist" || w.dataset == "brown" || w.dataset == "brown_genres";
+  keys.push_back({"workload.data_dir", !w.data_dir.empty() && w.data_dir != default_data_dir(w.dataset), reads_files,
+                  "workload.dataset fashion_mnist, brown or brown_genres", "workload.dataset " + w.dataset + ", which reads no files"});
+  for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
+                                   {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
+    keys.push_back({key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa",
+                    "workload.adapter.kind none"});
 }
 
 ModelShapes check_workload(const Scenario& s, const Origins& origins) {
@@ -617,9 +544,9 @@ ModelShapes check_workload(const Scenario& s, const Origins& origins) {
 }
 
 void check_faults(const Scenario& s, const Topology& topology, const Origins& origins) {
-  if (s.network.backend != "ns3") {
+  if (s.network.backend != Backend::Ns3) {
     fail(origins.where("network.faults"),
-         "the " + s.network.backend + " backend models no faults; use ns3 for 'network.faults'");
+         "the " + enum_name(s.network.backend) + " backend models no faults; use ns3 for 'network.faults'");
   }
   const int nv = topology.num_vertices();
   for (size_t i = 0; i < s.network.faults.size(); ++i) {
@@ -651,9 +578,9 @@ void check_faults(const Scenario& s, const Topology& topology, const Origins& or
 
 // Each background flow joins two vertices over an interval; onoff needs its rate, bulk has none.
 void check_background(const Scenario& s, const Topology& topology, const Origins& origins) {
-  if (s.network.backend != "ns3") {
+  if (s.network.backend != Backend::Ns3) {
     fail(origins.where("network.background"),
-         "the " + s.network.backend + " backend carries no background traffic; use ns3 for 'network.background'");
+         "the " + enum_name(s.network.backend) + " backend carries no background traffic; use ns3 for 'network.background'");
   }
   const int nv = topology.num_vertices();
   for (size_t i = 0; i < s.network.background.size(); ++i) {
@@ -725,7 +652,7 @@ std::vector<LinkSectionView> link_sections(const Scenario& s) {
 // no full-sized segment is ever acknowledged, so no TCP message of a packet or more crosses it.
 void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
-  if (n.backend != "ns3" || n.transport != "tcp") return;
+  if (n.backend != Backend::Ns3 || n.transport != "tcp") return;
   const double packet_bits = (n.mtu + 2) * 8.0;
   const TcpGiveUp give_up = tcp_give_up(n);
   auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth) {
@@ -750,15 +677,45 @@ void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
   }
 }
 
+// The network keys one backend or one kind of exchange reads (dependent_keys).
+void network_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // The network keys one backend or one kind of exchange reads. TCP's settings are ns-3's
+  // (flow and analytical carry reliable streams with no TCP), memoization replays ns-3's
+  // phases, the MTU sets ns-3's packets and the flow model's header overhead. Datagrams
+  // carry only neighbour exchanges (their receivers average what arrived); every reduction
+  // and gather needs each byte and stays on TCP, so udp under them would be a TCP study.
+  const NetworkSection dn;
+  const NetworkSection& n = s.network;
+  const bool ns3 = n.backend == Backend::Ns3;
+  auto backend_key = [&](const char* key, bool given) {
+    keys.push_back({key, given, ns3, "network.backend: ns3", "network.backend " + enum_name(n.backend)});
+  };
+  backend_key("network.tcp", n.tcp != dn.tcp);
+  backend_key("network.min_rto", !(n.min_rto == dn.min_rto));
+  backend_key("network.delayed_ack", n.delayed_ack != dn.delayed_ack);
+  backend_key("network.syn_timeout", !(n.syn_timeout == dn.syn_timeout));
+  backend_key("network.slow_start_after_idle", n.slow_start_after_idle != dn.slow_start_after_idle);
+  backend_key("network.memoize", n.memoize != dn.memoize);
+  keys.push_back({"network.flow_lanes", n.flow_lanes != dn.flow_lanes, n.backend == Backend::Flow && !s.workload.train,
+                  "network.backend: flow in a projection (workload.train: false)",
+                  n.backend == Backend::Flow ? "workload.train true" : "network.backend " + enum_name(n.backend)});
+  keys.push_back({"network.mtu", n.mtu != dn.mtu, n.backend != Backend::Analytical, "network.backend: ns3 or flow",
+                  "network.backend analytical"});
+  if (ns3)  // elsewhere udp is refused for the backend (check_packet_features)
+    keys.push_back({"network.transport", n.transport != dn.transport, neighbour_key(s.algorithm.options).has_value(),
+                    "a neighbour exchange (algorithm gossip, or sparta or sparta_diloco with exchange: ring or gossip)",
+                    "algorithm " + s.algorithm.name + ", whose reductions need every byte and stay on TCP"});
+}
+
 void check_network(const Scenario& s, const Topology& topology, const Origins& origins) {
   const auto& n = s.network;
   check_tcp_can_deliver(s, origins);
   if (!n.background.empty()) check_background(s, topology, origins);
   // Only the flow backend shares links by a rule; elsewhere rtt would silently do nothing.
-  if (n.backend != "flow" && n.flow_sharing != "maxmin") {
+  if (n.backend != Backend::Flow && n.flow_sharing != "maxmin") {
     fail(origins.where("network.flow_sharing"),
          "flow_sharing " + n.flow_sharing + " needs the flow backend (" +
-             (n.backend == "ns3" ? "in ns3 the TCP connections themselves share the links"
+             (n.backend == Backend::Ns3 ? "in ns3 the TCP connections themselves share the links"
                                  : "the analytical backend does not share links") + ")");
   }
   // A queue is given when it differs from the default: to_yaml writes every key, and its
@@ -766,8 +723,8 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
   const bool queue_given = origins.seen("network.queue") && n.queue != NetworkSection{}.queue;
   for (const auto& [key, given] : {std::pair{"network.queue", queue_given},
                                     std::pair{"network.queue_packets", n.queue_packets.has_value()}}) {
-    if (n.backend != "ns3" && given) {
-      fail(origins.where(key), "the " + n.backend + " backend models no queues; use ns3 for '" + std::string(key) + "'");
+    if (n.backend != Backend::Ns3 && given) {
+      fail(origins.where(key), "the " + enum_name(n.backend) + " backend models no queues; use ns3 for '" + std::string(key) + "'");
     }
   }
   if (!n.faults.empty()) check_faults(s, topology, origins);
@@ -796,7 +753,7 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
 void check_projection(const Scenario& s, const Origins& origins) {
   if (s.workload.train) return;
   const std::string why = "a projection (workload.train false) ";
-  if (s.compute.model == "measured")
+  if (s.compute.model == ComputeKind::Measured)
     fail(origins.where("compute.model"), why + "runs no step to measure; give a compute model that knows a step's "
                                                "time beforehand (flops or fixed)");
   if (const AlgorithmEntry* entry = find_algorithm(s.algorithm.name); entry && entry->federated)
@@ -807,6 +764,22 @@ void check_projection(const Scenario& s, const Origins& origins) {
   if (!s.output.checkpoint.empty()) fail(origins.where("output.checkpoint"), why + "trains no model to save");
   if (!s.workload.init_from.empty())
     fail(origins.where("workload.init_from"), why + "loads no weights; it sizes everything from the model's shapes");
+}
+
+// The replica group's keys, read only in groups (dependent_keys).
+void replica_group_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // A group's parallelism needs a group.
+  keys.push_back({"replica_group.parallelism", s.replica_group.parallelism != ReplicaGroupSection{}.parallelism,
+                  s.replica_group.grouped(), "replica_group.gpus above 1",
+                  "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
+  keys.push_back({"replica_group.reduce_dtype", s.replica_group.reduce_dtype != ReplicaGroupSection{}.reduce_dtype,
+                  s.replica_group.grouped() && s.replica_group.parallelism != "ddp",
+                  "replica_group.parallelism zero1, zero2 or fsdp (and gpus above 1)",
+                  "replica_group.parallelism " + s.replica_group.parallelism});
+  keys.push_back({"replica_group.unit", !s.replica_group.unit.empty(),
+                  s.replica_group.grouped() && s.replica_group.parallelism == "fsdp",
+                  "replica_group.parallelism: fsdp (and gpus above 1)",
+                  "replica_group.parallelism " + s.replica_group.parallelism});
 }
 
 // Replica groups (docs/replica_groups.md): G consecutive GPUs of a gpu_hosts topology, a host
@@ -896,13 +869,51 @@ void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& ori
                                                  "the adapters' tensors are known to its units here: use zero1 or zero2");
 }
 
+// The keys one compute model reads (dependent_keys).
+void compute_keys(const Scenario& s, std::vector<DependentKey>& keys) {
+  // Each compute model reads its own keys.
+  const ComputeSection dc;
+  const ComputeSection& c = s.compute;
+  auto compute_key = [&](const char* key, ComputeKind model, bool given) {
+    keys.push_back({key, given, c.model == model, "compute.model: " + enum_name(model), "compute.model " + enum_name(c.model)});
+  };
+  // The device's keys: the roofline's (flops), or what splits a profile's rows among layers.
+  auto device_key = [&](const char* key, bool given) {
+    keys.push_back({key, given, c.reads_device(), "compute.model: flops or profile", "compute.model " + enum_name(c.model)});
+  };
+  compute_key("compute.step_time", ComputeKind::Fixed, !(c.step_time == dc.step_time));
+  compute_key("compute.file", ComputeKind::Profile, !c.file.empty());
+  device_key("compute.device", c.device != dc.device);
+  device_key("compute.dtype", c.dtype != dc.dtype);
+  device_key("compute.peak_flops", !(c.peak_flops == dc.peak_flops));
+  device_key("compute.memory_bandwidth", !(c.memory_bandwidth == dc.memory_bandwidth));
+  device_key("compute.launch_latency", c.launch_latency.has_value());
+  device_key("compute.mfu", c.mfu.has_value());
+  // The calibrated efficiencies' overrides; compute.mfu replaces them all (the flat model).
+  for (const auto& [key, given] : {std::pair{"compute.gemm_efficiency", c.gemm_efficiency.has_value()},
+                                   std::pair{"compute.convolution_efficiency", c.convolution_efficiency.has_value()},
+                                   std::pair{"compute.memory_efficiency", c.memory_efficiency.has_value()}})
+    keys.push_back({key, given, c.reads_device() && !c.mfu, "compute.model: flops or profile, and no compute.mfu",
+                    !c.reads_device() ? "compute.model " + enum_name(c.model) : "compute.mfu, the flat model"});
+  device_key("compute.memory_check", c.memory_check != dc.memory_check);
+  device_key("compute.attention", c.attention != dc.attention);
+  device_key("compute.memory_format", c.memory_format != dc.memory_format);
+  device_key("compute.activation_checkpointing", c.activation_checkpointing != dc.activation_checkpointing);
+  compute_key("compute.measured_scale", ComputeKind::Measured, c.measured_scale != dc.measured_scale);
+  // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
+  for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
+                                   {"compute.speed_max", c.speed_max != dc.speed_max}})
+    keys.push_back({key, given, c.speeds.empty(), "compute.speeds empty (the speeds are drawn from the range)",
+                    "compute.speeds listed"});
+}
+
 void check_compute(const Scenario& s, const Origins& origins) {
   const auto& c = s.compute;
   if (c.activation_checkpointing) {
     const auto where = origins.where("compute.activation_checkpointing");
-    if (c.model != "flops")
+    if (c.model != ComputeKind::Flops)
       fail(where, "activation checkpointing adds each block's forward to its backward on the roofline: it needs "
-                  "compute.model flops, not " + c.model);
+                  "compute.model flops, not " + enum_name(c.model));
     if (fsdp_unit_pattern(s).empty())
       fail(where, "model '" + s.workload.model + "' has no blocks or stages to checkpoint (a transformer or a ResNet has)");
     if (s.algorithm.name == "split") fail(where, "activation checkpointing of a split model is not modelled");
@@ -938,7 +949,7 @@ std::vector<std::string> device_memory_overruns(const Scenario& s, const ModelSh
 // A measured profile must time this model: every row names layers of it, every layer is timed
 // (the engine's layers, FlashAttention's fused kernels where compute.attention asks for them).
 void check_profile(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
-  if (s.compute.model != "profile") return;
+  if (s.compute.model != ComputeKind::Profile) return;
   if (s.compute.file.empty())
     fail(origins.where("compute.model"), "compute.model: profile needs compute.file, the CSV of measured layer times that "
                                          "python3 -m analysis.profile_layers writes");
@@ -958,6 +969,28 @@ void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Ori
        overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, replica groups that "
                           "shard the model (replica_group), compute.activation_checkpointing, or compute.memory_check: "
                           "warn to model what the testbed does not (offload to host memory)");
+}
+
+// Every key that counts only under another key's value, section by section (each section's
+// beside its own checks above), in the order their refusals are tried.
+std::vector<DependentKey> dependent_keys(const Scenario& s) {
+  std::vector<DependentKey> keys;
+  topology_keys(s, keys);
+  compute_keys(s, keys);
+  workload_keys(s, keys);
+  optimizer_keys(s, keys);
+  network_keys(s, keys);
+  collective_keys(s, keys);
+  replica_group_keys(s, keys);
+  return keys;
+}
+
+void check_dependent_keys(const Scenario& s, const Origins& origins) {
+  for (const DependentKey& k : dependent_keys(s)) {
+    if (!k.given || k.counts) continue;
+    fail(origins.where(given_under(origins, k.key)),
+         "'" + k.key + "' has no effect with " + k.now + "; it is read only with " + k.needs);
+  }
 }
 
 }  // namespace
@@ -999,7 +1032,7 @@ void check_scenario(const Scenario& s, const Origins& origins) {
   const Topology topology = build_checked_topology(s, origins);
   check_packet_features(s, topology, origins);
   check_network(s, topology, origins);
-  if (s.compute.model == "fixed" && s.compute.step_time.s <= 0) {
+  if (s.compute.model == ComputeKind::Fixed && s.compute.step_time.s <= 0) {
     fail(origins.where("compute.step_time"), "the fixed compute model needs step_time > 0");
   }
   check_replica_group(s, origins);

@@ -75,7 +75,7 @@ constexpr double kNs3ConnectionBytes = 160e3;
 // has at least 2 (p - 1) p) and no two of its connections' routes share a link.
 bool ring_on_lanes(const Scenario& s, const AlgorithmEntry& a, const CollectiveOptions& o, const Topology& t) {
   const int64_t p = s.nodes;
-  if (s.workload.train || s.replica_group.grouped() || s.network.backend != "flow" || !s.network.flow_lanes || !a.backward_all_reduces ||
+  if (s.workload.train || s.replica_group.grouped() || s.network.backend != Backend::Flow || !s.network.flow_lanes || !a.backward_all_reduces ||
       o.algorithm != CollectiveAlgorithm::Ring || 2 * (p - 1) * p <= static_cast<int64_t>(kMessageRowsPerCollective))
     return false;
   const RoutingOptions routing = routing_options(s);
@@ -154,7 +154,7 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
       connections = std::max(connections, size.pairs);
     }
   }
-  if (scenario.network.backend == "ns3") {
+  if (scenario.network.backend == Backend::Ns3) {
     e.network_bytes = kNs3VertexBytes * topology.num_vertices() + kNs3LinkBytes * topology.num_links() +
                       kNs3ConnectionBytes * static_cast<double>(connections);
   }

@@ -20,8 +20,8 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
                                       const NetworkCaptures& captures) {
   const auto& n = scenario.network;
   const RoutingOptions routing = routing_options(scenario);
-  if (n.backend == "analytical") return make_analytical_network(clock, topology, routing);
-  if (n.backend == "flow") {
+  if (n.backend == Backend::Analytical) return make_analytical_network(clock, topology, routing);
+  if (n.backend == Backend::Flow) {
     return make_flow_network(clock, topology, n.mtu, n.flow_sharing == "rtt" ? FlowSharing::Rtt : FlowSharing::MaxMin,
                              routing);
   }

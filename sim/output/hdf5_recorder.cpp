@@ -1,5 +1,6 @@
 // HDF5 output: extendible chunked datasets, one row appended per step or eval.
 #include "sim/output/hdf5_recorder.h"
+#include "sim/output/hdf5_messages.h"
 
 #include <H5Cpp.h>
 
@@ -71,30 +72,7 @@ class Appendable {
   hsize_t rows_ = 0;
 };
 
-// A message's kind is its op's tag (`pseudo_gradient/12`, `dct_coefficients`): room for 31
-// characters, and a longer tag is an error rather than a silently shortened name.
-constexpr size_t kKindChars = 32;
 constexpr size_t kMessageBatch = 1 << 16;  // rows (5 MB) kept before they are written
-
-struct MessageRow {
-  int32_t src, dst;
-  uint64_t bytes;
-  double t_send, t_recv;
-  uint64_t lost_bytes;
-  char kind[kKindChars];
-};
-
-H5::CompType message_type() {
-  H5::CompType type(sizeof(MessageRow));
-  type.insertMember("src", HOFFSET(MessageRow, src), H5::PredType::NATIVE_INT32);
-  type.insertMember("dst", HOFFSET(MessageRow, dst), H5::PredType::NATIVE_INT32);
-  type.insertMember("bytes", HOFFSET(MessageRow, bytes), H5::PredType::NATIVE_UINT64);
-  type.insertMember("t_send", HOFFSET(MessageRow, t_send), H5::PredType::NATIVE_DOUBLE);
-  type.insertMember("t_recv", HOFFSET(MessageRow, t_recv), H5::PredType::NATIVE_DOUBLE);
-  type.insertMember("lost_bytes", HOFFSET(MessageRow, lost_bytes), H5::PredType::NATIVE_UINT64);
-  type.insertMember("kind", HOFFSET(MessageRow, kind), H5::StrType(H5::PredType::C_S1, kKindChars));
-  return type;
-}
 
 template <class T>
 void set_attribute(H5::H5Object& object, const std::string& name, const T& value, const H5::PredType& type) {
@@ -125,6 +103,18 @@ const H5::PredType& f64() { return H5::PredType::NATIVE_DOUBLE; }
 const H5::PredType& i64() { return H5::PredType::NATIVE_INT64; }
 
 }  // namespace
+
+H5::CompType message_type() {
+  H5::CompType type(sizeof(MessageRow));
+  type.insertMember("src", HOFFSET(MessageRow, src), H5::PredType::NATIVE_INT32);
+  type.insertMember("dst", HOFFSET(MessageRow, dst), H5::PredType::NATIVE_INT32);
+  type.insertMember("bytes", HOFFSET(MessageRow, bytes), H5::PredType::NATIVE_UINT64);
+  type.insertMember("t_send", HOFFSET(MessageRow, t_send), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("t_recv", HOFFSET(MessageRow, t_recv), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("lost_bytes", HOFFSET(MessageRow, lost_bytes), H5::PredType::NATIVE_UINT64);
+  type.insertMember("kind", HOFFSET(MessageRow, kind), H5::StrType(H5::PredType::C_S1, kKindChars));
+  return type;
+}
 
 struct Hdf5Recorder::Impl {
   std::string path;
@@ -277,7 +267,7 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info) {
     impl_ = std::make_unique<Impl>(path, H5::H5File(path + ".part", H5F_ACC_TRUNC), info, nullptr);
     set_attribute(impl_->file, "scenario", info.scenario_yaml);
     set_attribute(impl_->file, "testbed_version", std::string(kVersion));
-    set_attribute(impl_->file, "status", std::string("running"));
+    set_attribute(impl_->file, "status", std::string(status_name(RunStatus::Running)));
     set_attribute(impl_->file, "device", info.device);
     set_attribute(impl_->file, "nodes", int64_t(info.nodes), i64());
     set_attribute(impl_->file, "deterministic", int64_t(info.deterministic), i64());
@@ -304,7 +294,7 @@ Hdf5Recorder::Hdf5Recorder(const std::string& path, const RunInfo& info, const R
     throw std::runtime_error("HDF5 output " + path + ": the file to resume is missing");
   guarded(path, "reopen the file to resume it", [&] {
     impl_ = std::make_unique<Impl>(path, H5::H5File(path, H5F_ACC_RDWR), info, &keep);
-    set_attribute(impl_->file, "status", std::string("running"));
+    set_attribute(impl_->file, "status", std::string(status_name(RunStatus::Running)));
     if (impl_->file.attrExists("error")) impl_->file.removeAttr("error");
     impl_->flush();
   });
@@ -384,7 +374,7 @@ void Hdf5Recorder::finish(const RunSummary& s) {
 
 void Hdf5Recorder::fail(const std::string& error) {
   guarded(impl_->path, "record the failure", [&] {
-    set_attribute(impl_->file, "status", std::string("failed"));
+    set_attribute(impl_->file, "status", std::string(status_name(RunStatus::Failed)));
     set_attribute(impl_->file, "error", error);
     impl_->flush();
   });
@@ -407,7 +397,7 @@ void Hdf5Recorder::Impl::write_summary(const RunSummary& s) {
   set_attribute(g, "steps_completed", int64_t(s.steps_completed), i64());
   set_attribute(g, "phases_replayed", s.phases_replayed, i64());
   set_attribute(g, "phases_simulated", s.phases_simulated, i64());
-  set_attribute(file, "status", s.status);
+  set_attribute(file, "status", std::string(status_name(s.status)));
   if (!s.error.empty()) set_attribute(file, "error", s.error);
   flush();
 }

@@ -80,8 +80,26 @@ struct RoundRow {
   double accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
+// How a run ends. The file's /summary says it by name, and `testbed run` exits with its code
+// (README: 0 completed, 1 failed or interrupted, 3 diverged; 2, bad input, never gets this far).
+enum class RunStatus { Running, Completed, Diverged, Failed };
+
+inline const char* status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Completed: return "completed";
+    case RunStatus::Diverged: return "diverged";
+    case RunStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
+inline int exit_code(RunStatus status) {
+  return status == RunStatus::Completed ? 0 : status == RunStatus::Diverged ? 3 : 1;
+}
+
 struct RunSummary {
-  std::string status;  // completed | diverged | failed
+  RunStatus status = RunStatus::Running;
   std::string error;   // why, when not completed
   double projected_time_s = 0;
   uint64_t total_bytes = 0;

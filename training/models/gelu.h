@@ -12,7 +12,7 @@ namespace testbed {
 // follow the thread count. Here erf(z) and exp(-z^2) are piecewise polynomials
 // (scripts/fit_gelu.py) evaluated with the same fused multiply-adds in every lane and for every
 // element, a tail included, so an element's value depends on nothing but itself, with or without
-// AVX2. Within a few float ulps of double-precision GELU and its derivative (tests/test_gelu.cpp);
+// AVX2. Within a few float ulps of double-precision GELU and its derivative (tests/training/test_gelu.cpp);
 // not ATen's bits.
 torch::Tensor exact_gelu(const torch::Tensor& x);
 

@@ -11,7 +11,7 @@ namespace testbed {
 // their backward are scalar loops over the full-size map, 30 % of the CNN's step (issue 52).
 // Values and gradients are LibTorch's bit for bit, both being exact: a window's first largest
 // element after the ReLU (NaN wins), -0 kept by the ReLU, the gradient 0 + g at that element
-// unless the output is <= 0 (tests/test_relu_pool.cpp).
+// unless the output is <= 0 (tests/training/test_relu_pool.cpp).
 torch::Tensor relu_max_pool2d(const torch::Tensor& x, int64_t k);
 
 }  // namespace testbed

@@ -11,7 +11,7 @@ namespace testbed {
 // (Cody-Waite reduction, the Taylor series to r^7) evaluated with the same fused multiply-adds in
 // every lane and in a row's tail, and the sums go lane by lane in a fixed order, so a row's bits
 // depend on nothing but the row. -inf (a masked score) gives exactly 0. Within a few float ulps of
-// double precision (tests/test_softmax.cpp); not ATen's bits.
+// double precision (tests/training/test_softmax.cpp); not ATen's bits.
 torch::Tensor softmax_last_dim(const torch::Tensor& x);
 
 }  // namespace testbed

@@ -279,12 +279,12 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
   if (nodes < 1) throw std::invalid_argument("compute model: nodes must be >= 1, got " + std::to_string(nodes));
   if (work.batch < 1) throw std::invalid_argument("compute model: batch must be >= 1");
 
-  if (section.model == "flops") {
+  if (section.model == ComputeKind::Flops) {
     roof_ = compute_roof(section);
     cost_ = roofline(work, roof_);
     base_seconds_ = cost_.seconds();
     shares_ = step_shares(cost_);
-  } else if (section.model == "profile") {
+  } else if (section.model == ComputeKind::Profile) {
     roof_ = compute_roof(section);
     const LayerProfile profile = read_layer_profile(section.file);
     cost_ = profiled(roofline(work, roof_), profile, profile_owners(profile, work.layers), work.optimizer_shards);
@@ -296,19 +296,16 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
     cost_.flops = counted.flops;
     shares_ = step_shares(counted);
   }
-  if (section.model == "fixed") {
+  if (section.model == ComputeKind::Fixed) {
     if (!(section.step_time.s >= 0) || !std::isfinite(section.step_time.s))
       throw std::invalid_argument("compute.step_time must be a finite non-negative duration, got " +
                                   num(section.step_time.s));
     base_seconds_ = section.step_time.s;
-  } else if (section.model == "measured") {
+  } else if (section.model == ComputeKind::Measured) {
     if (!(section.measured_scale > 0) || !std::isfinite(section.measured_scale))
       throw std::invalid_argument("compute.measured_scale must be positive, got " +
                                   num(section.measured_scale));
     measured_ = true;
-  } else if (section.model != "flops" && section.model != "profile") {
-    throw std::invalid_argument("compute.model: unknown model '" + section.model +
-                                "' (expected fixed, flops, profile or measured)");
   }
 
   if (!(section.straggler_sigma >= 0) || !std::isfinite(section.straggler_sigma))

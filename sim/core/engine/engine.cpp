@@ -30,140 +30,11 @@ namespace {
 // the node's one communication stream.
 bool streamed(const CommOp& op) { return op.after_gradient >= 0 || op.after_forward >= 0; }
 
-bool is_eval_step(int steps_done, const Scenario& s) {
-  return steps_done % s.workload.eval_every == 0 || steps_done == s.workload.steps;
-}
-
 }  // namespace
-
-Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
-    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes),
-      projection_(!scenario.workload.train) {
-  configure_host(scenario);
-  if (projection_ && hooks_.group)
-    throw std::invalid_argument("a projection (workload.train false) trains no replica to spread: run it in one process");
-  torch::Device device(scenario.device);
-
-  placement_ = hooks_.group ? ReplicaPlacement{nodes_, hooks_.group->world(), hooks_.group->rank()}
-                            : ReplicaPlacement{nodes_, 1, 0};
-  plans_exchanged_.assign(nodes_, 0);
-  plan_heads_.assign(nodes_, {-1, torch::Tensor()});
-  // A projection reads no sample, so its nodes need no shards (there may be more nodes than
-  // samples); the shards' sizes only weight values it never computes.
-  std::vector<ShardSampler> samplers;
-  if (!projection_) samplers = make_samplers(scenario, data);
-  std::vector<int64_t> shard_sizes;
-  for (int n = 0; n < nodes_; ++n) {
-    shard_sizes.push_back(projection_ ? 1 : samplers[n].shard_size());
-    // Another process's replica is never built here: its plans and values come from there.
-    // A projection builds none: its plans come from shapes (Algorithm::projected_step).
-    replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario, n),
-                                                                        std::move(samplers[n]), device, data.task)
-                                            : nullptr);
-  }
-  // A projection evaluates nothing and never builds the model: its shapes are enough.
-  ModelShapes shapes;
-  if (projection_) {
-    shapes = model_shapes(scenario);
-  } else {
-    eval_model_ = make_model(scenario);
-    eval_model_->to(device);
-    shapes = shapes_of(*eval_model_);
-  }
-  parameters_ = shapes.parameters;
-  trainable_parameters_ = shapes.trainable();
-  const TrainingWork work = training_work(scenario, shapes.layers);
-  if (shapes.cut_layer < 0) {
-    compute_ = std::make_unique<ComputeModel>(scenario.compute, work, nodes_, scenario.seed);
-  } else {
-    // A split model: the edges run the front on compute.device, the cloud the back on its own
-    // (CommKind::Cut), each with its own optimizer over its own half's parameters.
-    const auto cut = shapes.layers.begin() + shapes.cut_layer;
-    compute_ = std::make_unique<ComputeModel>(scenario.compute,
-                                              training_work(scenario, {shapes.layers.begin(), cut}), nodes_, scenario.seed);
-    cloud_compute_ = std::make_unique<ComputeModel>(split_cloud_compute(scenario),
-                                                    training_work(scenario, {cut, shapes.layers.end()}), 1, scenario.seed);
-  }
-  if (!projection_) evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
-
-  clock_ = std::make_unique<EventClock>();
-  topology_ = build_topology(topology_spec(scenario));
-  network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
-  host_neighbours_ = host_neighbours(topology_);
-  gradient_layer_ = gradient_layers(work, shapes.names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order,
-                              shapes.cut_values_per_sample, shapes.names);
-  if (cloud_compute_ && hooks_.group)
-    throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
-  // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
-  if (scenario.optimizer.name == "kfac" && !OptimizerSection::sends_second_order_messages(scenario.algorithm.name)) {
-    local_second_order_ = shapes.second_order;
-    local_kfac_ = optimizer_config(scenario).kfac;
-  }
-  if (projection_ && !compute_->deterministic())
-    throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
-                                "that knows a step's time beforehand (not measured)");
-  if (algorithm_->forward_waits_for_ops() && !compute_->deterministic())
-    throw std::invalid_argument(algorithm_->name() + " times its forward before the step runs: it needs a compute "
-                                "model that knows the step's time beforehand (not measured)");
-  state_.resize(nodes_);
-  schedule_.resize(nodes_);
-  fleet_.resize(nodes_);
-  for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
-  // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
-  // its first leaves.
-  // Only the packet-level backend can replay (Network::held_state): elsewhere planning
-  // the phases would only build plans.
-  memo_steps_ = scenario.network.memoize && scenario.network.backend == "ns3" && compute_->deterministic() &&
-                !algorithm_->has_rounds() && !cloud_compute_;
-  summary_.model_parameters = parameters_;
-
-  CommSettings comm;
-  comm.nodes = nodes_;
-  comm.choice = collective_choice(scenario);
-  comm.host_neighbours = host_neighbours_;
-  comm.projection = projection_;
-  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread();
-  comm.datagrams = scenario.network.transport == "udp";
-  // The cloud's hold: the back half's forward and backward (its update overlaps the return).
-  if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
-  comm.algorithm = algorithm_->name();
-  Communicator::Callbacks callbacks;
-  callbacks.rank_done = [this](int node, int step, const std::string& tag) { op_complete(node, step, tag); };
-  callbacks.message = [this](const MessageRecord& record) { recorder_->message(record); };
-  callbacks.phase_entry = [this](int node, int step) { return phase_entry(node, step); };
-  if (placement_.spread()) {
-    callbacks.spread = [this](const Communicator::Key& key, Communicator::Collective& slot, CollectiveHooks& hooks,
-                              const std::vector<int>& participants) { spread_collective(key, slot, hooks, participants); };
-  }
-  comm_ = std::make_unique<Communicator>(std::move(comm), std::move(callbacks), *clock_, *network_, times_);
-}
-
-Engine::~Engine() {
-  comm_.reset();
-  network_.reset();
-  clock_.reset();
-}
-
-double Engine::flops_per_step() const { return compute_->flops_per_step(); }
-
-RunInfo Engine::run_info() const {
-  RunInfo info;
-  info.scenario_yaml = to_yaml(scenario_);
-  info.nodes = nodes_;
-  info.model_parameters = parameters_;
-  info.trainable_parameters = trainable_parameters_;
-  info.device = scenario_.device;
-  info.deterministic = compute_->deterministic();
-  info.projection = projection_;
-  for (int n = 0; n < nodes_; ++n) info.node_speeds.push_back(compute_->speed(n));
-  for (const auto& v : data_.test_variants) info.test_variants.push_back(v.name);
-  return info;
-}
 
 RunSummary Engine::run(Recorder& recorder) {
   recorder_ = output_ = &recorder;
-  summary_.status = "running";
+  summary_.status = RunStatus::Running;
   if (hooks_.resume) start_replay();
   {
     HostTimer timer(times_.run);
@@ -171,34 +42,34 @@ RunSummary Engine::run(Recorder& recorder) {
     try {
       clock_->run(hooks_.interrupted);
     } catch (const std::exception& e) {
-      summary_.status = "failed";
+      summary_.status = RunStatus::Failed;
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
       if (hooks_.group) hooks_.group->report_failure(summary_.error);  // the others quote it
     }
   }
   // A signal mid-step stops the clock between two events (EventClock::run).
-  if (summary_.status == "running" && hooks_.interrupted && hooks_.interrupted->load()) {
-    summary_.status = "failed";
+  if (summary_.status == RunStatus::Running && hooks_.interrupted && hooks_.interrupted->load()) {
+    summary_.status = RunStatus::Failed;
     summary_.error = "interrupted by a signal";
     if (hooks_.group) hooks_.group->report_failure(summary_.error);
   }
-  if (replaying_ && summary_.status == "running") {
-    summary_.status = "failed";
+  if (replaying_ && summary_.status == RunStatus::Running) {
+    summary_.status = RunStatus::Failed;
     summary_.error = "the replay never reached the checkpoint's step " + std::to_string(hooks_.resume->step);
   }
   recorder_ = output_;
   // Rows that not every node finished (a diverged or stopped run) still go out, NaN-padded.
   for (const auto& [step, pending] : rows_) recorder_->train(pending.row);
   rows_.clear();
-  if (summary_.status == "running") {
+  if (summary_.status == RunStatus::Running) {
     bool all_done = true;
     for (const auto& s : state_) all_done = all_done && s.finished;
-    summary_.status = all_done ? "completed" : "failed";
+    summary_.status = all_done ? RunStatus::Completed : RunStatus::Failed;
     if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
   }
   if (placement_.spread()) finish_spread();
   // The last eval left the averaged model in eval_model_ (rank 0's, in a spread run).
-  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty() && placement_.rank == 0) {
+  if (summary_.status == RunStatus::Completed && !scenario_.output.checkpoint.empty() && placement_.rank == 0) {
     save_checkpoint(*eval_model_, scenario_.output.checkpoint);
   }
   // Not clock_->now(): ns-3 timers (delayed ACKs, RTOs, TIME_WAIT) outlive the last message.
@@ -215,12 +86,12 @@ RunSummary Engine::run(Recorder& recorder) {
   return summary_;
 }
 
-void Engine::stop(const std::string& status, const std::string& error) {
-  if (summary_.status != "running") return;
+void Engine::stop(RunStatus status, const std::string& error) {
+  if (summary_.status != RunStatus::Running) return;
   summary_.status = status;
   summary_.error = error;
   // A signal reaches each process at its own event: the others learn why this one went.
-  if (hooks_.group && status == "failed") hooks_.group->report_failure(error);
+  if (hooks_.group && status == RunStatus::Failed) hooks_.group->report_failure(error);
   clock_->stop();
 }
 
@@ -229,7 +100,7 @@ void Engine::stop(const std::string& status, const std::string& error) {
 // the ops due before the next step, applies them in issue order, and ends the step.
 void Engine::start_step(int node) {
   HostTimer timer(times_.engine);
-  if (hooks_.interrupted && hooks_.interrupted->load()) return stop("failed", "interrupted by a signal");
+  if (hooks_.interrupted && hooks_.interrupted->load()) return stop(RunStatus::Failed, "interrupted by a signal");
   auto& s = state_[node];
   PlanOutline plan;
   if (replaying_) {
@@ -272,7 +143,7 @@ void Engine::start_step(int node) {
   }
   if (!projection_ && !std::isfinite(plan.loss)) {
     record_step(node);
-    return stop("diverged", "node " + std::to_string(node) + " has a non-finite loss at step " +
+    return stop(RunStatus::Diverged, "node " + std::to_string(node) + " has a non-finite loss at step " +
                                 std::to_string(s.step));
   }
   // Computes that end at one tick end in node order, whatever order the steps started in:
@@ -516,7 +387,7 @@ void Engine::end_step(int node) {
   const int next = s.step + 1;
   record_step(node);
   s.step = next;
-  if (is_eval_step(next, scenario_) && !projection_) snapshot_for_eval(node, next);
+  if (eval_step(next) && !projection_) snapshot_for_eval(node, next);
   if (next == scenario_.workload.steps) {
     s.finished = true;
     // Background flows run to their own end and FlowMonitor checks for lost packets every
@@ -529,97 +400,6 @@ void Engine::end_step(int node) {
     return;
   }
   schedule_start(node);
-}
-
-// The step ends when its round has issued the ops (DeAR: once its reduce-scatters are
-// complete); the next step's forward starts at once and meets each op at its layer. The update
-// of the step just ended runs at the gates, each gate's share in proportion to its op's size
-// (DeAR updates a group's parameters just before its forward). After the run's last step
-// there is no forward: the step waits at its gates and ends after the last.
-void Engine::begin_forward(int node) {
-  auto& s = state_[node];
-  const int next = s.step + 1;
-  s.gates_end_step = next == scenario_.workload.steps;
-  s.next_passes = s.gates_end_step ? 0 : compute_->step_seconds(node, next, 0);
-  s.gate = 0;
-  s.at_gate = false;
-  s.gate_update_ticks = s.update_ticks;
-  s.update_ticks = 0;
-  if (!s.gates_end_step) {
-    record_step(node);
-    s.step = next;
-  }
-  clock_->schedule_ticks(forward_ticks_to_gate(node, 0), [this, node] {
-    HostTimer timer(times_.engine);
-    reach_gate(node);
-  });
-}
-
-Engine::InFlight& Engine::gate_op(int node, size_t gate) {
-  size_t i = 0;
-  for (auto& f : state_[node].in_flight) {
-    if (f.op.before_forward < 0) continue;
-    if (i++ == gate) return f;
-  }
-  throw std::logic_error("node " + std::to_string(node) + " has no gate " + std::to_string(gate));
-}
-
-// Ticks from the forward's start to the gate's layer: the passes before it, rounded once per
-// gate so that the gaps between gates add up.
-int64_t Engine::forward_ticks_to_gate(int node, size_t gate) {
-  const auto& s = state_[node];
-  const int tensor = gate_op(node, gate).op.before_forward;
-  if (tensor >= static_cast<int>(gradient_layer_.size()))
-    throw std::logic_error(algorithm_->name() + "'s forward waits at tensor " + std::to_string(tensor) + " of " +
-                           std::to_string(gradient_layer_.size()));
-  return EventClock::ticks(s.next_passes * compute_->shares().forward_before(gradient_layer_[tensor]));
-}
-
-void Engine::reach_gate(int node) {
-  auto& s = state_[node];
-  if (!gate_op(node, s.gate).complete) {
-    s.at_gate = true;  // op_complete brings the forward back
-    return;
-  }
-  size_t gates = 0;
-  double elements = 0, total = 0;
-  for (const auto& f : s.in_flight) {
-    if (f.op.before_forward < 0) continue;
-    total += static_cast<double>(f.op.buffer.numel());
-    if (gates++ <= s.gate) elements = total;
-  }
-  // The gate's share of the update, rounded on the running total so that the shares add up.
-  const double previous = elements - static_cast<double>(gate_op(node, s.gate).op.buffer.numel());
-  const auto share = [&](double upto) { return std::llround(static_cast<double>(s.gate_update_ticks) * upto / total); };
-  const int64_t update = share(elements) - share(previous);
-  if (s.gate + 1 == gates) {
-    clock_->schedule_ticks(update, [this, node] {
-      HostTimer timer(times_.engine);
-      finish_forward(node);
-    });
-    return;
-  }
-  InFlight& following = gate_op(node, s.gate + 1);
-  following.entered = true;
-  const int64_t forward = forward_ticks_to_gate(node, s.gate + 1) - forward_ticks_to_gate(node, s.gate);
-  if (forward < 0) throw std::logic_error(algorithm_->name() + "'s forward gates are out of layer order");
-  ++s.gate;
-  comm_->enter({following.issued_step, following.op.tag}, following.rank, following.work, following.arrived);
-  clock_->schedule_ticks(update + forward, [this, node] {
-    HostTimer timer(times_.engine);
-    reach_gate(node);
-  });
-}
-
-void Engine::finish_forward(int node) {
-  auto& s = state_[node];
-  const auto gated = [](const InFlight& f) { return f.op.before_forward >= 0; };
-  s.forward_ticks = s.gates_end_step ? 0 : forward_ticks_to_gate(node, s.gate);
-  apply_ops(node, gated);
-  s.gate_update_ticks = 0;
-  if (s.gates_end_step) return end_step(node);
-  if (is_eval_step(s.step, scenario_) && !projection_) snapshot_for_eval(node, s.step);
-  schedule_start(node);  // start_step times itself
 }
 
 bool Engine::start_round(int node) {
@@ -677,7 +457,7 @@ constexpr double kNs3HostSecondsPerPacket = 80e-6;
 
 void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
   step_cost_said_ = true;
-  if (scenario_.network.backend != "ns3" || !hooks_.warn) return;
+  if (scenario_.network.backend != Backend::Ns3 || !hooks_.warn) return;
   double bytes = 0;  // every participant's payload, from the plans the collectives will take
   for (const auto& op : ops) {
     for (uint64_t b : bytes_sent_per_rank(*comm_->plan_for(op, op.nodes.empty() ? fleet_ : op.nodes)))
@@ -715,77 +495,6 @@ PhaseEntry Engine::phase_entry(int node, int step) const {
     return during_backward ? std::max<int64_t>(0, EventClock::ticks(passes * forward) - 1) : EventClock::ticks(passes);
   };
   return entry;
-}
-
-Engine::PendingRow& Engine::pending_row(int step) {
-  auto& pending = rows_[step];
-  if (pending.row.loss.empty()) {
-    pending.row.step = step;
-    pending.row.loss.assign(nodes_, std::nan(""));
-    pending.row.time.assign(nodes_, std::nan(""));
-    pending.row.compute_time.assign(nodes_, 0.0);
-    pending.row.bytes.assign(nodes_, 0);
-  }
-  return pending;
-}
-
-void Engine::record_step(int node) {
-  const auto& s = state_[node];
-  auto& pending = pending_row(s.step);
-  pending.row.loss[node] = s.loss;
-  pending.row.time[node] = clock_->now();
-  last_step_end_ = std::max(last_step_end_, clock_->now());
-  pending.row.compute_time[node] = s.compute_time;
-  ++pending.filled;
-  // Rows leave in step order, once every node has finished that step.
-  while (!rows_.empty() && rows_.begin()->second.filled == nodes_) {
-    const auto& row = rows_.begin()->second.row;
-    const int steps_done = row.step + 1;
-    {
-      HostTimer timer(times_.recording);
-      recorder_->train(row);
-    }
-    if (hooks_.progress && !replaying_) {
-      double mean_loss = 0;
-      for (double l : row.loss) mean_loss += l / nodes_;
-      hooks_.progress({row.step + 1, scenario_.workload.steps, mean_loss, clock_->now()});
-    }
-    rows_.erase(rows_.begin());
-    // Every node has finished `steps_done` steps: the moment a checkpoint is taken (or, when
-    // resuming, the moment the replay has rebuilt and the saved values go back in).
-    const int every = scenario_.output.resume_every;
-    if (every > 0 && steps_done % every == 0 && steps_done < scenario_.workload.steps) at_checkpoint(steps_done);
-  }
-}
-
-void Engine::snapshot_for_eval(int node, int steps_done) {
-  auto& snaps = snapshots_[steps_done];
-  if (snaps.empty()) snaps.resize(nodes_);
-  // A replay's parameters are not the run's: a placeholder holds the place (the eval row is
-  // in the file already, and a snapshot still waiting at the checkpoint is loaded from it).
-  // So does another process's replica (the evaluation gathers what it needs from there).
-  snaps[node] = replaying_ || !replicas_[node] ? torch::empty({0})
-                                               : flatten_parameters(replicas_[node]->model());  // cat: a copy
-  for (const auto& t : snaps) {
-    if (!t.defined()) return;
-  }
-  auto ready = std::move(snaps);
-  snapshots_.erase(steps_done);
-  if (!replaying_) run_eval(steps_done, ready);
-}
-
-void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots) {
-  EvalRow row;
-  {
-    HostTimer timer(times_.eval);
-    row = placement_.spread() ? evaluator_->evaluate_spread(steps_done, snapshots, *hooks_.group, placement_, eval_tags_)
-                              : evaluator_->evaluate_step(steps_done, snapshots);
-  }
-  {
-    HostTimer timer(times_.recording);
-    recorder_->eval(row);
-  }
-  evaluator_->summarise(row, summary_);
 }
 
 }  // namespace testbed

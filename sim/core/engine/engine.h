@@ -158,9 +158,10 @@ class Engine {
   InFlight& gate_op(int node, size_t gate);
   int64_t forward_ticks_to_gate(int node, size_t gate);
   void record_step(int node);
+  bool eval_step(int steps_done) const;  // an evaluation follows this many steps
   void snapshot_for_eval(int node, int steps_done);
   void run_eval(int steps_done, const std::vector<torch::Tensor>& snapshots);
-  void stop(const std::string& status, const std::string& error);
+  void stop(RunStatus status, const std::string& error);
   // Resume (engine_resume.cpp): every output.resume_every steps the state is saved; a resumed
   // run replays the op schedule without training up to that moment, then loads the values.
   void start_replay();

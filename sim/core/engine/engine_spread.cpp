@@ -135,11 +135,11 @@ void Engine::spread_collective(const Communicator::Key& key, Communicator::Colle
 
 void Engine::finish_spread() {
   hooks_.group->cancel_receives();  // the plans after each node's last
-  if (summary_.status == "completed") {
+  if (summary_.status == RunStatus::Completed) {
     try {
       hooks_.group->finish_sends();  // a peer may still wait for this process's last values
     } catch (const std::exception& e) {
-      summary_.status = "failed";
+      summary_.status = RunStatus::Failed;
       summary_.error = error_sentence(e);
     }
   }

@@ -99,27 +99,27 @@ RunInfo FederatedRun::run_info() const {
 
 RunSummary FederatedRun::run(Recorder& recorder) {
   recorder_ = &recorder;
-  summary_.status = "running";
+  summary_.status = RunStatus::Running;
   {
     HostTimer timer(times_.run);
     clock_->schedule(0, [this] { start_round(); });
     try {
       clock_->run(hooks_.interrupted);
     } catch (const std::exception& e) {
-      summary_.status = "failed";
+      summary_.status = RunStatus::Failed;
       summary_.error = error_sentence(e) + " (at simulated time " + std::to_string(clock_->now()) + " s)";
     }
   }
   // A signal mid-round stops the clock between two events (EventClock::run).
-  if (summary_.status == "running" && hooks_.interrupted && hooks_.interrupted->load()) {
-    summary_.status = "failed";
+  if (summary_.status == RunStatus::Running && hooks_.interrupted && hooks_.interrupted->load()) {
+    summary_.status = RunStatus::Failed;
     summary_.error = "interrupted by a signal";
   }
-  if (summary_.status == "running") {
-    summary_.status = round_ == rounds_ ? "completed" : "failed";
+  if (summary_.status == RunStatus::Running) {
+    summary_.status = round_ == rounds_ ? RunStatus::Completed : RunStatus::Failed;
     if (round_ != rounds_) summary_.error = "the event queue ran dry in round " + std::to_string(round_);
   }
-  if (summary_.status == "completed" && !scenario_.output.checkpoint.empty()) {
+  if (summary_.status == RunStatus::Completed && !scenario_.output.checkpoint.empty()) {
     load_flat_parameters(*eval_model_, global_);
     save_checkpoint(*eval_model_, scenario_.output.checkpoint);
   }
@@ -158,7 +158,7 @@ void FederatedRun::send(int src, int dst, const char* kind, std::function<void(d
 void FederatedRun::start_round() {
   HostTimer timer(times_.engine);
   if (hooks_.interrupted && hooks_.interrupted->load()) {
-    summary_.status = "failed";
+    summary_.status = RunStatus::Failed;
     summary_.error = "interrupted by a signal";
     return clock_->stop();
   }
@@ -263,7 +263,7 @@ void FederatedRun::train(int round, size_t k) {
   slot.t_compute = slot.t_start + seconds;
   slot.upload = flatten_parameters(replica.model());
   if (!std::isfinite(slot.loss)) {
-    summary_.status = "diverged";
+    summary_.status = RunStatus::Diverged;
     summary_.error = "client " + std::to_string(slot.client) + " has a non-finite loss in round " + std::to_string(round);
     return clock_->stop();
   }

@@ -1,0 +1,215 @@
+// DDP's gradient buckets: PyTorch's bucket rule by hand, bucketed training against one
+// all-reduce of everything, and the overlap of the all-reduces with backward pinned by hand on
+// the alpha-beta network.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "sim/core/compute/compute_model.h"
+#include "tests/support/overlap_scenario.h"
+
+namespace testbed {
+namespace {
+
+TEST(GradientBuckets, FollowPyTorchsRule) {
+  // A tensor a layer (no layers given): gradients become ready from the last tensor: 30, then
+  // 100000 (100030), 20 (100050), then 200000 (300050 floats), the first to reach 1 MiB (262144
+  // floats). The rest, 10 + 100000, stays under the later cap of 0.5 MiB (131072 floats): the
+  // last bucket, not closed.
+  auto b = gradient_buckets({100000, 10, 200000, 20, 100000, 30}, {}, 0.5 * 1048576);
+  ASSERT_EQ(b.size(), 2u);
+  expect_bucket(b[0], {2, 3, 4, 5}, 300050, 2);
+  expect_bucket(b[1], {0, 1}, 100010, 0);
+  // A bucket closes on reaching its cap exactly: 262144 floats are 1 MiB; then caps of 256 KiB.
+  b = gradient_buckets({65536, 65536, 262144}, {}, 262144);
+  ASSERT_EQ(b.size(), 3u);
+  expect_bucket(b[0], {2}, 262144, 2);
+  expect_bucket(b[1], {1}, 65536, 1);
+  expect_bucket(b[2], {0}, 65536, 0);
+  // The Fashion-MNIST CNN (conv 1->16 5x5, conv 16->32 5x5, 512->128, 128->10) is 80202 floats,
+  // under 1 MiB: one bucket, the whole flat vector.
+  b = gradient_buckets({400, 16, 12800, 32, 65536, 128, 1280, 10}, {0, 0, 1, 1, 2, 2, 3, 3}, 25 * 1048576.0);
+  ASSERT_EQ(b.size(), 1u);
+  expect_bucket(b[0], {0, 1, 2, 3, 4, 5, 6, 7}, 80202, 0);
+}
+
+TEST(GradientBuckets, FollowBackwardNotRegistration) {
+  // Registered as the GPT registers them: wte, wpe, ln_f (w, b), head (w, b), then the blocks'
+  // fc (w, b) twice. Forward runs wte 0, wpe 1, block 0 2, block 1 3, ln_f 4, head 5, so
+  // backward makes ready head.b, head.w, ln_f.b, ln_f.w, block 1 (b, w), block 0 (b, w), wpe, wte.
+  // Caps of 4000 floats (first) and 5000: head's 125 + 4000 = 4125 closes bucket 0; then
+  // 32 + 32 + 128 + 4096 + 128 = 4416 < 5000 and + 4096 = 8512 closes bucket 1, whose tensors
+  // are not neighbours in the flat vector; wpe and wte (4512) are the last, unclosed one.
+  const std::vector<int64_t> sizes = {4000, 512, 32, 32, 4000, 125, 4096, 128, 4096, 128};
+  const std::vector<int> layers = {0, 1, 4, 4, 5, 5, 2, 2, 3, 3};
+  const auto b = gradient_buckets(sizes, layers, 5000 * 4, 4000 * 4);
+  ASSERT_EQ(b.size(), 3u);
+  expect_bucket(b[0], {4, 5}, 4125, 4);
+  expect_bucket(b[1], {2, 3, 6, 7, 8, 9}, 8512, 6);  // completed by block 0's weight
+  expect_bucket(b[2], {0, 1}, 4512, 0);
+}
+
+// On the overlap MLP, bucket 0 is fc3 and fc2 (10 + 5120 + 512 + 524288 = 529930 floats >= 1 MiB),
+// ready when fc2's backward ends; bucket 1 is fc1 (525312 floats), ready when backward ends.
+class DdpBuckets : public OverlapMlp {
+ protected:
+  static EngineRun run(const std::string& overlap, const std::string& nodes = "2") {
+    return OverlapMlp::run({"algorithm.overlap=" + overlap, "nodes=" + nodes});
+  }
+};
+
+TEST_F(DdpBuckets, OverlapPinnedByHandOnTwoBuckets) {
+  const double T = 0.05, alpha = 100e-6, bps = 1e9;
+  // A ring all-reduce of n floats on two nodes: two messages of n/2 floats, one after the other.
+  auto all_reduce = [&](double n) { return 2 * (alpha + n / 2 * 4 * 8 / bps); };
+  // Forward FLOPs per sample of each layer; backward: fc3 and fc2 twice theirs (input and
+  // weight gradients), fc1 once (nothing trainable before it needs its input gradient).
+  const double f1 = 2.0 * 512 * 1024, f2 = 2.0 * 1024 * 512, f3 = 2.0 * 512 * 10;
+  const double total = (f1 + f2 + f3) + (2 * f3 + 2 * f2 + f1);
+  const double bucket0_ready = T * ((f1 + f2 + f3) + (2 * f3 + 2 * f2)) / total;
+  // Bucket 1 is ready at T but waits for bucket 0 (one communication stream); the update takes
+  // no share under the fixed model (it has no FLOPs).
+  const double overlapped = std::max(T, bucket0_ready + all_reduce(529930)) + all_reduce(525312);
+  const double serial = T + all_reduce(529930 + 525312);
+  ASSERT_GT(bucket0_ready + all_reduce(529930), T);  // so the overlap is T - bucket0_ready - 2 alpha
+  EXPECT_NEAR(serial - overlapped, (T - bucket0_ready) - 2 * alpha, 1e-12);
+
+  const EngineRun with = run("true"), without = run("false");
+  ASSERT_EQ(with.record.train_rows.size(), 3u);
+  for (int step = 0; step < 3; ++step) {
+    for (int n = 0; n < 2; ++n) {
+      EXPECT_NEAR(with.record.train_rows[step].time[n], (step + 1) * overlapped, 1e-8) << "step " << step;
+      EXPECT_NEAR(without.record.train_rows[step].time[n], (step + 1) * serial, 1e-8) << "step " << step;
+    }
+    // The same bytes either way: each node sends half of each bucket.
+    EXPECT_EQ(with.record.train_rows[step].bytes, without.record.train_rows[step].bytes);
+  }
+  // Two all-reduces of two messages each per step, tagged by bucket.
+  ASSERT_EQ(with.record.messages.size(), 3u * 2 * 2 * 2);
+  EXPECT_EQ(with.record.messages[0].kind, "gradient.0");
+}
+
+TEST_F(DdpBuckets, TrainLikeOneAllReduceUpToSummationOrder) {
+  // Three nodes: an element's ring chunk, so the order of its three summands, depends on the
+  // buckets (with two, a + b = b + a).
+  const EngineRun with = run("true", "3"), without = run("false", "3");
+  // Replicas stay bitwise identical to each other...
+  for (int n = 1; n < 3; ++n) EXPECT_TRUE(torch::equal(with.parameters[0], with.parameters[n]));
+  // ...and equal to one all-reduce of everything up to the order in which floats were summed.
+  const auto initial = flatten_parameters(*make_model(scenario()));
+  EXPECT_GT((with.parameters[0] - initial).abs().max().item<double>(), 1e-3);
+  // AdamW divides by sqrt(v), which magnifies rounding on tiny gradients: 1 % of one lr step.
+  EXPECT_LT((with.parameters[0] - without.parameters[0]).abs().max().item<double>(), 1e-5);
+  EXPECT_FALSE(torch::equal(with.parameters[0], without.parameters[0]));  // two all-reduces really ran
+}
+
+TEST_F(DdpBuckets, GptBucketsFollowBackward) {
+  // The GPT registers wte, wpe, ln_f and head before its blocks. Backward reaches head, ln_f,
+  // block 1 and then block 0's fc_proj: that passes the first cap of 1 MiB (the rest before it
+  // does not), so they are bucket 0, which leaves first, its tensors gathered from both ends of
+  // the flat vector; 0.5 MiB buckets follow. (Reverse registration order would have started
+  // with block 1's fc_proj.) On two nodes the sums are a + b whatever the layout,
+  // so the parameters equal one all-reduce of everything bit for bit.
+  const EngineRun one = run_gpt(128, "algorithm={name: ddp, overlap: false}");
+  const EngineRun bucketed = run_gpt(128, "algorithm={name: ddp, bucket_mb: 0.5}");
+  for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(bucketed.parameters[n], one.parameters[n]));
+
+  auto elements = [&](const std::string& prefix) {
+    int64_t sum = 0;
+    for (const auto& p : make_model(scenario(gpt(128)))->named_parameters())
+      if (p.key().rfind(prefix, 0) == 0) sum += p.value().numel();
+    return sum;
+  };
+  const int64_t late = elements("head.") + elements("ln_f.") + elements("blocks.1."),
+                bucket0 = late + elements("blocks.0.fc_proj.");
+  ASSERT_LT(late * 4, 1048576);
+  ASSERT_GE(bucket0 * 4, 1048576);
+  // A ring all-reduce on two nodes: each node sends its half twice, 8 bytes an element in all.
+  uint64_t sent = 0;
+  for (const auto& m : bucketed.record.messages) sent += m.kind == "gradient.0" ? m.bytes : 0;
+  EXPECT_EQ(sent, 3u * 8 * static_cast<uint64_t>(bucket0));
+  EXPECT_EQ(bucketed.record.messages.front().kind, "gradient.0");
+  // It leaves when backward has passed the last of its layers, block 0's fc_proj: under the
+  // fixed model the 50 ms step is split by FLOPs (the roofline on a FLOP-counting roof, tested
+  // on its own). Leaving at its first registered tensor's layer (ln_f) would be far earlier.
+  const Scenario s = scenario(gpt(128));
+  const TrainingWork work = training_work(s, *make_model(s));
+  const StepShares shares = step_shares(roofline(work, flop_count_roof()));
+  size_t fc_proj = 0;
+  while (work.layers.at(fc_proj).name != "blocks.0.fc_proj") ++fc_proj;
+  EXPECT_NEAR(bucketed.record.messages.front().t_send, 0.05 * shares.backward_done(static_cast<int>(fc_proj)), 1e-8);
+  EXPECT_GT(std::count_if(bucketed.record.messages.begin(), bucketed.record.messages.end(),
+                          [](const MessageRecord& m) { return m.kind == "gradient.2"; }),
+            0);
+}
+
+}  // namespace
+}  // namespace testbed
+
+namespace testbed {
+namespace {
+
+// ACP-SGD's fusion as acpsgd.py forms it, written out: tensors in reverse registration order,
+// a group taking the next while its factor bytes stay at most the threshold scaled by the
+// factors' share of the gradient (the first whatever its size); each group's all-reduce leaves
+// when backward has passed the last of its layers (the ops queue on one stream: never before).
+// DDP's rule (gradient-ready order, closing at >= the cap, a first cap of 1 MiB) groups this
+// GPT otherwise.
+TEST_F(OverlapMlp, AcpSgdBucketsFollowTheReference) {
+  const int rank = 4;
+  const double mb = 0.05;
+  const Scenario s = scenario(gpt(128));
+  auto model = make_model(s);
+  const TrainingWork work = training_work(s, *model);
+  const StepShares shares = step_shares(roofline(work, flop_count_roof()));
+  std::vector<int64_t> p_size;
+  std::vector<int> layer;
+  int64_t d = 0, p_total = 0;
+  for (const auto& np : model->named_parameters()) {
+    const auto& t = np.value();
+    d += t.numel();
+    const int64_t rows = t.dim() >= 2 ? t.size(0) : t.numel(), cols = t.numel() / rows;
+    p_size.push_back(t.dim() >= 2 ? rows * std::min<int64_t>({rows, cols, rank}) : t.numel());
+    p_total += p_size.back();
+    // The tensor's layer: the longest layer name that starts its name.
+    int best = -1;
+    for (size_t l = 0; l < work.layers.size(); ++l)
+      if (np.key().rfind(work.layers[l].name + ".", 0) == 0 &&
+          (best < 0 || work.layers[l].name.size() > work.layers[best].name.size()))
+        best = static_cast<int>(l);
+    ASSERT_GE(best, 0) << np.key();
+    layer.push_back(best);
+  }
+  const double threshold = mb * 1048576 * static_cast<double>(p_total) / static_cast<double>(d);
+  std::vector<std::vector<int>> groups(1);
+  double total = 0;
+  for (int t = static_cast<int>(p_size.size()) - 1; t >= 0; --t) {
+    if (!groups.back().empty() && total + 4.0 * p_size[t] > threshold) groups.emplace_back(), total = 0;
+    groups.back().push_back(t);
+    total += 4.0 * p_size[t];
+  }
+  ASSERT_GE(groups.size(), 4u);
+
+  const EngineRun run = run_gpt(128, "algorithm={name: acpsgd, rank: 4, bucket_mb: 0.05}");
+  // Steps 0 and 2 send P; on two nodes a ring all-reduce moves 8 bytes an element in all.
+  for (size_t b = 0; b < groups.size(); ++b) {
+    int64_t elements = 0;
+    double ready = 0;
+    for (int t : groups[b]) elements += p_size[t], ready = std::max(ready, 0.05 * shares.backward_done(layer[t]));
+    uint64_t sent = 0;
+    double first_send = 1e9;
+    for (const auto& m : run.record.messages) {
+      if (m.kind != "p." + std::to_string(b)) continue;
+      sent += m.bytes;
+      first_send = std::min(first_send, m.t_send);  // step 0's: step 2's leave later
+    }
+    EXPECT_EQ(sent, 2u * 8 * static_cast<uint64_t>(elements)) << "bucket " << b;
+    EXPECT_GE(first_send, ready - 1e-9) << "bucket " << b;
+    if (b == 0) EXPECT_NEAR(first_send, ready, 1e-8);  // the last block's tensors: the first ready
+  }
+  for (const auto& m : run.record.messages)
+    EXPECT_TRUE(m.kind.rfind("p.", 0) != 0 || std::stoul(m.kind.substr(2)) < groups.size()) << m.kind;
+}
+
+}  // namespace
+}  // namespace testbed
