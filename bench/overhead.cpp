@@ -15,13 +15,13 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/run.h"
-#include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "training/numerics.h"
+#include "sim/core/run.h"
+#include "sim/output/hdf5_recorder.h"
 #include "training/algorithms/registry.h"
 #include "training/data/partition.h"
+#include "training/numerics.h"
 #include "training/seed_streams.h"
 
 namespace {
@@ -60,7 +60,8 @@ double bare_federated_seconds(const testbed::Scenario& scenario, const testbed::
     double total = 0;
     for (int k = 0; k < picked; ++k) {
       const int c = order[k];
-      Replica r(make_model(scenario), optimizer_config(scenario), samplers[c], torch::Device(scenario.device), data.task);
+      Replica r(make_model(scenario), optimizer_config(scenario), samplers[c], torch::Device(scenario.device),
+                data.task);
       load_flat_parameters(r.model(), global);
       for (int h = 0; h < o.H; ++h) {
         r.forward_backward(r.next_batch(data, scenario.workload.batch_size));
@@ -80,7 +81,8 @@ double bare_federated_seconds(const testbed::Scenario& scenario, const testbed::
 // with --bare-loop (it prints one line of seconds).
 double native_bare_seconds(char** argv) {
   // The shell would read /proc/self/exe as itself: name this binary.
-  std::string command = "TESTBED_NUMERICS=native '" + std::filesystem::read_symlink("/proc/self/exe").string() + "' --bare-loop";
+  std::string command =
+      "TESTBED_NUMERICS=native '" + std::filesystem::read_symlink("/proc/self/exe").string() + "' --bare-loop";
   for (char** a = argv + 1; *a; ++a) command += std::string(" '") + *a + "'";
   FILE* child = popen(command.c_str(), "r");
   double seconds = NAN;
@@ -165,7 +167,8 @@ int main(int argc, char** argv) {
                 std::max(0.0, machinery - times.deliveries - times.recording));
     std::printf("testbed per step         %.2f ms\n", 1e3 * times.testbed() / steps);
     std::printf("bare LibTorch per step   %.2f ms\n", 1e3 * bare / steps);
-    std::printf("overhead ratio           %.3f (median: the testbed outside ns-3 and eval / the bare loop)\n", median.ratio());
+    std::printf("overhead ratio           %.3f (median: the testbed outside ns-3 and eval / the bare loop)\n",
+                median.ratio());
     std::printf("  every pair             ");
     for (const Pair& p : pairs) std::printf("%.3f ", p.ratio());
     std::printf("\n");

@@ -7,18 +7,16 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/compute/compute_model.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/compute/compute_model.h"
 #include "training/numerics.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Median host seconds of one node's training step (batch, forward/backward, optimizer).
 double host_step_seconds(const testbed::Scenario& s, const testbed::Dataset& data, int steps) {
@@ -86,8 +84,10 @@ int main(int argc, char** argv) {
                 s.workload.model.c_str(), work.batch, reference.flops_per_step(), reference.step_cost().bytes,
                 static_cast<long long>(reference.step_cost().kernels));
     for (const char* dtype : {"fp32", "bf16"}) {
-      if (s.compute.mfu) std::printf("-- %s, mfu %.2f\n", dtype, *s.compute.mfu);
-      else std::printf("-- %s, calibrated efficiencies\n", dtype);
+      if (s.compute.mfu)
+        std::printf("-- %s, mfu %.2f\n", dtype, *s.compute.mfu);
+      else
+        std::printf("-- %s, calibrated efficiencies\n", dtype);
       for (const auto& preset : device_presets()) {
         ComputeSection c = s.compute;
         c.device = preset.name;

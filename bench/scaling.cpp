@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/engine/engine.h"
-#include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
+#include "sim/output/hdf5_recorder.h"
 #include "training/numerics.h"
 
 namespace {
@@ -56,8 +56,8 @@ int run_one(const std::string& path, const std::vector<std::string>& sets) {
 }
 
 void print_header() {
-  std::printf("%5s %12s %10s %10s %10s %10s %10s %10s\n", "N", "peak_RSS_MB", "ms/rstep", "compute", "ns-3",
-              "eval", "machinery", "host_s");
+  std::printf("%5s %12s %10s %10s %10s %10s %10s %10s\n", "N", "peak_RSS_MB", "ms/rstep", "compute", "ns-3", "eval",
+              "machinery", "host_s");
   std::printf("%5s %12s %10s %10s %10s %10s %10s %10s\n", "", "(VmHWM)", "(all)", "(ms/rstep)", "(ms/rstep)",
               "(ms/rstep)", "(ms/rstep)", "(run)");
 }

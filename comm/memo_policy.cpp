@@ -52,8 +52,8 @@ std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
   // not stand for the real one, so nothing may reach it before then: a node's first send of the
   // next step comes at the earliest that many ticks after the later of its last issue and its
   // last message.
-  auto may_replay = [nodes, step = e.step, steps = e.steps, last_issue,
-                     ticks_to_first_send = e.ticks_to_first_send](const PhaseRecord& record, int64_t until) {
+  auto may_replay = [nodes, step = e.step, steps = e.steps, last_issue, ticks_to_first_send = e.ticks_to_first_send](
+                        const PhaseRecord& record, int64_t until) {
     if (step + 1 >= steps) return true;
     std::vector<int64_t> done = last_issue;
     for (const auto& send : record.sends) done[send.message.dst] = std::max(done[send.message.dst], send.delivered);

@@ -9,37 +9,37 @@
 #include <memory>
 #include <vector>
 
+#include "comm/phase_memo.h"
 #include "comm/plans/collectives.h"
 #include "netmodels/network.h"
-#include "comm/phase_memo.h"
 
 namespace testbed {
 
 // An op a node will issue in its step, as the engine scheduled it when the step started.
 struct PlannedIssue {
-  int64_t at_ticks = 0;       // when it is issued
+  int64_t at_ticks = 0;  // when it is issued
   // Events at one tick run in the order they were scheduled: this op's event's place in it
   // (the ops issued when compute ends share their event and go in node order, then op order).
   uint64_t event_order = 0;
   const CollectivePlan* plan = nullptr;  // null: not a whole-fleet collective in rank order
-  bool streamed = false;      // issued during backward: waits for the node's previous such op
-  int delay = 0;              // CommOp::delay
+  bool streamed = false;                 // issued during backward: waits for the node's previous such op
+  int delay = 0;                         // CommOp::delay
 };
 
 // One node as its step's first collective is entered.
 struct NodeAtEntry {
   int step = 0;
-  bool computing = false;     // its step's compute has not ended yet
-  bool idle = false;          // no op of an earlier step is in flight
+  bool computing = false;                              // its step's compute has not ended yet
+  bool idle = false;                                   // no op of an earlier step is in flight
   const std::vector<PlannedIssue>* planned = nullptr;  // the step's ops
 };
 
 struct PhaseEntry {
-  bool memoize = false;       // network.memoize, compute times known ahead, no rounds
-  int node = 0, step = 0;     // the node entering first, and its step
+  bool memoize = false;            // network.memoize, compute times known ahead, no rounds
+  int node = 0, step = 0;          // the node entering first, and its step
   std::vector<NodeAtEntry> nodes;  // every node of the fleet (node n is rank n)
   int64_t now_ticks = 0;
-  int steps = 0;              // the run's last step
+  int steps = 0;  // the run's last step
   // A lower bound on the ticks from a node's last message of `step - 1` to its first send in
   // `step` (its modelled passes up to the first gradient an op waits for).
   std::function<int64_t(int node, int step)> ticks_to_first_send;

@@ -49,8 +49,7 @@ class PhaseMemo::RecordingNetwork final : public Network {
 // Hands each message back at its recorded time, in the recorded order, without the network.
 class PhaseMemo::Replay final : public Network {
  public:
-  Replay(EventClock& clock, const PhaseRecord& record, int64_t start)
-      : clock_(clock), record_(record), start_(start) {
+  Replay(EventClock& clock, const PhaseRecord& record, int64_t start) : clock_(clock), record_(record), start_(start) {
     state_->callbacks.resize(record.sends.size());
     state_->deliveries.resize(record.sends.size());
   }
@@ -96,7 +95,9 @@ namespace {
 class Direct final : public Network {
  public:
   explicit Direct(Network& network) : network_(network) {}
-  void send(const Message& message, OnDelivered on_delivered) override { network_.send(message, std::move(on_delivered)); }
+  void send(const Message& message, OnDelivered on_delivered) override {
+    network_.send(message, std::move(on_delivered));
+  }
   std::string name() const override { return network_.name(); }
 
  private:
@@ -196,7 +197,8 @@ std::shared_ptr<Network> PhaseMemo::begin(const std::string& signature, const st
   }
   ++stats_.recorded;
   auto record = std::make_shared<PhaseRecord>();
-  open_ = Open{held_key, quiet_key, quiet ? quiet->state : std::string(), pairs, now, held ? held->messages : 0, 0, record};
+  open_ =
+      Open{held_key, quiet_key, quiet ? quiet->state : std::string(), pairs, now, held ? held->messages : 0, 0, record};
   return std::make_shared<RecordingNetwork>(clock_, network_, record, now);
 }
 
@@ -208,8 +210,10 @@ std::shared_ptr<Network> PhaseMemo::replay(const PhaseRecord& record, int64_t he
   replay_held_ = until;
   // The held world now stands for the world at `until`, when the replayed phase is over.
   // Only a held state (a NetworkHold's) leads here.
-  if (!quiet_pairs) hold_->shift_held(until - held_at);
-  else hold_->shift_quiet(until - held_at, *quiet_pairs, last_sent);
+  if (!quiet_pairs)
+    hold_->shift_held(until - held_at);
+  else
+    hold_->shift_quiet(until - held_at, *quiet_pairs, last_sent);
   return std::make_shared<Replay>(clock_, record, now);
 }
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,11 +19,11 @@ namespace testbed {
 // What one phase did, relative to its start (ticks), in the order things happened.
 struct PhaseRecord {
   struct Send {
-    Message message;          // id aside: ids are the caller's numbering
-    int64_t sent = 0;         // when send() was called
-    int64_t delivered = -1;   // when the delivery callback ran
+    Message message;         // id aside: ids are the caller's numbering
+    int64_t sent = 0;        // when send() was called
+    int64_t delivered = -1;  // when the delivery callback ran
   };
-  std::vector<Send> sends;        // in send order
+  std::vector<Send> sends;          // in send order
   std::vector<int> delivery_order;  // indices into sends, in delivery order
   // How it ended, for each way a replay may stand in for it (-1: not that way). Held: the
   // network held itself at its last delivery (ticks from its start), in this state, ACKs on
@@ -65,13 +65,13 @@ class PhaseMemo {
  private:
   class RecordingNetwork;
   class Replay;
-  struct Open {  // the last recorded phase, until the next phase begins
+  struct Open {                       // the last recorded phase, until the next phase begins
     std::string held_key, quiet_key;  // its keys each way ("" where it could not be keyed so)
     std::string quiet_state;          // the pairs' quiet state it began from
     std::vector<HostPair> pairs;
     int64_t start = 0;
-    uint64_t messages = 0;            // the network's message count as it began
-    int64_t last = 0;                 // its last delivery, from its start
+    uint64_t messages = 0;  // the network's message count as it began
+    int64_t last = 0;       // its last delivery, from its start
     std::shared_ptr<PhaseRecord> record;
   };
   void close_open(const std::optional<HeldState>& held);

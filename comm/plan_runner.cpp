@@ -53,7 +53,8 @@ void PlanRunner::send(int message) {
   sent_[message] = true;
   const double hold = plan_->hold_s.empty() ? 0 : plan_->hold_s[message];
   if (hold <= 0) return transmit(message);
-  if (!hooks_.later) throw std::logic_error("plan runner: a message holds for " + std::to_string(hold) + " s but no clock was given");
+  if (!hooks_.later)
+    throw std::logic_error("plan runner: a message holds for " + std::to_string(hold) + " s but no clock was given");
   hooks_.later(hold, [this, message] { transmit(message); });
 }
 
@@ -88,7 +89,8 @@ double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& 
   PlanRunner runner(std::make_shared<const CollectivePlan>(plan), hosts, network, next_id, {}, std::move(hooks));
   clock.schedule(0, [&] { runner.enter_all(); });
   clock.run();
-  if (!runner.all_delivered()) throw std::runtime_error("simulate_plan: the clock stopped before every message arrived");
+  if (!runner.all_delivered())
+    throw std::runtime_error("simulate_plan: the clock stopped before every message arrived");
   return last - start;
 }
 

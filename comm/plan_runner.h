@@ -18,16 +18,16 @@ namespace testbed {
 // How a collective's messages travel. Only a neighbour exchange tolerates loss (its receivers
 // average what arrived); reductions and gathers need every byte and always go reliably.
 struct MessageTransport {
-  bool datagrams = false;     // Message::datagrams: the network may lose parts
-  double element_bytes = 4;   // wire bytes per element, so datagrams split on elements
+  bool datagrams = false;    // Message::datagrams: the network may lose parts
+  double element_bytes = 4;  // wire bytes per element, so datagrams split on elements
 };
 
 class PlanRunner {
  public:
   struct Hooks {
-    std::function<void(int message)> sending;                         // message is about to leave
-    std::function<void(int message, const Delivery&)> delivered;      // it arrived, before dependents leave
-    std::function<void(int rank)> settled;                            // after an arrival at rank was handled
+    std::function<void(int message)> sending;                     // message is about to leave
+    std::function<void(int message, const Delivery&)> delivered;  // it arrived, before dependents leave
+    std::function<void(int rank)> settled;                        // after an arrival at rank was handled
     // Calls the function `seconds` later on the clock: a message with a hold
     // (CollectivePlan::hold_s) leaves then. Needed only by plans with holds.
     std::function<void(double seconds, std::function<void()>)> later;
@@ -55,8 +55,8 @@ class PlanRunner {
   uint64_t& next_message_id_;
   MessageTransport transport_;
   Hooks hooks_;
-  std::vector<bool> entered_;                // per rank
-  std::vector<int> unmet_;                   // per message: dependencies not yet delivered
+  std::vector<bool> entered_;  // per rank
+  std::vector<int> unmet_;     // per message: dependencies not yet delivered
   std::vector<bool> sent_;
   std::vector<std::vector<int>> dependents_;  // per message
   std::vector<std::vector<int>> outgoing_;    // per rank, in plan order

@@ -51,12 +51,14 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
       ++pieces[c];
     });
   }
-  if (sizes.size() > 255) throw std::logic_error("ring_all_reduce_on_lanes: more piece sizes than near-equal parts give");
+  if (sizes.size() > 255)
+    throw std::logic_error("ring_all_reduce_on_lanes: more piece sizes than near-equal parts give");
   const size_t m = sizes.size();
   std::vector<int64_t> duration(p * m), lag(p * m);
   for (int r = 0; r < p; ++r)
     for (size_t i = 0; i < m; ++i) {
-      duration[r * m + i] = transmission_ticks(static_cast<double>(sizes[i]) * 8.0 * lanes[r].overhead, lanes[r].rate_bps);
+      duration[r * m + i] =
+          transmission_ticks(static_cast<double>(sizes[i]) * 8.0 * lanes[r].overhead, lanes[r].rate_bps);
       lag[r * m + i] = EventClock::ticks(lanes[r].lag.seconds(sizes[i]));
     }
 
@@ -92,7 +94,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   int64_t first_send = std::numeric_limits<int64_t>::max(), last_arrival = 0;
   for (int r = 0; r < p; ++r) {
     first_send = std::min(first_send, enter_tick[r]);  // step 0 leaves at entry, the rest later
-    for (int j = 0; j < pieces[(r + 2) % p]; ++j)  // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
+    for (int j = 0; j < pieces[(r + 2) % p]; ++j)      // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
       out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j]);
     last_arrival = std::max(last_arrival, out.done_tick[r]);
   }
@@ -146,7 +148,8 @@ RingLaneRunner::RingLaneRunner(EventClock& clock, NetworkHold& network, std::vec
 }
 
 void RingLaneRunner::enter(int rank) {
-  if (enter_tick_.at(rank) >= 0) throw std::logic_error("ring lane runner: rank " + std::to_string(rank) + " entered twice");
+  if (enter_tick_.at(rank) >= 0)
+    throw std::logic_error("ring lane runner: rank " + std::to_string(rank) + " entered twice");
   const int64_t now = clock_.now_ticks();
   enter_tick_[rank] = now;
   if (++entered_ < static_cast<int>(pairs_.size())) return;
@@ -155,7 +158,8 @@ void RingLaneRunner::enter(int rank) {
   // Ranks done at one tick finish in rank order.
   std::vector<int> order(pairs_.size());
   for (size_t r = 0; r < order.size(); ++r) order[r] = static_cast<int>(r);
-  std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return result_.done_tick[a] < result_.done_tick[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [this](int a, int b) { return result_.done_tick[a] < result_.done_tick[b]; });
   for (int r : order) {
     clock_.schedule_ticks(result_.done_tick[r] - now, [this, r] {
       ++done_;

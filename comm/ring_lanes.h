@@ -21,9 +21,9 @@ namespace testbed {
 // ticks and every rounding is the flow backend's, so the result is the per-message path's to
 // the tick.
 struct RingOnLanes {
-  std::vector<int64_t> done_tick;   // per rank: its last message arrived (the result is there)
-  std::vector<int64_t> free_tick;   // per lane: its last bit crossed (NetworkHold::release_lanes)
-  std::vector<uint64_t> lane_bytes; // per lane: payload bytes it carried
+  std::vector<int64_t> done_tick;    // per rank: its last message arrived (the result is there)
+  std::vector<int64_t> free_tick;    // per lane: its last bit crossed (NetworkHold::release_lanes)
+  std::vector<uint64_t> lane_bytes;  // per lane: payload bytes it carried
   int64_t first_send_tick = 0, last_arrival_tick = 0;
   uint64_t messages = 0;
 };

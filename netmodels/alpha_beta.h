@@ -33,11 +33,7 @@ inline double ring_all_gather_sliced(double alpha, double beta, double n, int p,
 inline double ring_all_gather(double alpha, double beta, double n, int p) {
   return (p - 1) * alpha + static_cast<double>(p - 1) / p * n * beta;
 }
-inline double gossip(double alpha, double beta, double n, int degree) {
-  return alpha + degree * n * beta;
-}
-inline double parameter_server(double alpha, double beta, double n, int p) {
-  return 2.0 * (alpha + p * n * beta);
-}
+inline double gossip(double alpha, double beta, double n, int degree) { return alpha + degree * n * beta; }
+inline double parameter_server(double alpha, double beta, double n, int p) { return 2.0 * (alpha + p * n * beta); }
 
 }  // namespace testbed::alpha_beta

@@ -29,7 +29,7 @@ class EventClock {
   // true (a signal handler's flag): a watcher thread checks it every 20 ms of host time and
   // stops the clock after the event in progress, however many events a step holds.
   void run(const std::atomic<bool>* interrupted = nullptr);
-  void stop();                   // from inside an event: return from run() after it
+  void stop();  // from inside an event: return from run() after it
 
   // The network's clock (ns-3's own events), for memoization (netmodels/lagging_simulator.h):
   // held, it stands still while the engine goes on; resumed, it first runs what it would have

@@ -22,7 +22,7 @@
 namespace testbed {
 namespace {
 
-constexpr double kHeaderBytes = 52;  // IPv4 20 + TCP 20 + timestamps 12
+constexpr double kHeaderBytes = 52;     // IPv4 20 + TCP 20 + timestamps 12
 constexpr double kLinkHeaderBytes = 2;  // ns-3 point-to-point (PPP) header
 
 struct Pair;
@@ -38,7 +38,7 @@ struct Flow {
   double remaining_bits = 0;
   double since = 0;
   double rate_bps = 0;
-  uint64_t order = 0;    // start order: the solver visits flows in it, whatever their slots
+  uint64_t order = 0;  // start order: the solver visits flows in it, whatever their slots
   // The hop of its route that holds its rate (the first saturated one at its last solve): its
   // last packet is stored and forwarded by every hop after it.
   size_t bottleneck_hop = 0;
@@ -51,14 +51,14 @@ struct Flow {
 // first would fall further behind every step. A pair's route and what follows from it are
 // found once, at its first message.
 struct Pair {
-  int64_t key = 0;           // src * vertices + dst
-  std::vector<int> links;    // directed link ids along the route
-  ArrivalLag lag;            // propagation; its seconds_per_bit is set by the bottleneck hop
+  int64_t key = 0;                          // src * vertices + dst
+  std::vector<int> links;                   // directed link ids along the route
+  ArrivalLag lag;                           // propagation; its seconds_per_bit is set by the bottleneck hop
   std::vector<double> after_hop_s_per_bit;  // [h]: 1 / rate summed over the hops after hop h
-  double weight = 1;         // FlowSharing
-  bool busy = false;         // a flow of this pair is on the network, or its lane's last bit is
-  std::deque<Flow> waiting;  // in send order
-  int64_t lane_free_tick = 0;  // Lane::free_tick: when a ring timed on its lane lets go of it
+  double weight = 1;                        // FlowSharing
+  bool busy = false;                        // a flow of this pair is on the network, or its lane's last bit is
+  std::deque<Flow> waiting;                 // in send order
+  int64_t lane_free_tick = 0;               // Lane::free_tick: when a ring timed on its lane lets go of it
 };
 
 class FlowNetwork final : public Network, public NetworkHold {
@@ -156,8 +156,7 @@ class FlowNetwork final : public Network, public NetworkHold {
       // Alone on its route, a flow is held where solve() would freeze it: the first hop its
       // rate fills.
       const size_t hop = held_at(pair.links, [&](int l) { return capacity_[l] - step * pair.weight; });
-      lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_,
-                       std::max(now, pair.lane_free_tick)});
+      lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_, std::max(now, pair.lane_free_tick)});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
     return true;
@@ -212,7 +211,8 @@ class FlowNetwork final : public Network, public NetworkHold {
     // into its queue. Left out: the first packet's store-and-forward over those earlier hops
     // before the bottleneck starts (none on an idle route of equal links, whose first hop holds it).
     pair.after_hop_s_per_bit.assign(rates.size(), 0);
-    for (size_t h = rates.size(); h-- > 1;) pair.after_hop_s_per_bit[h - 1] = pair.after_hop_s_per_bit[h] + 1 / rates[h];
+    for (size_t h = rates.size(); h-- > 1;)
+      pair.after_hop_s_per_bit[h - 1] = pair.after_hop_s_per_bit[h] + 1 / rates[h];
     pair.lag.segment_bytes = mtu_ - static_cast<int64_t>(kHeaderBytes);
     pair.lag.header_bytes = kHeaderBytes + kLinkHeaderBytes;
     if (sharing_ == FlowSharing::Rtt) pair.weight = 1 / rtt;
@@ -334,8 +334,8 @@ class FlowNetwork final : public Network, public NetworkHold {
       Flow& f = slots_[s];
       // Its last bit crosses then, to the nearest tick from now: a flow's departure is a
       // function of its own progress, not of which event last looked at the heap.
-      departures_.push({now_ticks + transmission_ticks(std::max(0.0, f.remaining_bits), f.rate_bps), f.order, s,
-                        ++version_[s]});
+      departures_.push(
+          {now_ticks + transmission_ticks(std::max(0.0, f.remaining_bits), f.rate_bps), f.order, s, ++version_[s]});
     }
     schedule_next_departure();
   }
@@ -438,11 +438,11 @@ class FlowNetwork final : public Network, public NetworkHold {
   FlowSolve solve_;
   double overhead_;
   std::map<std::pair<int, int>, int> link_id_;
-  std::vector<double> capacity_;  // bits per second, per directed link
+  std::vector<double> capacity_;                // bits per second, per directed link
   std::vector<std::pair<int, int>> link_ends_;  // per directed link: (from, to) vertices
-  std::unordered_map<int64_t, Pair> pairs_;    // by src * vertices + dst; never erased (Flow::pair)
-  std::vector<uint64_t> link_bytes_;           // payload sent over each directed link
-  std::vector<bool> link_used_;                // some message's route crossed it
+  std::unordered_map<int64_t, Pair> pairs_;     // by src * vertices + dst; never erased (Flow::pair)
+  std::vector<uint64_t> link_bytes_;            // payload sent over each directed link
+  std::vector<bool> link_used_;                 // some message's route crossed it
   // Lanes (network_hold.h): per link, whether a ring holds it, until when a released ring's last
   // bit crosses it, and which pair's lane it is (-1: none yet).
   std::vector<bool> lane_held_;
@@ -459,8 +459,8 @@ class FlowNetwork final : public Network, public NetworkHold {
   std::priority_queue<Departure, std::vector<Departure>, std::greater<Departure>> departures_;
   uint64_t generation_ = 0;
   int64_t departure_event_ = std::numeric_limits<int64_t>::max();  // tick the live one fires at
-  bool solve_pending_ = false;  // a zero-delay solve is scheduled (start)
-  std::vector<int> changed_links_;  // links a flow joined or left since the last solve
+  bool solve_pending_ = false;                                     // a zero-delay solve is scheduled (start)
+  std::vector<int> changed_links_;                                 // links a flow joined or left since the last solve
 
   // solve()'s scratch. A link or flow is in the current pass when its mark equals mark_.
   uint64_t mark_ = 0;

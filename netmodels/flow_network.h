@@ -49,7 +49,6 @@ enum class FlowSolve { Component, Global };
 
 std::unique_ptr<Network> make_flow_network(EventClock& clock, const Topology& topology, int mtu = 9000,
                                            FlowSharing sharing = FlowSharing::MaxMin,
-                                           const RoutingOptions& routing = {},
-                                           FlowSolve solve = FlowSolve::Component);
+                                           const RoutingOptions& routing = {}, FlowSolve solve = FlowSolve::Component);
 
 }  // namespace testbed

@@ -10,15 +10,15 @@
 namespace testbed {
 
 struct HostTimes {
-  double run = 0;       // the whole event loop
-  double engine = 0;    // inside the engine's own events (training, collectives, eval, recording)
+  double run = 0;            // the whole event loop
+  double engine = 0;         // inside the engine's own events (training, collectives, eval, recording)
   double local_compute = 0;  // the algorithm's local step (forward/backward) and its apply (optimizer)
   double eval = 0;
-  double deliveries = 0;     // inside delivery callbacks: values landing in collectives' buffers, their /comm rows
-  double recording = 0;      // writing /train and /eval rows (the recorder), outside deliveries
-  double network_send = 0;   // inside Network::send, called from engine events
-  double transfers = 0;      // a spread run: sending to and waiting for the other processes (Gloo)
-  int64_t receives = 0;      // a spread run: tensors received from the other processes
+  double deliveries = 0;    // inside delivery callbacks: values landing in collectives' buffers, their /comm rows
+  double recording = 0;     // writing /train and /eval rows (the recorder), outside deliveries
+  double network_send = 0;  // inside Network::send, called from engine events
+  double transfers = 0;     // a spread run: sending to and waiting for the other processes (Gloo)
+  int64_t receives = 0;     // a spread run: tensors received from the other processes
   double ns3() const { return run - engine + network_send; }
   double testbed() const { return engine - eval - network_send; }
 };
@@ -27,9 +27,7 @@ struct HostTimes {
 class HostTimer {
  public:
   explicit HostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  ~HostTimer() {
-    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  ~HostTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   HostTimer(const HostTimer&) = delete;
   HostTimer& operator=(const HostTimer&) = delete;
 

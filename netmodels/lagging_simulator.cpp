@@ -105,7 +105,8 @@ void LaggingSimulatorImpl::take_cross_thread_events() {
   // As from the main thread: a held world has no "now" for another thread's event to count from.
   if (held_ && !events.empty()) {
     for (const CrossThread& e : events) e.impl->Unref();
-    throw std::logic_error("LaggingSimulatorImpl: a network event scheduled from another thread while the network is held");
+    throw std::logic_error(
+        "LaggingSimulatorImpl: a network event scheduled from another thread while the network is held");
   }
   for (const CrossThread& e : events) insert_network(current_ts_ + e.delay, e.context, e.impl, uid_++);
 }
@@ -157,9 +158,7 @@ bool LaggingSimulatorImpl::IsExpired(const ns3::EventId& id) const {
 
 ns3::Time LaggingSimulatorImpl::GetMaximumSimulationTime() const { return ns3::TimeStep(0x7fffffffffffffffLL); }
 
-bool LaggingSimulatorImpl::IsFinished() const {
-  return stop_ || (engine_.empty() && (held_ || network_.empty()));
-}
+bool LaggingSimulatorImpl::IsFinished() const { return stop_ || (engine_.empty() && (held_ || network_.empty())); }
 
 void LaggingSimulatorImpl::Stop() { stop_ = true; }
 

@@ -134,10 +134,10 @@ class LaggingSimulatorImpl final : public ns3::SimulatorImpl {
   std::unordered_set<uint64_t> removed_;  // uids of network events Remove()d, still in the heap
 
   uint64_t uid_;
-  uint64_t current_ts_ = 0;  // the network's time (ns-3's Now())
-  uint64_t current_uid_;      // what ns-3's IsExpired compares with
+  uint64_t current_ts_ = 0;                              // the network's time (ns-3's Now())
+  uint64_t current_uid_;                                 // what ns-3's IsExpired compares with
   uint64_t last_network_ts_ = 0, last_network_uid_ = 0;  // the last network event run
-  Key running_{0, 0, 0};      // the event in progress, of either kind
+  Key running_{0, 0, 0};                                 // the event in progress, of either kind
   uint32_t context_;
   int64_t engine_now_ = 0;
   int64_t lag_ = 0;

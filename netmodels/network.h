@@ -34,9 +34,9 @@ struct ElementRange {
 
 struct Delivery {
   Message message;
-  double t_send = 0;        // simulated time send() was called
-  double t_recv = 0;        // simulated time the last byte arrived
-  uint64_t lost_bytes = 0;  // payload bytes that never arrived (datagram transports)
+  double t_send = 0;               // simulated time send() was called
+  double t_recv = 0;               // simulated time the last byte arrived
+  uint64_t lost_bytes = 0;         // payload bytes that never arrived (datagram transports)
   std::vector<ElementRange> lost;  // the elements those bytes carried, ascending, adjacent ones merged
 };
 

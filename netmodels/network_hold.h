@@ -19,17 +19,17 @@ struct HeldState {
   // Everything that decides the network's future from held_at on, as long as nothing is sent:
   // each connection's state and what it still has on its way (ACKs), relative to held_at.
   std::string state;
-  int64_t held_at = 0;  // the tick the held world stands for: its last delivery, or later if shifted
+  int64_t held_at = 0;    // the tick the held world stands for: its last delivery, or later if shifted
   uint64_t messages = 0;  // messages sent so far: a phase's own were the only ones if it grew by theirs
 };
 
 // A held network caught up to now (settle) with nothing at all on its way: what the old
 // quiescent phases keyed on, where the ACK tail has drained before the next phase begins.
 struct QuietState {
-  std::string state;                    // the pairs' connections' states, idle times aside
-  std::vector<int64_t> idle_ticks;      // per pair: ticks since it last sent data, when that matters
+  std::string state;                     // the pairs' connections' states, idle times aside
+  std::vector<int64_t> idle_ticks;       // per pair: ticks since it last sent data, when that matters
   std::vector<int64_t> last_sent_ticks;  // per pair: when it last sent data (-1: never)
-  int64_t quiet_since_ticks = -1;       // when the pairs' connections last saw a packet
+  int64_t quiet_since_ticks = -1;        // when the pairs' connections last saw a packet
 };
 
 // A connection that a ring (comm/ring_lanes.h) may time without the network:
@@ -41,23 +41,24 @@ struct QuietState {
 // segment as if the message were cut into segments on its own, ((bytes - 1) mod segment) + 1
 // payload bytes, plus its headers; an empty message sends none and pays the latency alone.
 struct ArrivalLag {
-  double latency_s = 0;            // the route's propagation delay
-  double seconds_per_bit = 0;      // 1 / rate summed over the hops after the bottleneck
-  int64_t segment_bytes = 1;       // payload a packet carries (mtu - 52)
-  double header_bytes = 0;         // wire bytes a packet adds (52 + 2)
+  double latency_s = 0;        // the route's propagation delay
+  double seconds_per_bit = 0;  // 1 / rate summed over the hops after the bottleneck
+  int64_t segment_bytes = 1;   // payload a packet carries (mtu - 52)
+  double header_bytes = 0;     // wire bytes a packet adds (52 + 2)
   // Seconds from the last bit to delivery (EventClock::ticks makes them clock ticks).
   double seconds(uint64_t bytes) const {
     if (bytes == 0) return latency_s;
-    const double last_packet = static_cast<double>((bytes - 1) % static_cast<uint64_t>(segment_bytes) + 1) + header_bytes;
+    const double last_packet =
+        static_cast<double>((bytes - 1) % static_cast<uint64_t>(segment_bytes) + 1) + header_bytes;
     return latency_s + last_packet * 8.0 * seconds_per_bit;
   }
 };
 
 struct Lane {
-  double rate_bps = 0;          // what a flow alone on the route gets
-  ArrivalLag lag;               // from a message's last bit to its delivery
-  double overhead = 1;          // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
-  int64_t free_tick = 0;        // when the pair's previous message's last bit crosses
+  double rate_bps = 0;    // what a flow alone on the route gets
+  ArrivalLag lag;         // from a message's last bit to its delivery
+  double overhead = 1;    // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
+  int64_t free_tick = 0;  // when the pair's previous message's last bit crosses
 };
 
 // Clock ticks (nanoseconds) `bits` take at `rate_bps`, to the nearest: how the flow backend
@@ -87,7 +88,8 @@ class NetworkHold {
   }
   // shift_held for a quiet network, whose connections' last data then stands where the replayed
   // phase left it: the pairs' at these ticks (-1: unchanged), every other one where it was.
-  virtual void shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs, const std::vector<int64_t>& last_sent_ticks) {
+  virtual void shift_quiet(int64_t ticks, const std::vector<HostPair>& pairs,
+                           const std::vector<int64_t>& last_sent_ticks) {
     (void)ticks;
     (void)pairs;
     (void)last_sent_ticks;

@@ -9,7 +9,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 #   run:      build the binary and run the shipped scenarios (Fashion-MNIST; Brown fetched below)
 #   analysis: the Python figures and the docs' numbers (make figures, make docs), and PyTorch for
 #             python3 -m analysis.profile_layers (measured layer times, compute.model: profile)
-#   test:     make test: GoogleTest, h5diff, pytest, pgrep, and a one-node Slurm cluster
+#   test:     make test: GoogleTest, h5diff, pytest, pgrep, a one-node Slurm cluster, and
+#             clang-format (make format, and the layout check in .ci/run)
 #   fuzz:     make fuzz: clang's libFuzzer, AddressSanitizer and UBSan
 usage="usage: install-deps.sh [run|analysis|test|fuzz]..."
 declare -A profile
@@ -18,7 +19,7 @@ profile[run]="build-essential cmake ccache pkg-config
   libcli11-dev libyaml-cpp-dev libgloo-dev libopenblas0-pthread zlib1g-dev
   dataset-fashion-mnist"
 profile[analysis]="python3-h5py python3-matplotlib python3-numpy python3-pandas python3-yaml python3-torch python3-torchvision"
-profile[test]="libgtest-dev hdf5-tools python3-pytest procps slurmctld slurmd slurm-client munge"
+profile[test]="libgtest-dev hdf5-tools python3-pytest procps slurmctld slurmd slurm-client munge clang-format"
 profile[fuzz]="clang libclang-rt-14-dev"
 
 packages=()

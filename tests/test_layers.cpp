@@ -26,7 +26,9 @@ const std::vector<Rule> kRules = {
     {"netmodels", {"training/", "sim/", "comm/", "torch/", "ATen/"}, {}},
     // The clock is ns-3's Simulator, run by the clock's own event loop (lagging_simulator.h,
     // included by event_clock.cpp alone).
-    {"netmodels", {"ns3/", "netmodels/ns3/"}, {"netmodels/ns3/", "netmodels/event_clock.cpp", "netmodels/lagging_simulator."}},
+    {"netmodels",
+     {"ns3/", "netmodels/ns3/"},
+     {"netmodels/ns3/", "netmodels/event_clock.cpp", "netmodels/lagging_simulator."}},
     {"training", {"sim/", "comm/", "netmodels/", "topologies/", "ns3/"}, {}},
     // The communication layer: over training's ops and the network's Network, under sim/; only
     // comm/tensors/ (a collective's run with its ranks' tensors) reaches training and LibTorch.
@@ -75,8 +77,8 @@ TEST(Layers, IncludesPointDown) {
       ++files;
       for (const auto& inc : includes_of(entry.path())) {
         for (const auto& bad : rule.forbidden) {
-          EXPECT_FALSE(starts_with(inc, bad)) << name << " includes " << inc << " (" << rule.folder
-                                              << "/ must not include " << bad << ")";
+          EXPECT_FALSE(starts_with(inc, bad))
+              << name << " includes " << inc << " (" << rule.folder << "/ must not include " << bad << ")";
         }
       }
     }
@@ -98,8 +100,7 @@ TEST(Layers, ScenarioAndNetbenchReachNoLibTorch) {
   const fs::path root = TESTBED_SOURCE_DIR;
   for (const std::string name : {"sim/config/scenario.h", "sim/tools/netbench.cpp", "comm/collective_options.cpp",
                                  "sim/core/network_factory.cpp", "comm/plan_runner.cpp", "comm/ring_lanes.cpp",
-                                 "comm/phase_memo.cpp", "comm/memo_policy.cpp",
-                                 "training/algorithms/registry.h"}) {
+                                 "comm/phase_memo.cpp", "comm/memo_policy.cpp", "training/algorithms/registry.h"}) {
     std::set<std::string> seen;
     reach(root, name, seen);
     EXPECT_GT(seen.size(), 3u) << name << " was not read";

@@ -14,8 +14,7 @@ namespace {
 void validate_link(const LinkSpec& link, const std::string& what) {
   // Negated comparisons so that NaN is rejected too.
   if (!(link.bandwidth_bps > 0))
-    throw std::invalid_argument(what + ": bandwidth must be > 0, got " +
-                                std::to_string(link.bandwidth_bps));
+    throw std::invalid_argument(what + ": bandwidth must be > 0, got " + std::to_string(link.bandwidth_bps));
   if (!(link.reverse_bandwidth_bps >= 0))
     throw std::invalid_argument(what + ": reverse bandwidth must be >= 0 (0: symmetric), got " +
                                 std::to_string(link.reverse_bandwidth_bps));
@@ -28,13 +27,11 @@ void validate_link(const LinkSpec& link, const std::string& what) {
       throw std::invalid_argument(what + ": a bandwidth trace needs increasing times >= 0 and rates > 0");
   }
   if (!(link.latency_s >= 0))
-    throw std::invalid_argument(what + ": latency must be >= 0, got " +
-                                std::to_string(link.latency_s));
+    throw std::invalid_argument(what + ": latency must be >= 0, got " + std::to_string(link.latency_s));
   if (!(link.jitter_s >= 0))
     throw std::invalid_argument(what + ": jitter must be >= 0, got " + std::to_string(link.jitter_s));
   if (!(link.loss >= 0 && link.loss < 1))
-    throw std::invalid_argument(what + ": loss must be in [0, 1), got " +
-                                std::to_string(link.loss));
+    throw std::invalid_argument(what + ": loss must be in [0, 1), got " + std::to_string(link.loss));
 }
 
 void link(Topology::Graph& g, int a, int b, const LinkSpec& spec) { detail::add_link(g, a, b, spec); }
@@ -55,9 +52,9 @@ void detail::add_link(Topology::Graph& g, int a, int b, const LinkSpec& spec) {
 }
 
 const std::vector<std::string>& topology_kinds() {
-  static const std::vector<std::string> kinds = {
-      "ring", "line",         "star",        "mesh",           "torus2d", "tree",
-      "fat_tree", "hierarchical", "gpu_hosts", "erdos_renyi", "watts_strogatz", "graphml"};
+  static const std::vector<std::string> kinds = {"ring",      "line",        "star",           "mesh",
+                                                 "torus2d",   "tree",        "fat_tree",       "hierarchical",
+                                                 "gpu_hosts", "erdos_renyi", "watts_strogatz", "graphml"};
   return kinds;
 }
 
@@ -110,8 +107,8 @@ Topology build_topology(const TopologySpec& spec) {
       if (rows < 1) rows = 1;
     }
     if (rows < 1 || n % rows != 0)
-      throw std::invalid_argument("torus2d: torus_rows " + std::to_string(spec.torus_rows) +
-                                  " does not divide hosts " + std::to_string(n));
+      throw std::invalid_argument("torus2d: torus_rows " + std::to_string(spec.torus_rows) + " does not divide hosts " +
+                                  std::to_string(n));
     const int cols = n / rows;
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c) {
@@ -122,20 +119,16 @@ Topology build_topology(const TopologySpec& spec) {
   } else if (spec.kind == "tree") {
     for (int i = 1; i < n; ++i) link(g, i, (i - 1) / 2, l);
   } else {
-    throw std::invalid_argument("unknown topology kind '" + spec.kind +
-                                "'; valid kinds: " + kinds_list());
+    throw std::invalid_argument("unknown topology kind '" + spec.kind + "'; valid kinds: " + kinds_list());
   }
 
   for (const auto& o : spec.overrides) {
     const int nv = t.num_vertices();
     if (o.a < 0 || o.a >= nv || o.b < 0 || o.b >= nv)
-      throw std::invalid_argument("link override names vertex outside 0.." +
-                                  std::to_string(nv - 1) + ": " + std::to_string(o.a) +
-                                  ", " + std::to_string(o.b));
+      throw std::invalid_argument("link override names vertex outside 0.." + std::to_string(nv - 1) + ": " +
+                                  std::to_string(o.a) + ", " + std::to_string(o.b));
     auto [e, found] = boost::edge(o.a, o.b, g);
-    if (!found)
-      throw std::invalid_argument("no link between " + std::to_string(o.a) + " and " +
-                                  std::to_string(o.b));
+    if (!found) throw std::invalid_argument("no link between " + std::to_string(o.a) + " and " + std::to_string(o.b));
     LinkSpec& s = g[e];
     // The override names its directions by its own vertex order; the link stores them
     // by index order (bandwidth_bps from the lower end).
@@ -162,13 +155,11 @@ Topology build_topology(const TopologySpec& spec) {
 
 void validate_topology(const Topology& topology) {
   for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
-    validate_link(topology.graph[e],
-                  "link " + std::to_string(boost::source(e, topology.graph)) + "-" +
-                      std::to_string(boost::target(e, topology.graph)));
+    validate_link(topology.graph[e], "link " + std::to_string(boost::source(e, topology.graph)) + "-" +
+                                         std::to_string(boost::target(e, topology.graph)));
   if (topology.num_hosts() < 1) throw std::invalid_argument("topology has no hosts");
   if (!topology.is_connected())
-    throw std::invalid_argument("topology '" + topology.kind + "' with " +
-                                std::to_string(topology.num_vertices()) +
+    throw std::invalid_argument("topology '" + topology.kind + "' with " + std::to_string(topology.num_vertices()) +
                                 " vertices is disconnected");
 }
 

@@ -14,7 +14,7 @@ namespace testbed {
 // A negative field keeps the default.
 struct LinkOverride {
   int a = -1, b = -1;
-  double bandwidth_bps = -1;          // from a to b (and b to a unless reverse_bandwidth_bps is set)
+  double bandwidth_bps = -1;  // from a to b (and b to a unless reverse_bandwidth_bps is set)
   double latency_s = -1;
   double loss = -1;
   double reverse_bandwidth_bps = -1;  // from b to a
@@ -28,21 +28,21 @@ struct TopologySpec {
   // ring line star mesh torus2d tree fat_tree hierarchical gpu_hosts erdos_renyi watts_strogatz graphml
   std::string kind = "ring";
   int hosts = 4;
-  LinkSpec link;                         // default for every link
-  std::vector<LinkOverride> overrides;   // applied after building
-  int torus_rows = 0;                    // torus2d: rows (0: the most square factorisation)
-  int fat_tree_k = 4;                    // fat_tree: switch radix (even, >= 2)
-  int clusters = 2, per_cluster = 2;     // hierarchical: clusters x hosts per cluster
-  int extra_hosts = 0;                   // hierarchical: hosts after the clusters' (a federated server), on cluster 0's switch
-  LinkSpec wan{.bandwidth_bps = 1e9, .latency_s = 0.050};  // hierarchical: links between cluster switches
-  int gpus_per_host = 4;                 // gpu_hosts: GPUs on each host's local switch
+  LinkSpec link;                        // default for every link
+  std::vector<LinkOverride> overrides;  // applied after building
+  int torus_rows = 0;                   // torus2d: rows (0: the most square factorisation)
+  int fat_tree_k = 4;                   // fat_tree: switch radix (even, >= 2)
+  int clusters = 2, per_cluster = 2;    // hierarchical: clusters x hosts per cluster
+  int extra_hosts = 0;  // hierarchical: hosts after the clusters' (a federated server), on cluster 0's switch
+  LinkSpec wan{.bandwidth_bps = 1e9, .latency_s = 0.050};         // hierarchical: links between cluster switches
+  int gpus_per_host = 4;                                          // gpu_hosts: GPUs on each host's local switch
   LinkSpec gpu_link{.bandwidth_bps = 2.4e12, .latency_s = 1e-6};  // gpu_hosts: GPU to its local switch
-  double edge_probability = 0.5;         // erdos_renyi: p
-  int degree = 2;                        // watts_strogatz: lattice degree (even)
-  double beta = 0.1;                     // watts_strogatz: rewiring probability
-  uint64_t seed = 0;                     // random kinds: first draw (later draws: seed + 1, ...)
-  std::string file;                      // graphml: path of the Topology Zoo file
-  std::vector<std::string> placement;    // graphml: node ids or labels of the hosts, in order
+  double edge_probability = 0.5;                                  // erdos_renyi: p
+  int degree = 2;                                                 // watts_strogatz: lattice degree (even)
+  double beta = 0.1;                                              // watts_strogatz: rewiring probability
+  uint64_t seed = 0;                   // random kinds: first draw (later draws: seed + 1, ...)
+  std::string file;                    // graphml: path of the Topology Zoo file
+  std::vector<std::string> placement;  // graphml: node ids or labels of the hosts, in order
 };
 
 // The topology kinds build_topology accepts, for error messages and suggestions.

@@ -8,22 +8,19 @@ namespace testbed::detail {
 
 void build_fat_tree(const TopologySpec& spec, Topology& t) {
   const int k = spec.fat_tree_k;
-  if (k < 2 || k % 2 != 0)
-    throw std::invalid_argument("fat_tree: k must be even and >= 2, got " + std::to_string(k));
+  if (k < 2 || k % 2 != 0) throw std::invalid_argument("fat_tree: k must be even and >= 2, got " + std::to_string(k));
   const int half = k / 2;
   const int slots = k * k * k / 4;
   if (spec.hosts > slots)
-    throw std::invalid_argument("fat_tree: k=" + std::to_string(k) + " has " +
-                                std::to_string(slots) + " host slots, but nodes is " +
-                                std::to_string(spec.hosts));
+    throw std::invalid_argument("fat_tree: k=" + std::to_string(k) + " has " + std::to_string(slots) +
+                                " host slots, but nodes is " + std::to_string(spec.hosts));
   Topology::Graph& g = t.graph;
   const LinkSpec& l = spec.link;
   // Switches after the hosts: edge switches pod by pod, then aggregation, then core.
   const int edge0 = spec.hosts;
   const int agg0 = edge0 + k * half;
   const int core0 = agg0 + k * half;
-  for (int i = 0; i < k * half * 2 + half * half; ++i)
-    boost::add_vertex(VertexInfo{VertexKind::Switch}, g);
+  for (int i = 0; i < k * half * 2 + half * half; ++i) boost::add_vertex(VertexInfo{VertexKind::Switch}, g);
   // Host slot h sits on edge switch h / half (pods are consecutive runs of half edge switches);
   // only the first `hosts` slots exist.
   for (int h = 0; h < spec.hosts; ++h) add_link(g, h, edge0 + h / half, l);
@@ -45,8 +42,8 @@ void build_hierarchical(const TopologySpec& spec, Topology& t) {
                                 ") is not a multiple of clusters (" + std::to_string(c) + ")");
   if (static_cast<long long>(c) * m + spec.extra_hosts != spec.hosts)
     throw std::invalid_argument("hierarchical: nodes (" + std::to_string(spec.hosts - spec.extra_hosts) +
-                                ") must equal clusters x per_cluster (" + std::to_string(c) +
-                                " x " + std::to_string(m) + ")");
+                                ") must equal clusters x per_cluster (" + std::to_string(c) + " x " +
+                                std::to_string(m) + ")");
   Topology::Graph& g = t.graph;
   const int sw0 = spec.hosts;
   for (int i = 0; i < c; ++i) boost::add_vertex(VertexInfo{VertexKind::Switch}, g);

@@ -12,8 +12,8 @@ void build_gpu_hosts(const TopologySpec& spec, Topology& t) {
   const int g = spec.gpus_per_host;
   if (g < 1) throw std::invalid_argument("gpu_hosts: gpus_per_host must be >= 1, got " + std::to_string(g));
   if (spec.hosts % g != 0)
-    throw std::invalid_argument("gpu_hosts: nodes (" + std::to_string(spec.hosts) + ") is not a multiple of gpus_per_host (" +
-                                std::to_string(g) + ")");
+    throw std::invalid_argument("gpu_hosts: nodes (" + std::to_string(spec.hosts) +
+                                ") is not a multiple of gpus_per_host (" + std::to_string(g) + ")");
   Topology::Graph& graph = t.graph;
   const int hosts = spec.hosts / g;
   // After the GPUs: each host's local switch, then the cluster's switch.

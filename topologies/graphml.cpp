@@ -27,7 +27,7 @@ struct ZooNode {
 };
 
 struct ZooLink {
-  int a = 0, b = 0;  // indices into the node list
+  int a = 0, b = 0;                         // indices into the node list
   std::map<std::string, std::string> data;  // attr.name -> text
   int line = 0;
 };
@@ -42,8 +42,7 @@ double number(const std::string& path, int line, const std::string& key, const s
   char* end = nullptr;
   const double v = std::strtod(begin, &end);
   while (*end && std::isspace(static_cast<unsigned char>(*end))) ++end;
-  if (end == begin || *end != '\0' || !std::isfinite(v))
-    fail(path, line, "malformed number '" + text + "' for " + key);
+  if (end == begin || *end != '\0' || !std::isfinite(v)) fail(path, line, "malformed number '" + text + "' for " + key);
   return v;
 }
 
@@ -53,11 +52,9 @@ std::optional<double> rate_from_label(std::string label) {
   std::transform(label.begin(), label.end(), label.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   static const std::vector<std::pair<std::string, double>> table = {
-      {"OC-768", 39813.12e6}, {"OC-192", 9953.28e6}, {"OC-48", 2488.32e6},
-      {"OC-12", 622.08e6},    {"OC-3", 155.52e6},    {"100GE", 100e9},
-      {"40GE", 40e9},         {"10GE", 10e9},        {"1GE", 1e9},
-      {"GIGE", 1e9},          {"T3", 44.736e6},      {"E3", 34.368e6},
-      {"T1", 1.544e6},        {"E1", 2.048e6}};
+      {"OC-768", 39813.12e6}, {"OC-192", 9953.28e6}, {"OC-48", 2488.32e6}, {"OC-12", 622.08e6}, {"OC-3", 155.52e6},
+      {"100GE", 100e9},       {"40GE", 40e9},        {"10GE", 10e9},       {"1GE", 1e9},        {"GIGE", 1e9},
+      {"T3", 44.736e6},       {"E3", 34.368e6},      {"T1", 1.544e6},      {"E1", 2.048e6}};
   for (const auto& [name, bps] : table) {
     const size_t at = label.find(name);
     if (at == std::string::npos) continue;
@@ -141,8 +138,10 @@ Topology load_graphml(const TopologySpec& spec) {
       fail(path, e->line, "duplicate node id '" + node.id + "'");
     const auto data = data_of(*e, node_keys);
     node.label = get(data, "label");
-    if (data.count("Latitude")) node.latitude = number(path, e->line, "Latitude of node " + node.id, data.at("Latitude"));
-    if (data.count("Longitude")) node.longitude = number(path, e->line, "Longitude of node " + node.id, data.at("Longitude"));
+    if (data.count("Latitude"))
+      node.latitude = number(path, e->line, "Latitude of node " + node.id, data.at("Latitude"));
+    if (data.count("Longitude"))
+      node.longitude = number(path, e->line, "Longitude of node " + node.id, data.at("Longitude"));
     nodes.push_back(node);
   }
   for (const auto& e : graph->children) {
@@ -232,7 +231,8 @@ Topology load_graphml(const TopologySpec& spec) {
     boost::connected_components(t.graph, component.data());
     for (int i = 1; i < n; ++i)
       if (component[i] != component[0])
-        throw std::invalid_argument(path + ": topology.placement puts hosts on disconnected parts of the graph: node '" +
+        throw std::invalid_argument(path +
+                                    ": topology.placement puts hosts on disconnected parts of the graph: node '" +
                                     nodes[placed[0]].id + "' cannot reach node '" + nodes[placed[i]].id + "'");
     throw std::invalid_argument(path + ": the graph is disconnected; every node must reach the hosts");
   }

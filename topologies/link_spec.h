@@ -12,9 +12,9 @@ struct RateChange {
 };
 
 struct LinkSpec {
-  double bandwidth_bps = 100e6;  // bits per second, from the lower-index end to the higher (and back, unless below)
-  double latency_s = 0.0;        // one-way propagation delay
-  double loss = 0.0;             // probability that a packet is dropped, in [0, 1)
+  double bandwidth_bps = 100e6;      // bits per second, from the lower-index end to the higher (and back, unless below)
+  double latency_s = 0.0;            // one-way propagation delay
+  double loss = 0.0;                 // probability that a packet is dropped, in [0, 1)
   double reverse_bandwidth_bps = 0;  // from the higher-index end to the lower; 0: bandwidth_bps (symmetric)
   // Gilbert-Elliott burst loss instead of independent drops: each packet first moves the
   // link's state (good -> bad with p_good_bad, bad -> good with p_bad_good), then drops with
@@ -51,8 +51,7 @@ struct LinkSpec {
   }
   // The slower direction's rate.
   double min_rate_bps() const {
-    return reverse_bandwidth_bps > 0 && reverse_bandwidth_bps < bandwidth_bps ? reverse_bandwidth_bps
-                                                                              : bandwidth_bps;
+    return reverse_bandwidth_bps > 0 && reverse_bandwidth_bps < bandwidth_bps ? reverse_bandwidth_bps : bandwidth_bps;
   }
 };
 

@@ -38,25 +38,23 @@ void draw_connected(const TopologySpec& spec, Topology& t, const std::string& wh
 
 void build_erdos_renyi(const TopologySpec& spec, Topology& t) {
   const double p = spec.edge_probability;
-  if (!(p > 0 && p <= 1))
-    throw std::invalid_argument("erdos_renyi: p must be in (0, 1], got " + std::to_string(p));
+  if (!(p > 0 && p <= 1)) throw std::invalid_argument("erdos_renyi: p must be in (0, 1], got " + std::to_string(p));
   const int n = spec.hosts;
-  draw_connected(spec, t, "erdos_renyi with " + std::to_string(n) + " nodes and p=" +
-                              std::to_string(p), [&](std::mt19937_64& rng) {
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j)
-        if (uniform(rng) < p) add_link(t.graph, i, j, spec.link);
-  });
+  draw_connected(spec, t, "erdos_renyi with " + std::to_string(n) + " nodes and p=" + std::to_string(p),
+                 [&](std::mt19937_64& rng) {
+                   for (int i = 0; i < n; ++i)
+                     for (int j = i + 1; j < n; ++j)
+                       if (uniform(rng) < p) add_link(t.graph, i, j, spec.link);
+                 });
 }
 
 void build_watts_strogatz(const TopologySpec& spec, Topology& t) {
   const int n = spec.hosts, d = spec.degree;
   if (d < 2 || d % 2 != 0 || d >= n)
-    throw std::invalid_argument("watts_strogatz: degree must be even, >= 2 and < nodes (" +
-                                std::to_string(n) + "), got " + std::to_string(d));
+    throw std::invalid_argument("watts_strogatz: degree must be even, >= 2 and < nodes (" + std::to_string(n) +
+                                "), got " + std::to_string(d));
   if (!(spec.beta >= 0 && spec.beta <= 1))
-    throw std::invalid_argument("watts_strogatz: beta must be in [0, 1], got " +
-                                std::to_string(spec.beta));
+    throw std::invalid_argument("watts_strogatz: beta must be in [0, 1], got " + std::to_string(spec.beta));
   draw_connected(spec, t, "watts_strogatz", [&](std::mt19937_64& rng) {
     Topology::Graph& g = t.graph;
     // Ring lattice: each host joined to its d/2 successors (and so its d/2 predecessors).

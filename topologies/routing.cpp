@@ -149,8 +149,7 @@ uint64_t equal_cost_path_count(const Topology& topology, int src, int dst, const
   return equal_cost(topology, dst, cut).paths[src];
 }
 
-std::vector<int> route(const Topology& topology, int src, int dst, const RoutingOptions& options,
-                       const CutLinks& cut) {
+std::vector<int> route(const Topology& topology, int src, int dst, const RoutingOptions& options, const CutLinks& cut) {
   if (options.policy == RoutingPolicy::Shortest) return lowest_index_path(topology, src, dst, cut);
   check_vertices(topology, src, dst);
   const EqualCost e = equal_cost(topology, dst, cut);

@@ -14,8 +14,8 @@ namespace testbed {
 
 struct PathProperties {
   int hops = 0;
-  double latency_s = 0;           // sum of link latencies
-  double bottleneck_bps = 0;      // min link bandwidth on the path, each link's rate in the path's direction
+  double latency_s = 0;       // sum of link latencies
+  double bottleneck_bps = 0;  // min link bandwidth on the path, each link's rate in the path's direction
 };
 
 // Vertices from src to dst inclusive along a minimum-hop path (ties broken deterministically).

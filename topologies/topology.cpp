@@ -18,8 +18,6 @@ bool Topology::is_connected() const {
   return boost::connected_components(graph, component.data()) == 1;
 }
 
-int Topology::degree(int vertex) const {
-  return static_cast<int>(boost::degree(static_cast<Vertex>(vertex), graph));
-}
+int Topology::degree(int vertex) const { return static_cast<int>(boost::degree(static_cast<Vertex>(vertex), graph)); }
 
 }  // namespace testbed

@@ -18,8 +18,7 @@ struct VertexInfo {
 
 // Hosts are vertices 0..num_hosts-1 (host i trains replica i); switches follow.
 struct Topology {
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
-                                      VertexInfo, LinkSpec>;
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexInfo, LinkSpec>;
   using Vertex = Graph::vertex_descriptor;
   using Edge = Graph::edge_descriptor;
 

@@ -19,14 +19,24 @@ class Parser {
     while (pos_ < s_.size()) {
       if (s_[pos_] != '<') {
         std::string text = character_data();
-        if (!open.empty()) open.back()->text += text;
+        if (!open.empty())
+          open.back()->text += text;
         else if (text.find_first_not_of(" \t\r\n") != std::string::npos)
           fail("text outside the root element");
         continue;
       }
-      if (starts("<?")) { skip_past("?>"); continue; }
-      if (starts("<!--")) { skip_past("-->"); continue; }
-      if (starts("<!")) { skip_past(">"); continue; }
+      if (starts("<?")) {
+        skip_past("?>");
+        continue;
+      }
+      if (starts("<!--")) {
+        skip_past("-->");
+        continue;
+      }
+      if (starts("<!")) {
+        skip_past(">");
+        continue;
+      }
       if (starts("</")) {
         pos_ += 2;
         std::string name = read_name();
@@ -45,8 +55,15 @@ class Parser {
       bool empty = false;
       for (;;) {
         skip_space();
-        if (starts("/>")) { pos_ += 2; empty = true; break; }
-        if (starts(">")) { ++pos_; break; }
+        if (starts("/>")) {
+          pos_ += 2;
+          empty = true;
+          break;
+        }
+        if (starts(">")) {
+          ++pos_;
+          break;
+        }
         std::string key = read_name();
         skip_space();
         expect('=');
@@ -77,7 +94,9 @@ class Parser {
   [[noreturn]] void fail(const std::string& message) const {
     throw std::invalid_argument(name_ + ":" + std::to_string(line_) + ": " + message);
   }
-  bool starts(const char* prefix) const { return s_.compare(pos_, std::char_traits<char>::length(prefix), prefix) == 0; }
+  bool starts(const char* prefix) const {
+    return s_.compare(pos_, std::char_traits<char>::length(prefix), prefix) == 0;
+  }
   // Moves to `end`, counting newlines so that errors carry the line.
   void advance_to(size_t end) {
     for (; pos_ < end && pos_ < s_.size(); ++pos_) line_ += s_[pos_] == '\n';
@@ -96,8 +115,8 @@ class Parser {
   }
   std::string read_name() {
     const size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
-                                s_[pos_] == '_' || s_[pos_] == ':' || s_[pos_] == '-' || s_[pos_] == '.'))
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+                                s_[pos_] == ':' || s_[pos_] == '-' || s_[pos_] == '.'))
       ++pos_;
     if (pos_ == start) fail("expected a name");
     return s_.substr(start, pos_ - start);
@@ -112,15 +131,23 @@ class Parser {
   std::string decode(const std::string& raw) const {
     std::string out;
     for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] != '&') { out += raw[i]; continue; }
+      if (raw[i] != '&') {
+        out += raw[i];
+        continue;
+      }
       const size_t semi = raw.find(';', i);
       if (semi == std::string::npos) fail("'&' without ';'");
       const std::string entity = raw.substr(i + 1, semi - i - 1);
-      if (entity == "lt") out += '<';
-      else if (entity == "gt") out += '>';
-      else if (entity == "amp") out += '&';
-      else if (entity == "quot") out += '"';
-      else if (entity == "apos") out += '\'';
+      if (entity == "lt")
+        out += '<';
+      else if (entity == "gt")
+        out += '>';
+      else if (entity == "amp")
+        out += '&';
+      else if (entity == "quot")
+        out += '"';
+      else if (entity == "apos")
+        out += '\'';
       else if (entity.size() > 1 && entity[0] == '#') {
         const bool hex = entity[1] == 'x';
         const std::string digits = entity.substr(hex ? 2 : 1);
@@ -128,7 +155,8 @@ class Parser {
         const unsigned long code = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
         if (digits.empty() || *end != '\0' || code > 0xFFFF) fail("bad character reference '&" + entity + ";'");
         // UTF-8 encoding of the code point.
-        if (code < 0x80) out += static_cast<char>(code);
+        if (code < 0x80)
+          out += static_cast<char>(code);
         else if (code < 0x800) {
           out += static_cast<char>(0xC0 | (code >> 6));
           out += static_cast<char>(0x80 | (code & 0x3F));

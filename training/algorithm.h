@@ -17,8 +17,8 @@
 namespace testbed {
 
 enum class CommKind {
-  AllReduce,          // sum `buffer` across the op's nodes, in place
-  AllGather,          // every node contributes `buffer` (same size); `received` holds all, in node order
+  AllReduce,  // sum `buffer` across the op's nodes, in place
+  AllGather,  // every node contributes `buffer` (same size); `received` holds all, in node order
   // Sum `buffer` (a multiple of the participants' count) across the op's nodes; `received`
   // holds the node's share: block `rank` of `participants` equal blocks.
   ReduceScatter,
@@ -39,7 +39,7 @@ constexpr int kDueAtEnd = std::numeric_limits<int>::max();  // `delay` for lo-fi
 // values (docs/architecture.md, decision 5); every participant issues it with the same tag, size and nodes.
 struct CommOp {
   CommKind kind = CommKind::AllReduce;
-  std::string tag;      // names the op within its step; recorded as the messages' kind
+  std::string tag;  // names the op within its step; recorded as the messages' kind
   // 1-D float32 (values already rounded to the wire format). It owns its storage, never a view
   // of the replica or of the algorithm's state: a resumed run rebuilds in-flight ops from
   // their saved values alone.

@@ -76,8 +76,8 @@ AgreementSums start_agreement(int64_t n) {
 //   gram = (X - row means)(X - row means)^T   (N x N: every pair's centred dot product)
 //   squared distance of each replica to the replicas' mean, per block of elements.
 // Only a N x B block exists at a time, never the N x d matrix in double, nor per pair.
-void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns, const torch::Tensor& row_mean,
-                           int64_t block_width) {
+void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns,
+                           const torch::Tensor& row_mean, int64_t block_width) {
   torch::NoGradGuard no_grad;
   const int64_t n = static_cast<int64_t>(columns.size());
   if (n == 0) return;

@@ -22,8 +22,8 @@ EvalResult evaluate(Model& model, Task task, const torch::Tensor& inputs, const 
 struct ReplicaAgreement {
   double mean_correlation = 1;  // mean pairwise Pearson correlation of flattened parameters
   double min_correlation = 1;
-  double mean_distance = 0;     // mean L2 distance of each replica to the replicas' mean
-  std::vector<double> matrix;   // N x N, row-major; NaN for pairs that were not sampled
+  double mean_distance = 0;    // mean L2 distance of each replica to the replicas' mean
+  std::vector<double> matrix;  // N x N, row-major; NaN for pairs that were not sampled
 };
 
 // Over all pairs, or over `max_pairs` distinct pairs drawn with `seed` when that is fewer.
@@ -45,8 +45,8 @@ int64_t agreement_block_columns(int64_t n);
 double replica_mean(const torch::Tensor& flat_parameters);  // in double
 AgreementSums start_agreement(int64_t n);
 // `columns[i]`: replica i's columns to add (each the same length); `row_mean`: N x 1, double.
-void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns, const torch::Tensor& row_mean,
-                           int64_t block_width);
+void add_agreement_columns(AgreementSums& sums, const std::vector<torch::Tensor>& columns,
+                           const torch::Tensor& row_mean, int64_t block_width);
 ReplicaAgreement finish_agreement(const AgreementSums& sums, int64_t max_pairs, uint64_t seed);
 
 }  // namespace testbed

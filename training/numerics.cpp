@@ -30,8 +30,8 @@ const char* const kPortableBlasCore = "Haswell";
 // The libraries' kernel choices are the process's, so what this file knows of them is too.
 struct ProcessKernels {
   bool restartable = false;
-  bool started_native = false;  // TESTBED_NUMERICS=native when the process started
-  std::string unpinned_why;     // why ATen and OpenBLAS were left as they came
+  bool started_native = false;                             // TESTBED_NUMERICS=native when the process started
+  std::string unpinned_why;                                // why ATen and OpenBLAS were left as they came
   std::vector<std::pair<std::string, std::string>> found;  // kKernelVariables as found
 };
 
@@ -40,7 +40,10 @@ ProcessKernels& process_kernels() {
   return k;
 }
 
-template <class F> F library_function(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)); }
+template <class F>
+F library_function(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
 
 std::string openblas_core() {
   auto corename = library_function<char* (*)()>("openblas_get_corename");
@@ -67,7 +70,8 @@ std::string aten_capability() {
   static const std::string capability = [] {
     std::smatch m;
     const std::string config = at::show_config();
-    if (!std::regex_search(config, m, std::regex("CPU capability usage: ([A-Za-z0-9_ ]+)"))) return std::string("unknown");
+    if (!std::regex_search(config, m, std::regex("CPU capability usage: ([A-Za-z0-9_ ]+)")))
+      return std::string("unknown");
     return m[1].str() == "NO AVX" ? std::string("DEFAULT") : m[1].str();  // ATen prints its scalar kernels so
   }();
   return capability;
@@ -92,14 +96,22 @@ std::string cpu_features() {
 // oneDNN 2.x's dnnl_cpu_isa_t values.
 std::string onednn_isa(int isa) {
   switch (isa) {
-    case 0x1: return "sse41";
-    case 0x3: return "avx";
-    case 0x7: return "avx2";
-    case 0x407: return "avx2_vnni";
-    case 0x27: return "avx512_core";
-    case 0x67: return "avx512_core_vnni";
-    case 0xe7: return "avx512_core_bf16";
-    case 0x3e7: return "avx512_core_amx";
+    case 0x1:
+      return "sse41";
+    case 0x3:
+      return "avx";
+    case 0x7:
+      return "avx2";
+    case 0x407:
+      return "avx2_vnni";
+    case 0x27:
+      return "avx512_core";
+    case 0x67:
+      return "avx512_core_vnni";
+    case 0xe7:
+      return "avx512_core_bf16";
+    case 0x3e7:
+      return "avx512_core_amx";
     default: {
       char hex[16];
       std::snprintf(hex, sizeof hex, "isa 0x%x", isa);
@@ -109,12 +121,16 @@ std::string onednn_isa(int isa) {
 }
 
 // Sets `name` for the duration of `f`, then puts back what was there.
-template <class F> void with_variable(const char* name, const char* value, F f) {
+template <class F>
+void with_variable(const char* name, const char* value, F f) {
   const char* before = std::getenv(name);
   const std::string saved = before ? before : "";
   setenv(name, value, 1);
   f();
-  if (before) setenv(name, saved.c_str(), 1); else unsetenv(name);
+  if (before)
+    setenv(name, saved.c_str(), 1);
+  else
+    unsetenv(name);
 }
 
 bool aten_and_blas_pinned() { return aten_capability() == kPortableCapability && openblas_core() == kPortableBlasCore; }
@@ -145,7 +161,11 @@ void pin_portable_kernels(bool restartable) {
     auto init = library_function<void (*)()>("gotoblas_dynamic_init");
     // OpenBLAS chose its kernels when it loaded; with DYNAMIC_ARCH it can choose again, from
     // OPENBLAS_CORETYPE, before its first call.
-    if (quit && init) with_variable("OPENBLAS_CORETYPE", kPortableBlasCore, [&] { quit(); init(); });
+    if (quit && init)
+      with_variable("OPENBLAS_CORETYPE", kPortableBlasCore, [&] {
+        quit();
+        init();
+      });
   }
   if (aten_capability() != kPortableCapability)
     k.unpinned_why = "ATen's CPU capability is " + aten_capability() + ", not DEFAULT (it was fixed before main)";
@@ -166,7 +186,8 @@ void restart_for_numerics(const std::string& numerics, char** argv) {
   std::fflush(stdout);
   std::fflush(stderr);
   execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "testbed: warning: could not start again for numerics: %s; the kernels in effect are in /numerics\n",
+  std::fprintf(stderr,
+               "testbed: warning: could not start again for numerics: %s; the kernels in effect are in /numerics\n",
                numerics.c_str());
 }
 
@@ -176,9 +197,7 @@ void use_numerics(const std::string& numerics) {
   at::globalContext().setUserEnabledMkldnn(numerics == "native");
 }
 
-bool numerics_portable() {
-  return aten_and_blas_pinned() && !at::globalContext().userEnabledMkldnn();
-}
+bool numerics_portable() { return aten_and_blas_pinned() && !at::globalContext().userEnabledMkldnn(); }
 
 std::string not_portable_reason(const std::string& numerics) {
   if (numerics != "portable" || numerics_portable()) return "";

@@ -85,8 +85,7 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
 Batch Replica::next_batch(const Dataset& data, int batch_size) {
   if (held_loss_) return {};
   auto index = sampler_.next(batch_size);
-  return {data.train_inputs.index_select(0, index).to(device_),
-          data.train_targets.index_select(0, index).to(device_)};
+  return {data.train_inputs.index_select(0, index).to(device_), data.train_targets.index_select(0, index).to(device_)};
 }
 
 double Replica::forward_backward(const Batch& batch) {

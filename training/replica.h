@@ -10,10 +10,10 @@
 #include <torch/serialize/archive.h>
 
 #include "training/data/dataset.h"
+#include "training/data/partition.h"
 #include "training/models/models.h"
 #include "training/optimizers/eva.h"
 #include "training/optimizers/kfac.h"
-#include "training/data/partition.h"
 
 namespace testbed {
 
@@ -49,8 +49,8 @@ struct Batch {
 
 class Replica {
  public:
-  Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer, ShardSampler sampler,
-          torch::Device device, Task task = Task::Classification);
+  Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer, ShardSampler sampler, torch::Device device,
+          Task task = Task::Classification);
 
   Batch next_batch(const Dataset& data, int batch_size);
   // Zeroes the gradients, then computes the task's loss and its gradients.

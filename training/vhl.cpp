@@ -20,7 +20,9 @@ namespace F = torch::nn::functional;
 torch::Tensor weight(std::initializer_list<int64_t> shape, int64_t fan_in, at::Generator& g) {
   return at::normal(0.0, 1.0, shape, g).div_(std::sqrt(static_cast<double>(fan_in)));
 }
-torch::Tensor activate(const torch::Tensor& x) { return F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.2)) * std::sqrt(2.0); }
+torch::Tensor activate(const torch::Tensor& x) {
+  return F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.2)) * std::sqrt(2.0);
+}
 
 }  // namespace
 
@@ -56,7 +58,8 @@ VirtualData make_virtual_data(int classes, int per_class, const std::vector<int6
 torch::Tensor supcon_loss(const torch::Tensor& features, const torch::Tensor& labels, double temperature) {
   const int64_t n = features.size(0);
   const auto self = torch::eye(n, torch::TensorOptions().dtype(torch::kBool).device(features.device()));
-  const auto positive = labels.unsqueeze(0).eq(labels.unsqueeze(1)).logical_and(self.logical_not()).to(features.dtype());
+  const auto positive =
+      labels.unsqueeze(0).eq(labels.unsqueeze(1)).logical_and(self.logical_not()).to(features.dtype());
   auto logits = features.matmul(features.t()) / temperature;
   logits = logits - std::get<0>(logits.max(1, true)).detach();  // for exp's range; cancels below
   const auto others = logits.exp().masked_fill(self, 0).sum(1, true);
@@ -65,9 +68,10 @@ torch::Tensor supcon_loss(const torch::Tensor& features, const torch::Tensor& la
   return -mean_positive.mean();
 }
 
-torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& real_logits, const torch::Tensor& labels,
-                       const torch::Tensor& virtual_features, const torch::Tensor& virtual_logits,
-                       const torch::Tensor& virtual_labels, int classes, double weight) {
+torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& real_logits,
+                       const torch::Tensor& labels, const torch::Tensor& virtual_features,
+                       const torch::Tensor& virtual_logits, const torch::Tensor& virtual_labels, int classes,
+                       double weight) {
   const auto real = F::normalize(real_features, F::NormalizeFuncOptions().dim(1));
   const auto virt = F::normalize(virtual_features, F::NormalizeFuncOptions().dim(1));
   const auto calibration =
@@ -110,8 +114,9 @@ double vhl_local_step(Replica& replica, const Dataset& data, int batch_size, con
   const auto features = model.features(torch::cat({real.inputs, virtual_inputs}));
   const auto logits = model.classify(features);
   const auto real_logits = logits.narrow(0, 0, b);
-  const auto loss = vhl_loss(features.narrow(0, 0, b), real_logits, real.targets, features.narrow(0, b, features.size(0) - b),
-                             logits.narrow(0, b, logits.size(0) - b), virtual_labels, data.outputs, weight);
+  const auto loss =
+      vhl_loss(features.narrow(0, 0, b), real_logits, real.targets, features.narrow(0, b, features.size(0) - b),
+               logits.narrow(0, b, logits.size(0) - b), virtual_labels, data.outputs, weight);
   replica.backward(loss);
   replica.optimizer_step();
   return F::cross_entropy(real_logits.detach(), real.targets).item<double>();

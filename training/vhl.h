@@ -15,10 +15,10 @@
 namespace testbed {
 
 // The reference's defaults (generate.sh, VHL_alignNoiseContrast.sh).
-constexpr int kVhlLatent = 64;              // the generator's latent (style_dim 64)
-constexpr double kVhlClassMeanStd = 0.5;    // each class's latent mean ~ N(0, 0.5^2)
-constexpr double kVhlSampleStd = 0.3;       // a sample's latent ~ N(its class mean, 0.3^2)
-constexpr double kVhlTemperature = 0.07;    // SupCon's temperature (and base temperature)
+constexpr int kVhlLatent = 64;                   // the generator's latent (style_dim 64)
+constexpr double kVhlClassMeanStd = 0.5;         // each class's latent mean ~ N(0, 0.5^2)
+constexpr double kVhlSampleStd = 0.3;            // a sample's latent ~ N(its class mean, 0.3^2)
+constexpr double kVhlTemperature = 0.07;         // SupCon's temperature (and base temperature)
 constexpr double kVhlVirtualSupConWeight = 0.1;  // the SupCon among virtual features alone
 
 struct VirtualData {
@@ -53,9 +53,10 @@ torch::Tensor supcon_loss(const torch::Tensor& features, const torch::Tensor& la
 // (labels v in 0..K-1, trained as classes K + v of the 2K-way head):
 //   CE(real) + CE(virtual, v + K) + weight SupCon([f; f_v.detach()], [y; v]) + 0.1 SupCon(f_v, v)
 // with features L2-normalised inside the SupCon terms.
-torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& real_logits, const torch::Tensor& labels,
-                       const torch::Tensor& virtual_features, const torch::Tensor& virtual_logits,
-                       const torch::Tensor& virtual_labels, int classes, double weight);
+torch::Tensor vhl_loss(const torch::Tensor& real_features, const torch::Tensor& real_logits,
+                       const torch::Tensor& labels, const torch::Tensor& virtual_features,
+                       const torch::Tensor& virtual_logits, const torch::Tensor& virtual_labels, int classes,
+                       double weight);
 
 // One local step of VHL: the replica's next real batch and `virtual_batch` rows of `data`
 // (sorted indices drawn without replacement from `seed`; with `augment`, crop_flip'd under a

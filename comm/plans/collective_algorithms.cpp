@@ -7,8 +7,8 @@
 namespace testbed {
 
 const std::vector<std::string>& collective_algorithm_names() {
-  static const std::vector<std::string> names = {"ring",   "tree",          "halving_doubling",
-                                                 "direct", "parameter_server", "hierarchical"};
+  static const std::vector<std::string> names = {
+      "ring", "tree", "halving_doubling", "direct", "parameter_server", "hierarchical"};
   return names;
 }
 
@@ -21,10 +21,14 @@ CollectiveAlgorithm collective_algorithm(const std::string& name) {
 
 CollectivePlan all_reduce(const CollectiveOptions& o, int ranks, int64_t elements, double element_bytes) {
   switch (o.algorithm) {
-    case CollectiveAlgorithm::Ring: return ring_all_reduce(ranks, elements, element_bytes, o.slices);
-    case CollectiveAlgorithm::Tree: return tree_all_reduce(ranks, elements, element_bytes);
-    case CollectiveAlgorithm::HalvingDoubling: return halving_doubling_all_reduce(ranks, elements, element_bytes);
-    case CollectiveAlgorithm::Direct: return direct_all_reduce(ranks, elements, element_bytes);
+    case CollectiveAlgorithm::Ring:
+      return ring_all_reduce(ranks, elements, element_bytes, o.slices);
+    case CollectiveAlgorithm::Tree:
+      return tree_all_reduce(ranks, elements, element_bytes);
+    case CollectiveAlgorithm::HalvingDoubling:
+      return halving_doubling_all_reduce(ranks, elements, element_bytes);
+    case CollectiveAlgorithm::Direct:
+      return direct_all_reduce(ranks, elements, element_bytes);
     case CollectiveAlgorithm::ParameterServer:
       return parameter_server_all_reduce(ranks, elements, element_bytes, o.server);
     case CollectiveAlgorithm::Hierarchical:

@@ -17,9 +17,8 @@ namespace {
 int64_t block_elements(const char* what, int ranks, int64_t elements, double element_bytes) {
   check_sizes(what, ranks, elements, element_bytes);
   if (elements % ranks != 0)
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(elements) +
-                                " elements do not split into " + std::to_string(ranks) +
-                                " equal blocks; pad the buffer to a multiple of the ranks");
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(elements) + " elements do not split into " +
+                                std::to_string(ranks) + " equal blocks; pad the buffer to a multiple of the ranks");
   return elements / ranks;
 }
 

@@ -107,9 +107,7 @@ CollectivePlan ring_all_gather(int ranks, int64_t elements, double element_bytes
   std::vector<int> ring(p);
   for (int r = 0; r < p; ++r) ring[r] = r;
   // In step k rank r forwards block r - k (its own at k = 0), received from r - 1 in step k - 1.
-  auto block_of = [&](int r, int k) {
-    return std::pair<int64_t, int64_t>{((r - k) % p + p) % p * elements, elements};
-  };
+  auto block_of = [&](int r, int k) { return std::pair<int64_t, int64_t>{((r - k) % p + p) % p * elements, elements}; };
   ring_steps(plan, ring, p - 1, slices, block_of, element_bytes, [](int) { return ChunkOp::Copy; }, {});
   return plan;
 }
@@ -150,8 +148,8 @@ CollectivePlan ring_broadcast(int ranks, int64_t elements, double element_bytes)
   for (int r = 0; r + 1 < ranks; ++r) {
     for (int64_t j = 0; j < pieces; ++j) {
       const int64_t begin = part_begin(j, pieces, elements);
-      CollectiveMessage m = chunk(r, r + 1, begin, begin, part_begin(j + 1, pieces, elements) - begin, element_bytes,
-                                  ChunkOp::Copy);
+      CollectiveMessage m =
+          chunk(r, r + 1, begin, begin, part_begin(j + 1, pieces, elements) - begin, element_bytes, ChunkOp::Copy);
       if (arrived[j] >= 0) m.after = {arrived[j]};
       arrived[j] = add(plan, std::move(m));
     }
@@ -161,8 +159,8 @@ CollectivePlan ring_broadcast(int ranks, int64_t elements, double element_bytes)
 
 namespace plan_builder {
 
-void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements,
-                           double element_bytes, int slices, const std::vector<std::vector<int>>& wait_for) {
+void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements, double element_bytes,
+                           int slices, const std::vector<std::vector<int>>& wait_for) {
   const int p = static_cast<int>(ring.size());
   if (p < 2) return;
   // Chunk c covers [c*n/p, (c+1)*n/p); in step k position r sends chunk r - k.

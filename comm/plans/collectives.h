@@ -12,13 +12,13 @@ enum class ChunkOp { Reduce, Copy };  // receiver adds the chunk, or overwrites 
 // Every rank works on one flat buffer; a message carries elements [offset, offset + count)
 // of the sender's buffer into [dst_offset, dst_offset + count) of the receiver's.
 struct CollectiveMessage {
-  int src = 0, dst = 0;        // ranks
-  int64_t offset = 0;          // first element of the chunk in the sender's buffer
-  int64_t dst_offset = 0;      // where it lands in the receiver's buffer
-  int64_t count = 0;           // elements in the chunk
-  uint64_t bytes = 0;          // count x element size, rounded up (elements may be 4-bit)
+  int src = 0, dst = 0;    // ranks
+  int64_t offset = 0;      // first element of the chunk in the sender's buffer
+  int64_t dst_offset = 0;  // where it lands in the receiver's buffer
+  int64_t count = 0;       // elements in the chunk
+  uint64_t bytes = 0;      // count x element size, rounded up (elements may be 4-bit)
   ChunkOp op = ChunkOp::Copy;
-  std::vector<int> after;      // messages that must reach src before it may send this one
+  std::vector<int> after;  // messages that must reach src before it may send this one
 };
 
 struct CollectivePlan {

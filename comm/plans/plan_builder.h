@@ -28,7 +28,7 @@ CollectivePlan empty_plan(int ranks);
 // Appends a ring all-reduce of the whole buffer among the plan ranks `ring` (in ring order,
 // `slices` pieces per chunk); position i's messages also wait for wait_for[i] (empty:
 // nothing). Used on its own by the ring and among cluster leaders by the hierarchical plan.
-void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements,
-                           double element_bytes, int slices, const std::vector<std::vector<int>>& wait_for);
+void ring_all_reduce_among(CollectivePlan& plan, const std::vector<int>& ring, int64_t elements, double element_bytes,
+                           int slices, const std::vector<std::vector<int>>& wait_for);
 
 }  // namespace testbed::plan_builder

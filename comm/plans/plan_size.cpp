@@ -27,7 +27,8 @@ PlanSize all_reduce_size(const CollectiveOptions& o, int ranks) {
   const int64_t p = ranks, s = o.slices;
   if (p < 2) return {};
   switch (o.algorithm) {
-    case CollectiveAlgorithm::Ring: return ring_all_reduce_size(p, s);
+    case CollectiveAlgorithm::Ring:
+      return ring_all_reduce_size(p, s);
     case CollectiveAlgorithm::Tree:
       // Two trees of p - 1 edges, each edge once up and once down. Up: a message waits for its
       // sender's children (every position but the root's one child is someone's child below the
@@ -87,8 +88,8 @@ double plan_memory_bytes(const PlanSize& size, int ranks) {
   // for its `after` list. A run: PlanRunner's unmet count, sent flag and outgoing entry, its
   // reverse list (vector and chunk), and CollectiveRun's payload handle and lost-range vector.
   const double plan_per_message = sizeof(CollectiveMessage) + sizeof(int) + 32;
-  const double run_per_message = sizeof(int) + 1 + sizeof(int) + sizeof(std::vector<int>) + 32 + 8 +
-                                 sizeof(std::vector<int>);
+  const double run_per_message =
+      sizeof(int) + 1 + sizeof(int) + sizeof(std::vector<int>) + 32 + 8 + sizeof(std::vector<int>);
   // Each wait is an int in the plan's `after` list and again in the runner's reverse list.
   const double per_wait = 2 * sizeof(int);
   const double per_rank = 4 * sizeof(std::vector<int>);  // inbox, outgoing, early arrivals, buffers

@@ -9,19 +9,18 @@
 
 namespace testbed {
 
-CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts,
-                             Network& network, uint64_t& next_message_id, CollectiveHooks hooks,
-                             MessageTransport transport)
+CollectiveRun::CollectiveRun(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts, Network& network,
+                             uint64_t& next_message_id, CollectiveHooks hooks, MessageTransport transport)
     : plan_(plan),
       hooks_(std::move(hooks)),
-      runner_(plan, std::move(hosts), network, next_message_id, transport,
-              {[this](int m) {  // the chunk as it is when it leaves
-                 const auto& msg = plan_->messages[m];
-                 if (!hooks_.values) return;
-                 payloads_[m] = buffer(msg.src).slice(0, msg.offset, msg.offset + msg.count).clone();
-               },
-               [this](int m, const Delivery& d) { arrive(m, d); },
-               [this](int rank) { check_done(rank); }, hooks_.later}) {
+      runner_(
+          plan, std::move(hosts), network, next_message_id, transport,
+          {[this](int m) {  // the chunk as it is when it leaves
+             const auto& msg = plan_->messages[m];
+             if (!hooks_.values) return;
+             payloads_[m] = buffer(msg.src).slice(0, msg.offset, msg.offset + msg.count).clone();
+           },
+           [this](int m, const Delivery& d) { arrive(m, d); }, [this](int rank) { check_done(rank); }, hooks_.later}) {
   const size_t m = plan_->messages.size();
   const int p = plan_->ranks;
   buffers_.resize(p);

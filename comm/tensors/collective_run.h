@@ -16,8 +16,8 @@
 namespace testbed {
 
 struct CollectiveHooks {
-  std::function<void(int rank)> rank_done;                // the rank's buffer holds the result
-  std::function<void(const Delivery&)> delivered;         // every message, for the log
+  std::function<void(int rank)> rank_done;         // the rank's buffer holds the result
+  std::function<void(const Delivery&)> delivered;  // every message, for the log
   // A run spread over processes (docs/scale-out.md): every process moves every rank's values
   // (so each rank's result is the one-process result, bit for bit), with another process's
   // rank entering with a buffer that is still arriving from there: `await` is called once per
@@ -54,14 +54,14 @@ class CollectiveRun {
   CollectiveHooks hooks_;
   PlanRunner runner_;  // when each message leaves; this class moves the values
 
-  std::vector<torch::Tensor> buffers_;                // per rank; undefined until it enters
-  std::vector<torch::Tensor> arrived_;                // per rank: see enter()
-  std::vector<std::vector<ElementRange>> lost_;       // per message: elements the network lost
-  std::vector<torch::Tensor> payloads_;               // per message: the chunk as sent
-  std::vector<std::vector<int>> early_;               // per rank: arrived before the rank entered
-  std::vector<size_t> applied_;                       // per rank
+  std::vector<torch::Tensor> buffers_;           // per rank; undefined until it enters
+  std::vector<torch::Tensor> arrived_;           // per rank: see enter()
+  std::vector<std::vector<ElementRange>> lost_;  // per message: elements the network lost
+  std::vector<torch::Tensor> payloads_;          // per message: the chunk as sent
+  std::vector<std::vector<int>> early_;          // per rank: arrived before the rank entered
+  std::vector<size_t> applied_;                  // per rank
   std::vector<bool> done_;
-  std::vector<bool> awaited_;                         // per rank: its buffer has arrived
+  std::vector<bool> awaited_;  // per rank: its buffer has arrived
   int ranks_done_ = 0;
 };
 

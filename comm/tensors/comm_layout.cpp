@@ -8,15 +8,22 @@
 namespace testbed {
 
 CollectivePlan comm_plan(CommKind kind, int ranks, int64_t elements, double element_bytes,
-                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options, bool pipelined) {
+                         const std::vector<std::vector<int>>& neighbours, const CollectiveOptions& options,
+                         bool pipelined) {
   switch (kind) {
-    case CommKind::AllReduce: return all_reduce(options, ranks, elements, element_bytes);
-    case CommKind::AllGather: return all_gather(options, ranks, elements, element_bytes);
-    case CommKind::ReduceScatter: return reduce_scatter(options, ranks, elements, element_bytes);
-    case CommKind::NeighbourExchange: return neighbour_exchange(neighbours, elements, element_bytes);
+    case CommKind::AllReduce:
+      return all_reduce(options, ranks, elements, element_bytes);
+    case CommKind::AllGather:
+      return all_gather(options, ranks, elements, element_bytes);
+    case CommKind::ReduceScatter:
+      return reduce_scatter(options, ranks, elements, element_bytes);
+    case CommKind::NeighbourExchange:
+      return neighbour_exchange(neighbours, elements, element_bytes);
     case CommKind::Broadcast:
-      return pipelined ? ring_broadcast(ranks, elements, element_bytes) : direct_broadcast(ranks, elements, element_bytes);
-    case CommKind::Cut: throw std::logic_error("comm_plan: a cut's plan holds for the cloud's compute (Engine::plan_for)");
+      return pipelined ? ring_broadcast(ranks, elements, element_bytes)
+                       : direct_broadcast(ranks, elements, element_bytes);
+    case CommKind::Cut:
+      throw std::logic_error("comm_plan: a cut's plan holds for the cloud's compute (Engine::plan_for)");
   }
   throw std::logic_error("comm_plan: unknown kind");
 }

@@ -34,12 +34,14 @@ std::shared_ptr<const CollectivePlan> Communicator::plan_for(const CommOp& op, c
   const int64_t elements = op.buffer.numel();
   if (op.kind == CommKind::Cut) {
     if (settings_.cut_hold_s < 0 || participants.size() != 2 || participants[1] != settings_.nodes)
-      throw std::logic_error(settings_.algorithm + "'s cut '" + op.tag + "' is not between an edge and the cloud of a split model");
-    return std::make_shared<const CollectivePlan>(cut_exchange(elements / 2, op.bytes_per_element, settings_.cut_hold_s));
+      throw std::logic_error(settings_.algorithm + "'s cut '" + op.tag +
+                             "' is not between an edge and the cloud of a split model");
+    return std::make_shared<const CollectivePlan>(
+        cut_exchange(elements / 2, op.bytes_per_element, settings_.cut_hold_s));
   }
   const CollectiveOptions options = collective_options(settings_.choice, participants);
-  auto& plan = plans_[{static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants, elements, op.bytes_per_element,
-                       options.algorithm, options.slices, options.server, options.cluster_of}];
+  auto& plan = plans_[{static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants, elements,
+                       op.bytes_per_element, options.algorithm, options.slices, options.server, options.cluster_of}];
   if (!plan) {
     // Neighbours among the participants, in rank space.
     std::vector<std::vector<int>> neighbours(participants.size());
@@ -51,9 +53,8 @@ std::shared_ptr<const CollectivePlan> Communicator::plan_for(const CommOp& op, c
         }
       }
     }
-    plan = std::make_shared<const CollectivePlan>(
-        comm_plan(op.kind, static_cast<int>(participants.size()), elements, op.bytes_per_element, neighbours, options,
-                  op.pipelined));
+    plan = std::make_shared<const CollectivePlan>(comm_plan(op.kind, static_cast<int>(participants.size()), elements,
+                                                            op.bytes_per_element, neighbours, options, op.pipelined));
   }
   return plan;
 }
@@ -143,9 +144,9 @@ void Communicator::enter(const Key& key, int rank, const torch::Tensor& work, co
         HostTimer timer(times_.engine);
         rank_done(key, participants[r], true);
       };
-      c.lanes = std::make_unique<RingLaneRunner>(clock_, *hold, std::move(pairs), std::move(lanes),
-                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, ring.slices,
-                                                 std::move(lane_done));
+      c.lanes =
+          std::make_unique<RingLaneRunner>(clock_, *hold, std::move(pairs), std::move(lanes), ring.op.buffer.numel(),
+                                           ring.op.bytes_per_element, ring.slices, std::move(lane_done));
     } else {
       start_plan(c, key, ring.node, ring.op, ring.participants);
     }
@@ -156,8 +157,9 @@ void Communicator::enter(const Key& key, int rank, const torch::Tensor& work, co
     if (!c.lanes->all_entered()) return;
     // Timed now, and so its one row of /comm/messages (message_record.h), written when the last rank is done.
     const RingOnLanes& result = c.lanes->result();
-    c.one_row = {-1, -1, 0, EventClock::seconds(result.first_send_tick), EventClock::seconds(result.last_arrival_tick),
-                 0, key.second};
+    c.one_row = {
+        -1, -1,        0, EventClock::seconds(result.first_send_tick), EventClock::seconds(result.last_arrival_tick),
+        0,  key.second};
     for (uint64_t b : result.lane_bytes) c.one_row.bytes += b;
     return;
   }

@@ -33,17 +33,17 @@ namespace testbed {
 
 // What the communicator is built with: plain values the engine reads off the scenario.
 struct CommSettings {
-  int nodes = 0;             // the fleet: nodes 0..nodes-1 (a split model's cloud is node `nodes`)
-  CollectiveChoice choice;   // the scenario's collective: section
+  int nodes = 0;                                  // the fleet: nodes 0..nodes-1 (a split model's cloud is node `nodes`)
+  CollectiveChoice choice;                        // the scenario's collective: section
   std::vector<std::vector<int>> host_neighbours;  // per host, for neighbour exchanges
-  bool projection = false;   // workload.train false: shapes only, no value moves
+  bool projection = false;                        // workload.train false: shapes only, no value moves
   // A projection's whole-fleet ring all-reduces may be timed on lanes (network.flow_lanes; one process).
   bool lanes = false;
-  bool datagrams = false;    // network.transport udp: a neighbour exchange may lose parts
+  bool datagrams = false;  // network.transport udp: a neighbour exchange may lose parts
   // A split model (CommKind::Cut): how long the cloud holds the cut, its back half's forward
   // and backward (its update overlaps the return). Negative: there is no cloud.
   double cut_hold_s = -1;
-  std::string algorithm;     // whose ops these are, for errors
+  std::string algorithm;  // whose ops these are, for errors
 };
 
 class Communicator {
@@ -53,7 +53,7 @@ class Communicator {
     std::shared_ptr<const CollectivePlan> plan;
     std::vector<uint64_t> bytes_per_rank;  // what each participant sends in the plan
     MessageTransport transport;
-    std::unique_ptr<Network> channel;      // its messages' way: the network, or a memoized phase
+    std::unique_ptr<Network> channel;  // its messages' way: the network, or a memoized phase
     std::unique_ptr<CollectiveRun> run;
     // Or, for a ring all-reduce on lanes (ring_lanes.h), no plan: what it is until its first
     // rank enters, then the runner, or the plan when the network would not hold the lanes.
@@ -125,8 +125,7 @@ class Communicator {
   std::map<Key, Collective> collectives_;
   // By kind, participants, elements, bytes per element, algorithm, slices, server rank and
   // each rank's cluster: everything the plan depends on.
-  using PlanKey =
-      std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
+  using PlanKey = std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
   std::map<PlanKey, std::shared_ptr<const CollectivePlan>> plans_;
   uint64_t next_message_id_ = 0;
 };

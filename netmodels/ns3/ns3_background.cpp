@@ -18,9 +18,7 @@ constexpr int kUdpIpHeaderBytes = 28;  // IPv4 20 + UDP 8
 constexpr int kTcpIpHeaderBytes = 52;  // IPv4 20 + TCP 20 + timestamp option 12
 
 // "ns3::ConstantRandomVariable[Constant=<s>]": OnOff's on and off spells take fixed lengths.
-std::string constant(double seconds) {
-  return "ns3::ConstantRandomVariable[Constant=" + std::to_string(seconds) + "]";
-}
+std::string constant(double seconds) { return "ns3::ConstantRandomVariable[Constant=" + std::to_string(seconds) + "]"; }
 
 }  // namespace
 
@@ -33,8 +31,7 @@ void install_background(const ns3::NodeContainer& nodes, const std::vector<ns3::
     const std::string what = "background flow " + std::to_string(i);
     if (f.from < 0 || f.from >= nv || f.to < 0 || f.to >= nv || f.from == f.to)
       throw std::invalid_argument(what + " must join two different vertices in 0.." + std::to_string(nv - 1));
-    if (!(f.start_s >= 0) || !(f.stop_s > f.start_s))
-      throw std::invalid_argument(what + " needs 0 <= start < stop");
+    if (!(f.start_s >= 0) || !(f.stop_s > f.start_s)) throw std::invalid_argument(what + " needs 0 <= start < stop");
     if (f.kind != "bulk" && f.kind != "onoff")
       throw std::invalid_argument(what + ": unknown kind '" + f.kind + "' (valid: bulk, onoff)");
     if (f.kind == "onoff" && (!(f.rate_bps > 0) || !(f.on_s > 0) || !(f.off_s >= 0)))

@@ -24,8 +24,7 @@ class DatagramTag : public ns3::Tag {
   DatagramTag() = default;
   DatagramTag(uint64_t id, uint32_t index) : id_(id), index_(index) {}
   static ns3::TypeId GetTypeId() {
-    static ns3::TypeId tid =
-        ns3::TypeId("testbed::DatagramTag").SetParent<ns3::Tag>().AddConstructor<DatagramTag>();
+    static ns3::TypeId tid = ns3::TypeId("testbed::DatagramTag").SetParent<ns3::Tag>().AddConstructor<DatagramTag>();
     return tid;
   }
   ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
@@ -84,10 +83,10 @@ Ns3Datagrams::Ns3Datagrams(const ns3::NodeContainer& nodes, int hosts, std::vect
       if (*alive) on_receive(s);
     }));
     // A full receive buffer drops too (it should not happen: every datagram is read at once).
-    socket->TraceConnectWithoutContext("Drop", Callback<void, Ptr<const Packet>>([this, alive = alive_](
-                                                                                    Ptr<const Packet> p) {
-      if (*alive) settle(p, Fate::Lost);
-    }));
+    socket->TraceConnectWithoutContext("Drop",
+                                       Callback<void, Ptr<const Packet>>([this, alive = alive_](Ptr<const Packet> p) {
+                                         if (*alive) settle(p, Fate::Lost);
+                                       }));
     sockets_.push_back(socket);
   }
 
@@ -108,11 +107,11 @@ Ns3Datagrams::Ns3Datagrams(const ns3::NodeContainer& nodes, int hosts, std::vect
     }
     if (auto ip = node->GetObject<Ipv4L3Protocol>()) {
       ip->TraceConnectWithoutContext(
-          "Drop", Callback<void, const Ipv4Header&, Ptr<const Packet>, Ipv4L3Protocol::DropReason, Ptr<Ipv4>,
-                           uint32_t>([this, alive = alive_](const Ipv4Header&, Ptr<const Packet> p,
-                                                            Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t) {
-            if (*alive) settle(p, Fate::Lost);
-          }));
+          "Drop", Callback<void, const Ipv4Header&, Ptr<const Packet>, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t>(
+                      [this, alive = alive_](const Ipv4Header&, Ptr<const Packet> p, Ipv4L3Protocol::DropReason,
+                                             Ptr<Ipv4>, uint32_t) {
+                        if (*alive) settle(p, Fate::Lost);
+                      }));
     }
   }
 }
@@ -174,9 +173,8 @@ void Ns3Datagrams::transmit(uint64_t id, uint32_t index) {
   auto it = in_flight_.find(id);
   if (it == in_flight_.end()) return;
   const InFlight& f = it->second;
-  const uint64_t payload = index + 1 < f.split.count
-                               ? f.split.bytes_per_datagram
-                               : f.message.bytes - uint64_t{index} * f.split.bytes_per_datagram;
+  const uint64_t payload = index + 1 < f.split.count ? f.split.bytes_per_datagram
+                                                     : f.message.bytes - uint64_t{index} * f.split.bytes_per_datagram;
   auto packet = Create<Packet>(static_cast<uint32_t>(payload));  // zero-filled: ns-3 stores no bytes
   packet->AddPacketTag(DatagramTag(id, index));
   const int sent =

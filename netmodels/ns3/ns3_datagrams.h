@@ -32,8 +32,7 @@ class Ns3Datagrams {
 
   // Opens a UDP socket on each of the first `hosts` nodes and watches every point-to-point
   // device of `nodes` for the drops that decide a datagram's fate. Build after routing.
-  Ns3Datagrams(const ns3::NodeContainer& nodes, int hosts, std::vector<ns3::Ipv4Address> host_address,
-               int mtu);
+  Ns3Datagrams(const ns3::NodeContainer& nodes, int hosts, std::vector<ns3::Ipv4Address> host_address, int mtu);
   ~Ns3Datagrams();
   Ns3Datagrams(const Ns3Datagrams&) = delete;
   Ns3Datagrams& operator=(const Ns3Datagrams&) = delete;
@@ -62,7 +61,7 @@ class Ns3Datagrams {
   int hosts_;
   std::vector<ns3::Ipv4Address> host_address_;
   uint64_t max_payload_;
-  std::vector<ns3::Ptr<ns3::Socket>> sockets_;  // per host: sends and receives
+  std::vector<ns3::Ptr<ns3::Socket>> sockets_;                    // per host: sends and receives
   std::map<ns3::Ptr<ns3::NetDevice>, ns3::Time> device_free_at_;  // pacing: when the last datagram is out
   std::unordered_map<uint64_t, InFlight> in_flight_;
   // Trace sinks and events outlive this object inside ns-3; they check it first.

@@ -103,8 +103,7 @@ void install_faults(const ns3::NodeContainer& nodes, const Topology& topology, c
                                     std::to_string(f.b));
       ends = {{f.a, f.b}, {f.b, f.a}};
     }
-    if (!(f.up_s > f.down_s) || f.down_s < 0)
-      throw std::invalid_argument("fault interval must have 0 <= start < end");
+    if (!(f.up_s > f.down_s) || f.down_s < 0) throw std::invalid_argument("fault interval must have 0 <= start < end");
     for (const auto& end : ends)
       if (!states->count(end)) (*states)[end] = State{interfaces_of(nodes, end.first).at(end.second), 0};
     Simulator::Schedule(Seconds(f.down_s) - Simulator::Now(), [hold, ends] { hold(ends, +1); });

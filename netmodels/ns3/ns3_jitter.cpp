@@ -43,8 +43,8 @@ bool JitterChannel::TransmitStart(ns3::Ptr<const ns3::Packet> p, ns3::Ptr<ns3::P
   const ns3::Time arrival = std::max(drawn, last_arrival_[wire]);
   last_arrival_[wire] = arrival;
   ns3::Ptr<ns3::PointToPointNetDevice> dst = GetDestination(wire);
-  ns3::Simulator::ScheduleWithContext(dst->GetNode()->GetId(), arrival - now, &ns3::PointToPointNetDevice::Receive,
-                                      dst, p->Copy());
+  ns3::Simulator::ScheduleWithContext(dst->GetNode()->GetId(), arrival - now, &ns3::PointToPointNetDevice::Receive, dst,
+                                      p->Copy());
   return true;
 }
 

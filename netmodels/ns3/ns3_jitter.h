@@ -5,8 +5,8 @@
 // does not compile there (netmodels/CMakeLists.txt).
 #include <ns3/net-device-container.h>
 #include <ns3/node.h>
-#include <ns3/point-to-point-net-device.h>  // before the channel, which uses it whole
 #include <ns3/point-to-point-channel.h>
+#include <ns3/point-to-point-net-device.h>  // before the channel, which uses it whole
 #include <ns3/random-variable-stream.h>
 
 #include <cstdint>

@@ -87,9 +87,9 @@ void configure_link_devices(const ns3::NetDeviceContainer& devices, int a, int b
     const double rate = link.rate_bps(ends[i], ends[1 - i]);
     device->SetDataRate(DataRate(static_cast<uint64_t>(rate)));
     const uint64_t bytes = device_queue_bytes(rate, link.latency_s, options);
-    device->GetQueue()->SetMaxSize(bytes > 0 ? QueueSize(QueueSizeUnit::BYTES, static_cast<uint32_t>(
-                                                   std::min<uint64_t>(bytes, UINT32_MAX)))
-                                             : QueueSize(QueueSizeUnit::PACKETS, options.queue_packets));
+    device->GetQueue()->SetMaxSize(
+        bytes > 0 ? QueueSize(QueueSizeUnit::BYTES, static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX)))
+                  : QueueSize(QueueSizeUnit::PACKETS, options.queue_packets));
   }
   if (link.gilbert_elliott && link.p_good_bad > 0) {
     for (uint32_t i = 0; i < devices.GetN(); ++i) {
@@ -108,7 +108,8 @@ void configure_link_devices(const ns3::NetDeviceContainer& devices, int a, int b
   }
   if (link.jitter_s > 0) {
     auto channel = DynamicCast<JitterChannel>(devices.Get(0)->GetChannel());
-    if (!channel) throw std::logic_error("a link with jitter needs its devices on a JitterChannel (install_jitter_link)");
+    if (!channel)
+      throw std::logic_error("a link with jitter needs its devices on a JitterChannel (install_jitter_link)");
     stream += channel->AssignStreams(stream);
   }
 }

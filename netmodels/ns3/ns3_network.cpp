@@ -16,13 +16,13 @@
 #include <unordered_map>
 
 #include "netmodels/network_hold.h"
-#include "netmodels/ns3/ns3_tcp.h"
 #include "netmodels/ns3/ns3_background.h"
 #include "netmodels/ns3/ns3_datagrams.h"
 #include "netmodels/ns3/ns3_faults.h"
 #include "netmodels/ns3/ns3_jitter.h"
 #include "netmodels/ns3/ns3_links.h"
 #include "netmodels/ns3/ns3_routing.h"
+#include "netmodels/ns3/ns3_tcp.h"
 #include "netmodels/ns3/ns3_traces.h"
 #include "topologies/routing.h"
 
@@ -101,7 +101,7 @@ class Ns3Network final : public Network, public NetworkHold {
   // An ACK on its way back to the sender (ns-3 times), seen leaving the receiver.
   struct AckInFlight {
     int64_t sent = 0;
-    uint32_t ack = 0;   // its acknowledgement number
+    uint32_t ack = 0;    // its acknowledgement number
     uint32_t bytes = 0;  // the packet's size at TCP (header and options)
   };
   struct AckTail {
@@ -161,9 +161,9 @@ class Ns3Network final : public Network, public NetworkHold {
   // Hold the clock whenever nothing is undelivered (Ns3Options::hold_when_idle) where nothing
   // but the traffic moves the network: memoizable, and no trace that reads ns-3's own time.
   bool holds_ = false;
-  int64_t held_at_ = 0;  // engine ticks the held world stands for (shift_held moves it)
-  uint64_t undelivered_ = 0;  // messages accepted by send() and not yet handed back
-  uint64_t messages_ = 0;     // messages accepted by send()
+  int64_t held_at_ = 0;                      // engine ticks the held world stands for (shift_held moves it)
+  uint64_t undelivered_ = 0;                 // messages accepted by send() and not yet handed back
+  uint64_t messages_ = 0;                    // messages accepted by send()
   std::unique_ptr<Ns3Datagrams> datagrams_;  // transport udp: loss-tolerant messages
   std::unique_ptr<ns3::FlowMonitorHelper> flowmon_helper_;  // owns the classifier the XML names flows by
   ns3::Ptr<ns3::FlowMonitor> flowmon_;
@@ -310,8 +310,9 @@ std::vector<ns3::Ipv4Address> Ns3Network::build_links(ns3::PointToPointHelper& p
     for (int i = 0; i < 2; ++i) {
       if (options_.count_link_bytes)
         devices.Get(i)->TraceConnectWithoutContext(
-            "PhyTxEnd", Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
-                                                               Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
+            "PhyTxEnd",
+            Callback<void, Ptr<const Packet>>([count = link_bytes_, key = std::make_pair(ends[i], ends[1 - i])](
+                                                  Ptr<const Packet> p) { (*count)[key] += p->GetSize(); }));
       const Ipv4Address address = interfaces.GetAddress(i);
       vertex_of_address_[address.Get()] = ends[i];
       if (ends[i] < hosts_ && host_address_[ends[i]] == Ipv4Address()) host_address_[ends[i]] = address;
@@ -335,10 +336,9 @@ void Ns3Network::listen_at(int vertex) {
   auto listener = Socket::CreateSocket(nodes_.Get(vertex), TcpSocketFactory::GetTypeId());
   listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), kPort));
   listener->Listen();
-  listener->SetAcceptCallback(
-      MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
-      Callback<void, Ptr<Socket>, const Address&>(
-          [this, vertex](Ptr<Socket> s, const Address& from) { on_accept(vertex, s, from); }));
+  listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                              Callback<void, Ptr<Socket>, const Address&>(
+                                  [this, vertex](Ptr<Socket> s, const Address& from) { on_accept(vertex, s, from); }));
   listeners_.push_back(listener);
 }
 
@@ -357,8 +357,7 @@ Ns3Network::~Ns3Network() {
   for (auto& s : accepted_) s->SetRecvCallback(MakeNullCallback<void, Ptr<Socket>>());
   for (auto& [key, c] : connections_) {
     c->tx->SetSendCallback(MakeNullCallback<void, Ptr<Socket>, uint32_t>());
-    c->tx->SetConnectCallback(MakeNullCallback<void, Ptr<Socket>>(),
-                              MakeNullCallback<void, Ptr<Socket>>());
+    c->tx->SetConnectCallback(MakeNullCallback<void, Ptr<Socket>>(), MakeNullCallback<void, Ptr<Socket>>());
   }
 }
 
@@ -375,8 +374,7 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
   UintegerValue initial_cwnd;
   tcp_socket->GetAttribute("InitialCwnd", initial_cwnd);
   c.tcp = CreateObject<LinuxTcpBehaviour>(congestion_control_.Create<TcpCongestionOps>(),
-                                          options_.slow_start_after_idle,
-                                          static_cast<uint32_t>(initial_cwnd.Get()));
+                                          options_.slow_start_after_idle, static_cast<uint32_t>(initial_cwnd.Get()));
   tcp_socket->SetCongestionControlAlgorithm(c.tcp);
   // The last data sent and the current RTO decide a restart after idle (ns3_tcp.h).
   tcp_socket->TraceConnectWithoutContext(
@@ -406,13 +404,10 @@ Ns3Network::Connection& Ns3Network::connection(int src, int dst) {
     c.tx->Bind();
   }
   auto refill = [this, &c](Ptr<Socket>) { fill(c); };
-  c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill),
-                           Callback<void, Ptr<Socket>>([src, dst](Ptr<Socket>) {
-                             NS_FATAL_ERROR("ns3 network: TCP connection " << src << " -> "
-                                                                           << dst << " failed");
+  c.tx->SetConnectCallback(Callback<void, Ptr<Socket>>(refill), Callback<void, Ptr<Socket>>([src, dst](Ptr<Socket>) {
+                             NS_FATAL_ERROR("ns3 network: TCP connection " << src << " -> " << dst << " failed");
                            }));
-  c.tx->SetSendCallback(Callback<void, Ptr<Socket>, uint32_t>(
-      [this, &c](Ptr<Socket>, uint32_t) { fill(c); }));
+  c.tx->SetSendCallback(Callback<void, Ptr<Socket>, uint32_t>([this, &c](Ptr<Socket>, uint32_t) { fill(c); }));
   c.tx->Connect(InetSocketAddress(endpoint_address_[dst], kPort));
   return c;
 }
@@ -422,8 +417,7 @@ void Ns3Network::fill(Connection& c) {
   while (c.written < c.enqueued) {
     const uint32_t room = c.tx->GetTxAvailable();
     if (room == 0) return;  // the send callback calls again when ACKs free space
-    const uint32_t n = static_cast<uint32_t>(
-        std::min<uint64_t>({c.enqueued - c.written, segment_, room}));
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({c.enqueued - c.written, segment_, room}));
     // Zero-filled packets: ns-3 stores no payload bytes for them.
     const int sent = c.tx->Send(ns3::Create<ns3::Packet>(n));
     if (sent <= 0) return;
@@ -446,8 +440,7 @@ void Ns3Network::on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Add
                   tail->acks.push_back({Simulator::Now().GetTimeStep(), h.GetAckNumber().GetValue(),
                                         p->GetSize() + h.GetSerializedSize()});
                 }));
-  socket->SetRecvCallback(Callback<void, Ptr<Socket>>(
-      [this, &c](Ptr<Socket> s) { on_receive(c, s); }));
+  socket->SetRecvCallback(Callback<void, Ptr<Socket>>([this, &c](Ptr<Socket> s) { on_receive(c, s); }));
 }
 
 void Ns3Network::on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket) {
@@ -480,8 +473,8 @@ void Ns3Network::deliver_later(Pending p, double delay_s) {
 void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   const int vertices = topology_.num_vertices();
   if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
-    throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) +
-                                " names a vertex outside 0.." + std::to_string(vertices - 1));
+    throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) + " names a vertex outside 0.." +
+                                std::to_string(vertices - 1));
   // A held network first catches up with the time it has been held.
   if (clock_.network_held()) clock_.resume_network();
   Pending p{message, 0, clock_.now(), std::move(on_delivered)};
@@ -621,8 +614,7 @@ bool static_links(const Topology& topology, const Ns3Options& options) {
   return true;
 }
 
-std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
-                                          const Ns3Options& options) {
+std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology, const Ns3Options& options) {
   return std::make_unique<Ns3Network>(clock, topology, options);
 }
 

@@ -27,7 +27,6 @@ double ns3_drop_fraction(const LinkSpec& link, int packets, uint64_t seed);
 // between a pair of hosts are opened at first use and kept for the run, and a
 // connection delivers its messages in order. Must be destroyed before `clock`;
 // build at most one per clock (ns-3 nodes and addresses live until Simulator::Destroy).
-std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology,
-                                          const Ns3Options& options);
+std::unique_ptr<Network> make_ns3_network(EventClock& clock, const Topology& topology, const Ns3Options& options);
 
 }  // namespace testbed

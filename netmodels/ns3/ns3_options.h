@@ -35,7 +35,7 @@ struct Ns3Options {
   // tcp: every message over TCP. udp: messages marked Message::datagrams go as paced UDP
   // datagrams and may lose parts (ns3_datagrams.h); all others still go over TCP.
   std::string transport = "tcp";
-  int mtu = 9000;                 // bytes; TCP segment size is mtu - 52
+  int mtu = 9000;  // bytes; TCP segment size is mtu - 52
   // DropTail queue of each device (one per link direction): queue_bdp x the direction's
   // bandwidth x twice the link's latency, at least kMinQueuePackets MTU-sized packets
   // (netmodels/ns3/ns3_links.cpp says why); queue_bytes instead when > 0; queue_packets packets
@@ -43,18 +43,18 @@ struct Ns3Options {
   double queue_bdp = 1.5;
   uint64_t queue_bytes = 0;
   int queue_packets = 0;
-  double min_rto_s = 0.2;         // TcpSocketBase::MinRto
+  double min_rto_s = 0.2;  // TcpSocketBase::MinRto
   // Receiver ACK policy: false acknowledges every segment; true is ns-3's (and RFC 1122's)
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
   bool delayed_ack = false;
-  double syn_timeout_s = 1.0;     // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
-  std::string tcp = "newreno";    // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3/ns3_tcp.h)
+  double syn_timeout_s = 1.0;         // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
+  std::string tcp = "newreno";        // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3/ns3_tcp.h)
   bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
-  uint64_t seed = 0;              // ns-3 RNG run number, for loss models
+  uint64_t seed = 0;                  // ns-3 RNG run number, for loss models
   // Which of the minimum-hop paths each (source, destination) pair's packets take
   // (netmodels/ns3/ns3_routing.h); ns-3's own global routing is not used.
   RoutingOptions routing;
-  std::vector<Fault> faults;      // outages (netmodels/ns3/ns3_faults.cpp)
+  std::vector<Fault> faults;               // outages (netmodels/ns3/ns3_faults.cpp)
   std::vector<BackgroundFlow> background;  // cross-traffic (netmodels/ns3/ns3_background.cpp)
   std::string pcap_dir;      // non-empty: pcap of every link device, <pcap_dir>/link-<vertex>-<device>.pcap
   std::string flowmon_file;  // non-empty: FlowMonitor statistics as XML there, written when the network is destroyed

@@ -22,8 +22,8 @@ class PathTable {
     ns3::Ipv4Address peer;   // the receiving vertex's address on the link
   };
 
-  PathTable(const Topology& topology, const RoutingOptions& options, std::unordered_map<uint32_t, int> vertex_of_address,
-            std::vector<ns3::Ipv4Address> stable_source)
+  PathTable(const Topology& topology, const RoutingOptions& options,
+            std::unordered_map<uint32_t, int> vertex_of_address, std::vector<ns3::Ipv4Address> stable_source)
       : topology_(topology),
         options_(options),
         vertex_of_address_(std::move(vertex_of_address)),
@@ -56,14 +56,16 @@ class PathTable {
     }
     if (next < 0) return nullptr;
     const auto hop = hops_[at].find(next);
-    if (hop == hops_[at].end()) throw std::logic_error("ns3 routing: no device from " + std::to_string(at) + " to " + std::to_string(next));
+    if (hop == hops_[at].end())
+      throw std::logic_error("ns3 routing: no device from " + std::to_string(at) + " to " + std::to_string(next));
     return &hop->second;
   }
 
  private:
   const std::vector<int>& path(int s, int d) {
     if (stale_) refresh_cuts();
-    const uint64_t key = static_cast<uint64_t>(s) * static_cast<uint64_t>(topology_.num_vertices()) + static_cast<uint64_t>(d);
+    const uint64_t key =
+        static_cast<uint64_t>(s) * static_cast<uint64_t>(topology_.num_vertices()) + static_cast<uint64_t>(d);
     auto it = paths_.find(key);
     if (it != paths_.end()) return it->second;
     std::vector<int> p;
@@ -104,8 +106,8 @@ class PathRouting final : public ns3::Ipv4RoutingProtocol {
  public:
   PathRouting(std::shared_ptr<PathTable> table, int vertex) : table_(std::move(table)), vertex_(vertex) {}
 
-  ns3::Ptr<ns3::Ipv4Route> RouteOutput(ns3::Ptr<ns3::Packet>, const ns3::Ipv4Header& header, ns3::Ptr<ns3::NetDevice> oif,
-                                       ns3::Socket::SocketErrno& error) override {
+  ns3::Ptr<ns3::Ipv4Route> RouteOutput(ns3::Ptr<ns3::Packet>, const ns3::Ipv4Header& header,
+                                       ns3::Ptr<ns3::NetDevice> oif, ns3::Socket::SocketErrno& error) override {
     const int d = table_->vertex_of(header.GetDestination());
     const PathTable::Hop* hop = d >= 0 && d != vertex_ ? table_->next_hop(vertex_, vertex_, d) : nullptr;
     if (!hop || (oif && oif != ipv4_->GetNetDevice(hop->interface))) {
@@ -118,7 +120,8 @@ class PathRouting final : public ns3::Ipv4RoutingProtocol {
   }
 
   bool RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& header, ns3::Ptr<const ns3::NetDevice> idev,
-                  UnicastForwardCallback ucb, MulticastForwardCallback, LocalDeliverCallback lcb, ErrorCallback) override {
+                  UnicastForwardCallback ucb, MulticastForwardCallback, LocalDeliverCallback lcb,
+                  ErrorCallback) override {
     // Ipv4ListRouting has delivered packets addressed to this node's incoming interface already;
     // a switch (strong end system model) leaves to this one those for its other addresses.
     const int s = table_->vertex_of(header.GetSource());
@@ -179,9 +182,10 @@ void install_path_routing(const ns3::NodeContainer& nodes, const Topology& topol
         Ptr<NetDevice> end = channel->GetDevice(k);
         if (end == device) continue;
         auto peer_ipv4 = end->GetNode()->GetObject<Ipv4>();
-        table->add_hop(static_cast<int>(v), vertex_of_node.at(end->GetNode()),
-                       static_cast<uint32_t>(ipv4->GetInterfaceForDevice(device)),
-                       peer_ipv4->GetAddress(static_cast<uint32_t>(peer_ipv4->GetInterfaceForDevice(end)), 0).GetLocal());
+        table->add_hop(
+            static_cast<int>(v), vertex_of_node.at(end->GetNode()),
+            static_cast<uint32_t>(ipv4->GetInterfaceForDevice(device)),
+            peer_ipv4->GetAddress(static_cast<uint32_t>(peer_ipv4->GetInterfaceForDevice(end)), 0).GetLocal());
       }
     }
     table->set_ipv4(static_cast<int>(v), ipv4);

@@ -1,10 +1,10 @@
 // Linux TCP behaviours on top of ns-3's congestion control, and the variant names.
 #include "netmodels/ns3/ns3_tcp.h"
 
+#include <ns3/simulator.h>
 #include <ns3/tcp-bbr.h>
 #include <ns3/tcp-cubic.h>
 #include <ns3/tcp-dctcp.h>
-#include <ns3/simulator.h>
 #include <ns3/tcp-socket-state.h>
 
 #include <algorithm>

@@ -51,8 +51,9 @@ std::vector<RateChange> read_bandwidth_trace(const std::string& path) {
     if (!time) throw TraceError(path, number, time_col, "cannot read time '" + time_text + "' (seconds, or 500ms)");
     if (!(*time >= 0)) throw TraceError(path, number, time_col, "time " + time_text + " is before 0");
     if (!out.empty() && !(*time > out.back().time_s))
-      throw TraceError(path, number, time_col,
-                       "time " + time_text + " is not after the previous row's " + format_number(out.back().time_s) + " s");
+      throw TraceError(
+          path, number, time_col,
+          "time " + time_text + " is not after the previous row's " + format_number(out.back().time_s) + " s");
     const auto rate = parse_bandwidth_bps(rate_text);
     if (!rate) throw TraceError(path, number, rate_col, "cannot read bandwidth '" + rate_text + "' (100Mbps, or bps)");
     if (!(*rate > 0 && *rate < 1e15))

@@ -14,7 +14,10 @@ class TraceError : public std::invalid_argument {
  public:
   TraceError(std::string path, int line, int col, const std::string& message)
       : std::invalid_argument(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + message),
-        path(std::move(path)), line(line), col(col), message(message) {}
+        path(std::move(path)),
+        line(line),
+        col(col),
+        message(message) {}
   std::string path;
   int line, col;
   std::string message;

@@ -120,8 +120,8 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
   if (s.compute.attention == "flash") {
     shapes.layers = fused_attention(model.layers);
     if (model.cut_layer >= 0)  // the cut's index among the fused layers
-      shapes.cut_layer = static_cast<int>(
-          fused_attention({model.layers.begin(), model.layers.begin() + model.cut_layer}).size());
+      shapes.cut_layer =
+          static_cast<int>(fused_attention({model.layers.begin(), model.layers.begin() + model.cut_layer}).size());
   }
   const int activation_bytes = dtype_bytes(s.compute.dtype);
   const bool autocast = s.compute.dtype == "bf16" || s.compute.dtype == "fp16";
@@ -147,8 +147,8 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
     l.parameters = static_cast<double>(shapes.parameters);  // the module's own count, buffers aside
     DeviceMemory m = part(s.compute.device, "", l, static_cast<double>(shapes.trainable()));
     if (s.compute.activation_checkpointing)
-      m.activations = static_cast<double>(s.workload.batch_size) * checkpointed_outputs(shapes.layers, fsdp_unit_pattern(s)) *
-                      activation_bytes;
+      m.activations = static_cast<double>(s.workload.batch_size) *
+                      checkpointed_outputs(shapes.layers, fsdp_unit_pattern(s)) * activation_bytes;
     m.optimizer += 4 * second_order_floats_per_gpu(o, shapes.second_order, s.nodes);
     // Replica groups (docs/replica_groups.md): a GPU keeps its slice of what its group shards,
     // and of the algorithm's vectors, which it exchanges slice by slice across the groups.
@@ -178,10 +178,11 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
 }
 
 std::string device_memory_text(const DeviceMemory& m, int batch) {
-  return m.device + " holds " + gib(m.capacity) + "; " + (m.part.empty() ? "a GPU" : "the " + m.part) + " needs about " +
-         gib(m.total()) + ": weights " + gib(m.weights) + ", gradients " + gib(m.gradients) + ", optimizer state " +
-         gib(m.optimizer) + ", activations " + gib(m.activations) + " (batch " + std::to_string(batch) +
-         ", every layer's output kept for backward), the algorithm's buffers " + gib(m.algorithm);
+  return m.device + " holds " + gib(m.capacity) + "; " + (m.part.empty() ? "a GPU" : "the " + m.part) +
+         " needs about " + gib(m.total()) + ": weights " + gib(m.weights) + ", gradients " + gib(m.gradients) +
+         ", optimizer state " + gib(m.optimizer) + ", activations " + gib(m.activations) + " (batch " +
+         std::to_string(batch) + ", every layer's output kept for backward), the algorithm's buffers " +
+         gib(m.algorithm);
 }
 
 }  // namespace testbed

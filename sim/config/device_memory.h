@@ -15,13 +15,13 @@ namespace testbed {
 
 struct DeviceMemory {
   std::string device;
-  double capacity = 0;         // bytes: the preset's
-  double weights = 0;          // every parameter in fp32, plus autocast's bf16/fp16 copies of them
-  double gradients = 0;        // the trainable parameters' in fp32
-  double optimizer = 0;        // moments, momentum, a second-order optimizer's own state
-  double activations = 0;      // batch x every layer's output per sample x the dtype's bytes
-  double algorithm = 0;        // the algorithm's parameter-sized vectors and one op buffer
-  std::string part;            // "" for a whole replica; "edge" or "cloud" for a split model's half
+  double capacity = 0;     // bytes: the preset's
+  double weights = 0;      // every parameter in fp32, plus autocast's bf16/fp16 copies of them
+  double gradients = 0;    // the trainable parameters' in fp32
+  double optimizer = 0;    // moments, momentum, a second-order optimizer's own state
+  double activations = 0;  // batch x every layer's output per sample x the dtype's bytes
+  double algorithm = 0;    // the algorithm's parameter-sized vectors and one op buffer
+  std::string part;        // "" for a whole replica; "edge" or "cloud" for a split model's half
   double total() const { return weights + gradients + optimizer + activations + algorithm; }
 };
 

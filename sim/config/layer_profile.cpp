@@ -46,7 +46,9 @@ LayerProfile read_layer_profile(const std::string& path) {
       header = true;
       continue;
     }
-    if (cells.size() != 3) throw std::invalid_argument(where + "expected 3 cells (layer, forward_ms, backward_ms), got " + std::to_string(cells.size()));
+    if (cells.size() != 3)
+      throw std::invalid_argument(where + "expected 3 cells (layer, forward_ms, backward_ms), got " +
+                                  std::to_string(cells.size()));
     double ms[2];
     for (int i = 0; i < 2; ++i) {
       size_t used = 0;
@@ -98,7 +100,8 @@ std::vector<int> profile_owners(const LayerProfile& profile, const std::vector<L
   for (size_t r = 0; r < profile.rows.size(); ++r)
     if (!used[r] && static_cast<int>(r) != rest) stray.push_back(profile.rows[r].layer);
   if (!stray.empty())
-    throw std::invalid_argument(profile.path + ": rows " + some(stray) + " time no layer of this model (another model's profile?)");
+    throw std::invalid_argument(profile.path + ": rows " + some(stray) +
+                                " time no layer of this model (another model's profile?)");
   return owner;
 }
 

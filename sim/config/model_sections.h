@@ -14,7 +14,8 @@ struct GptSection {
   int layers = 0, heads = 0, width = 0, context = 0;
   int vocab = 0;
   double dropout = 0;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("preset", preset, Choices{{"tiny", "small", "gpt2_124m", "gpt2_355m", "gpt2_774m", "gpt2_1558m"}});
     v.field("vocab", vocab, Range{0, 1 << 24});
     v.field("layers", layers, Range{0, 1024});
@@ -29,7 +30,8 @@ struct GptSection {
 struct LlamaSection {
   std::string preset = "tiny";
   int layers = 0, heads = 0, kv_heads = 0, width = 0, hidden = 0, context = 0, vocab = 0;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("preset", preset, Choices{{"tiny", "1b", "7b", "intellect1_10b"}});
     v.field("layers", layers, Range{0, 1024});
     v.field("heads", heads, Range{0, 1024});
@@ -49,7 +51,8 @@ struct BertSection {
   // classification: a classifier on the pooler (trains on brown_genres); pretraining: the
   // masked-LM and next-sentence heads (projections only: the testbed has no pre-training data).
   std::string head = "classification";
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("preset", preset, Choices{{"tiny", "base", "large"}});
     v.field("head", head, Choices{{"classification", "pretraining"}});
     v.field("layers", layers, Range{0, 1024});
@@ -66,7 +69,8 @@ struct SyntheticSection {
   std::string task = "classification";  // classification | regression
   int inputs = 32, outputs = 10, hidden = 64;
   int train_samples = 20000, test_samples = 2000;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("task", task, Choices{{"classification", "regression"}});
     v.field("inputs", inputs, Range{1, 1 << 20});
     v.field("outputs", outputs, Range{1, 1 << 20});
@@ -81,7 +85,8 @@ struct AdapterSection {
   std::string kind = "none";  // none | lora | lora_fa (A frozen from a shared seed, B trains)
   int rank = 4;
   double alpha = 0;  // scale = alpha / rank; 0 means scale 1
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("kind", kind, Choices{{"none", "lora", "lora_fa"}});
     v.field("rank", rank, Range{1, 1 << 16});
     v.field("alpha", alpha, Range{0, 1e6});

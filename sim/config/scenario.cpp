@@ -50,9 +50,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.fat_tree_k = t.k;
   spec.clusters = t.clusters;
   const int clusters = std::max(1, t.clusters);
-  spec.per_cluster = t.per_cluster > 0                     ? t.per_cluster
-                     : spec.hosts % clusters == 0 ? spec.hosts / clusters
-                                                      : 0;
+  spec.per_cluster = t.per_cluster > 0 ? t.per_cluster : spec.hosts % clusters == 0 ? spec.hosts / clusters : 0;
   // A federated run on clusters: each cluster's clients and its aggregator (the host after
   // them), then the server after every cluster, in cluster 0 (sim/core/federated/federated_run.h).
   if (algorithm && algorithm->federated && t.kind == "hierarchical") {

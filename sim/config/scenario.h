@@ -32,7 +32,8 @@ struct LinkSection {
   // sim/config/bandwidth_trace.h), ns3 only.
   std::string trace = {};
   Duration jitter{0.0};  // extra per-packet delay, uniform in [0, jitter] (ns3 only)
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
@@ -47,7 +48,7 @@ struct LinkSection {
 };
 
 struct LinkOverrideSection {
-  std::vector<int> between;  // two vertex indices
+  std::vector<int> between;                    // two vertex indices
   std::optional<Bandwidth> bandwidth;          // between[0] -> between[1], and back unless:
   std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
   std::optional<Duration> latency;
@@ -56,7 +57,8 @@ struct LinkOverrideSection {
   std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
   std::optional<std::string> trace;  // as LinkSection::trace, for this link
   std::optional<Duration> jitter;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("between", between);
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
@@ -75,22 +77,23 @@ struct TopologySection {
   std::string kind = "ring";
   LinkSection link;
   std::vector<LinkOverrideSection> links;
-  int rows = 0;  // torus2d: grid rows (0: most square)
-  int k = 4;     // fat_tree: switch radix (even)
+  int rows = 0;         // torus2d: grid rows (0: most square)
+  int k = 4;            // fat_tree: switch radix (even)
   int clusters = 2;     // hierarchical: number of clusters
   int per_cluster = 0;  // hierarchical: hosts per cluster (0: nodes / clusters)
   LinkSection wan{.bandwidth = Bandwidth{1e9}, .latency = Duration{0.050}};  // hierarchical: the WAN ring
-  double p = 0.5;       // erdos_renyi: link probability
-  int degree = 4;       // watts_strogatz: lattice degree (even)
-  double beta = 0.1;    // watts_strogatz: rewiring probability
-  std::string file;     // graphml: Topology Zoo file (relative: to the scenario file)
+  double p = 0.5;                                                            // erdos_renyi: link probability
+  int degree = 4;                                                            // watts_strogatz: lattice degree (even)
+  double beta = 0.1;                                                         // watts_strogatz: rewiring probability
+  std::string file;                    // graphml: Topology Zoo file (relative: to the scenario file)
   std::vector<std::string> placement;  // graphml: node ids or labels of the hosts
   int gpus_per_host = 4;               // gpu_hosts: GPUs a host (nodes are GPUs, host h has g h .. g h + g - 1)
   // gpu_hosts: each GPU's link to its host's switch, by preset (per direction: nvlink3 300 GB/s,
   // nvlink4 450 GB/s, pcie3 16 GB/s, pcie4 32 GB/s, pcie5 64 GB/s), or `custom`: gpu_link.
   std::string interconnect = "nvlink3";
   LinkSection gpu_link{.bandwidth = Bandwidth{2.4e12}, .latency = Duration{1e-6}};
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("kind", kind, Choices{topology_kinds()});
     v.field("link", link);
     v.field("links", links);
@@ -116,7 +119,8 @@ struct FaultSection {
   std::vector<int> link;
   std::optional<int> node;
   std::vector<Duration> down;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("link", link);
     v.field("node", node);
     v.field("down", down);
@@ -134,7 +138,8 @@ struct BackgroundSection {
   Duration on{1}, off{1};
   Duration start{0};
   std::optional<Duration> stop;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("from", from, Range{0, 1e9});
     v.field("to", to, Range{0, 1e9});
     v.field("kind", kind, Choices{{"bulk", "onoff"}});
@@ -150,7 +155,8 @@ struct BackgroundSection {
 // or the alpha-beta bound.
 enum class Backend { Ns3, Flow, Analytical };
 
-template <> struct EnumNames<Backend> {
+template <>
+struct EnumNames<Backend> {
   static const std::vector<std::pair<Backend, std::string>>& all() {
     static const std::vector<std::pair<Backend, std::string>> names = {
         {Backend::Ns3, "ns3"}, {Backend::Flow, "flow"}, {Backend::Analytical, "analytical"}};
@@ -163,7 +169,7 @@ struct NetworkSection {
   std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
   std::string transport = "tcp";
   int mtu = 9000;
-  std::string queue = "1.5bdp";        // device queue: `<x>bdp` of each link direction, or bytes (256KB)
+  std::string queue = "1.5bdp";      // device queue: `<x>bdp` of each link direction, or bytes (256KB)
   std::optional<int> queue_packets;  // device queue in packets instead of `queue`
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
@@ -180,7 +186,8 @@ struct NetworkSection {
   std::string routing = "shortest";
   std::vector<FaultSection> faults;
   std::vector<BackgroundSection> background;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("backend", backend);
     v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
     v.field("transport", transport, Choices{{"tcp", "udp"}});
@@ -205,10 +212,11 @@ struct NetworkSection {
 // (hierarchical: its clusters; fat_tree: its pods).
 struct CollectiveSection {
   std::string algorithm = "ring";
-  int slices = 1;    // ring pipelining: messages per chunk (README, Collectives: why 1)
-  int server = 0;    // parameter_server: the server's node index
+  int slices = 1;  // ring pipelining: messages per chunk (README, Collectives: why 1)
+  int server = 0;  // parameter_server: the server's node index
   std::vector<std::vector<int>> clusters;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("algorithm", algorithm,
             Choices{{"ring", "tree", "halving_doubling", "direct", "parameter_server", "hierarchical"}});
     v.field("slices", slices, Range{1, 1 << 20});
@@ -232,16 +240,19 @@ struct WorkloadSection {
   BertSection bert;
   SyntheticSection synthetic;
   AdapterSection adapter;
-  std::vector<int> classes;  // keep only these labels (train and test); empty: all
+  std::vector<int> classes;     // keep only these labels (train and test); empty: all
   std::string init = "shared";  // shared | independent: every replica its own seed-derived initialisation
-  std::string init_from;  // checkpoint every replica starts from
-  int correlation_pairs = 0;  // replica pairs sampled for the correlation (0: all)
+  std::string init_from;        // checkpoint every replica starts from
+  int correlation_pairs = 0;    // replica pairs sampled for the correlation (0: all)
   // false: a projection (docs/projection.md): no replica is trained; every op is sized from the
   // model's shapes and every step timed by the compute model, so times, bytes and messages are a
   // training run's, with no loss or accuracy.
   bool train = true;
-  template <class V> void fields(V& v) {
-    v.field("model", model, Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "densenet201", "inception_v4", "vit_b_16", "gpt", "llama", "bert"}});
+  template <class V>
+  void fields(V& v) {
+    v.field("model", model,
+            Choices{{"mlp", "cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "densenet201",
+                     "inception_v4", "vit_b_16", "gpt", "llama", "bert"}});
     v.field("dataset", dataset, Choices{{"fashion_mnist", "brown", "synthetic", "imagenet_synthetic", "brown_genres"}});
     v.field("data_dir", data_dir);
     v.field("batch_size", batch_size, Range{1, 1e6});
@@ -273,18 +284,21 @@ struct OptimizerSection {
   // references' keys and defaults: eva (lzhangbv/eva; training/optimizers/eva.h), kfac and
   // dp_kfac (lzhangbv/kfac_pytorch; training/optimizers/kfac.h).
   std::optional<double> damping;  // unset: eva 0.03, kfac and dp_kfac 0.001
-  double kl_clip = 0.001;  // 0: eva re-scales to the gradient's norm; kfac does not clip
+  double kl_clip = 0.001;         // 0: eva re-scales to the gradient's norm; kfac does not clip
   double factor_decay = 0.95;
-  int kfac_batch_size = 16;                    // eva
-  std::string variant = "inverse";             // kfac: inverse | eigen
+  int kfac_batch_size = 16;                       // eva
+  std::string variant = "inverse";                // kfac: inverse | eigen
   int fac_update_freq = 1, kfac_update_freq = 1;  // kfac, dp_kfac
   bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
   // Whether the algorithm averages the gradient every step, so that a second-order optimizer's
   // own messages travel beside it (training/optimizers/second_order_sync.h); elsewhere K-FAC and
   // Eva precondition alone on each node.
-  static bool sends_second_order_messages(const std::string& algorithm) { return algorithm == "ddp" || algorithm == "dear"; }
+  static bool sends_second_order_messages(const std::string& algorithm) {
+    return algorithm == "ddp" || algorithm == "dear";
+  }
   double damping_or_default() const { return damping.value_or(name == "eva" ? 0.03 : 0.001); }
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva", "kfac", "dp_kfac"}});
     v.field("lr", lr, Range{0, 1e3, true});
     v.field("weight_decay", weight_decay, Range{0, 1e3});
@@ -306,7 +320,8 @@ struct OptimizerSection {
 struct AlgorithmSection {
   std::string name = "ddp";
   AlgorithmOptions options;  // the keys of `name`'s registry entry (training/algorithms/*_options.h)
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("name", name, Choices{algorithm_names()});
     // Once the name is read, its own keys (with their defaults) are the ones to read or write.
     const AlgorithmEntry* entry = find_algorithm(name);
@@ -327,7 +342,8 @@ struct AlgorithmSection {
 // model's FLOPs and bytes on a device, a GPU's measured layer times, or this host's time scaled.
 enum class ComputeKind { Fixed, Flops, Profile, Measured };
 
-template <> struct EnumNames<ComputeKind> {
+template <>
+struct EnumNames<ComputeKind> {
   static const std::vector<std::pair<ComputeKind, std::string>>& all() {
     static const std::vector<std::pair<ComputeKind, std::string>> names = {{ComputeKind::Fixed, "fixed"},
                                                                            {ComputeKind::Flops, "flops"},
@@ -342,23 +358,24 @@ struct ComputeSection {
   // profile: a CSV of measured per-layer times (sim/config/layer_profile.h), split within a row
   // by the roofline of compute.device.
   std::string file;
-  Duration step_time{0.1};       // fixed: seconds per step
+  Duration step_time{0.1};  // fixed: seconds per step
   std::string device = "rtx4090";
-  std::string dtype = "fp32";    // flops: training precision (fp32 tf32 bf16 fp16); picks the preset's peak and bytes per element
-  FlopRate peak_flops{0};         // overrides the device preset when > 0 (e.g. 312TFLOPS)
-  ByteRate memory_bandwidth{0};   // overrides the preset when > 0 (e.g. 3.35TB/s)
+  std::string dtype =
+      "fp32";  // flops: training precision (fp32 tf32 bf16 fp16); picks the preset's peak and bytes per element
+  FlopRate peak_flops{0};                  // overrides the device preset when > 0 (e.g. 312TFLOPS)
+  ByteRate memory_bandwidth{0};            // overrides the preset when > 0 (e.g. 3.35TB/s)
   std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
   // flops: the calibrated efficiencies of the device preset (sim/core/compute/device_efficiency.h),
   // each overridable; `mfu` instead puts every GEMM and convolution at that share of the peak
   // and memory passes at the full bandwidth (the flat model).
   std::optional<double> mfu;
   std::optional<double> gemm_efficiency, convolution_efficiency, memory_efficiency;
-  double measured_scale = 1.0;   // measured: host seconds x scale (not deterministic)
+  double measured_scale = 1.0;  // measured: host seconds x scale (not deterministic)
   // Heterogeneous fleets: node n runs 1/speed[n] as long (list shorter than nodes: cycled),
   // or speeds drawn uniformly from [speed_min, speed_max] by seed when the list is empty.
   std::vector<double> speeds;
   double speed_min = 1, speed_max = 1;
-  double straggler_sigma = 0;    // each step x lognormal(0, sigma), seeded per node and step
+  double straggler_sigma = 0;  // each step x lognormal(0, sigma), seeded per node and step
   // flops: what a GPU holds against the device's memory (sim/config/device_memory.h): a run
   // over it is refused (error), said on stderr (warn: for what the testbed does not model,
   // such as offload to host memory), or not checked (off).
@@ -373,7 +390,8 @@ struct ComputeSection {
   // stages, as FSDP's default units): a block keeps only its input for backward, and its
   // forward runs again before its backward.
   bool activation_checkpointing = false;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("model", model);
     v.field("file", file);
     v.field("step_time", step_time, Range{0, 1e6});
@@ -419,7 +437,8 @@ struct ReplicaGroupSection {
   // (MixedPrecisionPolicy's reduce_dtype=float32, as INTELLECT-1's code sets it).
   std::string reduce_dtype = "param";
   bool grouped() const { return gpus > 1; }
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("gpus", gpus, Range{1, 1e5});
     v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2", "fsdp"}});
     v.field("unit", unit);
@@ -431,7 +450,8 @@ struct OutputSection {
   std::string path;        // default: results/<name>.h5
   std::string checkpoint;  // where to save the averaged model at the end (empty: nowhere)
   int resume_every = 0;    // steps between resume checkpoints in <path>.resume/ (0: none)
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("path", path);
     v.field("checkpoint", checkpoint);
     v.field("resume_every", resume_every, Range{0, 1e9});
@@ -458,7 +478,8 @@ struct Scenario {
   OutputSection output;
   // The algorithm's nodes: the groups (nodes / replica_group.gpus), or the nodes themselves.
   int groups() const { return nodes / std::max(1, replica_group.gpus); }
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("name", name, FileName{});
     v.field("seed", seed);
     v.field("nodes", nodes, Range{1, 1e5});

@@ -17,12 +17,13 @@ namespace {
 // Lists every dotted key of a section (not inside lists), for the reader's wrong-level hints.
 class KeyLister {
  public:
-  explicit KeyLister(std::vector<std::string>& keys, std::string prefix = "") : keys_(keys), prefix_(std::move(prefix)) {}
+  explicit KeyLister(std::vector<std::string>& keys, std::string prefix = "")
+      : keys_(keys), prefix_(std::move(prefix)) {}
   template <class T, class... Check>
   void field(const char* key, T& value, const Check&...) {
     const std::string path = prefix_ + key;
     keys_.push_back(path);
-    if constexpr (requires(KeyLister& l) { value.fields(l); }) {
+    if constexpr (requires(KeyLister & l) { value.fields(l); }) {
       KeyLister sub(keys_, path + ".");
       value.fields(sub);
     }

@@ -41,10 +41,12 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
     notes["compute.device"] = "preset: " + peaks + format_byte_rate(p->memory_bandwidth) + ", " +
                               format_duration(p->launch_latency) + " a kernel launch";
     if (c.peak_flops.flops == 0)
-      notes["compute.peak_flops"] = "0: the preset's " + c.dtype + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
+      notes["compute.peak_flops"] =
+          "0: the preset's " + c.dtype + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
     if (c.memory_bandwidth.bytes_per_s == 0)
       notes["compute.memory_bandwidth"] = "0: the preset's, " + format_byte_rate(p->memory_bandwidth);
-    if (!c.launch_latency) notes["compute.launch_latency"] = "unset: the preset's, " + format_duration(p->launch_latency);
+    if (!c.launch_latency)
+      notes["compute.launch_latency"] = "unset: the preset's, " + format_duration(p->launch_latency);
   }
   if (s.workload.eval_samples == 0) notes["workload.eval_samples"] = "0: the whole test split";
   const TopologySection& t = s.topology;
@@ -52,8 +54,8 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
     notes["topology.per_cluster"] = "0: nodes / clusters = " + std::to_string(s.nodes / std::max(1, t.clusters));
   if (s.collective.algorithm == "hierarchical" && s.collective.clusters.empty()) {
     const std::vector<int> cluster_of = node_clusters(s);
-    notes["collective.clusters"] = cluster_of.empty() ? "[]: none from the topology"
-                                                      : "[]: the topology's, " + clusters_text(cluster_of);
+    notes["collective.clusters"] =
+        cluster_of.empty() ? "[]: none from the topology" : "[]: the topology's, " + clusters_text(cluster_of);
   }
   if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) {
     if (fed->server < 0) {
@@ -63,8 +65,7 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
     if (!fed->deadline) notes["algorithm.deadline"] = "none (a round waits for every upload)";
     if (!fed->vhl) notes["algorithm.vhl"] = "none (VHL's virtual data: {virtual_samples: 200, weight: 1})";
     if (fed->clients_per_round == 0)
-      notes["algorithm.clients_per_round"] =
-          "0: round(fraction x nodes) = " + std::to_string(fed->picked(s.nodes));
+      notes["algorithm.clients_per_round"] = "0: round(fraction x nodes) = " + std::to_string(fed->picked(s.nodes));
   }
   return notes;
 }

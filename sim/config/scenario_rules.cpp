@@ -11,13 +11,13 @@
 #include <optional>
 #include <regex>
 
+#include "netmodels/tcp_retries.h"
 #include "sim/config/bandwidth_trace.h"
 #include "sim/config/data_dirs.h"
 #include "sim/config/device_memory.h"
 #include "sim/config/device_presets.h"
 #include "sim/config/layer_profile.h"
 #include "sim/config/model_check.h"
-#include "netmodels/tcp_retries.h"
 #include "topologies/routing.h"
 #include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/registry.h"
@@ -56,7 +56,6 @@ struct DependentKey {
   std::string now;    // what the scenario has instead ("topology.kind ring")
 };
 
-
 // Each link's bandwidth trace: only ns3 follows one; the file must read cleanly, its errors at
 // its own lines.
 void check_traces(const Scenario& s, const Origins& origins) {
@@ -93,8 +92,7 @@ std::string topology_error_key(const Scenario& s, const Origins& origins, const 
   if (kind == "gpu_hosts")
     candidates = {mentions("gpu_link") ? "topology.gpu_link" : "topology.gpus_per_host", "nodes"};
   if (kind == "erdos_renyi") candidates = {"topology.p"};
-  if (kind == "watts_strogatz")
-    candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
+  if (kind == "watts_strogatz") candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
   if (kind == "graphml") {
     // A placement entry that names no node: point at that entry.
     for (size_t i = 0; i < s.topology.placement.size(); ++i)
@@ -123,7 +121,8 @@ void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
   kind_key("topology.gpus_per_host", "gpu_hosts", t.gpus_per_host != dt.gpus_per_host);
   kind_key("topology.interconnect", "gpu_hosts", t.interconnect != dt.interconnect);
-  keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link), t.kind == "gpu_hosts" && t.interconnect == "custom",
+  keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link),
+                  t.kind == "gpu_hosts" && t.interconnect == "custom",
                   "topology.kind: gpu_hosts and topology.interconnect: custom",
                   "topology.kind " + t.kind + ", topology.interconnect " + t.interconnect});
   kind_key("topology.p", "erdos_renyi", t.p != dt.p);
@@ -137,7 +136,8 @@ void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   auto burst_keys = [&](const std::string& link, const std::string& model, bool p_good_bad, bool p_bad_good,
                         bool loss_bad) {
     const bool ge = model == "gilbert_elliott";
-    for (const auto& [key, given] : {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
+    for (const auto& [key, given] :
+         {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
       keys.push_back({link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + model});
   };
   auto section_burst = [&](const std::string& link, const LinkSection& l) {
@@ -153,8 +153,8 @@ void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   for (size_t i = 0; i < t.links.size(); ++i) {
     const auto& o = t.links[i];
     // An override's burst keys count when its own model, or the default link's, is Gilbert-Elliott.
-    burst_keys("topology.links." + std::to_string(i), o.loss_model.value_or(t.link.loss_model), o.p_good_bad.has_value(),
-               o.p_bad_good.has_value(), o.loss_bad.has_value());
+    burst_keys("topology.links." + std::to_string(i), o.loss_model.value_or(t.link.loss_model),
+               o.p_good_bad.has_value(), o.p_bad_good.has_value(), o.loss_bad.has_value());
   }
 }
 
@@ -194,7 +194,8 @@ Topology build_checked_topology(const Scenario& s, const Origins& origins) {
 void check_packet_features(const Scenario& s, const Topology& topology, const Origins& origins) {
   if (s.network.backend == Backend::Ns3) return;
   bool lossy = false;
-  for (auto e : boost::make_iterator_range(boost::edges(topology.graph))) lossy = lossy || topology.graph[e].mean_loss() > 0;
+  for (auto e : boost::make_iterator_range(boost::edges(topology.graph)))
+    lossy = lossy || topology.graph[e].mean_loss() > 0;
   if (lossy) {
     fail(origins.where("network.backend"),
          "the " + enum_name(s.network.backend) + " backend models no loss; use ns3 for lossy links");
@@ -211,8 +212,9 @@ void check_packet_features(const Scenario& s, const Topology& topology, const Or
          "the " + enum_name(s.network.backend) + " backend models no per-packet jitter; use ns3 for jittery links");
   }
   if (s.network.transport == "udp") {
-    fail(origins.where("network.transport"),
-         "transport udp needs the ns3 backend (the " + enum_name(s.network.backend) + " backend carries reliable streams only)");
+    fail(origins.where("network.transport"), "transport udp needs the ns3 backend (the " +
+                                                 enum_name(s.network.backend) +
+                                                 " backend carries reliable streams only)");
   }
 }
 
@@ -234,7 +236,8 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
       keys.push_back({key, given, false, "an algorithm that runs collectives",
                       "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
     else
-      keys.push_back({key, given, collectives, "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
+      keys.push_back({key, given, collectives,
+                      "an algorithm that runs collectives (all but gossip, and sparta with exchange ring or gossip)",
                       "algorithm " + s.algorithm.name + ", whose neighbour exchange is no collective"});
   }
   // Slices pipeline a ring: the ring all-reduce, the hierarchical leaders' ring, and the ring
@@ -244,10 +247,10 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   if (collectives && !federated) {
     const bool ring = col.algorithm == "ring" || col.algorithm == "hierarchical";
     const bool gathers = entry && entry->sync == SyncCollective::AllGather;
-    keys.push_back({"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
-                    "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
-                    "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name +
-                        ", which only all-reduces"});
+    keys.push_back(
+        {"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
+         "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
+         "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name + ", which only all-reduces"});
   }
 
   // A collective's server and clusters belong to the algorithm that uses them.
@@ -262,8 +265,8 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
 void check_collective(const Scenario& s, const Origins& origins) {
   const auto& c = s.collective;
   if (c.server >= s.nodes)
-    fail(origins.where("collective.server"), "server " + std::to_string(c.server) + " is not a node (0.." +
-                                                 std::to_string(s.nodes - 1) + ")");
+    fail(origins.where("collective.server"),
+         "server " + std::to_string(c.server) + " is not a node (0.." + std::to_string(s.nodes - 1) + ")");
   std::vector<int> owner(s.nodes, -1);
   for (size_t i = 0; i < c.clusters.size(); ++i) {
     const std::string item = "collective.clusters." + std::to_string(i);
@@ -294,7 +297,8 @@ void check_collective(const Scenario& s, const Origins& origins) {
 void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& origins) {
   if (o.clients_per_round > s.nodes) {
     fail(origins.where("algorithm.clients_per_round"), "clients_per_round " + std::to_string(o.clients_per_round) +
-                                                           " is more than the " + std::to_string(s.nodes) + " clients (nodes)");
+                                                           " is more than the " + std::to_string(s.nodes) +
+                                                           " clients (nodes)");
   }
   if (o.deadline && o.deadline->s <= 0) {
     fail(origins.where("algorithm.deadline"), "a round's deadline must be more than 0 seconds (leave it out for none)");
@@ -308,42 +312,48 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
   }
   if (s.workload.steps % o.H != 0) {
     fail(origins.where(origins.blame({"algorithm.H", "workload.steps"})),
-         "workload.steps (" + std::to_string(s.workload.steps) + ") must be a whole number of rounds of H = " +
-             std::to_string(o.H) + " local steps");
+         "workload.steps (" + std::to_string(s.workload.steps) +
+             ") must be a whole number of rounds of H = " + std::to_string(o.H) + " local steps");
   }
   if (s.output.resume_every > 0) {
     fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
   }
   if (s.topology.kind == "hierarchical") {
     if (clients_per_cluster(s) * std::max(1, s.topology.clusters) != s.nodes) {
-      fail(origins.where(origins.seen("topology.per_cluster") ? "topology.per_cluster" : "topology.clusters"),
-           "a federated run on clusters needs nodes (" + std::to_string(s.nodes) + " clients) = clusters x per_cluster");
+      fail(
+          origins.where(origins.seen("topology.per_cluster") ? "topology.per_cluster" : "topology.clusters"),
+          "a federated run on clusters needs nodes (" + std::to_string(s.nodes) + " clients) = clusters x per_cluster");
     }
     if (o.server >= 0) {
-      fail(origins.where("algorithm.server"), "on a hierarchical topology the server is the host after the clusters' "
-                                              "(each cluster's aggregator is its own host); leave out server");
+      fail(origins.where("algorithm.server"),
+           "on a hierarchical topology the server is the host after the clusters' "
+           "(each cluster's aggregator is its own host); leave out server");
     }
   }
   if (o.vhl && (s.workload.dataset != "fashion_mnist" || s.workload.model == "gpt")) {
-    fail(origins.where("algorithm.vhl"), "VHL makes virtual images for an image classifier: it needs dataset "
-                                         "fashion_mnist with model cnn or mlp, not " + s.workload.dataset + " with " +
-                                         s.workload.model);
+    fail(origins.where("algorithm.vhl"),
+         "VHL makes virtual images for an image classifier: it needs dataset "
+         "fashion_mnist with model cnn or mlp, not " +
+             s.workload.dataset + " with " + s.workload.model);
   }
 }
 
 // The server is a vertex: a host (the clients' and the one after them), or a switch.
-void check_federated_server(const Scenario& s, const FedAvgOptions& o, const Topology& topology, const Origins& origins) {
+void check_federated_server(const Scenario& s, const FedAvgOptions& o, const Topology& topology,
+                            const Origins& origins) {
   const int vertices = topology.num_vertices();
   if (o.server >= vertices) {
     fail(origins.where("algorithm.server"),
          "server " + std::to_string(o.server) + " is not a vertex of the topology: it has " + std::to_string(vertices) +
              " (hosts 0.." + std::to_string(s.nodes) + ", the clients' and the server's" +
-             (vertices > s.nodes + 1 ? ", switches " + std::to_string(s.nodes + 1) + ".." + std::to_string(vertices - 1) : "") +
+             (vertices > s.nodes + 1 ? ", switches " + std::to_string(s.nodes + 1) + ".." + std::to_string(vertices - 1)
+                                     : "") +
              ")");
   }
   if (o.server > s.nodes && !s.network.faults.empty()) {
-    fail(origins.where("algorithm.server"), "a switch's address is that of its first link, which network.faults may cut: "
-                                            "make the server a host, or leave out the faults");
+    fail(origins.where("algorithm.server"),
+         "a switch's address is that of its first link, which network.faults may cut: "
+         "make the server a host, or leave out the faults");
   }
 }
 
@@ -358,14 +368,16 @@ void check_algorithm(const Scenario& s, const Topology& topology, const Origins&
   if (auto error = check_options(a.options)) fail(origins.where(key_of(error->keys)), error->message);
   const AlgorithmEntry* entry = find_algorithm(a.name);
   if (entry && entry->forward_waits && s.compute.model == ComputeKind::Measured) {
-    fail(origins.where("compute.model"), a.name + " times each layer's forward against its all-gathers before the "
-                                         "step runs, so it needs the step's time beforehand: use flops or fixed");
+    fail(origins.where("compute.model"), a.name +
+                                             " times each layer's forward against its all-gathers before the "
+                                             "step runs, so it needs the step's time beforehand: use flops or fixed");
   }
   if (auto key = neighbour_key(a.options)) {
     const auto neighbours = host_neighbours(topology);
     for (size_t n = 0; n < neighbours.size(); ++n) {
       if (!neighbours[n].empty()) continue;
-      fail(origins.where("algorithm." + *key), "node " + std::to_string(n) + " has no topology neighbour to exchange with");
+      fail(origins.where("algorithm." + *key),
+           "node " + std::to_string(n) + " has no topology neighbour to exchange with");
     }
   }
 }
@@ -381,7 +393,8 @@ void optimizer_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   for (const auto& [key, given] : {std::pair{"optimizer.damping", opt.damping.has_value()},
                                    {"optimizer.kl_clip", opt.kl_clip != dopt.kl_clip},
                                    {"optimizer.factor_decay", opt.factor_decay != dopt.factor_decay}})
-    keys.push_back({key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac", "optimizer.name " + opt.name});
+    keys.push_back(
+        {key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac", "optimizer.name " + opt.name});
   keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size, opt.name == "eva",
                   "optimizer.name: eva", "optimizer.name " + opt.name});
   keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == "kfac", "optimizer.name: kfac",
@@ -390,8 +403,8 @@ void optimizer_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                                    {"optimizer.kfac_update_freq", opt.kfac_update_freq != dopt.kfac_update_freq}})
     keys.push_back({key, given, opt.name == "kfac" || opt.name == "dp_kfac", "optimizer.name: kfac or dp_kfac",
                     "optimizer.name " + opt.name});
-  for (const auto& [key, given] : {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1},
-                                   {"optimizer.beta2", opt.beta2 != dopt.beta2}})
+  for (const auto& [key, given] :
+       {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1}, {"optimizer.beta2", opt.beta2 != dopt.beta2}})
     keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
 }
 
@@ -402,18 +415,22 @@ void check_second_order(const Scenario& s, const Origins& origins) {
   const std::string& name = s.optimizer.name;
   if (!s.optimizer.second_order()) return;
   if (s.workload.adapter.kind != "none")
-    fail(origins.where("workload.adapter.kind"), name + " preconditions whole Linear and Conv2d weights, which an adapter freezes");
+    fail(origins.where("workload.adapter.kind"),
+         name + " preconditions whole Linear and Conv2d weights, which an adapter freezes");
   if (second_order_layers(s) == 0)
-    fail(origins.where("optimizer.name"), "model '" + s.workload.model + "' offers " + name +
-                                              " no Linear or Conv2d layers to precondition (mlp, cnn and the resnets do)");
-  const std::vector<std::string> local = {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco", "lofi", "gossip"};
+    fail(origins.where("optimizer.name"),
+         "model '" + s.workload.model + "' offers " + name +
+             " no Linear or Conv2d layers to precondition (mlp, cnn and the resnets do)");
+  const std::vector<std::string> local = {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco",
+                                          "lofi",      "gossip"};
   const bool runs_locally = std::find(local.begin(), local.end(), s.algorithm.name) != local.end();
   if (OptimizerSection::sends_second_order_messages(s.algorithm.name) || (runs_locally && name != "dp_kfac")) return;
   std::string why = runs_locally ? "it deals its layers over DDP's nodes; alone on a node it is kfac"
                                  : s.algorithm.name + " exchanges gradients its own way";
   fail(origins.where("algorithm.name"),
        name + " runs with ddp or dear" +
-           (name == "dp_kfac" ? std::string("") : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
+           (name == "dp_kfac" ? std::string("")
+                              : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
            ", not with " + s.algorithm.name + " (" + why + ")");
 }
 
@@ -423,20 +440,25 @@ void check_split(const Scenario& s, const Origins& origins) {
   const auto* o = std::get_if<SplitOptions>(&s.algorithm.options);
   if (!o || s.algorithm.name != "split") return;
   if (s.workload.model != "gpt" && s.workload.model != "bert")
-    fail(origins.where("workload.model"), "split fine-tuning cuts a transformer block's feed-forward: it needs model gpt or "
-                                          "bert, not " + s.workload.model);
+    fail(origins.where("workload.model"),
+         "split fine-tuning cuts a transformer block's feed-forward: it needs model gpt or "
+         "bert, not " +
+             s.workload.model);
   if (s.compute.model != ComputeKind::Flops)
-    fail(origins.where("compute.model"), "split fine-tuning times the edge's half on compute.device and the cloud's on "
-                                         "algorithm.cloud by the roofline: it needs compute.model flops, not " + enum_name(s.compute.model));
+    fail(origins.where("compute.model"),
+         "split fine-tuning times the edge's half on compute.device and the cloud's on "
+         "algorithm.cloud by the roofline: it needs compute.model flops, not " +
+             enum_name(s.compute.model));
   std::vector<std::string> names;
   for (const auto& p : device_presets()) names.push_back(p.name);
   if (std::find(names.begin(), names.end(), o->cloud) == names.end())
-    fail(origins.where("algorithm.cloud"), "unknown device preset '" + o->cloud + "'; valid: " + join(names) +
-                                               nearest_hint(o->cloud, names));
+    fail(origins.where("algorithm.cloud"),
+         "unknown device preset '" + o->cloud + "'; valid: " + join(names) + nearest_hint(o->cloud, names));
   if (s.output.resume_every > 0)
     fail(origins.where("output.resume_every"), "split runs are not checkpointed yet; leave out resume_every");
   if (!s.output.checkpoint.empty())
-    fail(origins.where("output.checkpoint"), "split fine-tuning's edges keep models of their own: there is no one model to save");
+    fail(origins.where("output.checkpoint"),
+         "split fine-tuning's edges keep models of their own: there is no one model to save");
 }
 
 // The workload's keys one model, data set or adapter reads (dependent_keys).
@@ -448,12 +470,12 @@ void workload_keys(const Scenario& s, std::vector<DependentKey>& keys) {
     return a.preset == b.preset && a.layers == b.layers && a.heads == b.heads && a.width == b.width &&
            a.context == b.context && a.vocab == b.vocab && a.dropout == b.dropout;
   };
-  keys.push_back({"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt",
-                  "workload.model " + w.model});
+  keys.push_back(
+      {"workload.gpt", !same_gpt(w.gpt, dw.gpt), w.model == "gpt", "workload.model: gpt", "workload.model " + w.model});
   keys.push_back({"workload.llama", !(w.llama == dw.llama), w.model == "llama", "workload.model: llama",
                   "workload.model " + w.model});
-  keys.push_back({"workload.bert", !(w.bert == dw.bert), w.model == "bert", "workload.model: bert",
-                  "workload.model " + w.model});
+  keys.push_back(
+      {"workload.bert", !(w.bert == dw.bert), w.model == "bert", "workload.model: bert", "workload.model " + w.model});
   const auto& sy = w.synthetic;
   const auto& dsy = dw.synthetic;
   const bool synthetic_given = sy.task != dsy.task || sy.inputs != dsy.inputs || sy.outputs != dsy.outputs ||
@@ -464,17 +486,18 @@ void workload_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // Only the data sets of files read a folder; the synthetic and ImageNet-shaped ones make samples.
   const bool reads_files = w.dataset == "fashion_mnist" || w.dataset == "brown" || w.dataset == "brown_genres";
   keys.push_back({"workload.data_dir", !w.data_dir.empty() && w.data_dir != default_data_dir(w.dataset), reads_files,
-                  "workload.dataset fashion_mnist, brown or brown_genres", "workload.dataset " + w.dataset + ", which reads no files"});
+                  "workload.dataset fashion_mnist, brown or brown_genres",
+                  "workload.dataset " + w.dataset + ", which reads no files"});
   for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
                                    {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
-    keys.push_back({key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa",
-                    "workload.adapter.kind none"});
+    keys.push_back(
+        {key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa", "workload.adapter.kind none"});
 }
 
 ModelShapes check_workload(const Scenario& s, const Origins& origins) {
   const auto& w = s.workload;
-  const std::map<std::string, std::string> marker = {{"fashion_mnist", "train-images-idx3-ubyte.gz"},
-                                                     {"brown", "ca01"}, {"brown_genres", "ca01"}};
+  const std::map<std::string, std::string> marker = {
+      {"fashion_mnist", "train-images-idx3-ubyte.gz"}, {"brown", "ca01"}, {"brown_genres", "ca01"}};
   if (auto it = marker.find(w.dataset); it != marker.end()) {
     auto file = std::filesystem::path(w.data_dir) / it->second;
     if (!std::filesystem::exists(file)) {
@@ -513,7 +536,11 @@ ModelShapes check_workload(const Scenario& s, const Origins& origins) {
     }
   }
   bool regression = w.dataset == "synthetic" && w.synthetic.task == "regression";
-  int labels = w.dataset == "fashion_mnist" ? 10 : w.dataset == "synthetic" ? w.synthetic.outputs : w.dataset == "imagenet_synthetic" ? 1000 : w.dataset == "brown_genres" ? 15 : 0;
+  int labels = w.dataset == "fashion_mnist"        ? 10
+               : w.dataset == "synthetic"          ? w.synthetic.outputs
+               : w.dataset == "imagenet_synthetic" ? 1000
+               : w.dataset == "brown_genres"       ? 15
+                                                   : 0;
   for (size_t i = 0; i < w.classes.size(); ++i) {
     Location loc = origins.where("workload.classes." + std::to_string(i));
     if (labels == 0 || regression) fail(loc, "'classes' selects labels of a classification data set");
@@ -566,8 +593,9 @@ void check_faults(const Scenario& s, const Topology& topology, const Origins& or
         fail(origins.where(item + ".link"), "[" + named + "] is not a link of the topology");
       }
     }
-    if (f.down.size() != 2) fail(origins.where(origins.seen(item + ".down") ? item + ".down" : item),
-                                 "'down' takes an interval [start, end], such as [30s, 45s]");
+    if (f.down.size() != 2)
+      fail(origins.where(origins.seen(item + ".down") ? item + ".down" : item),
+           "'down' takes an interval [start, end], such as [30s, 45s]");
     if (!(f.down[0].s >= 0)) fail(origins.where(item + ".down.0"), "a fault cannot start before time 0");
     if (!(f.down[1].s > f.down[0].s)) {
       fail(origins.where(item + ".down.1"), "the fault's end " + format_number(f.down[1].s) +
@@ -580,7 +608,8 @@ void check_faults(const Scenario& s, const Topology& topology, const Origins& or
 void check_background(const Scenario& s, const Topology& topology, const Origins& origins) {
   if (s.network.backend != Backend::Ns3) {
     fail(origins.where("network.background"),
-         "the " + enum_name(s.network.backend) + " backend carries no background traffic; use ns3 for 'network.background'");
+         "the " + enum_name(s.network.backend) +
+             " backend carries no background traffic; use ns3 for 'network.background'");
   }
   const int nv = topology.num_vertices();
   for (size_t i = 0; i < s.network.background.size(); ++i) {
@@ -601,8 +630,8 @@ void check_background(const Scenario& s, const Topology& topology, const Origins
     // Without an end the simulation would never run out of events.
     if (!b.stop) fail(origins.where(item), "a background flow needs 'stop' (when it ends)");
     if (!(b.stop->s > b.start.s)) {
-      fail(origins.where(item + ".stop"), "stop " + format_number(b.stop->s) + " s is not after start " +
-                                              format_number(b.start.s) + " s");
+      fail(origins.where(item + ".stop"),
+           "stop " + format_number(b.stop->s) + " s is not after start " + format_number(b.start.s) + " s");
     }
   }
 }
@@ -716,15 +745,17 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
     fail(origins.where("network.flow_sharing"),
          "flow_sharing " + n.flow_sharing + " needs the flow backend (" +
              (n.backend == Backend::Ns3 ? "in ns3 the TCP connections themselves share the links"
-                                 : "the analytical backend does not share links") + ")");
+                                        : "the analytical backend does not share links") +
+             ")");
   }
   // A queue is given when it differs from the default: to_yaml writes every key, and its
   // output must load again (flow and analytical scenarios, ns3 ones with queue_packets).
   const bool queue_given = origins.seen("network.queue") && n.queue != NetworkSection{}.queue;
-  for (const auto& [key, given] : {std::pair{"network.queue", queue_given},
-                                    std::pair{"network.queue_packets", n.queue_packets.has_value()}}) {
+  for (const auto& [key, given] :
+       {std::pair{"network.queue", queue_given}, std::pair{"network.queue_packets", n.queue_packets.has_value()}}) {
     if (n.backend != Backend::Ns3 && given) {
-      fail(origins.where(key), "the " + enum_name(n.backend) + " backend models no queues; use ns3 for '" + std::string(key) + "'");
+      fail(origins.where(key),
+           "the " + enum_name(n.backend) + " backend models no queues; use ns3 for '" + std::string(key) + "'");
     }
   }
   if (!n.faults.empty()) check_faults(s, topology, origins);
@@ -733,19 +764,21 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
   }
   const QueueSize queue = parse_queue(n.queue);
   if (queue.bytes && !n.queue.empty() && std::isdigit(static_cast<unsigned char>(n.queue.back())))
-    fail(origins.where("network.queue"),
-         "'" + n.queue + "' has no unit: write " + n.queue + "B or " + n.queue + "KB (a size), or a multiple of the bandwidth-delay product (1.5bdp)");
+    fail(origins.where("network.queue"), "'" + n.queue + "' has no unit: write " + n.queue + "B or " + n.queue +
+                                             "KB (a size), or a multiple of the bandwidth-delay product (1.5bdp)");
   if (queue.bdp) {
-    if (!(*queue.bdp > 0 && *queue.bdp <= 1e6)) fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
+    if (!(*queue.bdp > 0 && *queue.bdp <= 1e6))
+      fail(origins.where("network.queue"), "a queue of " + n.queue + " must be in (0, 1e6] bdp");
   } else if (queue.bytes) {
     // Smaller than one packet, the queue would drop every packet it is offered.
     if (!(*queue.bytes >= n.mtu + 2 && *queue.bytes < 4.0e9)) {
-      fail(origins.where("network.queue"), "a queue of " + n.queue + " does not hold one " + std::to_string(n.mtu) +
-                                               "-byte packet (or exceeds 4 GB)");
+      fail(origins.where("network.queue"),
+           "a queue of " + n.queue + " does not hold one " + std::to_string(n.mtu) + "-byte packet (or exceeds 4 GB)");
     }
   } else {
     fail(origins.where("network.queue"),
-         "cannot read queue '" + n.queue + "'; give a multiple of each link's bandwidth-delay product (1bdp, 0.5bdp) or bytes (256KB)");
+         "cannot read queue '" + n.queue +
+             "'; give a multiple of each link's bandwidth-delay product (1bdp, 0.5bdp) or bytes (256KB)");
   }
 }
 
@@ -754,11 +787,14 @@ void check_projection(const Scenario& s, const Origins& origins) {
   if (s.workload.train) return;
   const std::string why = "a projection (workload.train false) ";
   if (s.compute.model == ComputeKind::Measured)
-    fail(origins.where("compute.model"), why + "runs no step to measure; give a compute model that knows a step's "
-                                               "time beforehand (flops or fixed)");
+    fail(origins.where("compute.model"), why +
+                                             "runs no step to measure; give a compute model that knows a step's "
+                                             "time beforehand (flops or fixed)");
   if (const AlgorithmEntry* entry = find_algorithm(s.algorithm.name); entry && entry->federated)
-    fail(origins.where("algorithm.name"), s.algorithm.name + " runs as a server and sampled clients in a loop of its "
-                                              "own, which trains for real; " + why + "runs on the engine's nodes");
+    fail(origins.where("algorithm.name"), s.algorithm.name +
+                                              " runs as a server and sampled clients in a loop of its "
+                                              "own, which trains for real; " +
+                                              why + "runs on the engine's nodes");
   if (s.output.resume_every > 0)
     fail(origins.where("output.resume_every"), why + "keeps no state to resume; it runs from shapes, start to end");
   if (!s.output.checkpoint.empty()) fail(origins.where("output.checkpoint"), why + "trains no model to save");
@@ -791,8 +827,8 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
   const auto where = origins.where("replica_group.gpus");
   if (s.topology.kind != "gpu_hosts")
     fail(origins.where(origins.blame({"topology.kind", "replica_group.gpus"})),
-         "a replica group of " + gpus + " GPUs needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not " +
-             s.topology.kind);
+         "a replica group of " + gpus +
+             " GPUs needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not " + s.topology.kind);
   if (g.gpus > s.nodes)
     fail(where, "a replica group of " + gpus + " GPUs is larger than the topology's " + std::to_string(s.nodes) +
                     " GPUs (nodes)");
@@ -811,18 +847,20 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
               : entry->cloud   ? "its edges' cut sends activations, which no slice of the parameters holds"
                                : "it exchanges with topology neighbours, and a group's GPUs have different ones"));
   if (s.algorithm.name == "dear")
-    fail(origins.where("algorithm.name"), "dear cannot run across replica groups: its reduce-scatters leave during "
-                                          "backward and its all-gathers gate the forward, and across groups each waits "
-                                          "for the group's own reductions (use ddp)");
+    fail(origins.where("algorithm.name"),
+         "dear cannot run across replica groups: its reduce-scatters leave during "
+         "backward and its all-gathers gate the forward, and across groups each waits "
+         "for the group's own reductions (use ddp)");
   const std::vector<std::string> whole = {"powersgd", "acpsgd"};
   if (g.parallelism != "ddp" && std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
     fail(origins.where("algorithm.name"), s.algorithm.name + " cannot run across " + g.parallelism +
                                               " groups: it factors whole gradient matrices, and a sharded GPU holds a "
                                               "slice of flat parameters");
   if (const auto* ddp = std::get_if<DdpOptions>(&s.algorithm.options); ddp && ddp->bucket_mb != DdpOptions{}.bucket_mb)
-    fail(origins.where("algorithm.bucket_mb"), "algorithm.bucket_mb has no effect across replica groups: DDP across "
-                                               "groups all-reduces the group's reduced gradient in one piece, once "
-                                               "the group's own reductions are in");
+    fail(origins.where("algorithm.bucket_mb"),
+         "algorithm.bucket_mb has no effect across replica groups: DDP across "
+         "groups all-reduces the group's reduced gradient in one piece, once "
+         "the group's own reductions are in");
   if (s.workload.train) {
     // Training keeps each GPU's values exact where it owns them (replica_groups.cpp): the
     // algorithm's ops must be all-reduces of the flat parameters or their gradient, applied
@@ -830,17 +868,21 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
     const std::vector<std::string> trains = {"ddp", "diloco", "local_sgd"};
     if (std::find(trains.begin(), trains.end(), s.algorithm.name) == trains.end())
       fail(origins.where(origins.blame({"workload.train", "algorithm.name"})),
-           s.algorithm.name + " runs across replica groups in a projection only (workload.train: false); replica "
-                              "groups train ddp, diloco and local_sgd, whose ops all-reduce the flat parameters or "
-                              "their gradient");
+           s.algorithm.name +
+               " runs across replica groups in a projection only (workload.train: false); replica "
+               "groups train ddp, diloco and local_sgd, whose ops all-reduce the flat parameters or "
+               "their gradient");
     if (const auto* outer = std::get_if<OuterSyncOptions>(&s.algorithm.options);
-        outer && outer->dtype != WireFormat::Fp32 && outer->dtype != WireFormat::Bf16 && outer->dtype != WireFormat::Fp16)
-      fail(origins.where("algorithm.outer_dtype"), "an int8 or fp4 outer gradient is scaled by statistics of the whole "
-                                                   "vector, and a GPU of a replica group holds a slice of it: training "
-                                                   "across groups takes outer_dtype fp32, bf16 or fp16");
+        outer && outer->dtype != WireFormat::Fp32 && outer->dtype != WireFormat::Bf16 &&
+        outer->dtype != WireFormat::Fp16)
+      fail(origins.where("algorithm.outer_dtype"),
+           "an int8 or fp4 outer gradient is scaled by statistics of the whole "
+           "vector, and a GPU of a replica group holds a slice of it: training "
+           "across groups takes outer_dtype fp32, bf16 or fp16");
   }
   if (s.optimizer.second_order())
-    fail(origins.where("optimizer.name"), s.optimizer.name + " preconditions whole layers; replica groups shard the "
+    fail(origins.where("optimizer.name"), s.optimizer.name +
+                                              " preconditions whole layers; replica groups shard the "
                                               "parameters without regard to layers (use adamw, adam or sgd)");
 }
 
@@ -852,21 +894,25 @@ void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& ori
   const std::string pattern = fsdp_unit_pattern(s);
   if (pattern.empty())
     fail(origins.where("replica_group.parallelism"),
-         "fsdp shards the model by unit, and model '" + s.workload.model + "' has no blocks or stages it knows of: give "
-         "replica_group.unit, a pattern of module names such as 'fc*' or 'layers.*'");
+         "fsdp shards the model by unit, and model '" + s.workload.model +
+             "' has no blocks or stages it knows of: give "
+             "replica_group.unit, a pattern of module names such as 'fc*' or 'layers.*'");
   const auto where = origins.where(g.unit.empty() ? "replica_group.parallelism" : "replica_group.unit");
   if (!fsdp_pattern_valid(pattern))
-    fail(where, "unit '" + pattern + "' is not a pattern of module names ending in its one '*' (such as 'layers.*' or 'layer*')");
+    fail(where, "unit '" + pattern +
+                    "' is not a pattern of module names ending in its one '*' (such as 'layers.*' or 'layer*')");
   const bool any = std::any_of(shapes.names.begin(), shapes.names.end(),
                                [&](const std::string& name) { return !fsdp_unit(name, pattern).empty(); });
   if (!any) {
-    std::vector<std::string> some(shapes.names.begin(), shapes.names.begin() + std::min<size_t>(4, shapes.names.size()));
-    fail(where, "unit '" + pattern + "' names no module of model '" + s.workload.model + "' (its parameters: " + join(some) +
-                    (shapes.names.size() > 4 ? ", ..." : "") + ")");
+    std::vector<std::string> some(shapes.names.begin(),
+                                  shapes.names.begin() + std::min<size_t>(4, shapes.names.size()));
+    fail(where, "unit '" + pattern + "' names no module of model '" + s.workload.model +
+                    "' (its parameters: " + join(some) + (shapes.names.size() > 4 ? ", ..." : "") + ")");
   }
   if (s.workload.adapter.kind != "none")
-    fail(origins.where("workload.adapter.kind"), "fsdp gathers whole units, frozen weights and all; with an adapter only "
-                                                 "the adapters' tensors are known to its units here: use zero1 or zero2");
+    fail(origins.where("workload.adapter.kind"),
+         "fsdp gathers whole units, frozen weights and all; with an adapter only "
+         "the adapters' tensors are known to its units here: use zero1 or zero2");
 }
 
 // The keys one compute model reads (dependent_keys).
@@ -875,11 +921,13 @@ void compute_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   const ComputeSection dc;
   const ComputeSection& c = s.compute;
   auto compute_key = [&](const char* key, ComputeKind model, bool given) {
-    keys.push_back({key, given, c.model == model, "compute.model: " + enum_name(model), "compute.model " + enum_name(c.model)});
+    keys.push_back(
+        {key, given, c.model == model, "compute.model: " + enum_name(model), "compute.model " + enum_name(c.model)});
   };
   // The device's keys: the roofline's (flops), or what splits a profile's rows among layers.
   auto device_key = [&](const char* key, bool given) {
-    keys.push_back({key, given, c.reads_device(), "compute.model: flops or profile", "compute.model " + enum_name(c.model)});
+    keys.push_back(
+        {key, given, c.reads_device(), "compute.model: flops or profile", "compute.model " + enum_name(c.model)});
   };
   compute_key("compute.step_time", ComputeKind::Fixed, !(c.step_time == dc.step_time));
   compute_key("compute.file", ComputeKind::Profile, !c.file.empty());
@@ -912,10 +960,13 @@ void check_compute(const Scenario& s, const Origins& origins) {
   if (c.activation_checkpointing) {
     const auto where = origins.where("compute.activation_checkpointing");
     if (c.model != ComputeKind::Flops)
-      fail(where, "activation checkpointing adds each block's forward to its backward on the roofline: it needs "
-                  "compute.model flops, not " + enum_name(c.model));
+      fail(where,
+           "activation checkpointing adds each block's forward to its backward on the roofline: it needs "
+           "compute.model flops, not " +
+               enum_name(c.model));
     if (fsdp_unit_pattern(s).empty())
-      fail(where, "model '" + s.workload.model + "' has no blocks or stages to checkpoint (a transformer or a ResNet has)");
+      fail(where,
+           "model '" + s.workload.model + "' has no blocks or stages to checkpoint (a transformer or a ResNet has)");
     if (s.algorithm.name == "split") fail(where, "activation checkpointing of a split model is not modelled");
   }
   for (size_t i = 0; i < c.speeds.size(); ++i) {
@@ -951,8 +1002,9 @@ std::vector<std::string> device_memory_overruns(const Scenario& s, const ModelSh
 void check_profile(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
   if (s.compute.model != ComputeKind::Profile) return;
   if (s.compute.file.empty())
-    fail(origins.where("compute.model"), "compute.model: profile needs compute.file, the CSV of measured layer times that "
-                                         "python3 -m analysis.profile_layers writes");
+    fail(origins.where("compute.model"),
+         "compute.model: profile needs compute.file, the CSV of measured layer times that "
+         "python3 -m analysis.profile_layers writes");
   try {
     const auto layers = s.compute.attention == "flash" ? fused_attention(shapes.layers) : shapes.layers;
     profile_owners(read_layer_profile(s.compute.file), layers);
@@ -966,9 +1018,11 @@ void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Ori
   const auto overruns = device_memory_overruns(s, shapes);
   if (overruns.empty()) return;
   fail(origins.where(origins.blame({"compute.device", "workload.batch_size"})),
-       overruns.front() + ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more memory, replica groups that "
-                          "shard the model (replica_group), compute.activation_checkpointing, or compute.memory_check: "
-                          "warn to model what the testbed does not (offload to host memory)");
+       overruns.front() +
+           ". The run would describe a GPU that cannot exist: use a smaller workload.batch_size, a device with more "
+           "memory, replica groups that "
+           "shard the model (replica_group), compute.activation_checkpointing, or compute.memory_check: "
+           "warn to model what the testbed does not (offload to host memory)");
 }
 
 // Every key that counts only under another key's value, section by section (each section's
@@ -1015,8 +1069,9 @@ void check_scenario(const Scenario& s, const Origins& origins) {
     std::string preset;
     for (const auto& p : ComputeSection::device_presets())
       if (std::regex_match(s.device, std::regex(p, std::regex::icase))) preset = p;
-    fail(origins.where("device"), "device '" + s.device + "' is not cpu, cuda, cuda:N or mps (the torch device that trains)" +
-                                      (preset.empty() ? "" : "; the compute model's device preset is compute.device: " + preset));
+    fail(origins.where("device"),
+         "device '" + s.device + "' is not cpu, cuda, cuda:N or mps (the torch device that trains)" +
+             (preset.empty() ? "" : "; the compute model's device preset is compute.device: " + preset));
   }
   for (size_t i = 0; i < s.topology.links.size(); ++i) {
     const std::string item = "topology.links." + std::to_string(i);
@@ -1059,8 +1114,9 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   auto check_link = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth,
                         const std::optional<Duration>& latency) {
     if (latency && latency->s > 10 && origins.seen(key + ".latency"))
-      warn(key + ".latency", "a latency of " + format_duration(latency->s) +
-                                 " is longer than any network's: every hop of every packet, and every ACK back, waits that long");
+      warn(key + ".latency",
+           "a latency of " + format_duration(latency->s) +
+               " is longer than any network's: every hop of every packet, and every ACK back, waits that long");
     if (bandwidth && bandwidth->bps < 1e3 && origins.seen(key + ".bandwidth"))
       warn(key + ".bandwidth", "a link of " + format_bandwidth(bandwidth->bps) + " is slower than any network's: one " +
                                    std::to_string(s.network.mtu) + "-byte packet takes " +
@@ -1074,13 +1130,15 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
       s.topology.link.bandwidth.bps < s.topology.wan.bandwidth.bps)
     warn("topology.kind", "the links inside each cluster take topology.link.bandwidth, " +
                               format_bandwidth(s.topology.link.bandwidth.bps) + " by default, slower than the WAN (" +
-                              format_bandwidth(s.topology.wan.bandwidth.bps) + "); give topology.link.bandwidth to say so");
+                              format_bandwidth(s.topology.wan.bandwidth.bps) +
+                              "); give topology.link.bandwidth to say so");
   // Beyond what devices have: under 1 GFLOPS or 1 GB/s.
   if (s.compute.peak_flops.flops > 0 && s.compute.peak_flops.flops < 1e9)
     warn("compute.peak_flops", "a peak of " + format_flop_rate(s.compute.peak_flops.flops) +
                                    " is below any device's (an A100 has 312TFLOPS in bf16)");
   if (s.compute.memory_bandwidth.bytes_per_s > 0 && s.compute.memory_bandwidth.bytes_per_s < 1e9)
-    warn("compute.memory_bandwidth", "a memory bandwidth of " + format_byte_rate(s.compute.memory_bandwidth.bytes_per_s) +
+    warn("compute.memory_bandwidth", "a memory bandwidth of " +
+                                         format_byte_rate(s.compute.memory_bandwidth.bytes_per_s) +
                                          " is below any device's (an A100 has 2TB/s)");
   // A projection evaluates nothing: a training scenario's evaluation keys stay readable (so
   // that --set workload.train=false projects any scenario) but are said to do nothing.
@@ -1098,22 +1156,25 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
     const char* no_samples = "it loads no samples";
     // The optimizer's name and SGD's momentum set the update's memory traffic; its numbers do not.
     const char* no_update = "it updates no weights (the optimizer's name and momentum still set the update's cost)";
-    for (const Unread& u : {Unread{"workload.eval_every", w.eval_every != dw.eval_every, evaluates},
-                            {"workload.eval_samples", w.eval_samples != dw.eval_samples, evaluates},
-                            {"workload.shifts", !w.shifts.empty(), evaluates},
-                            {"workload.correlation_pairs", w.correlation_pairs != dw.correlation_pairs, "it compares no replicas"},
-                            {"workload.partition", w.partition.kind != dw.partition.kind || w.partition.alpha != dw.partition.alpha, no_samples},
-                            {"workload.classes", !w.classes.empty(), no_samples},
-                            {"workload.init", w.init != dw.init, "it sets no weights"},
-                            {"optimizer.lr", o.lr != dopt.lr, no_update},
-                            {"optimizer.weight_decay", o.weight_decay != dopt.weight_decay, no_update},
-                            {"optimizer.beta1", o.beta1 != dopt.beta1, no_update},
-                            {"optimizer.beta2", o.beta2 != dopt.beta2, no_update},
-                            {"optimizer.damping", o.damping.has_value(), no_update},
-                            {"optimizer.kl_clip", o.kl_clip != dopt.kl_clip, no_update},
-                            {"optimizer.factor_decay", o.factor_decay != dopt.factor_decay, no_update},
-                            {"optimizer.kfac_batch_size", o.kfac_batch_size != dopt.kfac_batch_size, no_update}})
-      if (u.given) warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
+    for (const Unread& u :
+         {Unread{"workload.eval_every", w.eval_every != dw.eval_every, evaluates},
+          {"workload.eval_samples", w.eval_samples != dw.eval_samples, evaluates},
+          {"workload.shifts", !w.shifts.empty(), evaluates},
+          {"workload.correlation_pairs", w.correlation_pairs != dw.correlation_pairs, "it compares no replicas"},
+          {"workload.partition", w.partition.kind != dw.partition.kind || w.partition.alpha != dw.partition.alpha,
+           no_samples},
+          {"workload.classes", !w.classes.empty(), no_samples},
+          {"workload.init", w.init != dw.init, "it sets no weights"},
+          {"optimizer.lr", o.lr != dopt.lr, no_update},
+          {"optimizer.weight_decay", o.weight_decay != dopt.weight_decay, no_update},
+          {"optimizer.beta1", o.beta1 != dopt.beta1, no_update},
+          {"optimizer.beta2", o.beta2 != dopt.beta2, no_update},
+          {"optimizer.damping", o.damping.has_value(), no_update},
+          {"optimizer.kl_clip", o.kl_clip != dopt.kl_clip, no_update},
+          {"optimizer.factor_decay", o.factor_decay != dopt.factor_decay, no_update},
+          {"optimizer.kfac_batch_size", o.kfac_batch_size != dopt.kfac_batch_size, no_update}})
+      if (u.given)
+        warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
   }
   // compute.memory_check warn: the overrun said, the run goes on (the model is built again).
   if (s.compute.memory_check == "warn" && s.compute.reads_device()) {

@@ -21,7 +21,8 @@ bool same_unit(const std::string& written, const char* name) {
   for (; i < written.size() && name[i]; ++i) {
     const char a = written[i], b = name[i];
     const bool byte_or_bit = a == 'b' || a == 'B' || b == 'b' || b == 'B';
-    if (byte_or_bit ? a != b : std::tolower(static_cast<unsigned char>(a)) != std::tolower(static_cast<unsigned char>(b)))
+    if (byte_or_bit ? a != b
+                    : std::tolower(static_cast<unsigned char>(a)) != std::tolower(static_cast<unsigned char>(b)))
       return false;
   }
   return i == written.size() && !name[i];
@@ -63,25 +64,22 @@ std::optional<double> parse_with_suffixes(const std::string& text, const Suffixe
 }  // namespace
 
 std::optional<double> parse_bandwidth_bps(const std::string& text) {
-  static const Suffixes suffixes = {
-      {"bps", 1},       {"kbps", 1e3},     {"Kbps", 1e3},     {"Mbps", 1e6},
-      {"Gbps", 1e9},    {"Tbps", 1e12},    {"B/s", 8},        {"kB/s", 8e3},
-      {"KB/s", 8e3},    {"MB/s", 8e6},     {"GB/s", 8e9},     {"TB/s", 8e12},
-      {"bit/s", 1},     {"kbit/s", 1e3},   {"Mbit/s", 1e6},   {"Gbit/s", 1e9}};
+  static const Suffixes suffixes = {{"bps", 1},    {"kbps", 1e3},   {"Kbps", 1e3},   {"Mbps", 1e6},
+                                    {"Gbps", 1e9}, {"Tbps", 1e12},  {"B/s", 8},      {"kB/s", 8e3},
+                                    {"KB/s", 8e3}, {"MB/s", 8e6},   {"GB/s", 8e9},   {"TB/s", 8e12},
+                                    {"bit/s", 1},  {"kbit/s", 1e3}, {"Mbit/s", 1e6}, {"Gbit/s", 1e9}};
   return parse_with_suffixes(text, suffixes);
 }
 
 std::optional<double> parse_duration_s(const std::string& text) {
-  static const Suffixes suffixes = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3},
-                                    {"s", 1},     {"min", 60},  {"h", 3600}};
+  static const Suffixes suffixes = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"min", 60}, {"h", 3600}};
   return parse_with_suffixes(text, suffixes);
 }
 
 std::optional<double> parse_bytes(const std::string& text) {
-  static const Suffixes suffixes = {
-      {"B", 1},         {"kB", 1e3},        {"KB", 1e3},         {"MB", 1e6},
-      {"GB", 1e9},      {"TB", 1e12},       {"KiB", 1024.0},     {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}};
+  static const Suffixes suffixes = {{"B", 1},        {"kB", 1e3},        {"KB", 1e3},
+                                    {"MB", 1e6},     {"GB", 1e9},        {"TB", 1e12},
+                                    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   return parse_with_suffixes(text, suffixes);
 }
 
@@ -98,17 +96,16 @@ std::optional<double> parse_bdp_multiple(const std::string& text) {
 }
 
 std::optional<double> parse_byte_rate(const std::string& text) {
-  static const Suffixes suffixes = {
-      {"B/s", 1},  {"kB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9}, {"TB/s", 1e12},
-      {"bps", 1.0 / 8}, {"kbps", 1e3 / 8}, {"Mbps", 1e6 / 8}, {"Gbps", 1e9 / 8}, {"Tbps", 1e12 / 8}};
+  static const Suffixes suffixes = {{"B/s", 1},        {"kB/s", 1e3},     {"MB/s", 1e6},     {"GB/s", 1e9},
+                                    {"TB/s", 1e12},    {"bps", 1.0 / 8},  {"kbps", 1e3 / 8}, {"Mbps", 1e6 / 8},
+                                    {"Gbps", 1e9 / 8}, {"Tbps", 1e12 / 8}};
   return parse_with_suffixes(text, suffixes);
 }
 
 std::optional<double> parse_flop_rate(const std::string& text) {
-  static const Suffixes suffixes = {
-      {"FLOPS", 1},     {"kFLOPS", 1e3},   {"MFLOPS", 1e6},   {"GFLOPS", 1e9},   {"TFLOPS", 1e12},
-      {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},  {"MFLOP/s", 1e6},  {"GFLOP/s", 1e9},
-      {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
+  static const Suffixes suffixes = {{"FLOPS", 1},     {"kFLOPS", 1e3},  {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
+                                    {"TFLOPS", 1e12}, {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},
+                                    {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
   return parse_with_suffixes(text, suffixes);
 }
 

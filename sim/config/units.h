@@ -13,9 +13,10 @@ std::optional<double> parse_bandwidth_bps(const std::string& text);  // bps kbps
 std::optional<double> parse_duration_s(const std::string& text);     // ns us ms s min h
 std::optional<double> parse_bytes(const std::string& text);          // B kB MB GB TB KiB MiB GiB
 std::optional<double> parse_fraction(const std::string& text);       // 0.01 or 1%
-std::optional<double> parse_byte_rate(const std::string& text);     // B/s kB/s .. TB/s, or bit forms (Gbps = 1/8 GB/s)
-std::optional<double> parse_flop_rate(const std::string& text);     // FLOPS kFLOPS .. PFLOPS, FLOP/s forms
-std::optional<double> parse_bdp_multiple(const std::string& text);   // 1bdp 0.5bdp: a multiple of a bandwidth-delay product
+std::optional<double> parse_byte_rate(const std::string& text);      // B/s kB/s .. TB/s, or bit forms (Gbps = 1/8 GB/s)
+std::optional<double> parse_flop_rate(const std::string& text);      // FLOPS kFLOPS .. PFLOPS, FLOP/s forms
+std::optional<double> parse_bdp_multiple(
+    const std::string& text);  // 1bdp 0.5bdp: a multiple of a bandwidth-delay product
 
 // A quantity in the largest unit that keeps it at least 1 and reads back bit-exact
 // ("100Mbps", "5us", "2.039TB/s", "82.6TFLOPS"); a bare base-unit number when none does.

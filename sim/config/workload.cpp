@@ -1,9 +1,9 @@
 // Factories from scenario sections; all randomness comes from named seed streams.
 #include "sim/config/workload.h"
 
+#include "sim/config/model_check.h"
 #include "training/data/fashion_mnist.h"
 #include "training/vhl.h"
-#include "sim/config/model_check.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -16,20 +16,20 @@
 #include <torch/torch.h>
 
 #include "sim/config/scenario_loader.h"
-#include "training/seed_streams.h"
-#include "training/models/checkpoint.h"
-#include "training/data/brown.h"
 #include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/fsdp_units.h"
 #include "training/algorithms/replica_groups.h"
+#include "training/data/brown.h"
 #include "training/data/fashion_mnist.h"
-#include "training/models/gpt.h"
-#include "training/models/llama.h"
-#include "training/models/bert.h"
-#include "training/models/imagenet.h"
-#include "training/numerics.h"
 #include "training/data/shifts.h"
 #include "training/data/synthetic.h"
+#include "training/models/bert.h"
+#include "training/models/checkpoint.h"
+#include "training/models/gpt.h"
+#include "training/models/imagenet.h"
+#include "training/models/llama.h"
+#include "training/numerics.h"
+#include "training/seed_streams.h"
 
 namespace testbed {
 
@@ -73,8 +73,11 @@ void override_with(int& value, int given) {
 GptConfig gpt_config(const Scenario& s) {
   const auto& g = s.workload.gpt;
   GptConfig c = gpt_preset(g.preset);
-  for (auto [value, given] : {std::pair{&c.layers, g.layers}, {&c.heads, g.heads}, {&c.width, g.width},
-                              {&c.context, g.context}, {&c.vocab, g.vocab}})
+  for (auto [value, given] : {std::pair{&c.layers, g.layers},
+                              {&c.heads, g.heads},
+                              {&c.width, g.width},
+                              {&c.context, g.context},
+                              {&c.vocab, g.vocab}})
     override_with(*value, given);
   c.dropout = g.dropout;
   c.adapter = adapter_config(s);
@@ -84,8 +87,13 @@ GptConfig gpt_config(const Scenario& s) {
 LlamaConfig llama_config(const Scenario& s) {
   const auto& g = s.workload.llama;
   LlamaConfig c = llama_preset(g.preset);
-  for (auto [value, given] : {std::pair{&c.layers, g.layers}, {&c.heads, g.heads}, {&c.kv_heads, g.kv_heads},
-                              {&c.width, g.width}, {&c.hidden, g.hidden}, {&c.context, g.context}, {&c.vocab, g.vocab}})
+  for (auto [value, given] : {std::pair{&c.layers, g.layers},
+                              {&c.heads, g.heads},
+                              {&c.kv_heads, g.kv_heads},
+                              {&c.width, g.width},
+                              {&c.hidden, g.hidden},
+                              {&c.context, g.context},
+                              {&c.vocab, g.vocab}})
     override_with(*value, given);
   return c;
 }
@@ -93,8 +101,11 @@ LlamaConfig llama_config(const Scenario& s) {
 BertConfig bert_config(const Scenario& s) {
   const auto& b = s.workload.bert;
   BertConfig c = bert_preset(b.preset);
-  for (auto [value, given] : {std::pair{&c.layers, b.layers}, {&c.heads, b.heads}, {&c.width, b.width},
-                              {&c.sequence, b.sequence}, {&c.vocab, b.vocab}})
+  for (auto [value, given] : {std::pair{&c.layers, b.layers},
+                              {&c.heads, b.heads},
+                              {&c.width, b.width},
+                              {&c.sequence, b.sequence},
+                              {&c.vocab, b.vocab}})
     override_with(*value, given);
   c.classes = static_cast<int>(brown_categories().size());  // brown_genres' labels
   c.pretraining = b.head == "pretraining";
@@ -200,10 +211,20 @@ VirtualData make_vhl_data(const Scenario& s, const Dataset& data) {
 
 OptimizerConfig optimizer_config(const Scenario& scenario, int node) {
   const auto& o = scenario.optimizer;
-  OptimizerConfig c{o.name, o.lr, o.weight_decay, o.momentum, o.beta1, o.beta2,
+  OptimizerConfig c{o.name,
+                    o.lr,
+                    o.weight_decay,
+                    o.momentum,
+                    o.beta1,
+                    o.beta2,
                     EvaOptions{o.damping_or_default(), o.kl_clip, o.factor_decay, o.kfac_batch_size}};
-  c.kfac = KfacOptions{o.variant == "eigen" ? KfacVariant::Eigen : KfacVariant::Inverse, o.name == "dp_kfac",
-                       o.damping_or_default(), o.kl_clip, o.factor_decay, o.fac_update_freq, o.kfac_update_freq};
+  c.kfac = KfacOptions{o.variant == "eigen" ? KfacVariant::Eigen : KfacVariant::Inverse,
+                       o.name == "dp_kfac",
+                       o.damping_or_default(),
+                       o.kl_clip,
+                       o.factor_decay,
+                       o.fac_update_freq,
+                       o.kfac_update_freq};
   // Under DDP the layers are dealt over the fleet (their owners invert them); elsewhere each
   // node is its own fleet of one.
   if (scenario.algorithm.name == "ddp") {
@@ -333,13 +354,14 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
 
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,
-                                          std::vector<std::vector<int>> neighbours,
-                                          std::vector<int> tensor_layers, std::vector<SecondOrderLayer> second_order,
-                                          int64_t cut_values_per_sample, const std::vector<std::string>& tensor_names) {
+                                          std::vector<std::vector<int>> neighbours, std::vector<int> tensor_layers,
+                                          std::vector<SecondOrderLayer> second_order, int64_t cut_values_per_sample,
+                                          const std::vector<std::string>& tensor_names) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   if (!entry->make)
-    throw std::invalid_argument(scenario.algorithm.name + " runs as a server and clients (sim/core/run.h: make_run), not on the engine");
+    throw std::invalid_argument(scenario.algorithm.name +
+                                " runs as a server and clients (sim/core/run.h: make_run), not on the engine");
   AlgorithmSettings settings;
   // A scenario built in code may name an algorithm without setting its options: its defaults.
   const bool own = scenario.algorithm.options.index() == entry->defaults.index();
@@ -374,7 +396,8 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   const int gpus = scenario.replica_group.gpus;
   groups.nodes = scenario.groups();
   groups.shard_sizes.clear();
-  for (int g = 0; g < groups.nodes; ++g) groups.shard_sizes.push_back(settings.shard_sizes.at(static_cast<size_t>(g * gpus)));
+  for (int g = 0; g < groups.nodes; ++g)
+    groups.shard_sizes.push_back(settings.shard_sizes.at(static_cast<size_t>(g * gpus)));
   groups.neighbours.resize(static_cast<size_t>(groups.nodes));
   // DDP across groups all-reduces the group's gradient once the group has reduced it: one
   // all-reduce (buckets would all leave at once).

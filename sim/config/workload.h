@@ -62,8 +62,7 @@ std::vector<ShardSampler> make_samplers(const Scenario& scenario, const Dataset&
 // second-order optimizer preconditions (ModelShapes::second_order).
 std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<int64_t> shard_sizes,
                                           std::vector<std::vector<int64_t>> tensor_shapes,
-                                          std::vector<std::vector<int>> neighbours,
-                                          std::vector<int> tensor_layers = {},
+                                          std::vector<std::vector<int>> neighbours, std::vector<int> tensor_layers = {},
                                           std::vector<SecondOrderLayer> second_order = {},
                                           int64_t cut_values_per_sample = 0,
                                           const std::vector<std::string>& tensor_names = {});

@@ -79,11 +79,13 @@ std::string join(const std::vector<std::string>& words) {
 std::string file_name_problem(const std::string& name, size_t max_length) {
   if (name.empty()) return "a name cannot be empty";
   if (name.size() > max_length) {
-    return "a name is at most " + std::to_string(max_length) + " bytes (this one has " + std::to_string(name.size()) + ")";
+    return "a name is at most " + std::to_string(max_length) + " bytes (this one has " + std::to_string(name.size()) +
+           ")";
   }
   if (name == "." || name == "..") return "'" + name + "' is not a name: it names a folder";
   for (unsigned char c : name) {
-    if (c == '/' || c == '\\') return "a name cannot hold '" + std::string(1, static_cast<char>(c)) + "': it becomes a file name";
+    if (c == '/' || c == '\\')
+      return "a name cannot hold '" + std::string(1, static_cast<char>(c)) + "': it becomes a file name";
     if (c < 0x20 || c == 0x7f) return "a name cannot hold control characters (byte " + std::to_string(c) + ")";
   }
   return "";
@@ -99,8 +101,10 @@ YAML::Node read_root_map(const std::string& yaml_text, const std::string& origin
   // An empty or comment-only file is more likely the wrong file than a wish for every
   // default; `{}` says the latter explicitly.
   if (!root.IsDefined() || root.IsNull())
-    fail({origin, 1, 1}, "the file holds no " + document + ": a " + document + " is a map of keys (write {} for all defaults)");
-  if (!root.IsMap()) fail({origin, root.Mark().line + 1, root.Mark().column + 1}, "a " + document + " is a map of keys");
+    fail({origin, 1, 1},
+         "the file holds no " + document + ": a " + document + " is a map of keys (write {} for all defaults)");
+  if (!root.IsMap())
+    fail({origin, root.Mark().line + 1, root.Mark().column + 1}, "a " + document + " is a map of keys");
   return root;
 }
 

@@ -24,9 +24,7 @@ namespace testbed {
 struct Location {
   std::string origin;
   int line = 1, col = 1;
-  std::string str() const {
-    return origin + ":" + std::to_string(line) + ":" + std::to_string(col);
-  }
+  std::string str() const { return origin + ":" + std::to_string(line) + ":" + std::to_string(col); }
 };
 
 // One --set argument.
@@ -88,13 +86,19 @@ YAML::Node read_root_map(const std::string& yaml_text, const std::string& origin
 // Applies "a.b.c=value" arguments to `root`, creating sections as needed.
 std::vector<Override> apply_overrides(YAML::Node& root, const std::vector<std::string>& sets);
 
-template <class T> struct IsOptional : std::false_type {};
-template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T> struct IsVector : std::false_type {};
-template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
 // A list of numbers, written on one line.
-template <class T> struct IsNumberList : std::false_type {};
-template <class T> struct IsNumberList<std::vector<T>> : std::is_arithmetic<T> {};
+template <class T>
+struct IsNumberList : std::false_type {};
+template <class T>
+struct IsNumberList<std::vector<T>> : std::is_arithmetic<T> {};
 
 inline double numeric_value(const Bandwidth& v) { return v.bps; }
 inline double numeric_value(const Duration& v) { return v.s; }
@@ -108,16 +112,18 @@ inline std::string format_quantity(const Duration& v) { return format_duration(v
 inline std::string format_quantity(const Fraction& v) { return format_number(v.value); }
 inline std::string format_quantity(const ByteRate& v) { return format_byte_rate(v.bytes_per_s); }
 inline std::string format_quantity(const FlopRate& v) { return format_flop_rate(v.flops); }
-template <class T> constexpr bool is_quantity_v = std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> ||
-                                                  std::is_same_v<T, Fraction> || std::is_same_v<T, ByteRate> ||
-                                                  std::is_same_v<T, FlopRate>;
+template <class T>
+constexpr bool is_quantity_v =
+    std::is_same_v<T, Bandwidth> || std::is_same_v<T, Duration> || std::is_same_v<T, Fraction> ||
+    std::is_same_v<T, ByteRate> || std::is_same_v<T, FlopRate>;
 
 // Reads one YAML map into a section through its fields() list.
 class FieldReader {
  public:
   // `every_key`: the document's every dotted key, so that a key given at the wrong level can
   // name the right one (`workload.lr` -> `optimizer.lr`).
-  FieldReader(YAML::Node node, std::string prefix, Origins& origins, const std::vector<std::string>* every_key = nullptr)
+  FieldReader(YAML::Node node, std::string prefix, Origins& origins,
+              const std::vector<std::string>* every_key = nullptr)
       : node_(std::move(node)), prefix_(std::move(prefix)), origins_(origins), every_key_(every_key) {}
 
   template <class T, class... Check>
@@ -250,8 +256,10 @@ class FieldReader {
       FieldReader sub(n, path + ".", origins_, every_key_);
       value.fields(sub);
       sub.finish([&value](const std::string& key, const std::vector<std::string>& known) {
-        if constexpr (requires { value.unknown_key_message(key, known); }) return value.unknown_key_message(key, known);
-        else return std::string();
+        if constexpr (requires { value.unknown_key_message(key, known); })
+          return value.unknown_key_message(key, known);
+        else
+          return std::string();
       });
     }
   }
@@ -288,7 +296,8 @@ class FieldReader {
     auto parsed = parse(s);
     if (!parsed) fail(loc, "cannot read '" + s + "' as " + expected);
     if (units.first && *parsed != 0 && bare_number(s))
-      fail(loc, "'" + s + "' has no unit: write " + s + units.first + " or " + s + units.second + " (" + expected + ")");
+      fail(loc,
+           "'" + s + "' has no unit: write " + s + units.first + " or " + s + units.second + " (" + expected + ")");
     out = *parsed;
   }
   static bool bare_number(const std::string& s) {
@@ -307,8 +316,10 @@ class FieldReader {
       if (low || high) {
         // In the key's own unit, as the scenario writes it.
         auto text = [](double x) {
-          if constexpr (is_quantity_v<T>) return format_quantity(T{x});
-          else return format_number(x);
+          if constexpr (is_quantity_v<T>)
+            return format_quantity(T{x});
+          else
+            return format_number(x);
         };
         fail(loc, "value " + text(v) + " is out of range " + (r.lo_open ? "(" : "[") + text(r.lo) + ", " + text(r.hi) +
                       (r.hi_open ? ")" : "]"));
@@ -318,8 +329,10 @@ class FieldReader {
 
   template <class T>
   static double numeric_value_of(const T& value) {
-    if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(value);
-    else return numeric_value(value);
+    if constexpr (std::is_arithmetic_v<T>)
+      return static_cast<double>(value);
+    else
+      return numeric_value(value);
   }
 
   static void check(const Location& loc, const std::optional<std::string>& value, const Choices& c) {
@@ -385,8 +398,8 @@ class FieldWriter {
       out_ << format_quantity(value);
     } else if constexpr (std::is_same_v<T, Partition>) {
       if (value.kind == "dirichlet") {
-        out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value
-             << format_number(value.alpha) << YAML::EndMap;
+        out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value << format_number(value.alpha)
+             << YAML::EndMap;
       } else {
         out_ << value.kind;
       }

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "comm/plans/plan_size.h"
 #include "comm/collective_options.h"
+#include "comm/plans/plan_size.h"
 #include "sim/config/device_memory.h"
 #include "sim/config/scenario.h"
 #include "sim/config/workload.h"
@@ -75,8 +75,9 @@ constexpr double kNs3ConnectionBytes = 160e3;
 // has at least 2 (p - 1) p) and no two of its connections' routes share a link.
 bool ring_on_lanes(const Scenario& s, const AlgorithmEntry& a, const CollectiveOptions& o, const Topology& t) {
   const int64_t p = s.nodes;
-  if (s.workload.train || s.replica_group.grouped() || s.network.backend != Backend::Flow || !s.network.flow_lanes || !a.backward_all_reduces ||
-      o.algorithm != CollectiveAlgorithm::Ring || 2 * (p - 1) * p <= static_cast<int64_t>(kMessageRowsPerCollective))
+  if (s.workload.train || s.replica_group.grouped() || s.network.backend != Backend::Flow || !s.network.flow_lanes ||
+      !a.backward_all_reduces || o.algorithm != CollectiveAlgorithm::Ring ||
+      2 * (p - 1) * p <= static_cast<int64_t>(kMessageRowsPerCollective))
     return false;
   const RoutingOptions routing = routing_options(s);
   std::set<std::pair<int, int>> links;
@@ -91,8 +92,10 @@ bool ring_on_lanes(const Scenario& s, const AlgorithmEntry& a, const CollectiveO
 PlanSize sync_plan_size(SyncCollective collective, const CollectiveOptions& options, const Topology& topology,
                         int nodes) {
   switch (collective) {
-    case SyncCollective::AllReduce: return all_reduce_size(options, nodes);
-    case SyncCollective::AllGather: return all_gather_size(options, nodes);
+    case SyncCollective::AllReduce:
+      return all_reduce_size(options, nodes);
+    case SyncCollective::AllGather:
+      return all_gather_size(options, nodes);
     case SyncCollective::NeighbourExchange: {
       std::vector<int> degrees;
       for (const auto& n : host_neighbours(topology)) degrees.push_back(static_cast<int>(n.size()));
@@ -145,8 +148,8 @@ MemoryEstimate estimate_memory(const Scenario& scenario, const Dataset& data, co
   int64_t connections = 0;
   const bool lanes = algorithm && ring_on_lanes(scenario, *algorithm, options, topology);
   if (algorithm) {
-    for (const HeldPlans& held : held_plans(*algorithm, scenario.algorithm.options, model.tensors, scenario.nodes,
-                                            scenario.workload.steps)) {
+    for (const HeldPlans& held :
+         held_plans(*algorithm, scenario.algorithm.options, model.tensors, scenario.nodes, scenario.workload.steps)) {
       if (lanes && held.collective == SyncCollective::AllReduce) continue;
       const PlanSize size = sync_plan_size(held.collective, options, topology, scenario.nodes);
       e.plan_messages += held.count * size.messages;
@@ -176,25 +179,27 @@ std::string memory_refusal(const MemoryEstimate& e, const MachineMemory& m, int 
   std::ostringstream parts;
   parts << "the run needs about " << gib(e.total_bytes()) << " (";
   if (e.replicas_bytes > 0)
-    parts << nodes << " replicas x " << e.vectors_per_replica << " vectors of " << e.parameters << " parameters: "
-          << gib(e.replicas_bytes);
+    parts << nodes << " replicas x " << e.vectors_per_replica << " vectors of " << e.parameters
+          << " parameters: " << gib(e.replicas_bytes);
   else
     parts << "no replica, a projection of " << e.parameters << " parameters";
-  parts << "; data "
-        << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes) << "; collective plans of "
-        << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
+  parts << "; data " << gib(e.data_bytes) << "; evaluation model " << gib(e.eval_model_bytes)
+        << "; collective plans of " << e.plan_messages << " messages: " << gib(e.message_tables_bytes) << "; network "
         << gib(e.network_bytes);
   if (e.client_state_bytes > 0) parts << "; the clients' optimizer state " << gib(e.client_state_bytes);
   if (e.second_order_bytes > 0) parts << "; " << gib(e.second_order_bytes) << " of second-order state";
   parts << ")";
   if (m.available_bytes > 0 && e.total_bytes() > m.available_bytes) {
     const bool state = e.client_state_bytes > 0 && e.total_bytes() - e.client_state_bytes <= m.available_bytes;
-    return parts.str() + " but this machine has " + gib(m.available_bytes) + " available (/proc/meminfo MemAvailable); " +
-           (state ? "spill the clients' state to disk (algorithm.client_state: disk)" : "use fewer nodes or a smaller model");
+    return parts.str() + " but this machine has " + gib(m.available_bytes) +
+           " available (/proc/meminfo MemAvailable); " +
+           (state ? "spill the clients' state to disk (algorithm.client_state: disk)"
+                  : "use fewer nodes or a smaller model");
   }
   if (m.address_space_limit && m.address_space_used + e.total_bytes() > *m.address_space_limit) {
-    return parts.str() + " on top of the " + gib(m.address_space_used) + " this process maps already, but its address space is limited to " +
-           gib(*m.address_space_limit) + " (ulimit -v)";
+    return parts.str() + " on top of the " + gib(m.address_space_used) +
+           " this process maps already, but its address space is limited to " + gib(*m.address_space_limit) +
+           " (ulimit -v)";
   }
   return "";
 }

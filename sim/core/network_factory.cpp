@@ -30,9 +30,12 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   options.transport = n.transport;
   options.mtu = n.mtu;
   const QueueSize queue = parse_queue(n.queue);
-  if (n.queue_packets) options.queue_packets = *n.queue_packets;
-  else if (queue.bdp) options.queue_bdp = *queue.bdp;
-  else options.queue_bytes = static_cast<uint64_t>(queue.bytes.value());
+  if (n.queue_packets)
+    options.queue_packets = *n.queue_packets;
+  else if (queue.bdp)
+    options.queue_bdp = *queue.bdp;
+  else
+    options.queue_bytes = static_cast<uint64_t>(queue.bytes.value());
   options.min_rto_s = n.min_rto.s;
   options.delayed_ack = n.delayed_ack;
   options.syn_timeout_s = n.syn_timeout.s;

@@ -1,17 +1,18 @@
 // The scenario's run loop.
 #include "sim/core/run.h"
 
+#include "netmodels/ns3/ns3_network.h"
 #include "sim/core/federated/federated_run.h"
 #include "training/algorithms/registry.h"
 #include "training/numerics.h"
-#include "netmodels/ns3/ns3_network.h"
 
 namespace testbed {
 namespace {
 
 class EngineRun : public Run {
  public:
-  EngineRun(const Scenario& scenario, const Dataset& data, EngineHooks hooks) : engine_(scenario, data, std::move(hooks)) {}
+  EngineRun(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
+      : engine_(scenario, data, std::move(hooks)) {}
   RunInfo run_info() const override { return engine_.run_info(); }
   RunSummary run(Recorder& recorder) override { return engine_.run(recorder); }
   const HostTimes& host_times() const override { return engine_.host_times(); }

@@ -4,9 +4,9 @@
 
 #include <memory>
 
+#include "netmodels/host_times.h"
 #include "sim/config/scenario.h"
 #include "sim/core/engine/engine.h"
-#include "netmodels/host_times.h"
 #include "sim/output/recorder.h"
 #include "training/data/dataset.h"
 

@@ -13,7 +13,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-
 namespace testbed {
 namespace {
 
@@ -56,10 +55,10 @@ bool is_loopback(const std::string& address) {
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
-  std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, int>> sends;  // in flight, oldest first, with the peer
-  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, int>> late_sends;  // whose receive comes when needed
+  std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, int>> sends;            // in flight, oldest first, with the peer
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, int>> late_sends;      // whose receive comes when needed
   std::map<int64_t, std::pair<c10::intrusive_ptr<c10d::Work>, int>> receives;  // posted: by ticket, with the peer
-  std::string file;                                  // the loopback rendezvous, removed at the end
+  std::string file;  // the loopback rendezvous, removed at the end
 };
 
 ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make_unique<Impl>()), options_(options) {
@@ -135,8 +134,8 @@ void ProcessGroup::wait_send(const std::pair<c10::intrusive_ptr<c10d::Work>, int
   } catch (const std::exception& e) {
     const std::string reported = reported_failures();
     throw std::runtime_error("rank " + std::to_string(send.second) + " did not take a tensor within " +
-                             std::to_string(static_cast<int>(options_.timeout_s)) + " s (--timeout): " +
-                             (reported.empty() ? sentence(e) : reported));
+                             std::to_string(static_cast<int>(options_.timeout_s)) +
+                             " s (--timeout): " + (reported.empty() ? sentence(e) : reported));
   }
 }
 

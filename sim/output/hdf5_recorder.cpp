@@ -33,8 +33,8 @@ class Appendable {
     chunk.insert(chunk.end(), row_.begin(), row_.end());
     H5::DSetCreatPropList props;
     props.setChunk(static_cast<int>(chunk.size()), chunk.data());
-    dataset_ = group.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data(), max.data()),
-                                   props);
+    dataset_ =
+        group.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data(), max.data()), props);
   }
   // The existing dataset `name`, cut back to its first `keep` rows (a resumed run).
   Appendable(H5::Group& group, const std::string& name, const H5::DataType& type, std::vector<hsize_t> row,

@@ -19,11 +19,11 @@ struct RunInfo {
   int64_t model_parameters = 0;
   int64_t trainable_parameters = 0;  // what the replicas train and exchange
   std::string device;
-  bool deterministic = true;             // false when compute time is measured on the host
+  bool deterministic = true;  // false when compute time is measured on the host
   // A projection (workload.train false): times, bytes and messages from shapes; no loss, no
   // evaluation (/train/loss, /eval and /replicas are left out).
   bool projection = false;
-  std::vector<double> node_speeds;       // relative compute speed of each node
+  std::vector<double> node_speeds;         // relative compute speed of each node
   std::vector<std::string> test_variants;  // names of the extra test sets evaluated
   bool federated = false;                  // rounds of sampled clients: /participation, a /train row a round
   // What produced the bits (/numerics): kernel families, library versions, CPU, threads.
@@ -42,11 +42,11 @@ struct VariantResult {
 };
 
 struct EvalRow {
-  int step = 0;  // steps completed by every node
-  double loss = 0, accuracy = 0;    // the averaged model
-  double perplexity = 0;            // exp(loss) for language models, NaN otherwise
-  std::vector<VariantResult> variants;  // the averaged model on each test variant
-  std::vector<double> replica_loss;  // one per node
+  int step = 0;                          // steps completed by every node
+  double loss = 0, accuracy = 0;         // the averaged model
+  double perplexity = 0;                 // exp(loss) for language models, NaN otherwise
+  std::vector<VariantResult> variants;   // the averaged model on each test variant
+  std::vector<double> replica_loss;      // one per node
   std::vector<double> replica_accuracy;  // one per node; NaN for regression
   double correlation = 1, min_correlation = 1, distance = 0;
   std::vector<double> correlation_matrix;  // N x N row-major; NaN where a pair was not sampled
@@ -86,10 +86,14 @@ enum class RunStatus { Running, Completed, Diverged, Failed };
 
 inline const char* status_name(RunStatus status) {
   switch (status) {
-    case RunStatus::Running: return "running";
-    case RunStatus::Completed: return "completed";
-    case RunStatus::Diverged: return "diverged";
-    case RunStatus::Failed: return "failed";
+    case RunStatus::Running:
+      return "running";
+    case RunStatus::Completed:
+      return "completed";
+    case RunStatus::Diverged:
+      return "diverged";
+    case RunStatus::Failed:
+      return "failed";
   }
   return "?";
 }
@@ -100,7 +104,7 @@ inline int exit_code(RunStatus status) {
 
 struct RunSummary {
   RunStatus status = RunStatus::Running;
-  std::string error;   // why, when not completed
+  std::string error;  // why, when not completed
   double projected_time_s = 0;
   uint64_t total_bytes = 0;
   // NaN until an evaluation runs: a run that stops before its first has none to report.
@@ -108,7 +112,7 @@ struct RunSummary {
   double host_time_s = 0;
   int64_t model_parameters = 0;
   int steps_completed = 0;
-  int64_t eval_samples = 0;  // test samples (windows for language models) each evaluation used
+  int64_t eval_samples = 0;        // test samples (windows for language models) each evaluation used
   int64_t final_eval_samples = 0;  // the last evaluation's: the whole test split
   // Steps whose communication (one network phase) was replayed from an identical earlier one (memoization),
   // and the ones the network simulated.

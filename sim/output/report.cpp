@@ -10,9 +10,9 @@
 #include <iomanip>
 #include <sstream>
 
-#include "sim/output/run_file.h"
 #include "sim/config/input_error.h"
 #include "sim/config/scenario_loader.h"
+#include "sim/output/run_file.h"
 
 namespace testbed {
 namespace {
@@ -69,8 +69,9 @@ void report_run(const std::string& path, std::ostream& out) {
   } else {
     // A run that stopped before its first evaluation has none (NaN in the file).
     auto final = [&](double value) {
-      return diverged ? std::string("n/a (diverged)")
-                      : std::isfinite(value) ? fmt("%.4f", value) : std::string("n/a (no evaluation ran)");
+      return diverged               ? std::string("n/a (diverged)")
+             : std::isfinite(value) ? fmt("%.4f", value)
+                                    : std::string("n/a (no evaluation ran)");
     };
     out << "final accuracy    " << final(r.final_accuracy) << "\n";
     out << "final eval loss   " << final(r.final_eval_loss) << "\n";
@@ -142,9 +143,12 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
     char c = text[i];
     any = true;
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {

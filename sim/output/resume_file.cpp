@@ -95,7 +95,8 @@ void write_checkpoint(const std::string& dir, const Checkpoint& checkpoint, bool
       ::fsync(fd);
       std::raise(SIGKILL);
     }
-    if (::fsync(fd) != 0) throw std::runtime_error("checkpoint " + temporary + ": cannot sync (" + std::strerror(errno) + ")");
+    if (::fsync(fd) != 0)
+      throw std::runtime_error("checkpoint " + temporary + ": cannot sync (" + std::strerror(errno) + ")");
   } catch (...) {
     ::close(fd);
     throw;
@@ -136,10 +137,13 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& dir) {
   std::string sum, word;
   if (!std::getline(text, line) || line != kFirstLine) throw refuse("not a testbed checkpoint");
   if (!(text >> word >> c.step) || word != "step") throw refuse("truncated or corrupt checkpoint (no step)");
-  if (!(text >> word >> c.fingerprint) || word != "scenario") throw refuse("truncated or corrupt checkpoint (no scenario)");
-  if (!(text >> word >> c.mark.train_rows >> c.mark.eval_rows >> c.mark.messages >> c.mark.lost_bytes) || word != "rows")
+  if (!(text >> word >> c.fingerprint) || word != "scenario")
+    throw refuse("truncated or corrupt checkpoint (no scenario)");
+  if (!(text >> word >> c.mark.train_rows >> c.mark.eval_rows >> c.mark.messages >> c.mark.lost_bytes) ||
+      word != "rows")
     throw refuse("truncated or corrupt checkpoint (no row counts)");
-  if (!(text >> word >> payload_size) || word != "payload") throw refuse("truncated or corrupt checkpoint (no payload size)");
+  if (!(text >> word >> payload_size) || word != "payload")
+    throw refuse("truncated or corrupt checkpoint (no payload size)");
   if (!(text >> word >> sum) || word != "checksum" || text.get() != '\n')
     throw refuse("truncated or corrupt checkpoint (no checksum)");
   const size_t start = static_cast<size_t>(text.tellg());

@@ -12,10 +12,10 @@
 namespace testbed {
 
 struct Checkpoint {
-  int step = 0;              // every node had finished this many steps
-  std::string fingerprint;   // of the scenario that made it (scenario_fingerprint)
-  RecorderMark mark;         // the rows the output file held then
-  std::string payload;       // the engine's state (a LibTorch archive), opaque here
+  int step = 0;             // every node had finished this many steps
+  std::string fingerprint;  // of the scenario that made it (scenario_fingerprint)
+  RecorderMark mark;        // the rows the output file held then
+  std::string payload;      // the engine's state (a LibTorch archive), opaque here
 };
 
 // Where the checkpoints of the run writing `output_path` live: `output_path` + ".resume".

@@ -12,7 +12,7 @@ namespace testbed {
 struct RunFile {
   std::string status;  // running | completed | diverged | failed (a killed run stays "running")
   std::string error;
-  std::string scenario;  // the resolved scenario's YAML
+  std::string scenario;     // the resolved scenario's YAML
   bool projection = false;  // workload.train false: no loss, no accuracy
   double projected_time_s = NAN, final_eval_loss = NAN, final_accuracy = NAN, final_perplexity = NAN;
   double host_time_s = NAN, total_bytes = NAN, steps_completed = NAN;

@@ -6,42 +6,41 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <chrono>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <cctype>
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
-#include "sim/core/run.h"
-#include "sim/output/hdf5_recorder.h"
-#include "sim/output/resume_file.h"
-#include "sim/output/run_file.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/units.h"
+#include "sim/config/workload.h"
 #include "sim/core/error_text.h"
 #include "sim/core/memory_estimate.h"
-#include "sim/tools/netbench.h"
 #include "sim/core/network_factory.h"
-#include "topologies/describe.h"
-#include "sim/output/report.h"
-#include "sim/tools/launch.h"
-#include "sim/tools/slurm.h"
+#include "sim/core/run.h"
 #include "sim/dist/process_group.h"
-#include "training/algorithms/registry.h"
-#include "sim/config/units.h"
-#include "sim/config/scenario_loader.h"
+#include "sim/output/hdf5_recorder.h"
+#include "sim/output/report.h"
+#include "sim/output/resume_file.h"
+#include "sim/output/run_file.h"
 #include "sim/tools/cli.h"
-#include "sim/tools/run_command.h"
 #include "sim/tools/fatal_errors.h"
+#include "sim/tools/launch.h"
+#include "sim/tools/netbench.h"
+#include "sim/tools/run_command.h"
+#include "sim/tools/slurm.h"
 #include "sim/tools/sweep_runner.h"
-#include "sim/config/workload.h"
+#include "topologies/describe.h"
+#include "training/algorithms/registry.h"
 #include "training/numerics.h"
 
 namespace {
-
 
 // `--vary key=value` options grouped by key (first appearance order): every combination of
 // one value per key, each a list of `key=value` overrides. No --vary: one empty combination.
@@ -70,11 +69,12 @@ std::vector<std::vector<std::string>> combinations(const std::vector<std::string
   return out;
 }
 
-int netbench_command(const std::string& path, const std::vector<std::string>& sets, const std::vector<std::string>& varies,
-                     const std::string& collective, const std::string& size) {
+int netbench_command(const std::string& path, const std::vector<std::string>& sets,
+                     const std::vector<std::string>& varies, const std::string& collective, const std::string& size) {
   using namespace testbed;
   const auto bytes = parse_bytes(size);
-  if (!bytes || !(*bytes >= 4)) throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
+  if (!bytes || !(*bytes >= 4))
+    throw InputError("--size " + size + ":1:8: expected a size of 4 bytes or more, such as 10MB");
   if (std::isdigit(static_cast<unsigned char>(size.back())))
     throw InputError("--size " + size + ":1:8: '" + size + "' has no unit: write " + size + "B or " + size + "MB");
   const auto combos = combinations(varies);
@@ -197,7 +197,8 @@ int testbed::run_cli(int argc, char** argv) {
   run->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
   run->add_flag("-q,--quiet", quiet, "No progress line");
   std::string pcap_dir, flowmon_file;
-  run->add_option("--pcap", pcap_dir, "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
+  run->add_option("--pcap", pcap_dir,
+                  "ns3: write a pcap per link device into this folder (link-<vertex>-<device>.pcap)");
   bool resume = false;
   run->add_flag("--resume", resume,
                 "Continue from the newest checkpoint in OUT.h5.resume/ (output.resume_every); none: start from step 0");
@@ -219,8 +220,9 @@ int testbed::run_cli(int argc, char** argv) {
   launch->allow_extras();
   launch->prefix_command();
   // The scenario and run's options are passed through unparsed, so CLI11 cannot list them.
-  launch->footer("Then: SCENARIO [testbed run's options: --set KEY=VALUE, -o OUT.h5, -q, --timeout S]\n"
-                 "  e.g. testbed launch -n 2 scenarios/100mbps_ring.yaml --set threads=1");
+  launch->footer(
+      "Then: SCENARIO [testbed run's options: --set KEY=VALUE, -o OUT.h5, -q, --timeout S]\n"
+      "  e.g. testbed launch -n 2 scenarios/100mbps_ring.yaml --set threads=1");
 
   auto* validate = app.add_subcommand("validate", "Check a scenario and print it resolved, with defaults");
   validate->add_option("scenario", scenario_path, "Scenario YAML file")->required();
@@ -239,7 +241,8 @@ int testbed::run_cli(int argc, char** argv) {
   sweep->add_flag("--slurm", use_slurm,
                   "Write OUT/sweep.sbatch, a Slurm array job whose task I of N runs --shard I/N, instead of running");
   sweep->add_flag("--submit", submit, "With --slurm: submit the script with sbatch");
-  sweep->add_option("--tasks", slurm.tasks, "With --slurm: array tasks (default: one per run)")->check(CLI::Range(1, 100000));
+  sweep->add_option("--tasks", slurm.tasks, "With --slurm: array tasks (default: one per run)")
+      ->check(CLI::Range(1, 100000));
   sweep->add_option("--partition", slurm.partition, "With --slurm: the partition");
   sweep->add_option("--time", slurm.time, "With --slurm: each task's time limit, e.g. 01:00:00");
   sweep->add_option("--cpus", slurm.cpus, "With --slurm: CPUs per task")->check(CLI::Range(1, 4096));
@@ -258,12 +261,14 @@ int testbed::run_cli(int argc, char** argv) {
 
   bool dot = false, paths = false;
   auto* topology = app.add_subcommand(
-      "topology", "Print a scenario's topology and every host pair's route (hops, latency, bottleneck) under network.routing");
+      "topology",
+      "Print a scenario's topology and every host pair's route (hops, latency, bottleneck) under network.routing");
   topology->add_option("scenario", scenario_path, "Scenario YAML file")->required();
   topology->add_option("--set", sets, "Override a scenario key: a.b.c=value (repeatable)");
   topology->add_flag("--dot", dot, "Graphviz DOT instead of the summary");
-  topology->add_flag("--paths", paths,
-                     "Also each ordered host pair's path (vertex list; with ecmp the path its connection's hash chose)");
+  topology->add_flag(
+      "--paths", paths,
+      "Also each ordered host pair's path (vertex list; with ecmp the path its connection's hash chose)");
 
   auto* report = app.add_subcommand("report", "Summarise a run's HDF5 file or a sweep folder's manifest");
   report->add_option("path", report_path, "Run .h5 file or sweep output folder")->required();

@@ -121,7 +121,8 @@ std::string ns3_fatal_sentence(const std::string& printed) {
   file = file.substr(file.find_last_of('/') + 1);
   const std::string where = " (" + file + ":" + after(line, "line") + ")";
   const std::string msg = quoted(line, "msg"), cond = quoted(line, "cond");
-  if (!cond.empty()) return "ns-3 stopped the run: assertion " + cond + " failed" + (msg.empty() ? "" : ": " + msg) + where;
+  if (!cond.empty())
+    return "ns-3 stopped the run: assertion " + cond + " failed" + (msg.empty() ? "" : ": " + msg) + where;
   return "ns-3 stopped the run: " + (msg.empty() ? std::string("a fatal error") : msg) + where;
 }
 

@@ -9,8 +9,8 @@ namespace testbed {
 
 struct LaunchOptions {
   int processes = 2;
-  int port = 0;  // the rendezvous port; 0: a free one
-  double timeout_s = 60;  // the run's --timeout: how long the others may take to fail after one
+  int port = 0;                       // the rendezvous port; 0: a free one
+  double timeout_s = 60;              // the run's --timeout: how long the others may take to fail after one
   std::vector<std::string> run_args;  // after `testbed run`
 };
 

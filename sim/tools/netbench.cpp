@@ -8,10 +8,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "netmodels/alpha_beta.h"
-#include "comm/plans/collectives.h"
-#include "comm/plan_runner.h"
 #include "comm/collective_options.h"
+#include "comm/plan_runner.h"
+#include "comm/plans/collectives.h"
+#include "netmodels/alpha_beta.h"
 #include "sim/core/network_factory.h"
 #include "topologies/routing.h"
 
@@ -83,7 +83,8 @@ double latency_critical_path(const Routes& routes, const CollectivePlan& plan) {
     if (fresh) it->second = routes(m.src, m.dst).latency_s;
     double start = 0;
     for (int dep : m.after) {
-      if (dep >= static_cast<int>(i)) throw std::logic_error("netbench: a plan lists a message before one it waits for");
+      if (dep >= static_cast<int>(i))
+        throw std::logic_error("netbench: a plan lists a message before one it waits for");
       start = std::max(start, arrival[dep]);
     }
     arrival[i] = start + it->second;

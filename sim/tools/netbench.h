@@ -9,9 +9,9 @@
 namespace testbed {
 
 struct NetbenchResult {
-  double simulated_s = 0;  // projected time of the collective
-  double bound_s = 0;      // the alpha-beta formula for it (netmodels/alpha_beta.h)
-  double host_s = 0;       // host seconds the simulation took
+  double simulated_s = 0;      // projected time of the collective
+  double bound_s = 0;          // the alpha-beta formula for it (netmodels/alpha_beta.h)
+  double host_s = 0;           // host seconds the simulation took
   uint64_t payload_bytes = 0;  // bytes all ranks sent
 };
 

@@ -47,7 +47,7 @@ testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, con
     if (value.empty()) continue;
     if (scenario.network.backend != testbed::Backend::Ns3)
       throw testbed::InputError(option + value + ":1:1: the " + testbed::enum_name(scenario.network.backend) +
-                                   " backend has no packets to capture; use network.backend ns3");
+                                " backend has no packets to capture; use network.backend ns3");
   }
   std::error_code ec;
   if (!pcap_dir.empty() && !fs::is_directory(pcap_dir, ec) && !fs::create_directories(pcap_dir, ec))
@@ -62,7 +62,6 @@ testbed::NetworkCaptures checked_captures(const testbed::Scenario& scenario, con
   return captures;
 }
 
-
 // The run's processes from the options, else RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT;
 // a world of 1 without either.
 testbed::ProcessGroupOptions process_group_options(const RunOptions& options) {
@@ -75,21 +74,28 @@ testbed::ProcessGroupOptions process_group_options(const RunOptions& options) {
       throw InputError(name + " " + text + ":1:1: expected a whole number");
     return static_cast<int>(value);
   };
-  auto env = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
   o.rank = options.rank >= 0 ? options.rank : env("RANK").empty() ? 0 : number("RANK", env("RANK"));
-  o.world = options.world >= 0 ? options.world : env("WORLD_SIZE").empty() ? 1 : number("WORLD_SIZE", env("WORLD_SIZE"));
+  o.world = options.world >= 0          ? options.world
+            : env("WORLD_SIZE").empty() ? 1
+                                        : number("WORLD_SIZE", env("WORLD_SIZE"));
   std::string master = options.master;
   if (master.empty() && !env("MASTER_ADDR").empty()) master = env("MASTER_ADDR") + ":" + env("MASTER_PORT");
   if (!master.empty()) {
     const size_t colon = master.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == master.size())
-      throw InputError("--master " + master + ":1:1: expected ADDR:PORT, such as 127.0.0.1:29500 (or MASTER_ADDR and MASTER_PORT)");
+      throw InputError("--master " + master +
+                       ":1:1: expected ADDR:PORT, such as 127.0.0.1:29500 (or MASTER_ADDR and MASTER_PORT)");
     o.master_addr = master.substr(0, colon);
     o.master_port = number("--master " + master + " port", master.substr(colon + 1));
   }
   if (o.world < 1) throw InputError("--world-size " + std::to_string(o.world) + ":1:1: expected 1 or more processes");
   if (o.rank >= o.world)
-    throw InputError("--rank " + std::to_string(o.rank) + ":1:1: expected a rank below the world size " + std::to_string(o.world));
+    throw InputError("--rank " + std::to_string(o.rank) + ":1:1: expected a rank below the world size " +
+                     std::to_string(o.world));
   if (!(options.timeout_s > 0)) throw InputError("--timeout:1:1: expected seconds above 0");
   o.timeout_s = options.timeout_s;
   return o;
@@ -108,8 +114,8 @@ void check_spread_run(const testbed::Scenario& scenario, const testbed::ProcessG
     throw InputError(scenario.where("algorithm.name") + ": a federated run (" + scenario.algorithm.name +
                      ") runs in one process; run it without --world-size");
   if (scenario.output.resume_every > 0 || options.resume)
-    throw InputError(scenario.where("output.resume_every") + ": checkpoints are not written by a run over " + processes +
-                     "; set it to 0 or run in one process");
+    throw InputError(scenario.where("output.resume_every") + ": checkpoints are not written by a run over " +
+                     processes + "; set it to 0 or run in one process");
 }
 
 // The checkpoint to continue from, checked before anything is written: it must belong to this
@@ -123,7 +129,8 @@ std::optional<testbed::Checkpoint> checkpoint_to_resume(const testbed::Scenario&
     throw InputError(dir + ": the checkpoint was made by another scenario (fingerprint " + checkpoint->fingerprint +
                      ", this one " + here + "); nothing was changed (run without --resume to start over)");
   if (!std::filesystem::exists(scenario.output.path))
-    throw InputError(scenario.output.path + ": the output file the checkpoint continues is missing; nothing was "
+    throw InputError(scenario.output.path +
+                     ": the output file the checkpoint continues is missing; nothing was "
                      "changed (run without --resume to start over)");
   std::fprintf(stderr, "testbed: resuming from step %d (%s)\n", checkpoint->step, dir.c_str());
   return checkpoint;
@@ -161,15 +168,15 @@ std::function<void(const Progress&)> progress_line(std::chrono::steady_clock::ti
     if (std::isnan(p.loss))  // a projection
       std::fprintf(stderr, "\rstep %d/%d  projected %.2f s  ETA %.0f s   ", p.step, p.steps, p.projected_time_s, eta);
     else
-      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps,
-                   p.loss, p.projected_time_s, eta);
+      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps, p.loss,
+                   p.projected_time_s, eta);
   };
 }
 
 // Rank 0's HDF5 file (a resumed run's cut back to the rows its checkpoint counted); the other
 // ranks write nothing.
-std::unique_ptr<Recorder> open_recorder(const Scenario& scenario, const Run& loop, const std::optional<Checkpoint>& resume,
-                                        bool writer) {
+std::unique_ptr<Recorder> open_recorder(const Scenario& scenario, const Run& loop,
+                                        const std::optional<Checkpoint>& resume, bool writer) {
   if (!writer) return std::make_unique<DiscardingRecorder>();
   if (resume) return std::make_unique<Hdf5Recorder>(scenario.output.path, loop.run_info(), resume->mark);
   RunInfo info = loop.run_info();
@@ -184,7 +191,8 @@ void print_summary(const Scenario& scenario, const RunSummary& summary, const Ru
   std::printf("steps completed   %d\n", summary.steps_completed);
   // A diverged run's last evaluation is of a model that is no longer a number (as `report` says).
   if (!scenario.workload.train) {
-    std::printf("projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n");
+    std::printf(
+        "projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n");
   } else if (summary.status == RunStatus::Diverged) {
     std::printf("final accuracy    n/a (diverged)\nfinal eval loss   n/a (diverged)\n");
   } else if (summary.eval_samples == 0) {
@@ -196,7 +204,8 @@ void print_summary(const Scenario& scenario, const RunSummary& summary, const Ru
   if (scenario.workload.train && summary.eval_samples > 0)
     std::printf("eval samples      %lld (the final eval: %lld, the whole test split)\n",
                 static_cast<long long>(summary.eval_samples), static_cast<long long>(summary.final_eval_samples));
-  if (scenario.workload.train && std::isfinite(summary.final_perplexity)) std::printf("final perplexity  %.3f\n", summary.final_perplexity);
+  if (scenario.workload.train && std::isfinite(summary.final_perplexity))
+    std::printf("final perplexity  %.3f\n", summary.final_perplexity);
   std::printf("projected time    %.3f s\n", summary.projected_time_s);
   // A run that stopped early counts the messages its last steps had issued, arrived or not.
   std::printf("total bytes       %s%s\n", testbed::bytes_with_units(static_cast<double>(summary.total_bytes)).c_str(),
@@ -205,12 +214,13 @@ void print_summary(const Scenario& scenario, const RunSummary& summary, const Ru
   std::printf("network host time %.2f s (%.2f ms a step; the backend's share)\n", loop.host_times().ns3(),
               summary.steps_completed > 0 ? 1e3 * loop.host_times().ns3() / summary.steps_completed : 0.0);
   if (processes > 1)
-    std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n",
-                processes, loop.host_times().transfers, static_cast<long long>(loop.host_times().receives));
+    std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n", processes,
+                loop.host_times().transfers, static_cast<long long>(loop.host_times().receives));
   // Also when none replayed, where memoization was asked for: a researcher who expected the
   // speed-up learns where to read why not.
   if (summary.phases_replayed > 0 || (scenario.network.memoize && scenario.network.backend == Backend::Ns3))
-    std::printf("memoized         %lld of %lld steps' communication replayed%s\n", static_cast<long long>(summary.phases_replayed),
+    std::printf("memoized         %lld of %lld steps' communication replayed%s\n",
+                static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated),
                 summary.phases_replayed > 0 ? ""
                                             : " (no step repeated an earlier one exactly, or a condition rules it "
@@ -245,8 +255,10 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   const std::string checkpoints = checkpoint_dir(scenario.output.path);
   const std::optional<Checkpoint> resume = options.resume ? checkpoint_to_resume(scenario, checkpoints) : std::nullopt;
   if (options.resume && !resume)
-    std::fprintf(stderr, "testbed: --resume: no checkpoint in %s (the run writes them with output.resume_every); "
-                         "starting from step 0\n", checkpoints.c_str());
+    std::fprintf(stderr,
+                 "testbed: --resume: no checkpoint in %s (the run writes them with output.resume_every); "
+                 "starting from step 0\n",
+                 checkpoints.c_str());
 
   EngineHooks hooks;
   hooks.interrupted = &g_interrupted;
@@ -280,7 +292,9 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
     std::fprintf(stderr, "testbed: warning: numerics are not portable (%s): another machine may give other bits\n",
                  why.c_str());
   auto* file = dynamic_cast<Hdf5Recorder*>(recorder.get());
-  on_fatal_error([file](const std::string& sentence) { if (file) file->fail(sentence); });
+  on_fatal_error([file](const std::string& sentence) {
+    if (file) file->fail(sentence);
+  });
   RunSummary summary = loop->run(*recorder);
   on_fatal_error({});
   if (summary.status == RunStatus::Completed) remove_checkpoints(checkpoints);

@@ -31,8 +31,8 @@ std::string sbatch_script(const Sweep& sweep, const std::string& binary, const S
   const std::string out = fs::absolute(sweep.out).lexically_normal().string();
   std::ostringstream s;
   s << "#!/bin/bash\n"
-    << "# testbed sweep " << sweep.file << " on Slurm: task I of the array runs shard I/N of the sweep's "
-    << runs << " runs.\n"
+    << "# testbed sweep " << sweep.file << " on Slurm: task I of the array runs shard I/N of the sweep's " << runs
+    << " runs.\n"
     << "#SBATCH --job-name=testbed-" << fs::path(sweep.out).filename().string() << "\n"
     << "#SBATCH --array=0-" << tasks - 1 << "\n"
     << "#SBATCH --output=" << out << "/slurm/%A_%a.log\n";
@@ -70,10 +70,14 @@ void report_shards(const std::string& out, int tasks, std::ostream& log) {
   for (size_t i = 1; i < rows.size(); ++i) {
     Count& c = shard[(i - 1) % static_cast<size_t>(tasks)];
     const std::string& s = static_cast<size_t>(status) < rows[i].size() ? rows[i][static_cast<size_t>(status)] : "";
-    if (s == "pending") ++c.pending;
-    else if (s == "running") ++c.running;
-    else if (s == "completed") ++c.completed;
-    else ++c.other;
+    if (s == "pending")
+      ++c.pending;
+    else if (s == "running")
+      ++c.running;
+    else if (s == "completed")
+      ++c.completed;
+    else
+      ++c.other;
   }
   log << "slurm array of " << tasks << " tasks (" << (fs::path(out) / "sweep.sbatch").string() << "):\n";
   for (int t = 0; t < tasks; ++t) {

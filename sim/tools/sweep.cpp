@@ -171,7 +171,8 @@ Sweep parse_sweep(const std::string& yaml_text, const std::string& origin, const
   } catch (const YAML::ParserException& e) {
     fail(at(origin, e.mark), "invalid YAML: " + e.msg);
   }
-  if (!root.IsDefined() || !root.IsMap()) fail(origin + ":1:1", "a sweep file is a map with keys base, grid, zip, repeats, out");
+  if (!root.IsDefined() || !root.IsMap())
+    fail(origin + ":1:1", "a sweep file is a map with keys base, grid, zip, repeats, out");
 
   const std::vector<std::string> known = {"base", "grid", "zip", "repeats", "out"};
   std::map<std::string, YAML::Node> keys;
@@ -274,7 +275,7 @@ Sweep parse_sweep(const std::string& yaml_text, const std::string& origin, const
     run.name = run_name(sweep.keys, run.values);
     if (auto it = names.find(run.name); it != names.end()) {
       fail(run.values.front().value_where, "runs " + std::to_string(it->second) + " and " + std::to_string(index) +
-                                                " would both be named '" + run.name + "'");
+                                               " would both be named '" + run.name + "'");
     }
     names[run.name] = static_cast<int>(index);
     sweep.runs.push_back(std::move(run));
@@ -330,7 +331,10 @@ void validate_sweep(const Sweep& sweep, int threads) {
       // Blamed on the base file: the combination is at fault; point at its first swept value.
       const SweptValue* first = &run.values.front();
       for (const auto& v : run.values) {
-        if (v.key != "seed") { first = &v; break; }
+        if (v.key != "seed") {
+          first = &v;
+          break;
+        }
       }
       fail(first->value_where, "run " + run.name + ": " + message);
     }

@@ -15,17 +15,17 @@ struct SweptValue {
 };
 
 struct SweepRun {
-  int index = 0;  // position in expansion order; shards take index % N == I
+  int index = 0;     // position in expansion order; shards take index % N == I
   std::string name;  // file name stem: "label=value,..." sanitised
   std::vector<SweptValue> values;
 };
 
 struct Sweep {
-  std::string file;      // the sweep file as given
-  std::string base;      // scenario path, resolved against the sweep file's folder
-  std::string out;       // output folder, resolved likewise
+  std::string file;  // the sweep file as given
+  std::string base;  // scenario path, resolved against the sweep file's folder
+  std::string out;   // output folder, resolved likewise
   int repeats = 1;
-  bool sets_threads = false;    // the sweep varies `threads`, or its base sets them: the runner leaves them alone
+  bool sets_threads = false;      // the sweep varies `threads`, or its base sets them: the runner leaves them alone
   std::vector<std::string> keys;  // swept keys in manifest column order: grid, zip, then seed
   std::vector<SweepRun> runs;
 };

@@ -11,8 +11,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -95,9 +95,12 @@ RunOutcome outcome_of(int wait_status, const std::string& h5) {
   }
   o.exit_code = WEXITSTATUS(wait_status);
   auto file = read_run_file(h5);
-  if (o.exit_code == 0) o.status = file && file->status == "completed" ? "completed" : "failed";
-  else if (o.exit_code == 3) o.status = "diverged";
-  else o.status = g_stop ? "interrupted" : "failed";
+  if (o.exit_code == 0)
+    o.status = file && file->status == "completed" ? "completed" : "failed";
+  else if (o.exit_code == 3)
+    o.status = "diverged";
+  else
+    o.status = g_stop ? "interrupted" : "failed";
   return o;
 }
 
@@ -193,7 +196,8 @@ int run_sweep(const Sweep& sweep, const SweepOptions& options, std::ostream& log
   struct sigaction action {};
   action.sa_handler = on_stop;  // no SA_RESTART: waitpid must return so the loop can react
   sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   g_stop = false;
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);

@@ -2,19 +2,19 @@
 // backends agree, and neither beats the contention-free alpha-beta backend.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "netmodels/analytical_network.h"
+#include "comm/plan_runner.h"
 #include "comm/plans/collectives.h"
+#include "netmodels/analytical_network.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "comm/plan_runner.h"
 #include "topologies/builders.h"
 
 namespace testbed {
@@ -29,9 +29,15 @@ double run(Backend backend, const Topology& topology, const CollectivePlan& plan
   EventClock clock;
   std::unique_ptr<Network> network;
   switch (backend) {
-    case Backend::Ns3: network = make_ns3_network(clock, topology, {}); break;
-    case Backend::Flow: network = make_flow_network(clock, topology); break;
-    case Backend::Analytical: network = make_analytical_network(clock, topology); break;
+    case Backend::Ns3:
+      network = make_ns3_network(clock, topology, {});
+      break;
+    case Backend::Flow:
+      network = make_flow_network(clock, topology);
+      break;
+    case Backend::Analytical:
+      network = make_analytical_network(clock, topology);
+      break;
   }
   const double t = simulate_plan(clock, *network, plan, hosts);
   network.reset();  // before the clock
@@ -66,7 +72,7 @@ struct Case {
 TEST(CollectiveBackends, Ns3AndFlowAgreeAndNeitherBeatsAlphaBeta) {
   const int p = 4;
   const int64_t elements = 2'000'000 / 4;  // 2 MB per rank
-  const std::vector<Case> cases = {{"ring"},   {"ring", 4},          {"tree"},        {"halving_doubling"},
+  const std::vector<Case> cases = {{"ring"},   {"ring", 4},          {"tree"},         {"halving_doubling"},
                                    {"direct"}, {"parameter_server"}, {"hierarchical"}, {"hierarchical", 4}};
   for (const char* kind : {"ring", "star", "mesh", "fat_tree"}) {
     const Topology t = topology(kind, p);
@@ -122,7 +128,6 @@ TEST(CollectiveBackends, GpuHostsRingIsBoundByTheNics) {
   EXPECT_LE(analytical, flow);
   EXPECT_GE(analytical, nic_bound / 4);
 }
-
 
 // Back-to-back all-reduces as a training run issues them: rank r enters collective k + 1
 // `gap` seconds after the last message addressed to it in collective k has arrived, so a

@@ -5,9 +5,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 
 namespace testbed {
 namespace {
@@ -20,7 +20,8 @@ nodes: 5
 threads: 1
 topology: {kind: star, link: {bandwidth: 1Gbps, latency: 1ms}}
 network: {backend: flow}
-collective: {algorithm: )" + algorithm + ", slices: " + std::to_string(slices) +
+collective: {algorithm: )" + algorithm +
+                            ", slices: " + std::to_string(slices) +
                             (algorithm == "parameter_server" ? ", server: 2" : "") +
                             (algorithm == "hierarchical" ? ", clusters: [[0, 1], [2, 3, 4]]" : "") + R"(}
 workload: {model: mlp, batch_size: 16, steps: 4, eval_every: 4, eval_samples: 200}

@@ -48,8 +48,8 @@ std::vector<std::vector<double>> execute_on(const CollectivePlan& plan, std::vec
       for (int dep : plan.messages[i].after) ready = ready && done.at(dep);
       if (!ready) continue;
       const auto& msg = plan.messages[i];
-      in_flight.emplace_back(i, std::vector<double>(data[msg.src].begin() + msg.offset,
-                                                    data[msg.src].begin() + msg.offset + msg.count));
+      in_flight.emplace_back(
+          i, std::vector<double>(data[msg.src].begin() + msg.offset, data[msg.src].begin() + msg.offset + msg.count));
     }
     EXPECT_FALSE(in_flight.empty()) << "dependency cycle";
     if (in_flight.empty()) break;
@@ -86,8 +86,7 @@ void check_all_reduce(int p, int64_t n, int elem_bytes) {
   ASSERT_EQ(bytes.size(), static_cast<size_t>(p));
   const double ideal = 2.0 * (p - 1) / p * static_cast<double>(n) * elem_bytes;
   for (int r = 0; r < p; ++r)
-    EXPECT_LE(std::abs(static_cast<double>(bytes[r]) - ideal), 2.0 * (p - 1) * elem_bytes)
-        << "rank " << r;
+    EXPECT_LE(std::abs(static_cast<double>(bytes[r]) - ideal), 2.0 * (p - 1) * elem_bytes) << "rank " << r;
 
   // Every message is in its receiver's inbox exactly once, 2(p-1) per rank.
   std::vector<int> seen(plan.messages.size(), 0);
@@ -224,8 +223,10 @@ TEST(RingBroadcast, PipelinedDownTheRingByHand) {
       EXPECT_EQ(m.count, count[j]);
       EXPECT_EQ(m.bytes, static_cast<uint64_t>(4 * count[j]));
       EXPECT_EQ(m.op, ChunkOp::Copy);
-      if (r == 0) EXPECT_TRUE(m.after.empty());
-      else EXPECT_EQ(m.after, (std::vector<int>{4 * (r - 1) + j}));
+      if (r == 0)
+        EXPECT_TRUE(m.after.empty());
+      else
+        EXPECT_EQ(m.after, (std::vector<int>{4 * (r - 1) + j}));
     }
   const auto bytes = bytes_sent_per_rank(plan);
   EXPECT_EQ(bytes, (std::vector<uint64_t>{40, 40, 40, 0}));
@@ -286,8 +287,8 @@ std::vector<std::vector<double>> execute_shuffled(const CollectivePlan& plan, co
       if (!ready) continue;
       const auto& msg = plan.messages[i];
       sent[i] = true;
-      in_flight.emplace_back(i, std::vector<double>(data[msg.src].begin() + msg.offset,
-                                                    data[msg.src].begin() + msg.offset + msg.count));
+      in_flight.emplace_back(
+          i, std::vector<double>(data[msg.src].begin() + msg.offset, data[msg.src].begin() + msg.offset + msg.count));
     }
     EXPECT_FALSE(in_flight.empty()) << "dependency cycle";
     if (in_flight.empty()) break;
@@ -370,8 +371,8 @@ TEST(AllReduceAlgorithms, RingAndDirectSendTwoPMinusOneOverPOfTheBuffer) {
 TEST(AllReduceAlgorithms, HalvingDoublingBytes) {
   const uint64_t n = 1200 * 4;
   for (int p : {2, 4, 8})
-    EXPECT_EQ(bytes_of(CollectiveAlgorithm::HalvingDoubling, p, 1200),
-              std::vector<uint64_t>(p, 2 * (p - 1) * n / p)) << p;
+    EXPECT_EQ(bytes_of(CollectiveAlgorithm::HalvingDoubling, p, 1200), std::vector<uint64_t>(p, 2 * (p - 1) * n / p))
+        << p;
   // p = 6: ranks 1 and 3 fold into 0 and 2 (n each way); 0, 2, 4, 5 run p' = 4.
   const uint64_t inner = 2 * 3 * n / 4;
   EXPECT_EQ(bytes_of(CollectiveAlgorithm::HalvingDoubling, 6, 1200),
@@ -381,8 +382,7 @@ TEST(AllReduceAlgorithms, HalvingDoublingBytes) {
 TEST(AllReduceAlgorithms, ParameterServerBytes) {
   const uint64_t n = 1000 * 4;
   // Workers send n; the server sends n to each of the other p - 1.
-  EXPECT_EQ(bytes_of(CollectiveAlgorithm::ParameterServer, 5, 1000, {}, 2),
-            (std::vector<uint64_t>{n, n, 4 * n, n, n}));
+  EXPECT_EQ(bytes_of(CollectiveAlgorithm::ParameterServer, 5, 1000, {}, 2), (std::vector<uint64_t>{n, n, 4 * n, n, n}));
   EXPECT_THROW(bytes_of(CollectiveAlgorithm::ParameterServer, 5, 1000, {}, 5), std::invalid_argument);
 }
 
@@ -585,8 +585,9 @@ TEST(RingReduceScatter, SumsBlockCFromRankCPlusOneRoundToC) {
     const auto x = order_sensitive_values(p, n);
     // The values tell the orders apart: ring_all_reduce's (from c, ending at c - 1) differs.
     int order_matters = 0;
-    for (int64_t i = 0; i < n; ++i) order_matters += ring_sum(x, i, static_cast<int>(i / block)) !=
-                                                     ring_sum(x, i, static_cast<int>(i / block + 1) % p);
+    for (int64_t i = 0; i < n; ++i)
+      order_matters +=
+          ring_sum(x, i, static_cast<int>(i / block)) != ring_sum(x, i, static_cast<int>(i / block + 1) % p);
     if (p > 2) EXPECT_GT(order_matters, 0) << p;
     for (int slices : {1, 2}) {
       SCOPED_TRACE("p=" + std::to_string(p) + " slices=" + std::to_string(slices));

@@ -16,9 +16,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 #include "tests/support/memo_compare.h"
 
 namespace testbed {
@@ -36,7 +36,8 @@ int draw(std::mt19937_64& rng, int lo, int hi) {
   return lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1));
 }
 bool chance(std::mt19937_64& rng, int percent) { return draw(rng, 0, 99) < percent; }
-template <class T> const T& pick(std::mt19937_64& rng, const std::vector<T>& options) {
+template <class T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& options) {
   return options[static_cast<size_t>(draw(rng, 0, static_cast<int>(options.size()) - 1))];
 }
 
@@ -86,13 +87,13 @@ Generated generate(int index) {
 
   // The algorithm, and how its exchanged buffer and its messages scale with the parameters.
   std::ostringstream a;
-  int period = 1;             // steps between the exchanges of one buffer
-  int fragments = 1;          // streaming_diloco: exchanges per period, of d / fragments each
-  double share = 1.0 / nodes; // of the buffer in one message: a ring chunk
-  double wire = 4;            // bytes per element
-  double per_parameter = 1;   // buffer elements per parameter
-  double sparta_p = 0;        // sparta all-reduce: the fraction of parameters
-  bool layerwise = false;     // sparta: a fraction of one tensor per round (a plan per tensor)
+  int period = 1;              // steps between the exchanges of one buffer
+  int fragments = 1;           // streaming_diloco: exchanges per period, of d / fragments each
+  double share = 1.0 / nodes;  // of the buffer in one message: a ring chunk
+  double wire = 4;             // bytes per element
+  double per_parameter = 1;    // buffer elements per parameter
+  double sparta_p = 0;         // sparta all-reduce: the fraction of parameters
+  bool layerwise = false;      // sparta: a fraction of one tensor per round (a plan per tensor)
   bool neighbour = false;
   const int which = restart ? 30 : draw(rng, 0, 99);
   if (which < 16) {
@@ -108,12 +109,10 @@ Generated generate(int index) {
     // two and three; P dividing H gives equal gaps. A phase followed by a gap of more than one
     // step is not replayed (PhaseRecord::quiet is when the next phase began), so `repeating`
     // keeps to schedules with gaps of one step.
-    std::tie(period, fragments) =
-        pick<std::pair<int, int>>(rng, restart ? std::vector<std::pair<int, int>>{{5, 3}, {5, 3}, {4, 3}}
-                                       : any   ? std::vector<std::pair<int, int>>{{3, 1}, {2, 2}, {3, 2}, {4, 2},
-                                                                                  {5, 2}, {4, 3}, {5, 3}, {6, 3}}
-                                               : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {4, 3}, {5, 3},
-                                                                                  {5, 3}, {3, 3}});
+    std::tie(period, fragments) = pick<std::pair<int, int>>(
+        rng, restart ? std::vector<std::pair<int, int>>{{5, 3}, {5, 3}, {4, 3}}
+             : any   ? std::vector<std::pair<int, int>>{{3, 1}, {2, 2}, {3, 2}, {4, 2}, {5, 2}, {4, 3}, {5, 3}, {6, 3}}
+                     : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {4, 3}, {5, 3}, {5, 3}, {3, 3}});
     per_parameter = 1.0 / fragments;
     const std::string dtype =
         restart ? "fp32" : pick<std::string>(rng, {"fp32", "fp32", "fp32", "bf16", "bf16", "fp4"});
@@ -188,11 +187,13 @@ Generated generate(int index) {
   if (restart) {
     step_time = pick<double>(rng, {0.11, 0.12, 0.13, 0.15, 0.17, 0.19});
   } else if (chance(rng, 75)) {
-    step_time = pick<double>(rng, {0.001, 0.005, 0.02, 0.05, 0.08, 0.11, 0.12, 0.13, 0.15, 0.17, 0.19, 0.2, 0.21,
-                                   0.25, 0.3, 0.35, 0.4});
+    step_time = pick<double>(
+        rng, {0.001, 0.005, 0.02, 0.05, 0.08, 0.11, 0.12, 0.13, 0.15, 0.17, 0.19, 0.2, 0.21, 0.25, 0.3, 0.35, 0.4});
   } else {
-    step_time = std::round(std::exp(std::log(0.001) + (std::log(0.4) - std::log(0.001)) *
-                                                          static_cast<double>(rng() % 1000000) / 1e6) * 1e4) / 1e4;
+    step_time = std::round(std::exp(std::log(0.001) +
+                                    (std::log(0.4) - std::log(0.001)) * static_cast<double>(rng() % 1000000) / 1e6) *
+                           1e4) /
+                1e4;
   }
 
   // The model: messages from a third of an initial window (10 segments) to several, no more
@@ -252,9 +253,13 @@ Generated generate(int index) {
   Generated g;
   g.yaml = y.str();
   std::ostringstream label;
-  label << "#" << index << " " << (any ? "any" : restart ? "restart" : "repeating") << " " << a.str() << " n=" << nodes
-        << " " << topology << " " << bandwidth << "/" << latency << " mtu " << mtu << " step " << step_time << speeds
-        << " d=" << mlp_parameters(inputs, hidden, outputs) << (even ? "" : " uneven");
+  label << "#" << index << " "
+        << (any       ? "any"
+            : restart ? "restart"
+                      : "repeating")
+        << " " << a.str() << " n=" << nodes << " " << topology << " " << bandwidth << "/" << latency << " mtu " << mtu
+        << " step " << step_time << speeds << " d=" << mlp_parameters(inputs, hidden, outputs)
+        << (even ? "" : " uneven");
   g.label = label.str();
   return g;
 }
@@ -268,10 +273,11 @@ Totals corpus;
 class MemoDifferential : public ::testing::TestWithParam<int> {
  protected:
   static void TearDownTestSuite() {
-    std::printf("[memo-diff] corpus: %lld scenarios, %lld failed, %lld with replays; phases replayed %lld, simulated %lld\n",
-                static_cast<long long>(corpus.scenarios), static_cast<long long>(corpus.failed),
-                static_cast<long long>(corpus.scenarios_with_replays), static_cast<long long>(corpus.replayed),
-                static_cast<long long>(corpus.simulated));
+    std::printf(
+        "[memo-diff] corpus: %lld scenarios, %lld failed, %lld with replays; phases replayed %lld, simulated %lld\n",
+        static_cast<long long>(corpus.scenarios), static_cast<long long>(corpus.failed),
+        static_cast<long long>(corpus.scenarios_with_replays), static_cast<long long>(corpus.replayed),
+        static_cast<long long>(corpus.simulated));
   }
 };
 
@@ -292,7 +298,8 @@ TEST_P(MemoDifferential, MemoizedRunsEqualSimulatedOnes) {
     const Outcome on = run_outcome(memo_on, data);
     const Outcome off = run_outcome(memo_off, data);
     // Both must complete: a generator that writes failing scenarios tests nothing.
-    EXPECT_EQ(off.summary.status, testbed::RunStatus::Completed) << g.label << ": " << off.summary.error << "\n" << g.yaml;
+    EXPECT_EQ(off.summary.status, testbed::RunStatus::Completed) << g.label << ": " << off.summary.error << "\n"
+                                                                 << g.yaml;
     EXPECT_EQ(off.summary.phases_replayed, 0) << g.label;
     const std::string diff = differences(on, off);
     if (!diff.empty()) {
@@ -310,8 +317,10 @@ TEST_P(MemoDifferential, MemoizedRunsEqualSimulatedOnes) {
     simulated += on.summary.phases_simulated;
     with_replays += on.summary.phases_replayed > 0;
   }
-  std::printf("[memo-diff] shard %d: %d scenarios (%lld with replays), %lld failed; phases replayed %lld, simulated %lld\n",
-              shard, kPerShard, static_cast<long long>(with_replays), static_cast<long long>(failed), static_cast<long long>(replayed), static_cast<long long>(simulated));
+  std::printf(
+      "[memo-diff] shard %d: %d scenarios (%lld with replays), %lld failed; phases replayed %lld, simulated %lld\n",
+      shard, kPerShard, static_cast<long long>(with_replays), static_cast<long long>(failed),
+      static_cast<long long>(replayed), static_cast<long long>(simulated));
   corpus.scenarios += kPerShard;
   corpus.failed += failed;
   corpus.replayed += replayed;

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,7 +58,8 @@ int64_t compare(const std::vector<std::string>& sets = {}, const char* yaml = kL
   std::vector<std::string> on = sets, off = sets;
   // DDP all-reduces once after compute unless a test says otherwise: the step is then one
   // collective, the simplest phase.
-  const bool other = std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("algorithm.", 0) == 0; });
+  const bool other =
+      std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("algorithm.", 0) == 0; });
   if (!other) on.push_back("algorithm.overlap=false"), off.push_back("algorithm.overlap=false");
   on.push_back("network.memoize=true");
   off.push_back("network.memoize=false");
@@ -126,13 +127,9 @@ TEST(Memoization, LockstepDdpReplaysAlmostEveryAllReduceAndChangesNothing) {
 // are, standing for the same ACKs one step later (comm/phase_memo.h): steps replay all the
 // same. Slip caught: a replay that leaves the held network where it was instead of shifting it
 // to the replayed phase's end (it then no longer stands for the next step's start: 13 replays).
-TEST(Memoization, AnAckTailIntoTheNextStepStillReplays) {
-  EXPECT_GE(compare({"compute.step_time=2ms"}), 15);
-}
+TEST(Memoization, AnAckTailIntoTheNextStepStillReplays) { EXPECT_GE(compare({"compute.step_time=2ms"}), 15); }
 
-TEST(Memoization, SharedLinksOfAStarStayIdentical) {
-  EXPECT_GT(compare({"topology.kind=star"}), 0);
-}
+TEST(Memoization, SharedLinksOfAStarStayIdentical) { EXPECT_GT(compare({"topology.kind=star"}), 0); }
 
 TEST(Memoization, IdleLongerThanTheRtoRestartsSlowStartInBothRuns) {
   // 0.5 s of compute > MinRto: every all-reduce starts from the initial window again.
@@ -145,13 +142,9 @@ TEST(Memoization, RanksOutOfStepNeverReplayAndStayIdentical) {
   EXPECT_EQ(compare({"workload.synthetic.hidden=8"}), 0);
 }
 
-TEST(Memoization, NeverOnALossyNetwork) {
-  EXPECT_EQ(compare({"topology.link.loss=0.001"}), 0);
-}
+TEST(Memoization, NeverOnALossyNetwork) { EXPECT_EQ(compare({"topology.link.loss=0.001"}), 0); }
 
-TEST(Memoization, NeverWithStragglers) {
-  EXPECT_EQ(compare({"compute.straggler_sigma=0.2"}), 0);
-}
+TEST(Memoization, NeverWithStragglers) { EXPECT_EQ(compare({"compute.straggler_sigma=0.2"}), 0); }
 
 TEST(Memoization, NeverWithDelayedAcksOrAnotherTcp) {
   EXPECT_EQ(compare({"network.delayed_ack=true"}), 0);

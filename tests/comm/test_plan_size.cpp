@@ -113,8 +113,8 @@ TEST(PlanSize, AllGatherAndNeighbourExchangeEqualTheBuiltPlans) {
     }
   }
   // A ring of 5 and a star of 4 leaves.
-  const std::vector<std::vector<std::vector<int>>> graphs = {
-      {{1, 4}, {0, 2}, {1, 3}, {2, 4}, {3, 0}}, {{1, 2, 3, 4}, {0}, {0}, {0}, {0}}};
+  const std::vector<std::vector<std::vector<int>>> graphs = {{{1, 4}, {0, 2}, {1, 3}, {2, 4}, {3, 0}},
+                                                             {{1, 2, 3, 4}, {0}, {0}, {0}, {0}}};
   for (const auto& neighbours : graphs) {
     std::vector<int> degrees;
     for (const auto& n : neighbours) degrees.push_back(static_cast<int>(n.size()));

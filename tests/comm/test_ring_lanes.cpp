@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/plans/collectives.h"
 #include "comm/plan_runner.h"
+#include "comm/plans/collectives.h"
 #include "comm/ring_lanes.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
@@ -31,7 +31,7 @@ struct RingCase {
   int slices = 1;
   std::vector<int64_t> enter;         // ticks each rank enters the first ring
   std::vector<int64_t> enter_second;  // ticks after its first ring is done each enters the second
-  int64_t extra_after = 0;  // ticks after rank 0 is done with the second ring: a message on its lane
+  int64_t extra_after = 0;            // ticks after rank 0 is done with the second ring: a message on its lane
   uint64_t extra_bytes = 0;
 };
 
@@ -80,9 +80,9 @@ Outcome run(const RingCase& c, bool lanes) {
     if (!runners[ring]) {
       std::vector<Lane> held;
       if (!network->hold()->hold_lanes(ring_pairs(c.hosts), held)) throw std::runtime_error(c.name + ": lanes refused");
-      runners[ring] = std::make_unique<RingLaneRunner>(clock, *network->hold(), ring_pairs(c.hosts), held, c.elements,
-                                                       c.element_bytes, c.slices,
-                                                       [&done, ring](int r) { done(ring, r); });
+      runners[ring] =
+          std::make_unique<RingLaneRunner>(clock, *network->hold(), ring_pairs(c.hosts), held, c.elements,
+                                           c.element_bytes, c.slices, [&done, ring](int r) { done(ring, r); });
     }
     runners[ring]->enter(rank);
   };

@@ -1,8 +1,8 @@
 // Fuzzes the GraphML (Topology Zoo) reader: a topology, or std::invalid_argument with the place.
 #include <stdexcept>
 
-#include "topologies/graphml.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "topologies/graphml.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   testbed::TopologySpec spec;

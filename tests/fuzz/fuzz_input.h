@@ -10,7 +10,9 @@
 
 namespace testbed::fuzz {
 
-inline std::string text(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+inline std::string text(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
 
 // One file per fuzzing process, rewritten for every input.
 inline std::string scratch_file(const std::string& suffix, const std::string& contents) {

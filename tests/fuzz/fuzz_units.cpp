@@ -12,9 +12,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string s = fuzz::text(data, size);
   // A plain number reads in base units, except for a bandwidth-delay multiple (a plain number
   // there would be bytes): that one reads back with its suffix.
-  const std::pair<std::optional<double> (*)(const std::string&), const char*> parsers[] = {
-      {parse_bandwidth_bps, ""}, {parse_duration_s, ""}, {parse_bytes, ""}, {parse_fraction, ""},
-      {parse_bdp_multiple, "bdp"}};
+  const std::pair<std::optional<double> (*)(const std::string&), const char*> parsers[] = {{parse_bandwidth_bps, ""},
+                                                                                           {parse_duration_s, ""},
+                                                                                           {parse_bytes, ""},
+                                                                                           {parse_fraction, ""},
+                                                                                           {parse_bdp_multiple, "bdp"}};
   for (const auto& [parse, suffix] : parsers) {
     const auto value = parse(s);
     if (!value || !std::isfinite(*value)) continue;

@@ -7,8 +7,8 @@
 #include "netmodels/analytical_network.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "topologies/builders.h"
 #include "tests/support/deliveries.h"
+#include "topologies/builders.h"
 
 namespace testbed {
 namespace analytical_network {  // its own names: network_tests compiles as one unity file

@@ -14,8 +14,8 @@
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "topologies/builders.h"
 #include "tests/support/deliveries.h"
+#include "topologies/builders.h"
 
 namespace testbed {
 namespace flow_network {  // its own names: network_tests compiles as one unity file
@@ -36,7 +36,9 @@ Topology make(const std::string& kind, int hosts, double bandwidth, double laten
 // Every message sent at time 0; deliveries indexed by message id.
 std::vector<Delivery> simulate(bool flow, const Topology& topology, const std::vector<Message>& messages) {
   return deliveries_by_id(
-      [&](EventClock& clock) { return flow ? make_flow_network(clock, topology) : make_ns3_network(clock, topology, {}); },
+      [&](EventClock& clock) {
+        return flow ? make_flow_network(clock, topology) : make_ns3_network(clock, topology, {});
+      },
       messages);
 }
 
@@ -111,7 +113,6 @@ TEST(FlowNetwork, AgreesWithPacketLevelOnBulkTransfers) {
   }
 }
 
-
 // ---- Rates that change mid-transfer, worked out by hand ----------------------------------
 // Each expected time below is the fluid model's arithmetic done phase by phase: while the
 // set of flows is fixed, every flow keeps its max-min rate, a flow's wire bits are its payload
@@ -130,9 +131,8 @@ std::vector<Delivery> simulate_flow(const Topology& topology, const std::vector<
   {
     auto network = make_flow_network(clock, topology, 9000, sharing);
     for (const auto& s : sends)
-      clock.schedule(s.at, [&, m = s.message] {
-        network->send(m, [&](const Delivery& d) { out.at(d.message.id) = d; });
-      });
+      clock.schedule(s.at,
+                     [&, m = s.message] { network->send(m, [&](const Delivery& d) { out.at(d.message.id) = d; }); });
     clock.run();
   }
   return out;
@@ -247,10 +247,8 @@ TEST(FlowNetwork, ParkingLotHoldsTheLongFlowAtHalfUntilItsLastNeighbourLeaves) {
   // binds; latency counted once per hop twice (6 ms would become 12).
   const double c = 1e8, w = wire_bits(1'000'000);
   const auto t = make("line", 4, c, 0.0, {{0, 1, -1, 0.001, -1}, {1, 2, -1, 0.002, -1}, {2, 3, -1, 0.003, -1}});
-  const auto d = simulate_flow(t, {{0, {0, 0, 3, 4'000'000}},
-                                   {0, {1, 0, 1, 3'000'000}},
-                                   {0, {2, 1, 2, 1'000'000}},
-                                   {0, {3, 2, 3, 2'000'000}}});
+  const auto d = simulate_flow(
+      t, {{0, {0, 0, 3, 4'000'000}}, {0, {1, 0, 1, 3'000'000}}, {0, {2, 1, 2, 1'000'000}}, {0, {3, 2, 3, 2'000'000}}});
   EXPECT_NEAR(d[2].t_recv, 2 * w / c + 0.002, kExact);
   EXPECT_NEAR(d[3].t_recv, 4 * w / c + 0.003, kExact);
   EXPECT_NEAR(d[1].t_recv, 6 * w / c + 0.001, kExact);
@@ -377,19 +375,17 @@ TEST(FlowNetwork, RttSharingParkingLotMovesTheLongFlowsBottleneck) {
   for (int i = 0; i < 3; ++i) r[i] = base_rtt({{lat[i], c, c}});
   const double rl = r[0] + r[1] + r[2];
   for (int i = 0; i < 3; ++i) l[i] = c * r[i] / (r[i] + rl);
-  const double w0 = wire_bits(1'000'000), w1 = wire_bits(2'000'000), w2 = wire_bits(3'000'000), wl = wire_bits(3'000'000);
+  const double w0 = wire_bits(1'000'000), w1 = wire_bits(2'000'000), w2 = wire_bits(3'000'000),
+               wl = wire_bits(3'000'000);
   const double t1 = w0 / (c - l[0]);
   const double t2 = t1 + (w1 - (c - l[0]) * t1) / (c - l[1]);
   const double t3 = t2 + (w2 - (c - l[0]) * t1 - (c - l[1]) * (t2 - t1)) / (c - l[2]);
   const double left = wl - l[0] * t1 - l[1] * (t2 - t1) - l[2] * (t3 - t2);
   ASSERT_GT(left, 0);  // the long flow outlasts the shorts, as the phases assume
   const double t4 = t3 + left / c;
-  const auto d = simulate_flow(t,
-                               {{0, {0, 0, 3, 3'000'000}},
-                                {0, {1, 0, 1, 1'000'000}},
-                                {0, {2, 1, 2, 2'000'000}},
-                                {0, {3, 2, 3, 3'000'000}}},
-                               FlowSharing::Rtt);
+  const auto d = simulate_flow(
+      t, {{0, {0, 0, 3, 3'000'000}}, {0, {1, 0, 1, 1'000'000}}, {0, {2, 1, 2, 2'000'000}}, {0, {3, 2, 3, 3'000'000}}},
+      FlowSharing::Rtt);
   EXPECT_NEAR(d[1].t_recv, t1 + lat[0], kExact);
   EXPECT_NEAR(d[2].t_recv, t2 + lat[1], kExact);
   EXPECT_NEAR(d[3].t_recv, t3 + lat[2], kExact);
@@ -458,10 +454,10 @@ TEST(FlowNetwork, RttSharingAgainstPacketLevelOnTheParkingLot) {
   int long_pieces = 0;
   for (int p = 0; p < pieces; ++p) long_pieces += progress[p].t_recv <= shorts_done;
   const double short_share = 1.0 * pieces / (pieces + long_pieces);
-  std::printf("parking lot: ns3 shorts done at %.4f s (whole messages %.4f s), the long flow had %d of %d pieces: "
-              "short share %.3f (1/RTT 0.75, max-min 0.5)\n",
-              shorts_done, std::max({ns3[1].t_recv, ns3[2].t_recv, ns3[3].t_recv}), long_pieces, pieces,
-              short_share);
+  std::printf(
+      "parking lot: ns3 shorts done at %.4f s (whole messages %.4f s), the long flow had %d of %d pieces: "
+      "short share %.3f (1/RTT 0.75, max-min 0.5)\n",
+      shorts_done, std::max({ns3[1].t_recv, ns3[2].t_recv, ns3[3].t_recv}), long_pieces, pieces, short_share);
   EXPECT_GT(short_share, 0.625);
 }
 

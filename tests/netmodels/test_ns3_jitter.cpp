@@ -23,9 +23,9 @@ namespace {
 
 constexpr double kRate = 100e6;
 constexpr double kLatency = 0.010;
-constexpr int kPayload = 100;     // bytes handed to the device
-constexpr int kPppHeader = 2;     // bytes the point-to-point device adds
-constexpr double kTick = 1e-9;    // ns-3's time resolution: a drawn delay rounds to it
+constexpr int kPayload = 100;   // bytes handed to the device
+constexpr int kPppHeader = 2;   // bytes the point-to-point device adds
+constexpr double kTick = 1e-9;  // ns-3's time resolution: a drawn delay rounds to it
 
 struct Arrival {
   uint64_t uid = 0;
@@ -47,14 +47,12 @@ std::vector<Arrival> send_over_jitter_link(double jitter_s, int packets, double 
     NetDeviceContainer devices = install_jitter_link(nodes.Get(0), nodes.Get(1), link, 1500);
     configure_link_devices(devices, 0, 1, link, Ns3Options{}, stream);
     Ptr<NetDevice> from = devices.Get(0), to = devices.Get(1);
-    to->TraceConnectWithoutContext(
-        "MacRx", MakeCallback(+[](std::vector<Arrival>* out, Ptr<const Packet> p) {
-                   out->push_back({p->GetUid(), Simulator::Now().GetSeconds()});
-                 }).Bind(&arrivals));
+    to->TraceConnectWithoutContext("MacRx", MakeCallback(+[](std::vector<Arrival>* out, Ptr<const Packet> p) {
+                                              out->push_back({p->GetUid(), Simulator::Now().GetSeconds()});
+                                            }).Bind(&arrivals));
     for (int i = 0; i < packets; ++i) {
-      Simulator::Schedule(Seconds(i * spacing), [from, to] {
-        from->Send(Create<Packet>(kPayload), to->GetAddress(), 0x0800);
-      });
+      Simulator::Schedule(Seconds(i * spacing),
+                          [from, to] { from->Send(Create<Packet>(kPayload), to->GetAddress(), 0x0800); });
     }
     Simulator::Run();
   }

@@ -172,7 +172,8 @@ Topology ring4() {
   return build_topology(spec);
 }
 
-std::vector<Delivery> with_faults(const Topology& t, const std::vector<Fault>& faults, const std::vector<Timed>& messages) {
+std::vector<Delivery> with_faults(const Topology& t, const std::vector<Fault>& faults,
+                                  const std::vector<Timed>& messages) {
   Ns3Options options;
   options.faults = faults;
   return simulate([&](EventClock& c) { return make_ns3_network(c, t, options); }, messages);
@@ -239,7 +240,8 @@ double stationary_loss(double p, double r, double loss_good, double loss_bad) {
 
 TEST(LossModels, GilbertElliottDropsItsStationaryLoss) {
   constexpr int kPackets = 1'000'000;
-  for (const auto& [p, r, good, bad] : std::vector<std::array<double, 4>>{{0.01, 0.25, 0, 1}, {0.05, 0.5, 0.001, 0.5}}) {
+  for (const auto& [p, r, good, bad] :
+       std::vector<std::array<double, 4>>{{0.01, 0.25, 0, 1}, {0.05, 0.5, 0.001, 0.5}}) {
     LinkSpec link;
     link.gilbert_elliott = true;
     link.p_good_bad = p, link.p_bad_good = r, link.loss = good, link.loss_bad = bad;
@@ -249,7 +251,8 @@ TEST(LossModels, GilbertElliottDropsItsStationaryLoss) {
     // widens the binomial standard error by sqrt((1 + l) / (1 - l)); allow 5 of those.
     const double l = 1 - p - r;
     const double sigma = std::sqrt(expected * (1 - expected) / kPackets * (1 + l) / (1 - l));
-    std::printf("Gilbert-Elliott p=%g r=%g: dropped %.5f, stationary %.5f (sigma %.5f)\n", p, r, measured, expected, sigma);
+    std::printf("Gilbert-Elliott p=%g r=%g: dropped %.5f, stationary %.5f (sigma %.5f)\n", p, r, measured, expected,
+                sigma);
     EXPECT_NEAR(measured, expected, 5 * sigma);
     EXPECT_DOUBLE_EQ(link.mean_loss(), expected);
   }

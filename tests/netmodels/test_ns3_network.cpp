@@ -10,8 +10,8 @@
 #include "netmodels/event_clock.h"
 #include "netmodels/network_hold.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "topologies/builders.h"
 #include "tests/support/deliveries.h"
+#include "topologies/builders.h"
 
 namespace testbed {
 namespace ns3_network {  // its own names: network_tests compiles as one unity file
@@ -60,8 +60,8 @@ TEST(Ns3Network, TenMegabytesNearAlphaBeta) {
   EXPECT_EQ(d[0].lost_bytes, 0u);
   const double took = d[0].t_recv - d[0].t_send;
   const double bound = alpha_beta::point_to_point(kLatency, 8 / kBandwidth, kTenMB);
-  std::printf("10 MB over 100Mbps/10ms: %.4f s simulated, bound %.4f s (%.3fx), host %.3f s\n",
-              took, bound, took / bound, host_s);
+  std::printf("10 MB over 100Mbps/10ms: %.4f s simulated, bound %.4f s (%.3fx), host %.3f s\n", took, bound,
+              took / bound, host_s);
   EXPECT_GE(took, bound);
   EXPECT_LE(took, 1.15 * bound);
   EXPECT_LT(host_s, 1.0);  // generous for slow CI; typically ~0.05 s
@@ -71,8 +71,8 @@ TEST(Ns3Network, TenMegabytesNearAlphaBeta) {
 // product is 24 GB, more than a TCP window can ever be. A message of 60 000 bytes (within the
 // first flight: the handshake's window is unscaled, 65 535 bytes) arrives after the handshake
 // (one round trip) and its own one-way trip: 60 ms, and within a millisecond more (its
-// serialization at 2.4 Tb/s is 0.2 us). Slip caught: socket buffers past 2^31 bytes, which wrap ns-3's receive window so that
-// every segment is dropped as outside it (the message never arrives).
+// serialization at 2.4 Tb/s is 0.2 us). Slip caught: socket buffers past 2^31 bytes, which wrap ns-3's receive window
+// so that every segment is dropped as outside it (the message never arrives).
 TEST(Ns3Network, BuffersBeyondTheLargestWindowAreCapped) {
   TopologySpec s;
   s.kind = "line";
@@ -227,8 +227,8 @@ TEST(Ns3Network, RingBothDirections) {
 
 TEST(Ns3Network, Deterministic) {
   const auto topology = make("ring", 4, 0.005);
-  const std::vector<Message> messages = {{0, 0, 1, 3'000'000}, {1, 1, 0, 3'000'000},
-                                         {2, 0, 2, 2'000'000}, {3, 3, 1, 1'000'000}};
+  const std::vector<Message> messages = {
+      {0, 0, 1, 3'000'000}, {1, 1, 0, 3'000'000}, {2, 0, 2, 2'000'000}, {3, 3, 1, 1'000'000}};
   const auto a = simulate(topology, messages);
   const auto b = simulate(topology, messages);
   ASSERT_EQ(a.size(), messages.size());
@@ -307,7 +307,11 @@ TEST(EventClock, ScheduleRunStop) {
 }
 
 TEST(EventClock, FreshAfterDestroy) {
-  { EventClock clock; clock.schedule(5, [] {}); clock.run(); }
+  {
+    EventClock clock;
+    clock.schedule(5, [] {});
+    clock.run();
+  }
   EventClock clock;
   EXPECT_DOUBLE_EQ(clock.now(), 0.0);
 }

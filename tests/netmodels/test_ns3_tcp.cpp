@@ -71,8 +71,8 @@ TEST(Ns3Tcp, SlowStartAfterIdleRestartsFromTheInitialWindow) {
   // The second message leaves 5 s after the first: far longer than the 200 ms RTO.
   const auto restarted = transfers({0, 5}, bytes, on);
   const auto kept = transfers({0, 5}, bytes, off);
-  std::printf("first %.4f s; after 5 s idle: %.4f s (restart) vs %.4f s (window kept)\n", restarted[0],
-              restarted[1], kept[1]);
+  std::printf("first %.4f s; after 5 s idle: %.4f s (restart) vs %.4f s (window kept)\n", restarted[0], restarted[1],
+              kept[1]);
   // Without a restart the grown window sends at the link rate at once: within 5 % of alpha-beta.
   EXPECT_LE(kept[1], 1.05 * alpha_beta::point_to_point(kLatency, 8 / kBandwidth, bytes));
   // A restarted connection is no slower than a fresh one, which also pays the handshake.

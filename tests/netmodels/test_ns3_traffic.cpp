@@ -65,8 +65,8 @@ TEST(Ns3Traces, TransferAcrossARateDropTakesThePiecewiseTime) {
   const Topology t = pair_with_trace(100e6, {{0.4, 20e6}});
   const double expected = piecewise_time(bytes, 0, 100e6 * kGoodput, 0.4, 20e6 * kGoodput);
   const double measured = transfer_time(t, static_cast<uint64_t>(bytes));
-  std::printf("10 MB across 100 -> 20 Mbps at 0.4 s: %.3f s, piecewise alpha-beta %.3f s (%.3fx)\n", measured,
-              expected, measured / expected);
+  std::printf("10 MB across 100 -> 20 Mbps at 0.4 s: %.3f s, piecewise alpha-beta %.3f s (%.3fx)\n", measured, expected,
+              measured / expected);
   EXPECT_GE(measured, expected * 0.99);
   EXPECT_LE(measured, expected * 1.10);
   // Neither rate alone explains it.
@@ -149,8 +149,8 @@ TEST(Ns3Background, OnOffFlowSlowsATransferOnlyWhileOn) {
   const double left_bps = 100e6 - 60e6 * (kMtu + 2.0) / (kMtu - 28.0);
   const double beside = kLatency + bytes * 8 / (left_bps * kGoodput);
   const double fastest = kLatency + bytes * 8 / ((100e6 - 60e6 * 2 / 3) * kGoodput);
-  std::printf("2 MB during off / on / off / on: %.3f %.3f %.3f %.3f s (alone %.3f s, beside UDP %.3f s)\n",
-              taken[0], taken[1], taken[2], taken[3], alone, beside);
+  std::printf("2 MB during off / on / off / on: %.3f %.3f %.3f %.3f s (alone %.3f s, beside UDP %.3f s)\n", taken[0],
+              taken[1], taken[2], taken[3], alone, beside);
   for (int off : {0, 2}) {
     // A new connection's handshake and slow start: within 40 % of alpha-beta at this size.
     EXPECT_LE(taken[off], alone * 1.4) << off;
@@ -172,9 +172,9 @@ TEST(Ns3Background, StaticLinksIsFalseWithBackgroundTraffic) {
 TEST(Ns3Background, NetworkRejectsBadFlows) {
   const Topology t = pair_with_trace(100e6, {});
   for (const BackgroundFlow& bad : std::vector<BackgroundFlow>{{0, 2, "bulk", 0, 1, 1, 0, 10},
-                                                                {0, 1, "bulk", 0, 1, 1, 5, 5},
-                                                                {1, 1, "bulk", 0, 1, 1, 0, 10},
-                                                                {0, 1, "onoff", 0, 1, 1, 0, 10}}) {
+                                                               {0, 1, "bulk", 0, 1, 1, 5, 5},
+                                                               {1, 1, "bulk", 0, 1, 1, 0, 10},
+                                                               {0, 1, "onoff", 0, 1, 1, 0, 10}}) {
     EventClock clock;
     Ns3Options options;
     options.background = {bad};

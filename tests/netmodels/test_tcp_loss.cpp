@@ -62,8 +62,7 @@ std::vector<double> sequential_times(const Topology& topology, const Ns3Options&
 // when the last one ended. Eight connections, each link carrying two of them (one each way)
 // and the other's ACKs, with no message queued behind another on its connection, so a
 // message's time is its own transfer. Returns every message's time, round by round.
-std::vector<double> neighbour_round_times(const Topology& topology, const Ns3Options& options, int hosts,
-                                          int rounds) {
+std::vector<double> neighbour_round_times(const Topology& topology, const Ns3Options& options, int hosts, int rounds) {
   std::vector<double> took;
   EventClock clock;
   {
@@ -97,15 +96,18 @@ double mean(const std::vector<double>& v) {
 }
 Stats stats(const std::vector<double>& t) {
   const size_t third = t.size() / 3;
-  return {median(t), percentile(t, 0.9), *std::max_element(t.begin(), t.end()),
-          median(slice(t, 0, third)), median(slice(t, t.size() - third, t.size())),
-          mean(slice(t, 0, third)), mean(slice(t, t.size() - third, t.size()))};
+  return {median(t),
+          percentile(t, 0.9),
+          *std::max_element(t.begin(), t.end()),
+          median(slice(t, 0, third)),
+          median(slice(t, t.size() - third, t.size())),
+          mean(slice(t, 0, third)),
+          mean(slice(t, t.size() - third, t.size()))};
 }
 
 void print(const char* what, const Stats& s) {
   std::printf("%s: median %.1f ms, p90 %.1f ms, max %.1f ms (first third %.1f, last third %.1f)\n", what,
-              1e3 * s.median, 1e3 * s.p90, 1e3 * s.max, 1e3 * s.first_third_median,
-              1e3 * s.last_third_median);
+              1e3 * s.median, 1e3 * s.p90, 1e3 * s.max, 1e3 * s.first_third_median, 1e3 * s.last_third_median);
 }
 
 // The shape of a healthy lossy connection, relative to the same traffic without loss.

@@ -8,8 +8,8 @@
 
 #include "netmodels/event_clock.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "topologies/builders.h"
 #include "tests/support/deliveries.h"
+#include "topologies/builders.h"
 
 namespace testbed {
 namespace udp_transport {  // its own names: network_tests compiles as one unity file
@@ -148,8 +148,10 @@ TEST(UdpTransport, Fp4DatagramsSplitOnWholeBytes) {
   uint64_t lost_bytes = 0;
   for (const auto& r : d[0].lost) {
     EXPECT_EQ(r.begin % 17944, 0);
-    if (r.end <= 17944 * 20) EXPECT_EQ(r.end % 17944, 0);
-    else EXPECT_EQ(r.end, 17944 * 20 + 2);  // the padded last datagram: 1 byte, 2 element slots
+    if (r.end <= 17944 * 20)
+      EXPECT_EQ(r.end % 17944, 0);
+    else
+      EXPECT_EQ(r.end, 17944 * 20 + 2);  // the padded last datagram: 1 byte, 2 element slots
     lost_bytes += static_cast<uint64_t>(r.end - r.begin) / 2;
   }
   EXPECT_EQ(lost_bytes, d[0].lost_bytes);

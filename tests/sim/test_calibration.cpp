@@ -26,9 +26,12 @@ std::vector<std::string> csv_fields(const std::string& line) {
   std::vector<std::string> out(1);
   bool quoted = false;
   for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) out.emplace_back();
-    else out.back() += ch;
+    if (ch == '"')
+      quoted = !quoted;
+    else if (ch == ',' && !quoted)
+      out.emplace_back();
+    else
+      out.back() += ch;
   }
   return out;
 }
@@ -61,19 +64,19 @@ std::string workload(const Row& r) {
   if (m == "gpt2_124m") return "model: gpt, dataset: brown, gpt: {preset: gpt2_124m, context: " + seq + "}";
   if (m == "mpt_7b")
     return "model: gpt, dataset: brown, gpt: {preset: gpt2_124m, layers: 32, width: 4096, heads: 32, vocab: 50368, "
-           "context: " + seq + "}";
+           "context: " +
+           seq + "}";
   throw std::runtime_error("training_throughputs.csv: no zoo model for '" + m + "'");
 }
 
 // The row's projected figure: samples a second, or MFU as llm-foundry counts it (6 N T + 12 L d
 // T^2 FLOPs a sequence over the peak, N the parameters).
 double projected(const Row& r) {
-  const std::string yaml = "workload: {" + workload(r) + ", batch_size: " + r.at("batch") +
-                           ", train: false}\noptimizer: {name: " +
-                           (r.at("model") == "resnet50" ? "sgd, momentum: 0.9" : "adamw") +
-                           "}\ncompute: {model: flops, device: " + r.at("device") + ", dtype: " + r.at("dtype") +
-                           ", attention: " + r.at("attention") + ", memory_format: " + r.at("memory_format") +
-                           ", memory_check: off}\n";
+  const std::string yaml =
+      "workload: {" + workload(r) + ", batch_size: " + r.at("batch") +
+      ", train: false}\noptimizer: {name: " + (r.at("model") == "resnet50" ? "sgd, momentum: 0.9" : "adamw") +
+      "}\ncompute: {model: flops, device: " + r.at("device") + ", dtype: " + r.at("dtype") +
+      ", attention: " + r.at("attention") + ", memory_format: " + r.at("memory_format") + ", memory_check: off}\n";
   const Scenario s = parse_scenario(yaml, r.at("id"));
   static std::map<std::string, ModelShapes> built;  // by model and sequence: rows share them
   const std::string key = r.at("model") + "/" + r.at("sequence");

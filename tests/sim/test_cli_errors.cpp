@@ -14,8 +14,8 @@
 #include "sim/config/scenario_loader.h"
 #include "sim/core/memory_estimate.h"
 #include "sim/output/run_file.h"
-#include "tests/support/cli_child.h"
 #include "sim/tools/fatal_errors.h"
+#include "tests/support/cli_child.h"
 
 namespace fs = std::filesystem;
 
@@ -38,8 +38,7 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("testbed_cli_" + std::to_string(::getpid()) + "_" + info->name());
+    dir_ = fs::temp_directory_path() / ("testbed_cli_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -134,9 +133,10 @@ TEST_F(Cli, BadBandwidthTraces) {
   }
   expect_rejected("topology:\n  link: {trace: nowhere.csv}\n", "2:17", "not found");
   write("trace.csv", "0,100Mbps\n");
-  expect_rejected("topology:\n  links:\n    - {between: [0, 1], trace: trace.csv}\n"
-                  "network: {backend: flow}\n",
-                  "3:32", "the flow backend keeps bandwidth fixed");
+  expect_rejected(
+      "topology:\n  links:\n    - {between: [0, 1], trace: trace.csv}\n"
+      "network: {backend: flow}\n",
+      "3:32", "the flow backend keeps bandwidth fixed");
 }
 
 TEST_F(Cli, BadBackgroundFlows) {
@@ -227,7 +227,8 @@ TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
   fs::path odd = write("odd.yaml", "topology:\n  link:\n    latency: 50s\n    bandwidth: 500bps\n");
   Result r = run("validate '" + odd.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find(odd.string() + ":3:14: warning: a latency of 50s is longer than any network's"), std::string::npos)
+  EXPECT_NE(r.err.find(odd.string() + ":3:14: warning: a latency of 50s is longer than any network's"),
+            std::string::npos)
       << r.err;
   // 9002 wire bytes of a 9000-byte packet at 500 bit/s: 144 s.
   EXPECT_NE(r.err.find(odd.string() + ":4:16: warning: a link of 500bps is slower than any network's: one 9000-byte "
@@ -240,9 +241,10 @@ TEST_F(Cli, ImplausibleValuesWarnWithTheirUnit) {
   fs::path clusters = write("clusters.yaml", "topology:\n  kind: hierarchical\n");
   Result slow = run("validate '" + clusters.string() + "'");
   ASSERT_EQ(slow.code, 0) << slow.err;
-  EXPECT_NE(slow.err.find(clusters.string() + ":2:9: warning: the links inside each cluster take "
-                                              "topology.link.bandwidth, 100Mbps by default, slower than the WAN (1Gbps)"),
-            std::string::npos)
+  EXPECT_NE(
+      slow.err.find(clusters.string() + ":2:9: warning: the links inside each cluster take "
+                                        "topology.link.bandwidth, 100Mbps by default, slower than the WAN (1Gbps)"),
+      std::string::npos)
       << slow.err;
   Result given = run("validate '" + clusters.string() + "' --set topology.link.bandwidth=100Mbps");
   EXPECT_EQ(given.err.find("warning"), std::string::npos) << given.err;
@@ -262,12 +264,13 @@ TEST_F(Cli, ALinkTooSlowForTcpsRetransmissionLimitIsRefused) {
   const std::string base = write("slow.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n").string();
   Result slow = run("validate '" + base + "'");
   EXPECT_EQ(slow.code, 2);
-  EXPECT_EQ(slow.err.rfind(base + ":3:21: at 100bps one 9000-byte packet takes 720s to cross the link ((9000 + 2) x 8 "
-                                  "bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most "
-                                  "549s (a first timeout of at most 189s, three times the longest handshake it waits for, "
-                                  "then doubling up to 60s, 6 retransmissions)",
-                           0),
-            0u)
+  EXPECT_EQ(
+      slow.err.rfind(base + ":3:21: at 100bps one 9000-byte packet takes 720s to cross the link ((9000 + 2) x 8 "
+                            "bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most "
+                            "549s (a first timeout of at most 189s, three times the longest handshake it waits for, "
+                            "then doubling up to 60s, 6 retransmissions)",
+                     0),
+      0u)
       << slow.err;
   EXPECT_NE(slow.err.find("a smaller network.mtu, or the flow backend"), std::string::npos) << slow.err;
   EXPECT_EQ(run("validate '" + base + "' --set topology.link.bandwidth=131.16bps").code, 2);
@@ -275,10 +278,13 @@ TEST_F(Cli, ALinkTooSlowForTcpsRetransmissionLimitIsRefused) {
   EXPECT_EQ(run("validate '" + base + "' --set network.backend=flow").code, 0);
   EXPECT_EQ(run("validate '" + base + "' --set network.transport=udp --set algorithm.name=gossip").code, 0);
   EXPECT_EQ(run("validate '" + base + "' --set network.mtu=1500").code, 0);
-  const std::string faults = write("faults.yaml", "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n"
-                                                  "network:\n  faults: [{link: [0, 1], down: [30s, 45s]}]\n").string();
+  const std::string faults = write("faults.yaml",
+                                   "nodes: 2\ntopology:\n  link: {bandwidth: 100bps}\n"
+                                   "network:\n  faults: [{link: [0, 1], down: [30s, 45s]}]\n")
+                                 .string();
   EXPECT_EQ(run("validate '" + faults + "'").code, 0) << run("validate '" + faults + "'").err;
-  const std::string link = write("link.yaml", "nodes: 2\ntopology:\n  links: [{between: [0, 1], bandwidth: 50bps}]\n").string();
+  const std::string link =
+      write("link.yaml", "nodes: 2\ntopology:\n  links: [{between: [0, 1], bandwidth: 50bps}]\n").string();
   Result one = run("validate '" + link + "'");
   EXPECT_EQ(one.code, 2);
   EXPECT_NE(one.err.find("at 50bps one 9000-byte packet takes 1440s"), std::string::npos) << one.err;
@@ -307,8 +313,7 @@ TEST_F(Cli, ValidateRejectsLikeRun) {
 }
 
 TEST_F(Cli, UsageErrorsExit2) {
-  for (const char* args : {"run", "run a.yaml --no-such-option", "frobnicate", "", "run a.yaml --set",
-                           "validate"}) {
+  for (const char* args : {"run", "run a.yaml --no-such-option", "frobnicate", "", "run a.yaml --set", "validate"}) {
     Result r = run(args);
     EXPECT_EQ(r.code, 2) << "testbed " << args << "\n" << r.err;
     EXPECT_FALSE(r.err.empty()) << "testbed " << args;
@@ -326,8 +331,7 @@ TEST_F(Cli, NullValueExits2) { expect_rejected("nodes: ~\n", "1:1", "'nodes' has
 // Ten labels, two of them kept: under the category partition nodes 2 and 3 find no label of
 // their own, which only the data can tell. run and validate both refuse before any output.
 TEST_F(Cli, PartitionThatStarvesANodeExits2) {
-  const std::string yaml =
-      "nodes: 4\nworkload:\n  model: mlp\n  classes: [0, 1]\n  partition: category\n  steps: 2\n";
+  const std::string yaml = "nodes: 4\nworkload:\n  model: mlp\n  classes: [0, 1]\n  partition: category\n  steps: 2\n";
   expect_rejected(yaml, "5:14", "left node");
   fs::path bad = write("starve.yaml", yaml);
   Result r = run("validate '" + bad.string() + "'");
@@ -425,11 +429,10 @@ TEST_F(Cli, AlgorithmKeysAreChecked) {
                   "'momentum' has no effect with variant majority; it is read only with variant signum");
   expect_rejected("algorithm: {name: fedavg, clients_per_round: 2, fraction: 0.5}\n", "1:59",
                   "'fraction' has no effect with clients_per_round 2; it is read only with clients_per_round 0");
-  expect_rejected("algorithm: {name: fedavg, schedule: balanced}\n", "1:37",
-                  "'schedule' has no effect with devices 0");
-  for (const char* read : {"algorithm: {name: signsgd, variant: signum, momentum: 0.5}\n",
-                           "algorithm: {name: fedavg, fraction: 0.5}\n",
-                           "algorithm: {name: fedavg, devices: 2, schedule: balanced}\n"})
+  expect_rejected("algorithm: {name: fedavg, schedule: balanced}\n", "1:37", "'schedule' has no effect with devices 0");
+  for (const char* read :
+       {"algorithm: {name: signsgd, variant: signum, momentum: 0.5}\n", "algorithm: {name: fedavg, fraction: 0.5}\n",
+        "algorithm: {name: fedavg, devices: 2, schedule: balanced}\n"})
     EXPECT_EQ(run("validate '" + write("read.yaml", read).string() + "'").code, 0) << read;
   expect_rejected("algorithm: {name: powersgd, rank: 0}\n", "1:35", "out of range");
   expect_rejected("algorithm: {name: acpsgd, bucket_mb: -1}\n", "1:38", "out of range");
@@ -497,8 +500,12 @@ std::string graphml(const std::string& latitude, const std::string& target) {
          "<key attr.name=\"label\" attr.type=\"string\" for=\"node\" id=\"d2\"/>\n"
          "<graph edgedefault=\"undirected\">\n"
          "<node id=\"0\"><data key=\"d1\">10</data><data key=\"d2\">Here</data></node>\n"
-         "<node id=\"1\"><data key=\"d1\">" + latitude + "</data><data key=\"d2\">There</data></node>\n"
-         "<edge source=\"0\" target=\"" + target + "\"/>\n"
+         "<node id=\"1\"><data key=\"d1\">" +
+         latitude +
+         "</data><data key=\"d2\">There</data></node>\n"
+         "<edge source=\"0\" target=\"" +
+         target +
+         "\"/>\n"
          "</graph>\n</graphml>\n";
 }
 
@@ -512,18 +519,19 @@ TEST_F(Cli, BadGraphmlFilesExit2) {
                   "edge.graphml:7: edge target names unknown node '7'");
   expect_rejected("nodes: 2\ntopology: {kind: graphml, file: nothere.graphml}\n", "2:33", "cannot open");
   write("ok.graphml", graphml("11", "1"));
-  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [Here, Nowhere]}\n",
-                  "2:63", "placement names unknown node 'Nowhere'");
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [Here, Nowhere]}\n", "2:63",
+                  "placement names unknown node 'Nowhere'");
   expect_rejected("nodes: 3\ntopology: {kind: graphml, file: ok.graphml}\n", "1:8",
                   "nodes is 3 but the graph has only 2 nodes");
   write("split.graphml", graphml("11", "0"));  // a self-loop only: the two nodes are apart
-  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: split.graphml, placement: [Here, There]}\n",
-                  "2:59", "puts hosts on disconnected parts");
+  expect_rejected("nodes: 2\ntopology: {kind: graphml, file: split.graphml, placement: [Here, There]}\n", "2:59",
+                  "puts hosts on disconnected parts");
 }
 
 TEST_F(Cli, GraphmlScenarioValidates) {
   write("ok.graphml", graphml("11", "1"));
-  fs::path scenario = write("ok.yaml", "nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [There, Here]}\n");
+  fs::path scenario =
+      write("ok.yaml", "nodes: 2\ntopology: {kind: graphml, file: ok.graphml, placement: [There, Here]}\n");
   Result r = run("validate '" + scenario.string() + "'");
   EXPECT_EQ(r.code, 0) << r.err;
 }
@@ -588,9 +596,10 @@ TEST_F(Cli, HelpMentionsSubcommands) {
 
 // --resume where no checkpoint was written starts over, and says so rather than silently.
 TEST_F(Cli, ResumeWithoutACheckpointSaysItStartsOver) {
-  fs::path s = write("tiny.yaml", "nodes: 2\nthreads: 1\nnetwork: {backend: analytical}\n"
-                                  "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 4, train_samples: 64, "
-                                  "test_samples: 16}, batch_size: 8, steps: 2}\ncompute: {model: fixed, step_time: 1ms}\n");
+  fs::path s = write("tiny.yaml",
+                     "nodes: 2\nthreads: 1\nnetwork: {backend: analytical}\n"
+                     "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 4, train_samples: 64, "
+                     "test_samples: 16}, batch_size: 8, steps: 2}\ncompute: {model: fixed, step_time: 1ms}\n");
   Result r = run("run '" + s.string() + "' -o out.h5 -q --resume");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("--resume: no checkpoint in "), std::string::npos) << r.err;
@@ -653,7 +662,8 @@ TEST_F(Cli, NetbenchComparesWithAlphaBeta) {
 
   // --vary: every combination in one process, first key outermost, each block what its own
   // process prints (the ns3 one above, the analytical bound above).
-  Result grid = run("netbench '" + s.string() + "' --size 4MB --vary network.backend=ns3 --vary network.backend=analytical"
+  Result grid = run("netbench '" + s.string() +
+                    "' --size 4MB --vary network.backend=ns3 --vary network.backend=analytical"
                     " --vary nodes=4 --vary nodes=2");
   ASSERT_EQ(grid.code, 0) << grid.err;
   std::vector<std::string> blocks;
@@ -702,11 +712,12 @@ namespace {
 // A federated run's report: its rounds, how many were evaluated, accuracy by round and the best,
 // numbered from 0 as /rounds and /participation number them.
 TEST_F(Cli, ReportShowsAFederatedRunRoundByRound) {
-  fs::path s = write("fed.yaml",
-                     "nodes: 4\nthreads: 1\nnetwork: {backend: flow}\n"
-                     "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 8, train_samples: 400, test_samples: 100},\n"
-                     "           batch_size: 8, steps: 12}\n"
-                     "algorithm: {name: fedavg, H: 2, clients_per_round: 2}\ncompute: {model: fixed, step_time: 10ms}\n");
+  fs::path s = write(
+      "fed.yaml",
+      "nodes: 4\nthreads: 1\nnetwork: {backend: flow}\n"
+      "workload: {model: mlp, dataset: synthetic, synthetic: {hidden: 8, train_samples: 400, test_samples: 100},\n"
+      "           batch_size: 8, steps: 12}\n"
+      "algorithm: {name: fedavg, H: 2, clients_per_round: 2}\ncompute: {model: fixed, step_time: 10ms}\n");
   ASSERT_EQ(run("run '" + s.string() + "' -o fed.h5 -q").code, 0);
   Result r = run("report fed.h5");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -718,7 +729,6 @@ TEST_F(Cli, ReportShowsAFederatedRunRoundByRound) {
   ASSERT_EQ(sparse.code, 0) << sparse.err;
   EXPECT_NE(run("report sparse.h5").out.find("rounds            6 (2 evaluated)\n"), std::string::npos);
 }
-
 
 // A projection (workload.train false) refuses what needs values, each at its key.
 TEST_F(Cli, ProjectionRefusesWhatNeedsValues) {
@@ -734,12 +744,14 @@ TEST_F(Cli, ProjectionRefusesWhatNeedsValues) {
 // A projection's file says it is one and holds no loss and no evaluation; `report` says so too,
 // and a training scenario's evaluation keys only warn.
 TEST_F(Cli, ProjectionFileSaysSo) {
-  fs::path s = write("p.yaml", "nodes: 2\nthreads: 1\nworkload: {model: mlp, steps: 3, eval_samples: 100, train: false}\n");
+  fs::path s =
+      write("p.yaml", "nodes: 2\nthreads: 1\nworkload: {model: mlp, steps: 3, eval_samples: 100, train: false}\n");
   fs::path out = dir_ / "out.h5";
   Result r = run("run '" + s.string() + "' -q -o '" + out.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find(s.string() + ":3:48: warning: 'workload.eval_samples' has no effect in a projection"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("projection        from shapes"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("final accuracy"), std::string::npos) << r.out;
   const auto file = testbed::read_run_file(out.string());
@@ -763,8 +775,9 @@ TEST_F(Cli, ProjectionFileSaysSo) {
 // anything is allocated (under a 4 GiB address space, a build of the model would fail first).
 // The device check, which would refuse it first (no GPU holds it), is off here.
 TEST_F(Cli, SevenBTrainingIsRefusedFromShapes) {
-  fs::path s = write("big.yaml", "nodes: 64\nworkload: {model: llama, llama: {preset: 7b}, dataset: brown, batch_size: 1}\n"
-                                 "compute: {memory_check: off}\n");
+  fs::path s = write("big.yaml",
+                     "nodes: 64\nworkload: {model: llama, llama: {preset: 7b}, dataset: brown, batch_size: 1}\n"
+                     "compute: {memory_check: off}\n");
   fs::path out = dir_ / "out.h5";
   Result r = run("run '" + s.string() + "' -o '" + out.string() + "'", "", 4L << 20);
   EXPECT_EQ(r.code, 2) << r.err;
@@ -803,8 +816,9 @@ TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
   expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\nalgorithm: {name: sparta}\n", "5:19",
                   "sparta runs across replica groups in a projection only (workload.train: false); replica groups "
                   "train ddp, diloco and local_sgd");
-  expect_rejected(hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\nalgorithm: {name: diloco, outer_dtype: int8}\n",
-                  "5:40", "training across groups takes outer_dtype fp32, bf16 or fp16");
+  expect_rejected(
+      hosts + "replica_group: {gpus: 4}\nworkload: {model: mlp}\nalgorithm: {name: diloco, outer_dtype: int8}\n",
+      "5:40", "training across groups takes outer_dtype fp32, bf16 or fp16");
   expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: dear}\n" + projection, "4:19",
                   "dear cannot run across replica groups");
   expect_rejected(hosts + "replica_group: {gpus: 4}\nalgorithm: {name: ddp, bucket_mb: 10}\n" + projection, "4:35",
@@ -820,8 +834,9 @@ TEST_F(Cli, ReplicaGroupsRefuseWhatCannotBeGrouped) {
                   "unit 'conv*' names no module of model 'mlp' (its parameters: fc1.weight");
   expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: fsdp}\n" + projection, "3:39",
                   "model 'mlp' has no blocks or stages it knows of: give replica_group.unit");
-  expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\nalgorithm: {name: powersgd}\n" +
-                      projection, "4:19", "powersgd cannot run across fsdp groups");
+  expect_rejected(
+      hosts + "replica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\nalgorithm: {name: powersgd}\n" + projection,
+      "4:19", "powersgd cannot run across fsdp groups");
   expect_rejected(hosts + "replica_group: {gpus: 4, parallelism: zero1, unit: 'fc*'}\n" + projection, "3:52",
                   "'replica_group.unit' has no effect with replica_group.parallelism zero1");
 }

@@ -27,8 +27,7 @@ ComputeSection fixed_section(double seconds) {
 TEST(ComputeModel, FixedBaseIsExact) {
   ComputeModel m(fixed_section(0.25), 1e9, 4, 7);
   for (int n = 0; n < 4; ++n)
-    for (int s : {0, 1, 99})
-      EXPECT_EQ(m.step_seconds(n, s, 123.0), 0.25) << "node " << n << " step " << s;
+    for (int s : {0, 1, 99}) EXPECT_EQ(m.step_seconds(n, s, 123.0), 0.25) << "node " << n << " step " << s;
   EXPECT_EQ(m.flops_per_step(), 1e9);
 }
 

@@ -24,9 +24,8 @@ namespace fs = std::filesystem;
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("testbed_run_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("testbed_run_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << R"(name: det
 seed: 7
@@ -49,9 +48,9 @@ compute: {model: flops, device: rtx4090}
   // Starts a long run (100000 steps, an eval every `eval_every`) writing `out`, and returns
   // once `out` exists (the run renames it into place after writing its header).
   pid_t start_long_run(const fs::path& out, int eval_every) {
-    const pid_t pid = testbed::cli_child::start(
-        {"run", (dir_ / "s.yaml").string(), "-q", "-o", out.string(), "--set", "workload.steps=100000", "--set",
-         "workload.eval_every=" + std::to_string(eval_every)});
+    const pid_t pid = testbed::cli_child::start({"run", (dir_ / "s.yaml").string(), "-q", "-o", out.string(), "--set",
+                                                 "workload.steps=100000", "--set",
+                                                 "workload.eval_every=" + std::to_string(eval_every)});
     for (int i = 0; pid > 0 && i < 1500 && !fs::exists(out); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return pid;

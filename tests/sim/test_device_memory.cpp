@@ -25,7 +25,8 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 DeviceMemory mlp_memory(const std::string& extra, const std::string& dtype = "fp32") {
   const Scenario s = parse_scenario(
-      "workload: {model: mlp, batch_size: 64}\ncompute: {model: flops, device: t4, dtype: " + dtype + "}\n" + extra, "m.yaml");
+      "workload: {model: mlp, batch_size: 64}\ncompute: {model: flops, device: t4, dtype: " + dtype + "}\n" + extra,
+      "m.yaml");
   const auto parts = device_memory(s, check_model(s));
   EXPECT_EQ(parts.size(), 1u);
   return parts.at(0);
@@ -45,12 +46,13 @@ TEST(DeviceMemory, TheMlpsPartsByHand) {
   EXPECT_DOUBLE_EQ(adamw.total(), (4 + 4 + 8 + 4) * kMlpParameters + 64 * kMlpOutputs * 4);
 
   const DeviceMemory bf16 = mlp_memory("", "fp16");
-  EXPECT_DOUBLE_EQ(bf16.weights, 6 * kMlpParameters);        // fp32 master + the fp16 copy
+  EXPECT_DOUBLE_EQ(bf16.weights, 6 * kMlpParameters);  // fp32 master + the fp16 copy
   EXPECT_DOUBLE_EQ(bf16.activations, 64 * kMlpOutputs * 2);
 
   EXPECT_DOUBLE_EQ(mlp_memory("optimizer: {name: sgd, momentum: 0.9}\n").optimizer, 4 * kMlpParameters);
   EXPECT_DOUBLE_EQ(mlp_memory("optimizer: {name: sgd}\n").optimizer, 0);
-  EXPECT_DOUBLE_EQ(mlp_memory("algorithm: {name: diloco}\n").algorithm, 4 * 3 * kMlpParameters);  // outer copy, momentum
+  EXPECT_DOUBLE_EQ(mlp_memory("algorithm: {name: diloco}\n").algorithm,
+                   4 * 3 * kMlpParameters);  // outer copy, momentum
 }
 
 // A batch that cannot fit is refused at compute.device with the breakdown and the capacity;
@@ -69,7 +71,8 @@ TEST(DeviceMemory, OverCapacityIsRefusedOrWarned) {
     EXPECT_NE(what.find("activations 1"), std::string::npos) << what;
     EXPECT_NE(what.find("compute.memory_check: warn"), std::string::npos) << what;
   }
-  EXPECT_NO_THROW(parse_scenario("workload: {model: cnn, batch_size: 100000}\ncompute: {model: flops, device: t4}\n", "fits.yaml"));
+  EXPECT_NO_THROW(
+      parse_scenario("workload: {model: cnn, batch_size: 100000}\ncompute: {model: flops, device: t4}\n", "fits.yaml"));
   const Scenario warned = parse_scenario(over + ", memory_check: warn}\n", "warn.yaml");
   bool said = false;
   for (const auto& w : warned.warnings) said |= w.find("t4 holds 16.00 GiB") != std::string::npos;
@@ -83,12 +86,14 @@ TEST(DeviceMemory, OverCapacityIsRefusedOrWarned) {
 TEST(DeviceMemory, PublishedFits) {
   const Scenario gpt2 = parse_scenario(
       "workload: {model: gpt, dataset: brown, batch_size: 12, train: false, gpt: {preset: gpt2_124m}}\n"
-      "compute: {model: flops, device: a100_40gb, dtype: bf16}\n", "gpt2.yaml");
+      "compute: {model: flops, device: a100_40gb, dtype: bf16}\n",
+      "gpt2.yaml");
   const DeviceMemory m = device_memory(gpt2, check_model(gpt2)).at(0);
   EXPECT_LT(m.total(), m.capacity);
   EXPECT_GT(m.total(), 0.25 * m.capacity);  // not trivially small: activations dominate
-  const std::string llama = "workload: {model: llama, dataset: brown, batch_size: 1, train: false, llama: {preset: 7b}}\n"
-                            "compute: {model: flops, device: h100, dtype: bf16";
+  const std::string llama =
+      "workload: {model: llama, dataset: brown, batch_size: 1, train: false, llama: {preset: 7b}}\n"
+      "compute: {model: flops, device: h100, dtype: bf16";
   EXPECT_THROW(parse_scenario(llama + "}\n", "7b.yaml"), InputError);
   EXPECT_NO_THROW(parse_scenario(llama + ", memory_check: warn}\n", "7b.yaml"));
 }
@@ -102,8 +107,11 @@ TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
   auto grouped = [](const std::string& parallelism) {
     const Scenario s = parse_scenario(
         "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nalgorithm: {name: diloco}\n"
-        "replica_group: {gpus: 4, parallelism: " + parallelism + "}\nworkload: {model: mlp, batch_size: 64, train: false}\n"
-        "compute: {model: flops, device: t4}\n", "g.yaml");
+        "replica_group: {gpus: 4, parallelism: " +
+            parallelism +
+            "}\nworkload: {model: mlp, batch_size: 64, train: false}\n"
+            "compute: {model: flops, device: t4}\n",
+        "g.yaml");
     return device_memory(s, check_model(s)).at(0);
   };
   const double p = kMlpParameters;
@@ -120,7 +128,8 @@ TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
   // Under bf16 ZeRO keeps the bf16 parameters whole and shards the fp32 master copy.
   const Scenario bf16 = parse_scenario(
       "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 4, parallelism: zero2}\n"
-      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4, dtype: fp16}\n", "b.yaml");
+      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4, dtype: fp16}\n",
+      "b.yaml");
   EXPECT_DOUBLE_EQ(device_memory(bf16, check_model(bf16)).at(0).weights, 2 * p + 4 * p / 4);
 }
 
@@ -132,8 +141,10 @@ TEST(DeviceMemory, ReplicaGroupsShardWhatTheySplit) {
 // or the gathered gradient left out, the weights kept whole.
 TEST(DeviceMemory, FsdpShardsEverythingButWhatIsGathered) {
   const Scenario s = parse_scenario(
-      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: 'fc*'}\n"
-      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4}\n", "f.yaml");
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\nreplica_group: {gpus: 4, parallelism: fsdp, unit: "
+      "'fc*'}\n"
+      "workload: {model: mlp, batch_size: 64, train: false}\ncompute: {model: flops, device: t4}\n",
+      "f.yaml");
   const DeviceMemory m = device_memory(s, check_model(s)).at(0);
   const double p = kMlpParameters, fc1 = 784 * 256 + 256;
   EXPECT_DOUBLE_EQ(m.weights, 4 * p / 4 + 4 * 2 * fc1);
@@ -144,7 +155,8 @@ TEST(DeviceMemory, FsdpShardsEverythingButWhatIsGathered) {
   const Scenario llama = parse_scenario(
       "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 8}\nreplica_group: {gpus: 8, parallelism: fsdp}\n"
       "workload: {model: llama, dataset: brown, batch_size: 1, train: false, llama: {preset: 7b}}\n"
-      "compute: {model: flops, device: h100, dtype: bf16, attention: flash}\n", "7b.yaml");
+      "compute: {model: flops, device: h100, dtype: bf16, attention: flash}\n",
+      "7b.yaml");
   const DeviceMemory seven = device_memory(llama, check_model(llama)).at(0);
   EXPECT_LT(seven.total(), seven.capacity);
   EXPECT_LT(seven.weights, 0.25 * seven.capacity);  // a slice and three blocks, not 6.7 G parameters
@@ -157,8 +169,9 @@ TEST(DeviceMemory, FsdpShardsEverythingButWhatIsGathered) {
 // out of the step (or counted for every layer), the block inputs or the one block recomputed
 // at a time left out of memory.
 TEST(DeviceMemory, ActivationCheckpointingKeepsBlockInputsAndRecomputes) {
-  const std::string base = "workload: {model: llama, dataset: brown, batch_size: 8, train: false, llama: {preset: tiny}}\n"
-                           "compute: {model: flops, device: a100";
+  const std::string base =
+      "workload: {model: llama, dataset: brown, batch_size: 8, train: false, llama: {preset: tiny}}\n"
+      "compute: {model: flops, device: a100";
   const Scenario plain = parse_scenario(base + "}\n", "p.yaml");
   const Scenario checkpointed = parse_scenario(base + ", activation_checkpointing: true}\n", "c.yaml");
   const ModelShapes shapes = check_model(plain);
@@ -192,9 +205,11 @@ TEST(DeviceMemory, ActivationCheckpointingKeepsBlockInputsAndRecomputes) {
 // 1024 drop by 4 h T^2 - h T values a layer and sample (q k^T, its scale, mask and softmax
 // written where the fused kernel writes a log-sum-exp), in bf16.
 TEST(DeviceMemory, FlashAttentionKeepsNoScores) {
-  const std::string gpt2 = "workload: {model: gpt, dataset: brown, batch_size: 12, train: false, gpt: {preset: gpt2_124m}}\n"
-                           "compute: {model: flops, device: a100_40gb, dtype: bf16";
-  const Scenario eager = parse_scenario(gpt2 + "}\n", "e.yaml"), flash = parse_scenario(gpt2 + ", attention: flash}\n", "f.yaml");
+  const std::string gpt2 =
+      "workload: {model: gpt, dataset: brown, batch_size: 12, train: false, gpt: {preset: gpt2_124m}}\n"
+      "compute: {model: flops, device: a100_40gb, dtype: bf16";
+  const Scenario eager = parse_scenario(gpt2 + "}\n", "e.yaml"),
+                 flash = parse_scenario(gpt2 + ", attention: flash}\n", "f.yaml");
   const ModelShapes shapes = check_model(eager);
   const double T = 1024, h = 12;
   EXPECT_DOUBLE_EQ(device_memory(eager, shapes).at(0).activations - device_memory(flash, shapes).at(0).activations,

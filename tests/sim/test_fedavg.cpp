@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <functional>
+#include <map>
 #include <set>
 
 #include <torch/torch.h>
@@ -67,11 +67,15 @@ std::vector<int> picked(const Scenario& s, int round, int m) {
 // the server takes x - lr m, m = mu m + (x - sum_k n_k w_k / sum_k n_k), in float64.
 struct Reference {
   Reference(const Scenario& s, const Dataset& data)
-      : s(s), data(data), samplers(make_samplers(s, data)), global(flatten_parameters(*make_model(s)).clone()),
+      : s(s),
+        data(data),
+        samplers(make_samplers(s, data)),
+        global(flatten_parameters(*make_model(s)).clone()),
         momentum(torch::zeros({global.numel()}, torch::kFloat64)) {}
 
   void round(const std::vector<int>& clients, int H, double lr, double mu, const std::set<int>& dropped = {}) {
-    round(clients, [H](int) { return H; }, lr, mu, dropped);
+    round(
+        clients, [H](int) { return H; }, lr, mu, dropped);
   }
   // steps(c): client c's local steps this round.
   void round(const std::vector<int>& clients, const std::function<int(int)>& steps, double lr, double mu,
@@ -289,9 +293,9 @@ TEST_F(FedAvg, DevicesRunTheirClientsOneAfterAnother) {
 // eval's per-client columns in the same order, NaN where the client's upload missed the
 // deadline; a /participation row per picked client and round.
 TEST_F(FedAvg, TheFileHasARowPerRoundAndAColumnPerPickedClient) {
-  const Scenario s = fed_scenario(5, 4, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5s}",
-                                  {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}",
-                                   "workload.eval_every=2"});
+  const Scenario s =
+      fed_scenario(5, 4, "{name: fedavg, H: 2, clients_per_round: 5, deadline: 5s}",
+                   {"compute={model: fixed, step_time: 1s, speeds: [1, 0.25, 1, 1, 0.2]}", "workload.eval_every=2"});
   const auto path = std::filesystem::temp_directory_path() / ("testbed_fedavg_" + std::to_string(::getpid()) + ".h5");
   {
     FederatedRun run(s, *data_);
@@ -356,7 +360,8 @@ TEST_F(FedAvg, EachRoundHasItsLossAndAccuracy) {
     EXPECT_EQ(eval, r.record.eval_rows.size());
   }
   // Without eval_every in the scenario, a federated run evaluates where each round ends.
-  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 4}\nworkload: {steps: 40}\n", "s.yaml").workload.eval_every, 4);
+  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 4}\nworkload: {steps: 40}\n", "s.yaml").workload.eval_every,
+            4);
 }
 
 // Two clusters of three clients on a hierarchical topology: hosts 0-2 are cluster 0's clients and
@@ -413,7 +418,8 @@ TEST_F(FedAvg, StatefulClientsKeepTheirOptimizerBetweenRounds) {
   auto samplers = make_samplers(s, *data_);
   std::vector<std::unique_ptr<Replica>> clients;
   for (int c = 0; c < 5; ++c)
-    clients.push_back(std::make_unique<Replica>(make_model(s), optimizer_config(s), samplers[c], torch::kCPU, data_->task));
+    clients.push_back(
+        std::make_unique<Replica>(make_model(s), optimizer_config(s), samplers[c], torch::kCPU, data_->task));
   auto global = flatten_parameters(*make_model(s)).clone();
   std::vector<int> times_picked(5, 0);
   for (int round = 0; round < 4; ++round) {

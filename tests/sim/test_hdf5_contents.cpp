@@ -151,7 +151,7 @@ TEST_F(Hdf5Contents, MessagesAndBytes) {
   for (const auto& m : rows) {
     EXPECT_EQ(m.bytes, chunk);
     EXPECT_EQ(m.lost_bytes, 0u);
-    EXPECT_EQ(m.dst, (m.src + 1) % kNodes);  // the ring's direction
+    EXPECT_EQ(m.dst, (m.src + 1) % kNodes);                               // the ring's direction
     EXPECT_GE(m.t_recv, m.t_send + kLatency + m.bytes * 8 / kBandwidth);  // alpha-beta, one hop
     // The step whose communication phase (compute end .. step end) holds the send; the
     // clock counts whole nanoseconds, so sums of seconds match it to 1 ns.
@@ -174,14 +174,14 @@ TEST_F(Hdf5Contents, MessagesAndBytes) {
 TEST_F(Hdf5Contents, EvalAndReplicas) {
   const Array step = read("/eval/step"), loss = read("/eval/loss"), accuracy = read("/eval/accuracy"),
               perplexity = read("/eval/perplexity"), replica = read("/eval/replica_loss"),
-              replica_accuracy = read("/eval/replica_accuracy"),
-              noise_loss = read("/eval/variants/noise/loss"), noise_acc = read("/eval/variants/noise/accuracy"),
-              correlation = read("/replicas/correlation"), min_correlation = read("/replicas/min_correlation"),
-              matrix = read("/replicas/correlation_matrix"), distance = read("/replicas/distance");
+              replica_accuracy = read("/eval/replica_accuracy"), noise_loss = read("/eval/variants/noise/loss"),
+              noise_acc = read("/eval/variants/noise/accuracy"), correlation = read("/replicas/correlation"),
+              min_correlation = read("/replicas/min_correlation"), matrix = read("/replicas/correlation_matrix"),
+              distance = read("/replicas/distance");
   ASSERT_EQ(step.values, (std::vector<double>{kEvalEvery, kSteps}));
   const size_t evals = step.values.size();
-  for (const Array* a : {&loss, &accuracy, &perplexity, &noise_loss, &noise_acc, &correlation, &min_correlation,
-                         &distance})
+  for (const Array* a :
+       {&loss, &accuracy, &perplexity, &noise_loss, &noise_acc, &correlation, &min_correlation, &distance})
     ASSERT_EQ(a->values.size(), evals);
   ASSERT_EQ(replica.dims, (std::vector<hsize_t>{evals, kNodes}));
   ASSERT_EQ(replica_accuracy.dims, replica.dims);

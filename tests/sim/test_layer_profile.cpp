@@ -36,7 +36,8 @@ LayerCost layer(const std::string& name, double flops, bool trains) {
 // after the stem (block.a 1 ms, block.b 3 ms).
 TrainingWork four_layers() {
   TrainingWork w;
-  w.layers = {layer("stem", 1e9, true), layer("block.a", 1e9, false), layer("block.b", 3e9, false), layer("loss", 0, false)};
+  w.layers = {layer("stem", 1e9, true), layer("block.a", 1e9, false), layer("block.b", 3e9, false),
+              layer("loss", 0, false)};
   w.optimizer = "sgd";
   return w;
 }
@@ -69,8 +70,9 @@ TEST(LayerProfile, NamesOwnByDottedPrefix) {
 }
 
 TEST(LayerProfile, RowsTimeTheirLayersSplitByTheRoofline) {
-  const std::string file = write_profile("split", "# model four, batch 1\nlayer,forward_ms,backward_ms\nstem,2,0.5\n"
-                                                  "block,8,12\n*,1,2\noptimizer,4,0\n");
+  const std::string file = write_profile("split",
+                                         "# model four, batch 1\nlayer,forward_ms,backward_ms\nstem,2,0.5\n"
+                                         "block,8,12\n*,1,2\noptimizer,4,0\n");
   const ComputeModel m(profile_section(file), four_layers(), 2, 0);
   EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0), 29.5e-3);
   const StepShares& s = m.shares();
@@ -114,7 +116,8 @@ TEST(LayerProfile, RefusesWhatDoesNotMatch) {
   expect_refused("layer,forward_ms,backward_ms\nstem,1,-2\n", ":2: '-2' is not a finite non-negative time");
   expect_refused("layer,forward_ms,backward_ms\nstem,1\n", ":2: expected 3 cells");
   expect_refused("layer,forward_ms,backward_ms\nstem,1,1\nstem,2,2\n", ":3: 'stem' is timed twice");
-  expect_refused("layer,forward_ms,backward_ms\noptimizer,1,1\nstem,1,1\n", ":2: the optimizer's update has no backward");
+  expect_refused("layer,forward_ms,backward_ms\noptimizer,1,1\nstem,1,1\n",
+                 ":2: the optimizer's update has no backward");
   expect_refused("layer,forward_ms,backward_ms\nstem,1,1\nblock,1,1\n", "no row times the model's layers loss");
   expect_refused("layer,forward_ms,backward_ms\nstem,1,1\nblock,1,1\nlayer4.2,1,1\nfc,1,1\n*,0,0\n",
                  "rows layer4.2, fc time no layer of this model");

@@ -94,12 +94,16 @@ std::vector<Param> params() {
   // Replica groups (training/algorithms/replica_groups.cpp): each parallelism under each
   // algorithm that trains across groups, the models and backends rotating, groups of 2 and 4.
   const char* const parallelisms[] = {"ddp", "zero1", "zero2", "fsdp"};
-  const Case across[] = {{"groups_ddp", "{name: ddp}"}, {"groups_diloco", "{name: diloco, H: 2}", true},
+  const Case across[] = {{"groups_ddp", "{name: ddp}"},
+                         {"groups_diloco", "{name: diloco, H: 2}", true},
                          {"groups_local_sgd", "{name: local_sgd, H: 2}"}};
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 3; ++j) {
       const std::string model = kModels[(i + j) % 3], parallelism = parallelisms[i];
-      const std::string unit = parallelism != "fsdp" ? "" : model == "mlp" ? ", unit: 'fc*'" : model == "cnn" ? ", unit: 'conv*'" : "";
+      const std::string unit = parallelism != "fsdp" ? ""
+                               : model == "mlp"      ? ", unit: 'fc*'"
+                               : model == "cnn"      ? ", unit: 'conv*'"
+                                                     : "";
       const int gpus = (i + j) % 2 ? 2 : 4;
       out.push_back({across[j], model, kBackends[(i + 2 * j) % 3], 8,
                      "{gpus: " + std::to_string(gpus) + ", parallelism: " + parallelism + unit + "}",
@@ -116,25 +120,32 @@ std::vector<Param> params() {
 
 std::string scenario_yaml(const Param& p, bool train) {
   std::string workload =
-      p.model == "gpt"     ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
-                             "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
-      : p.model == "bert"  ? "{model: bert, dataset: brown_genres, batch_size: 4, steps: 5, eval_every: 1000, eval_samples: 4, "
-                             "bert: {preset: tiny, layers: 1, width: 32, heads: 2, sequence: 16}"
-      : p.model == "llama" ? "{model: llama, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
-                             "llama: {preset: tiny, layers: 2, width: 64, heads: 4, kv_heads: 2, hidden: 96, context: 24}"
-                           : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";
+      p.model == "gpt" ? "{model: gpt, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
+                         "gpt: {preset: tiny, layers: 1, width: 48, heads: 2, context: 24}"
+      : p.model == "bert"
+          ? "{model: bert, dataset: brown_genres, batch_size: 4, steps: 5, eval_every: 1000, eval_samples: 4, "
+            "bert: {preset: tiny, layers: 1, width: 32, heads: 2, sequence: 16}"
+      : p.model == "llama"
+          ? "{model: llama, dataset: brown, batch_size: 2, steps: 5, eval_every: 1000, eval_samples: 4, "
+            "llama: {preset: tiny, layers: 2, width: 64, heads: 4, kv_heads: 2, hidden: 96, context: 24}"
+          : "{model: " + p.model + ", batch_size: 8, steps: 5, eval_every: 1000, eval_samples: 16";
   if (!train) workload += ", train: false";
   workload += "}";
-  return "name: projection_check\nnodes: " + std::to_string(p.nodes) +
-         "\nthreads: 1\n" +
+  return "name: projection_check\nnodes: " + std::to_string(p.nodes) + "\nthreads: 1\n" +
          (p.group.empty() ? std::string("topology: {kind: ring, link: {bandwidth: 200Mbps, latency: 2ms}}\n")
                           : "topology: {kind: gpu_hosts, gpus_per_host: 4, link: {bandwidth: 200Mbps, latency: 2ms}}\n"
-                            "replica_group: " + p.group + "\n") +
-         "network: {backend: " + p.backend + "}\n"
-         "workload: " + workload + "\n"
-         "algorithm: " + p.c.algorithm + "\n" +
-         (p.c.straggle ? "compute: {model: flops, device: rtx4090, speed_min: 0.5, speed_max: 1.5, straggler_sigma: 0.2}\n"
-                       : "compute: {model: flops, device: a100}\n");
+                            "replica_group: " +
+                                p.group + "\n") +
+         "network: {backend: " + p.backend +
+         "}\n"
+         "workload: " +
+         workload +
+         "\n"
+         "algorithm: " +
+         p.c.algorithm + "\n" +
+         (p.c.straggle
+              ? "compute: {model: flops, device: rtx4090, speed_min: 0.5, speed_max: 1.5, straggler_sigma: 0.2}\n"
+              : "compute: {model: flops, device: a100}\n");
 }
 
 // The scenario's data with its test split cut to 64 samples: the training run's final
@@ -218,12 +229,14 @@ TEST(Projection, EveryRegisteredAlgorithmHasACase) {
   for (const AlgorithmEntry& entry : algorithm_registry()) {
     bool has_case = false;
     for (const Case& c : algorithms())
-      has_case |= c.algorithm.rfind("{name: " + entry.name + ",", 0) == 0 || c.algorithm == "{name: " + entry.name + "}";
+      has_case |=
+          c.algorithm.rfind("{name: " + entry.name + ",", 0) == 0 || c.algorithm == "{name: " + entry.name + "}";
     if (!entry.federated) {
       EXPECT_TRUE(has_case) << entry.name << " has no projection case";
       continue;
     }
-    EXPECT_ANY_THROW(parse_scenario("algorithm: {name: " + entry.name + "}\nworkload: {train: false, steps: 20}\n", "f.yaml"))
+    EXPECT_ANY_THROW(
+        parse_scenario("algorithm: {name: " + entry.name + "}\nworkload: {train: false, steps: 20}\n", "f.yaml"))
         << entry.name << " runs federated, so a projection of it must be refused";
   }
 }
@@ -336,15 +349,16 @@ TEST(RingLanes, AProjectionOnLanesEqualsOneOfFlows) {
 // would not grow), or a send timed without its bytes (no skew).
 TEST(RingChains, AnUnevenRingDriftsApartByItsChunksDifference) {
   auto projection = [](int hidden) {
-    return run(parse_scenario("name: chains\nnodes: 4\nthreads: 1\n"
-                              "topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 10ms}}\n"
-                              "network: {backend: ns3, transport: tcp, mtu: 9000}\n"
-                              "workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: " +
-                                  std::to_string(hidden) +
-                                  ", outputs: 10}, batch_size: 8, steps: 6, train: false}\n"
-                                  "algorithm: {name: ddp, overlap: false}\n"
-                                  "compute: {model: fixed, step_time: 10ms}\n",
-                              "chains"));
+    return run(
+        parse_scenario("name: chains\nnodes: 4\nthreads: 1\n"
+                       "topology: {kind: ring, link: {bandwidth: 100Mbps, latency: 10ms}}\n"
+                       "network: {backend: ns3, transport: tcp, mtu: 9000}\n"
+                       "workload: {model: mlp, dataset: synthetic, synthetic: {inputs: 32, hidden: " +
+                           std::to_string(hidden) +
+                           ", outputs: 10}, batch_size: 8, steps: 6, train: false}\n"
+                           "algorithm: {name: ddp, overlap: false}\n"
+                           "compute: {model: fixed, step_time: 10ms}\n",
+                       "chains"));
   };
   auto ns = [](double seconds) { return std::llround(seconds * 1e9); };
   const Outcome uneven = projection(148);

@@ -30,7 +30,8 @@ struct Outcome {
 };
 
 Outcome project(const std::string& yaml, const std::string& backend = "analytical") {
-  const Scenario s = parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: " + backend + "}\n" + yaml, "groups.yaml");
+  const Scenario s =
+      parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: " + backend + "}\n" + yaml, "groups.yaml");
   Outcome o;
   Engine engine(s, dataset(s));
   o.summary = engine.run(o.record);
@@ -52,7 +53,9 @@ Outcome project_ddp_groups_of_4(const std::string& algorithm) {
   return project(
       "nodes: 12\ntopology: {kind: gpu_hosts, gpus_per_host: 2, link: {bandwidth: 10Gbps, latency: 1ms}}\n"
       "workload: {model: mlp, batch_size: 32, steps: 4, train: false}\n"
-      "algorithm: " + algorithm + "\nreplica_group: {gpus: 4, parallelism: ddp}\n"
+      "algorithm: " +
+      algorithm +
+      "\nreplica_group: {gpus: 4, parallelism: ddp}\n"
       "compute: {model: flops, device: a100}\n");
 }
 constexpr uint64_t kDdpGroupsInside = 3 * 2 * 3 * kMlpParameters * 4, kDdpGroupsAcross = 2 * 2 * kMlpParameters * 4,
@@ -138,7 +141,9 @@ TEST(ReplicaGroups, ShardedUpdateTakesASliceOfTheTime) {
     const Outcome o = project(
         "nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n"
         "workload: {model: mlp, batch_size: 32, steps: 1, train: false}\n"
-        "algorithm: {name: diloco, H: 10}\nreplica_group: {gpus: 4, parallelism: " + parallelism + "}\n"
+        "algorithm: {name: diloco, H: 10}\nreplica_group: {gpus: 4, parallelism: " +
+        parallelism +
+        "}\n"
         "compute: {model: flops, device: a100, mfu: 0.5, memory_bandwidth: 1TB/s, launch_latency: 0}\n");
     return o.record.train_rows.at(0).compute_time.at(0);
   };
@@ -215,7 +220,7 @@ TEST(ReplicaGroups, FsdpStepTimelineByHand) {
     if (order.empty() || order.back() != kind) order.push_back(kind);
   }
   const std::vector<std::string> expected = {
-      "fsdp.all_gather.0", "fsdp.all_gather.1", "fsdp.all_gather.2",  // the forward
+      "fsdp.all_gather.0",     "fsdp.all_gather.1",     "fsdp.all_gather.2",  // the forward
       "fsdp.all_gather_bwd.2", "fsdp.all_gather_bwd.1", "fsdp.reduce_scatter.2",
       "fsdp.all_gather_bwd.0", "fsdp.reduce_scatter.1", "fsdp.reduce_scatter.0"};
   EXPECT_EQ(order, expected);

@@ -56,8 +56,9 @@ std::string group(int gpus, const std::string& parallelism, const std::string& m
 }
 
 Scenario scenario(const std::string& yaml) {
-  return parse_scenario("name: groups\nthreads: 1\nnetwork: {backend: flow}\ncompute: {model: flops, device: a100}\n" + yaml,
-                        "groups.yaml");
+  return parse_scenario(
+      "name: groups\nthreads: 1\nnetwork: {backend: flow}\ncompute: {model: flops, device: a100}\n" + yaml,
+      "groups.yaml");
 }
 
 // Every replica's trainable parameters at the end of the run.
@@ -93,8 +94,8 @@ TEST_P(OneGroup, EqualsOneReplicaOnTheGroupsBatch) {
   const GroupCase& c = GetParam();
   const bool adam = c.optimizer == "adamw";
   const std::string optimizer = adam ? "" : "optimizer: {name: sgd, lr: 0.05}\n";
-  const Scenario grouped = scenario("nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n" + workload(c.model, 4, 4) +
-                                    group(4, c.parallelism, c.model) + optimizer);
+  const Scenario grouped = scenario("nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 4}\n" +
+                                    workload(c.model, 4, 4) + group(4, c.parallelism, c.model) + optimizer);
   const Scenario single = scenario("nodes: 1\n" + workload(c.model, 16, 4) + optimizer);
   const Dataset& data = dataset(single);
   Replica replica(make_model(single, 0), optimizer_config(single, 0), std::move(make_samplers(single, data).at(0)),
@@ -117,7 +118,8 @@ TEST_P(OneGroup, EqualsOneReplicaOnTheGroupsBatch) {
   const auto gpus = trained(grouped);
   ASSERT_EQ(gpus.size(), 4u);
   for (size_t g = 0; g < gpus.size(); ++g) {
-    const double relative = ((gpus[g] - replica.parameters()).norm() / (replica.parameters() - start).norm()).item<double>();
+    const double relative =
+        ((gpus[g] - replica.parameters()).norm() / (replica.parameters() - start).norm()).item<double>();
     EXPECT_LT(max_difference(gpus[g], replica.parameters()), adam ? kAdamTolerance : kTolerance) << "GPU " << g;
     EXPECT_LT(relative, adam ? 1e-3 : 1e-5) << "GPU " << g;
     EXPECT_GT(max_difference(gpus[g], start), one_step) << "GPU " << g;
@@ -139,7 +141,9 @@ INSTANTIATE_TEST_SUITE_P(Parallelisms, OneGroup, ::testing::ValuesIn(group_cases
 struct AcrossCase {
   std::string algorithm, parallelism, model;
 };
-void PrintTo(const AcrossCase& c, std::ostream* os) { *os << c.algorithm << " across " << c.parallelism << " " << c.model; }
+void PrintTo(const AcrossCase& c, std::ostream* os) {
+  *os << c.algorithm << " across " << c.parallelism << " " << c.model;
+}
 
 class AcrossGroups : public ::testing::TestWithParam<AcrossCase> {};
 
@@ -159,9 +163,10 @@ TEST_P(AcrossGroups, EqualsTheAlgorithmAcrossSingleReplicas) {
   const AcrossCase& c = GetParam();
   const std::string algorithm = "algorithm: {name: " + c.algorithm + (c.algorithm == "ddp" ? "" : ", H: 2") +
                                 "}\noptimizer: {name: sgd, lr: 0.05, momentum: 0.9}\n";
-  const Scenario grouped = scenario("nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 2}\n" + workload(c.model, 4, 5) +
-                                    group(2, c.parallelism, c.model) + algorithm);
-  const Scenario singles = scenario("nodes: 2\ntopology: {kind: gpu_hosts, gpus_per_host: 1}\n" + workload(c.model, 8, 5) + algorithm);
+  const Scenario grouped = scenario("nodes: 4\ntopology: {kind: gpu_hosts, gpus_per_host: 2}\n" +
+                                    workload(c.model, 4, 5) + group(2, c.parallelism, c.model) + algorithm);
+  const Scenario singles =
+      scenario("nodes: 2\ntopology: {kind: gpu_hosts, gpus_per_host: 1}\n" + workload(c.model, 8, 5) + algorithm);
   const auto gpus = trained(grouped), replicas = trained(singles);
   ASSERT_EQ(gpus.size(), 4u);
   ASSERT_EQ(replicas.size(), 2u);
@@ -173,8 +178,9 @@ TEST_P(AcrossGroups, EqualsTheAlgorithmAcrossSingleReplicas) {
 INSTANTIATE_TEST_SUITE_P(Algorithms, AcrossGroups,
                          ::testing::Values(AcrossCase{"diloco", "fsdp", "gpt"}, AcrossCase{"diloco", "fsdp", "cnn"},
                                            AcrossCase{"diloco", "zero1", "cnn"}, AcrossCase{"diloco", "ddp", "gpt"},
-                                           AcrossCase{"local_sgd", "zero2", "gpt"}, AcrossCase{"local_sgd", "ddp", "cnn"},
-                                           AcrossCase{"ddp", "fsdp", "cnn"}, AcrossCase{"ddp", "zero2", "gpt"}),
+                                           AcrossCase{"local_sgd", "zero2", "gpt"},
+                                           AcrossCase{"local_sgd", "ddp", "cnn"}, AcrossCase{"ddp", "fsdp", "cnn"},
+                                           AcrossCase{"ddp", "zero2", "gpt"}),
                          [](const ::testing::TestParamInfo<AcrossCase>& info) {
                            return info.param.algorithm + "_" + info.param.parallelism + "_" + info.param.model;
                          });
@@ -184,8 +190,9 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, AcrossGroups,
 // of an ungrouped run would. Slip caught: the GPU's node index taken as the replica's (each GPU
 // of a ddp group would train its own weights for ever).
 TEST(ReplicaGroupsInit, IndependentInitIsTheGroups) {
-  const std::string common = "topology: {kind: gpu_hosts, gpus_per_host: 2}\n"
-                             "workload: {model: cnn, batch_size: 4, steps: 1, init: independent}\n";
+  const std::string common =
+      "topology: {kind: gpu_hosts, gpus_per_host: 2}\n"
+      "workload: {model: cnn, batch_size: 4, steps: 1, init: independent}\n";
   const Scenario grouped = scenario("nodes: 4\n" + common + "replica_group: {gpus: 2}\n");
   const Scenario singles = scenario("nodes: 2\n" + common);
   ASSERT_EQ(grouped.workload.init, "independent");

@@ -82,7 +82,8 @@ TEST_P(ResumeInProcess, CutAfterACheckpointAndResumedEqualsTheWholeRun) {
     hooks.resume = &*checkpoint;
     Engine engine(checkpointed, data, hooks);
     resumed.summary = engine.run(resumed.record);
-    for (const auto& replica : engine.replicas()) resumed.parameters.push_back(replica->parameters().contiguous().clone());
+    for (const auto& replica : engine.replicas())
+      resumed.parameters.push_back(replica->parameters().contiguous().clone());
   }
   const std::string diff = differences(resumed, whole);
   EXPECT_TRUE(diff.empty()) << c.name << ": cut after step " << c.cut << " and resumed differs from the whole run:\n"
@@ -99,9 +100,12 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ResumeInProcess, ::testing::ValuesIn(kCases
 
 TEST(OpSchedule, ReadsBackToTheSameBits) {
   OpSchedule s(2);
-  s[0].push_back({0.1 + 0.2, 0.1 / 3, {{0, "gradient", 1234, 4, 0, {}}, {2, "sparse", 7, 0.5, 1, {0, 3}, 5},
-                              {0, "eva.a.1", 9, 4, 0, {}, -1, -1, 3},
-                              {4, "kfac.direction.0", 12, 4, 0, {1, 0}, -1, -1, -1, true}}});
+  s[0].push_back({0.1 + 0.2,
+                  0.1 / 3,
+                  {{0, "gradient", 1234, 4, 0, {}},
+                   {2, "sparse", 7, 0.5, 1, {0, 3}, 5},
+                   {0, "eva.a.1", 9, 4, 0, {}, -1, -1, 3},
+                   {4, "kfac.direction.0", 12, 4, 0, {1, 0}, -1, -1, -1, true}}});
   s[0].push_back({1.0 / 3.0, 0, {}});
   s[1].push_back({2.5e-7, 0, {{1, "pseudo_gradient/2", 99, 2, 1000000, {1}}}, {{1.0 / 7, {{0, "q", 12, 4, 0, {}}}}}});
   const OpSchedule back = decode_schedule(encode_schedule(s));

@@ -32,8 +32,8 @@ class ResumeCli : public ::testing::Test {
 
   // `testbed run s.yaml -o OUT ARGS...` for 200 steps, started now; `env` as "KEY=value".
   pid_t start(const std::string& out, const std::vector<std::string>& args, const std::string& env = "") {
-    std::vector<std::string> all = {"run", (dir_ / "s.yaml").string(), "-q", "-o", out, "--set",
-                                    "workload.steps=200", "--set", "workload.eval_every=20"};
+    std::vector<std::string> all = {"run",   (dir_ / "s.yaml").string(), "-q", "-o", out, "--set", "workload.steps=200",
+                                    "--set", "workload.eval_every=20"};
     all.insert(all.end(), args.begin(), args.end());
     const std::string log = (dir_ / "log.txt").string();
     cli_child::Options options{"", log, log, {}};
@@ -62,9 +62,10 @@ class ResumeCli : public ::testing::Test {
 // SIGKILL halfway through the second checkpoint's write, then SIGKILL at seeded random moments
 // of the resumed runs, until one completes: the file equals the uninterrupted run's.
 TEST_F(ResumeCli, SigkilledRunsResumeToTheSameData) {
-  for (const auto& algorithm : {std::vector<std::string>{"--set", "algorithm={name: ddp}"},
-                                std::vector<std::string>{"--set", "algorithm={name: gossip}", "--set",
-                                                         "network.transport=udp", "--set", "topology.link.loss=0.02"}}) {
+  for (const auto& algorithm :
+       {std::vector<std::string>{"--set", "algorithm={name: ddp}"},
+        std::vector<std::string>{"--set", "algorithm={name: gossip}", "--set", "network.transport=udp", "--set",
+                                 "topology.link.loss=0.02"}}) {
     SCOPED_TRACE(algorithm[1]);
     const std::string whole = (dir_ / "whole.h5").string(), cut = (dir_ / "cut.h5").string();
     ASSERT_EQ(run(whole, algorithm), 0) << log();

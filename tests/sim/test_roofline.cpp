@@ -48,7 +48,7 @@ TEST(Roofline, MlpFlopsBytesAndKernelsMatchHandCount) {
   // elements moved per pass (W read once per batch, activations per sample)
   const double forward = (w1 + B * (784 + 256)) + B * (256 + 256) + (w2 + B * (256 + 128)) + B * (128 + 128) +
                          (w3 + B * (128 + 10)) + B * (10 + 10);
-  const double input_grad = B * (256 * 3)            // relu1: dY, saved X, dX
+  const double input_grad = B * (256 * 3)             // relu1: dY, saved X, dX
                             + (w2 + B * (128 + 256))  // fc2: W, dY, dX
                             + B * (128 * 3)           // relu2
                             + (w3 + B * (10 + 128))   // fc3
@@ -77,16 +77,16 @@ TEST(Roofline, CnnFlopsBytesAndKernelsMatchHandCount) {
   EXPECT_DOUBLE_EQ(c.flops, B * (fwd + fwd + (c2 + d1 + d2)));  // no input gradient for conv1
 
   const double a0 = 784, a1 = 16 * 24 * 24, p1 = 16 * 12 * 12, a2 = 32 * 8 * 8, p2 = 32 * 4 * 4;
-  const double forward = (wc1 + B * (a0 + a1)) + B * (a1 + a1) + B * (a1 + p1) + (wc2 + B * (p1 + a2)) +
-                         B * (a2 + a2) + B * (a2 + p2) + (wd1 + B * (p2 + 128)) + B * (128 + 128) +
-                         (wd2 + B * (128 + 10)) + B * (10 + 10);
-  const double input_grad = B * 3 * a1                  // relu1: dY, saved X, dX
-                            + B * (p1 + 2 * a1)         // pool1: dY, saved X, dX
-                            + (wc2 + B * (a2 + p1))     // conv2
+  const double forward = (wc1 + B * (a0 + a1)) + B * (a1 + a1) + B * (a1 + p1) + (wc2 + B * (p1 + a2)) + B * (a2 + a2) +
+                         B * (a2 + p2) + (wd1 + B * (p2 + 128)) + B * (128 + 128) + (wd2 + B * (128 + 10)) +
+                         B * (10 + 10);
+  const double input_grad = B * 3 * a1               // relu1: dY, saved X, dX
+                            + B * (p1 + 2 * a1)      // pool1: dY, saved X, dX
+                            + (wc2 + B * (a2 + p1))  // conv2
                             + B * 3 * a2 + B * (p2 + 2 * a2) + (wd1 + B * (128 + p2)) + B * 3 * 128 +
                             (wd2 + B * (10 + 128)) + B * 3 * 10;
-  const double weight_grad = (wc1 + B * (a0 + a1)) + (wc2 + B * (p1 + a2)) + (wd1 + B * (p2 + 128)) +
-                             (wd2 + B * (128 + 10));
+  const double weight_grad =
+      (wc1 + B * (a0 + a1)) + (wc2 + B * (p1 + a2)) + (wd1 + B * (p2 + 128)) + (wd2 + B * (128 + 10));
   EXPECT_DOUBLE_EQ(c.bytes, 4 * (forward + input_grad + weight_grad) + 32 * 80202);
   // forward 2 conv + 3 relu + 2 pool + 2 addmm + 2 loss = 11; input grads: all but conv1 = 10;
   // weight grads 4 layers x 2 tensors = 8; optimizer 8 tensors + zeroing = 9
@@ -122,8 +122,8 @@ TEST(Roofline, GptTinyFlopsBytesAndKernelsMatchHandCount) {
   const double input_grad = B * 3 * TC + L * (w_block + B * (50 * TC + 11 * S)) + (2 * C + B * 3 * TC) +
                             (w_head + B * (V * T + TC)) + B * 3 * V * T;
   // weight grads: wte, wpe, per block ln1 2 + qkv 4 + proj 2 + ln2 2 + fc 5 + fc_proj 5 = 20 TC
-  const double weight_grad = (V * C + B * (T + 2 * TC)) + T * C + L * (w_block + B * 20 * TC) +
-                             (2 * C + B * 2 * TC) + (w_head + B * (TC + V * T));
+  const double weight_grad = (V * C + B * (T + 2 * TC)) + T * C + L * (w_block + B * 20 * TC) + (2 * C + B * 2 * TC) +
+                             (w_head + B * (TC + V * T));
   EXPECT_DOUBLE_EQ(c.bytes, 4 * (forward + input_grad + weight_grad) + 32 * 470784);
   // forward: embeddings 4 + 15 per block + ln_f, head, 2 for the loss; input grads:
   // embed add 1 + 17 per block (products twice) + 4; weight grads: 2 + 12 per block + 4;
@@ -254,8 +254,8 @@ TEST(Roofline, GradientLayersFollowTheModelsTensors) {
   lora.kind = "lora";
   AdapterConfig lora_fa;
   lora_fa.kind = "lora_fa";
-  for (const auto& model : {cnn, make_mlp(784, 128, 10), gpt, make_mlp(784, 128, 10, lora),
-                            make_mlp(784, 128, 10, lora_fa)}) {
+  for (const auto& model :
+       {cnn, make_mlp(784, 128, 10), gpt, make_mlp(784, 128, 10, lora), make_mlp(784, 128, 10, lora_fa)}) {
     const auto layers = model->layer_costs();
     const auto tensors = trainable_parameters(*model);
     const auto owner = gradient_layers(TrainingWork{layers}, trainable_names(*model));
@@ -355,10 +355,10 @@ TEST(Roofline, EveryDtypeTakesItsOwnPeak) {
     double peak;
     int bytes;
   };
-  for (const Case& c : {Case{"a100", "tf32", 156e12, 4}, Case{"a100", "fp16", 312e12, 2},
-                        Case{"h200", "bf16", 989.5e12, 2}, Case{"b200", "tf32", 1.1e15, 4},
-                        Case{"mi300x", "fp16", 1307.4e12, 2}, Case{"v100", "fp16", 125e12, 2},
-                        Case{"a100_40gb", "fp32", 19.5e12, 4}}) {
+  for (const Case& c :
+       {Case{"a100", "tf32", 156e12, 4}, Case{"a100", "fp16", 312e12, 2}, Case{"h200", "bf16", 989.5e12, 2},
+        Case{"b200", "tf32", 1.1e15, 4}, Case{"mi300x", "fp16", 1307.4e12, 2}, Case{"v100", "fp16", 125e12, 2},
+        Case{"a100_40gb", "fp32", 19.5e12, 4}}) {
     s.device = c.device;
     s.dtype = c.dtype;
     const Roof roof = compute_roof(s);

@@ -21,11 +21,11 @@ constexpr int64_t kParameters = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 1
 
 Dataset small_data() {
   Dataset d;
-  d.train_inputs = torch::zeros({100, 784});                // 313600 bytes
-  d.train_targets = torch::zeros({100}, torch::kInt64);     // 800
-  d.test_inputs = torch::zeros({20, 784});                  // 62720
-  d.test_targets = torch::zeros({20}, torch::kInt64);       // 160
-  d.train_groups = torch::zeros({100}, torch::kInt64);      // 800
+  d.train_inputs = torch::zeros({100, 784});                      // 313600 bytes
+  d.train_targets = torch::zeros({100}, torch::kInt64);           // 800
+  d.test_inputs = torch::zeros({20, 784});                        // 62720
+  d.test_targets = torch::zeros({20}, torch::kInt64);             // 160
+  d.train_groups = torch::zeros({100}, torch::kInt64);            // 800
   d.test_variants.push_back({"noise", torch::zeros({20, 784})});  // 62720
   return d;
 }
@@ -48,10 +48,10 @@ TEST(MemoryEstimate, CountsEachReplicasVectors) {
     int vectors;
   };
   const std::vector<Case> cases = {
-      {"nodes: 7\n", 2 + 2 + 2},                                                 // adamw's two moments
-      {"nodes: 7\nalgorithm: {name: diloco}\n", 2 + 2 + 2 + 2},                  // outer copy + momentum
+      {"nodes: 7\n", 2 + 2 + 2},                                 // adamw's two moments
+      {"nodes: 7\nalgorithm: {name: diloco}\n", 2 + 2 + 2 + 2},  // outer copy + momentum
       {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 2 + 2 + 2 + 2},
-      {"nodes: 7\noptimizer: {name: sgd}\n", 2 + 0 + 2},                         // no momentum buffer
+      {"nodes: 7\noptimizer: {name: sgd}\n", 2 + 0 + 2},  // no momentum buffer
       {"nodes: 7\noptimizer: {name: sgd, momentum: 0.9}\nalgorithm: {name: demo}\n", 2 + 1 + 1 + 2},
       {"nodes: 7\noptimizer: {name: adam}\nalgorithm: {name: sparta}\n", 2 + 2 + 2},
   };
@@ -68,7 +68,8 @@ TEST(MemoryEstimate, CountsEachReplicasVectors) {
   // block of a transformer it repeats). Slip caught: a GPT projection charged its whole model
   // (a 7B GPT refused on a 24 GB host for 25 GB it never allocates).
   const Scenario projection = parse_scenario("nodes: 7\nworkload: {train: false}\n", "s.yaml");
-  const MemoryEstimate p = estimate_memory(projection, data, {kParameters, 6, {}, 1234}, build_topology(topology_spec(projection)));
+  const MemoryEstimate p =
+      estimate_memory(projection, data, {kParameters, 6, {}, 1234}, build_topology(topology_spec(projection)));
   EXPECT_DOUBLE_EQ(p.replicas_bytes, 0);
   EXPECT_DOUBLE_EQ(p.eval_model_bytes, 4.0 * 1234);
 }
@@ -84,9 +85,9 @@ TEST(MemoryEstimate, CountsThePlansTheRunKeeps) {
   const int64_t all_reduce = 2 * 6 * 7, all_gather = 6 * 7, exchange = 7 * 2;
   const std::vector<Case> cases = {
       {"nodes: 7\n", all_reduce},
-      {"nodes: 7\ncollective: {slices: 3}\n", 3 * all_reduce},                          // pieces
+      {"nodes: 7\ncollective: {slices: 3}\n", 3 * all_reduce},  // pieces
       {"nodes: 7\ncollective: {algorithm: direct}\n", 2 * 7 * 6},
-      {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 4 * all_reduce},              // a plan per fragment
+      {"nodes: 7\nalgorithm: {name: streaming_diloco}\n", 4 * all_reduce},  // a plan per fragment
       {"nodes: 7\nalgorithm: {name: demo}\n", all_gather},
       {"nodes: 7\nalgorithm: {name: gossip}\n", exchange},
       {"nodes: 7\nalgorithm: {name: sparta, selection: layerwise}\n", 6 * all_reduce},  // a plan per tensor
@@ -120,7 +121,7 @@ TEST(MemoryEstimate, KeepsNoPlanForARingTimedOnLanes) {
   const std::string projection = "nodes: 200\nworkload: {train: false}\ncompute: {model: flops}\n";
   EXPECT_EQ(estimate(projection + "network: {backend: flow}\n", data).plan_messages, 0);
   EXPECT_EQ(estimate(projection + "network: {backend: flow, flow_lanes: false}\n", data).plan_messages, 2 * 199 * 200);
-  EXPECT_EQ(estimate(projection, data).plan_messages, 2 * 199 * 200);  // ns-3
+  EXPECT_EQ(estimate(projection, data).plan_messages, 2 * 199 * 200);                                // ns-3
   EXPECT_EQ(estimate("nodes: 200\nnetwork: {backend: flow}\n", data).plan_messages, 2 * 199 * 200);  // training
   EXPECT_EQ(estimate("nodes: 100\nworkload: {train: false}\ncompute: {model: flops}\nnetwork: {backend: flow}\n", data)
                 .plan_messages,
@@ -156,8 +157,9 @@ TEST(MemoryEstimate, StatefulClientsInMemoryCountAndDiskIsTheWayOut) {
   // 20000 clients keeping SGD's momentum (one vector each) in memory: 20000 x 4 x 235146 bytes,
   // 17.52 GiB; on a machine with 8 GiB the rest fits, so the refusal points at the disk.
   const Dataset data = small_data();
-  const std::string fed = "nodes: 20000\noptimizer: {name: sgd, momentum: 0.9}\ntopology: {kind: star}\n"
-                          "network: {backend: flow}\nalgorithm: {name: fedavg, clients_per_round: 10, client_state: ";
+  const std::string fed =
+      "nodes: 20000\noptimizer: {name: sgd, momentum: 0.9}\ntopology: {kind: star}\n"
+      "network: {backend: flow}\nalgorithm: {name: fedavg, clients_per_round: 10, client_state: ";
   const MemoryEstimate memory = estimate(fed + "memory}\n", data);
   EXPECT_DOUBLE_EQ(memory.client_state_bytes, 20000.0 * 4 * kParameters);
   EXPECT_DOUBLE_EQ(estimate(fed + "disk}\n", data).client_state_bytes, 0);
@@ -197,8 +199,8 @@ TEST(MemoryEstimate, CountsASecondOrderOptimizersState) {
   MachineMemory machine;
   machine.available_bytes = 1e6;
   const Scenario s = parse_scenario("nodes: 5\noptimizer: {name: kfac}\n", "s.yaml");
-  const std::string why = memory_refusal(
-      estimate_memory(s, data, {kParameters, 6, mlp}, build_topology(topology_spec(s))), machine, 5);
+  const std::string why =
+      memory_refusal(estimate_memory(s, data, {kParameters, 6, mlp}, build_topology(topology_spec(s))), machine, 5);
   EXPECT_NE(why.find("GiB of second-order state"), std::string::npos) << why;
 }
 

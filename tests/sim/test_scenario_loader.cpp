@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "netmodels/event_clock.h"
-#include "sim/core/network_factory.h"
 #include "sim/config/scenario_loader.h"
+#include "sim/core/network_factory.h"
 #include "training/algorithms/registry.h"
 
 namespace testbed {
@@ -61,21 +61,27 @@ TEST(ScenarioDefaults, EmptyMapIsAllDefaults) {
 // GPT or a LLaMA projection would train plain SGD silently), an adapter's frozen weights
 // preconditioned, DP-KFAC where no fleet shares its layers.
 TEST(ScenarioRules, SecondOrderOptimizersRefuseWhatTheyCannotRun) {
-  expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: llama, dataset: brown, train: false}\n", "s.yaml:1:19",
-               "offers eva no Linear or Conv2d layers");
+  expect_error(
+      "optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: llama, dataset: brown, train: false}\n",
+      "s.yaml:1:19", "offers eva no Linear or Conv2d layers");
   expect_error("optimizer: {name: eva}\nalgorithm: {name: local_sgd}\nworkload: {model: mlp, adapter: {kind: lora}}\n",
                "s.yaml:3:40", "which an adapter freezes");
   EXPECT_EQ(error_of("optimizer: {name: eva}\nalgorithm: {name: dear}\n"), "");
   EXPECT_EQ(error_of("optimizer: {name: dp_kfac}\nalgorithm: {name: dear}\n"), "");
-  expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19", "topk exchanges gradients its own way");
-  expect_error("optimizer: {name: dp_kfac}\nalgorithm: {name: local_sgd}\n", "s.yaml:2:19", "alone on a node it is kfac");
-  expect_error("optimizer: {name: kfac}\nalgorithm: {name: signsgd}\n", "s.yaml:2:19", "signsgd exchanges gradients its own way");
+  expect_error("optimizer: {name: eva}\nalgorithm: {name: topk}\n", "s.yaml:2:19",
+               "topk exchanges gradients its own way");
+  expect_error("optimizer: {name: dp_kfac}\nalgorithm: {name: local_sgd}\n", "s.yaml:2:19",
+               "alone on a node it is kfac");
+  expect_error("optimizer: {name: kfac}\nalgorithm: {name: signsgd}\n", "s.yaml:2:19",
+               "signsgd exchanges gradients its own way");
   EXPECT_EQ(error_of("optimizer: {name: kfac}\nalgorithm: {name: diloco}\n"), "");
-  expect_error("optimizer: {name: dp_kfac}\nworkload: {model: gpt, dataset: brown}\n", "s.yaml:1:19", "offers dp_kfac no Linear or Conv2d layers");
+  expect_error("optimizer: {name: dp_kfac}\nworkload: {model: gpt, dataset: brown}\n", "s.yaml:1:19",
+               "offers dp_kfac no Linear or Conv2d layers");
   // Each optimizer's own default damping: Eva's 0.03, K-FAC's 0.001 (the references').
   EXPECT_EQ(parse_scenario("optimizer: {name: kfac}\n", "s.yaml").optimizer.damping_or_default(), 0.001);
   EXPECT_EQ(parse_scenario("optimizer: {name: eva}\n", "s.yaml").optimizer.damping_or_default(), 0.03);
-  const Scenario s = parse_scenario("optimizer: {name: eva, momentum: 0.9, damping: 0.01}\nalgorithm: {name: diloco}\n", "s.yaml");
+  const Scenario s =
+      parse_scenario("optimizer: {name: eva, momentum: 0.9, damping: 0.01}\nalgorithm: {name: diloco}\n", "s.yaml");
   EXPECT_EQ(s.optimizer.damping_or_default(), 0.01);
   EXPECT_EQ(s.optimizer.kl_clip, 0.001);  // the reference's defaults
   EXPECT_EQ(s.optimizer.factor_decay, 0.95);
@@ -121,7 +127,8 @@ TEST(ScenarioDefaults, EachAlgorithmGetsItsOwnDefaults) {
   EXPECT_EQ(demo.index, DemoIndex::Int64);
   // Names on the wire are the scenario's words, and they read back.
   const auto ring = std::get<SparseExchangeOptions>(
-      parse_scenario("algorithm: {name: sparta, selection: layerwise, exchange: gossip}\n", "t.yaml").algorithm.options);
+      parse_scenario("algorithm: {name: sparta, selection: layerwise, exchange: gossip}\n", "t.yaml")
+          .algorithm.options);
   EXPECT_EQ(ring.selection, SpartaSelection::Layerwise);
   EXPECT_EQ(ring.exchange, SparseExchangeWith::Gossip);
   const auto bf16 = std::get<OuterSyncOptions>(
@@ -233,7 +240,8 @@ optimizer: {name: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0}
 algorithm: {name: ddp}
 compute: {model: fixed, step_time: 20ms}
 output: {path: out/full.h5}
-)", "s.yaml");
+)",
+                              "s.yaml");
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.nodes, 6);
   EXPECT_EQ(s.threads, 2);
@@ -264,7 +272,8 @@ output: {path: out/full.h5}
 // udp on ns3 is read where messages can travel as datagrams: neighbour exchanges. Under an
 // all-reduce it would stay on TCP, and is refused (ScenarioKeys.EveryKeyIsReadOrRefused).
 TEST(ScenarioExample, UdpTransportIsReadForNs3) {
-  for (const char* algorithm : {"{name: sparta, exchange: ring}", "{name: sparta, exchange: gossip}", "{name: gossip}"}) {
+  for (const char* algorithm :
+       {"{name: sparta, exchange: ring}", "{name: sparta, exchange: gossip}", "{name: gossip}"}) {
     Scenario s = parse_scenario(std::string("network: {backend: ns3, transport: udp}\nalgorithm: ") + algorithm + "\n",
                                 "s.yaml");
     EXPECT_EQ(s.network.transport, "udp") << algorithm;
@@ -278,15 +287,17 @@ TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
                "clients_per_round 5 is more than the 4 clients (nodes)");
   expect_error("nodes: 4\nalgorithm: {name: fedavg, server: 5}\n", "s.yaml:2:35",
                "server 5 is not a vertex of the topology: it has 5 (hosts 0..4, the clients' and the server's)");
-  expect_error("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 6}\n", "s.yaml:3:35",
-               "server 6 is not a vertex of the topology: it has 6 (hosts 0..4, the clients' and the server's, switches 5..5)");
+  expect_error(
+      "nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 6}\n", "s.yaml:3:35",
+      "server 6 is not a vertex of the topology: it has 6 (hosts 0..4, the clients' and the server's, switches 5..5)");
   // A star's switch (vertex 5 after the five hosts) may serve.
-  EXPECT_EQ(std::get<FedAvgOptions>(parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 5}\n",
-                                                   "s.yaml")
-                                        .algorithm.options)
+  EXPECT_EQ(std::get<FedAvgOptions>(
+                parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg, server: 5}\n", "s.yaml")
+                    .algorithm.options)
                 .server,
             5);
-  expect_error("algorithm: {name: fedavg, deadline: 0}\n", "s.yaml:1:37", "a round's deadline must be more than 0 seconds");
+  expect_error("algorithm: {name: fedavg, deadline: 0}\n", "s.yaml:1:37",
+               "a round's deadline must be more than 0 seconds");
   expect_error("algorithm: {name: fedavg, H: 7}\nworkload: {steps: 20}\n", "s.yaml:1:30",
                "workload.steps (20) must be a whole number of rounds of H = 7 local steps");
   expect_error("algorithm: {name: fedavg, vhl: {weight: 1}}\nworkload: {dataset: synthetic, model: mlp}\n",
@@ -294,10 +305,11 @@ TEST(ScenarioLoader, FedAvgsServerRoundsAndDeadlineAreChecked) {
   expect_error("nodes: 5\ntopology: {kind: hierarchical, clusters: 2}\nalgorithm: {name: fedavg}\n", "s.yaml:2:42",
                "a federated run on clusters needs nodes (5 clients) = clusters x per_cluster");
   // Clusters of 2 clients and an aggregator each, the server after them: 2 x 3 + 1 hosts.
-  EXPECT_EQ(topology_spec(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2}\nalgorithm: {name: fedavg}\n",
-                                         "s.yaml"))
-                .hosts,
-            7);
+  EXPECT_EQ(
+      topology_spec(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2}\nalgorithm: {name: fedavg}\n",
+                                   "s.yaml"))
+          .hosts,
+      7);
   // The server is a host of its own: 4 clients make a star of 5 hosts.
   const Scenario s = parse_scenario("nodes: 4\ntopology: {kind: star}\nalgorithm: {name: fedavg}\n", "s.yaml");
   EXPECT_EQ(topology_spec(s).hosts, 5);
@@ -307,8 +319,9 @@ TEST(ScenarioLoader, DearNeedsTheStepTimeBeforehand) {
   // Its forward is timed against the all-gathers before the step's compute has run.
   expect_error("algorithm: {name: dear}\ncompute: {model: measured}\n", "s.yaml:2:18",
                "dear times each layer's forward against its all-gathers before the step runs");
-  EXPECT_EQ(parse_scenario("algorithm: {name: dear}\ncompute: {model: fixed, step_time: 1ms}\n", "s.yaml").algorithm.name,
-            "dear");
+  EXPECT_EQ(
+      parse_scenario("algorithm: {name: dear}\ncompute: {model: fixed, step_time: 1ms}\n", "s.yaml").algorithm.name,
+      "dear");
 }
 
 // Every backend routes by it, so any backend accepts either value; shortest is the default.
@@ -318,8 +331,9 @@ TEST(ScenarioExample, RoutingIsRead) {
     Scenario s = parse_scenario(std::string("network: {backend: ") + backend + ", routing: ecmp}\n", "s.yaml");
     EXPECT_EQ(s.network.routing, "ecmp");
   }
-  EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("network: {routing: ecmp}\n", "s.yaml")), "again.yaml").network.routing,
-            "ecmp");
+  EXPECT_EQ(
+      parse_scenario(to_yaml(parse_scenario("network: {routing: ecmp}\n", "s.yaml")), "again.yaml").network.routing,
+      "ecmp");
 }
 
 TEST(ScenarioExample, SeedTakesTheFullUint64Range) {
@@ -396,7 +410,9 @@ TEST(ScenarioErrors, UnitsThatDoNotParse) {
 }
 
 TEST(ScenarioErrors, UnknownEnumValues) {
-  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9", "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, gpu_hosts, erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
+  expect_error("topology:\n  kind: rign\n", "s.yaml:2:9",
+               "'rign' is not one of: ring, line, star, mesh, torus2d, tree, fat_tree, hierarchical, gpu_hosts, "
+               "erdos_renyi, watts_strogatz, graphml (did you mean 'ring'?)");
   std::string error = error_of("algorithm: {name: foo}\n");
   // Every registered name, in registry order, and nothing close: no suggestion.
   std::string names;
@@ -410,38 +426,36 @@ TEST(ScenarioErrors, InvalidYamlSyntax) {
   expect_error("nodes: 4\n  seed: 1\n", "s.yaml:2:7", "invalid YAML");
 }
 
-TEST(ScenarioErrors, NotAMap) {
-  expect_error("- 1\n- 2\n", "s.yaml:1:1", "a scenario is a map of keys");
-}
+TEST(ScenarioErrors, NotAMap) { expect_error("- 1\n- 2\n", "s.yaml:1:1", "a scenario is a map of keys"); }
 
 TEST(ScenarioErrors, LinkOverrideForMissingLink) {
   // Ring of 4: 0-1 exists, 0-2 does not; the second entry is blamed.
-  expect_error("topology:\n  links:\n    - {between: [0, 1], bandwidth: 1Gbps}\n    - {between: [0, 2], latency: 1ms}\n",
-               "s.yaml:4:7", "no link between 0 and 2");
+  expect_error(
+      "topology:\n  links:\n    - {between: [0, 1], bandwidth: 1Gbps}\n    - {between: [0, 2], latency: 1ms}\n",
+      "s.yaml:4:7", "no link between 0 and 2");
   expect_error("topology:\n  links:\n    - {between: [0, 9]}\n", "s.yaml:3:7", "outside 0..3");
 }
 
 TEST(ScenarioErrors, BetweenNeedsTwoVertices) {
-  expect_error("topology:\n  links:\n    - {between: [0, 1, 2]}\n", "s.yaml:3:17", "'between' takes two vertex indices");
+  expect_error("topology:\n  links:\n    - {between: [0, 1, 2]}\n", "s.yaml:3:17",
+               "'between' takes two vertex indices");
   expect_error("topology:\n  links:\n    - {bandwidth: 1Gbps}\n", "s.yaml:3:7", "'between' takes two vertex indices");
 }
 
 TEST(ScenarioErrors, TopologyErrorIsNotBlamedOnLinks) {
-  expect_error("nodes: 6\ntopology:\n  kind: torus2d\n  rows: 4\n  links:\n    - {between: [0, 1]}\n",
-               "s.yaml:4:9", "does not divide");
+  expect_error("nodes: 6\ntopology:\n  kind: torus2d\n  rows: 4\n  links:\n    - {between: [0, 1]}\n", "s.yaml:4:9",
+               "does not divide");
 }
 
 TEST(ScenarioErrors, MissingDataDirNamesInstallScript) {
   expect_error("workload: {data_dir: /nonexistent}\n", "s.yaml:1:22", "scripts/install-deps.sh");
 }
 
-TEST(ScenarioErrors, BadDevice) {
-  expect_error("nodes: 2\ndevice: gpu\n", "s.yaml:2:9", "device 'gpu'");
-}
+TEST(ScenarioErrors, BadDevice) { expect_error("nodes: 2\ndevice: gpu\n", "s.yaml:2:9", "device 'gpu'"); }
 
 TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
-  Scenario s = parse_scenario("collective: {algorithm: hierarchical, slices: 2, clusters: [[0, 3], [1, 2]]}\n",
-                              "s.yaml");
+  Scenario s =
+      parse_scenario("collective: {algorithm: hierarchical, slices: 2, clusters: [[0, 3], [1, 2]]}\n", "s.yaml");
   EXPECT_EQ(s.collective.algorithm, "hierarchical");
   EXPECT_EQ(s.collective.slices, 2);
   EXPECT_EQ(node_clusters(s), (std::vector<int>{0, 1, 1, 0}));
@@ -462,12 +476,16 @@ TEST(ScenarioCollective, BadInputPointsAtTheKey) {
   expect_error("collective: {algorithm: rign}\n", "s.yaml:1:25", "'rign' is not one of: ring, tree");
   expect_error("collective: {slices: 0}\n", "s.yaml:1:22", "out of range");
   expect_error("collective: {algorithm: hierarchical}\n", "s.yaml:1:25", "the hierarchical collective needs clusters");
-  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2, 7]]\n", "s.yaml:3:26", "node 7 is not a node (0..3)");
-  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [1, 2, 3]]\n", "s.yaml:3:23", "node 1 is already in cluster 0");
-  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2]]\n", "s.yaml:3:13", "node 3 is in no cluster");
-  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1, 2, 3], []]\n", "s.yaml:3:28", "a cluster needs at least one node");
-  expect_error("collective: {algorithm: parameter_server}\n", "--set collective.server=9:1:19", "server 9 is not a node",
-               {"collective.server=9"});
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2, 7]]\n", "s.yaml:3:26",
+               "node 7 is not a node (0..3)");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [1, 2, 3]]\n", "s.yaml:3:23",
+               "node 1 is already in cluster 0");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1], [2]]\n", "s.yaml:3:13",
+               "node 3 is in no cluster");
+  expect_error("collective:\n  algorithm: hierarchical\n  clusters: [[0, 1, 2, 3], []]\n", "s.yaml:3:28",
+               "a cluster needs at least one node");
+  expect_error("collective: {algorithm: parameter_server}\n", "--set collective.server=9:1:19",
+               "server 9 is not a node", {"collective.server=9"});
 }
 
 TEST(ScenarioFiles, MissingFile) {
@@ -515,9 +533,7 @@ TEST(ScenarioOverrides, WholeSectionAsFlowMap) {
   EXPECT_EQ(s.workload.batch_size, 8);
 }
 
-TEST(ScenarioOverrides, LaterSetWins) {
-  EXPECT_EQ(parse_scenario("{}", "s.yaml", {"nodes=8", "nodes=5"}).nodes, 5);
-}
+TEST(ScenarioOverrides, LaterSetWins) { EXPECT_EQ(parse_scenario("{}", "s.yaml", {"nodes=8", "nodes=5"}).nodes, 5); }
 
 TEST(ScenarioOverrides, BadValuePointsAtValueColumn) {
   EXPECT_EQ(error_of("nodes: 4\n", {"nodes=abc"}), "--set nodes=abc:1:7: expected an integer, got 'abc'");
@@ -569,7 +585,8 @@ TEST(ScenarioDocs, ReadmeDefaultsBlockIsTheDefaults) {
   ASSERT_FALSE(block.empty());
   EXPECT_EQ(to_yaml(parse_scenario(block, "README.md")), to_yaml(parse_scenario("{}", "README.md"))) << block;
   for (const auto& name : algorithm_names())
-    EXPECT_NE((" " + comments + " ").find(" " + name + " "), std::string::npos) << name << " missing from: " << comments;
+    EXPECT_NE((" " + comments + " ").find(" " + name + " "), std::string::npos)
+        << name << " missing from: " << comments;
 }
 
 // A registered algorithm is named in docs/scenario.md's `algorithm.name` row, has its row in
@@ -586,12 +603,15 @@ TEST(ScenarioDocs, EveryRegisteredAlgorithmHasItsRowsAndScenario) {
   const std::string algorithms_doc = read_text(root + "/docs/algorithms.md");
   const size_t references = algorithms_doc.find("## The reference code each follows");
   ASSERT_NE(references, std::string::npos);
-  const std::string reference_table = algorithms_doc.substr(references, algorithms_doc.find("\n## ", references + 1) - references);
+  const std::string reference_table =
+      algorithms_doc.substr(references, algorithms_doc.find("\n## ", references + 1) - references);
   for (const auto& name : algorithm_names()) {
     const std::string quoted = "`" + name + "`";
     EXPECT_NE(name_row.find(" " + name + " "), std::string::npos) << name << " missing from: " << name_row;
-    EXPECT_NE(algorithms_doc.find("\n| " + quoted + " |"), std::string::npos) << name << " has no row in docs/algorithms.md's keys table";
-    EXPECT_NE(reference_table.find(quoted), std::string::npos) << name << " is not in docs/algorithms.md's reference table";
+    EXPECT_NE(algorithms_doc.find("\n| " + quoted + " |"), std::string::npos)
+        << name << " has no row in docs/algorithms.md's keys table";
+    EXPECT_NE(reference_table.find(quoted), std::string::npos)
+        << name << " is not in docs/algorithms.md's reference table";
     EXPECT_TRUE(std::filesystem::exists(root + "/scenarios/algorithms/" + name + ".yaml")) << name;
   }
 }
@@ -621,7 +641,8 @@ TEST(ScenarioToYaml, EveryShippedScenarioRoundTripsInUnits) {
       "\\n *(bandwidth|latency|jitter|min_rto|syn_timeout|step_time|deadline|peak_flops|memory_bandwidth): "
       "[-0-9.e+]+\\n");
   int scenarios = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(TESTBED_SOURCE_DIR) + "/scenarios")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(TESTBED_SOURCE_DIR) + "/scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
     const YAML::Node doc = YAML::LoadFile(entry.path().string());
     if (doc["base"].IsDefined()) continue;  // a sweep file
@@ -632,7 +653,9 @@ TEST(ScenarioToYaml, EveryShippedScenarioRoundTripsInUnits) {
     SCOPED_TRACE(entry.path().string());
     // A fine-tuning scenario starts from a checkpoint that its pretraining run writes.
     const bool finetune = entry.path().filename().string().rfind("finetune", 0) == 0;
-    const std::string text = to_yaml(load_scenario(entry.path().string(), finetune ? std::vector<std::string>{"workload.init_from=\"\""} : std::vector<std::string>{}));
+    const std::string text =
+        to_yaml(load_scenario(entry.path().string(), finetune ? std::vector<std::string>{"workload.init_from=\"\""}
+                                                              : std::vector<std::string>{}));
     EXPECT_EQ(to_yaml(parse_scenario(text, "resolved.yaml")), text);
     std::smatch bare;
     EXPECT_FALSE(std::regex_search(text, bare, bare_quantity)) << bare.str();
@@ -657,7 +680,8 @@ TEST(ScenarioToYaml, EveryBackendRoundTrips) {
 
 TEST(ScenarioToYaml, OverridesAndLinksRoundTrip) {
   Scenario s = parse_scenario(
-      "name: odd name\nseed: 12345678901234\ntopology:\n  kind: line\n  links:\n    - {between: [0, 1], bandwidth: 10Mbps, loss: 0.5%}\n",
+      "name: odd name\nseed: 12345678901234\ntopology:\n  kind: line\n  links:\n    - {between: [0, 1], bandwidth: "
+      "10Mbps, loss: 0.5%}\n",
       "s.yaml", {"topology.link.latency=0.3ms", "optimizer.lr=3e-4"});
   std::string text = to_yaml(s);
   Scenario back = parse_scenario(text, "resolved.yaml");
@@ -678,7 +702,6 @@ TEST(ScenarioToYaml, StringsThatLookLikeNullSurvive) {
   Scenario back = parse_scenario(to_yaml(s), "resolved.yaml");
   EXPECT_EQ(back.name, "null");
 }
-
 
 TEST(ScenarioNetwork, QueueTakesBdpMultiplesOrBytes) {
   EXPECT_EQ(parse_scenario("{}", "s.yaml").network.queue, "1.5bdp");
@@ -706,63 +729,102 @@ TEST(ScenarioErrors, KeysThatWouldHaveNoEffectAreRefused) {
     const char* message;
   };
   const Case cases[] = {
-      {"topology:\n  wan: {latency: 20ms}\n", "s.yaml:2:8", "'topology.wan' has no effect with topology.kind ring; it is read only with kind: hierarchical"},
-      {"topology:\n  kind: star\n  clusters: 3\n", "s.yaml:3:13", "'topology.clusters' has no effect with topology.kind star; it is read only with kind: hierarchical"},
-      {"nodes: 8\ntopology:\n  per_cluster: 4\n", "s.yaml:3:16", "'topology.per_cluster' has no effect with topology.kind ring"},
-      {"topology: {kind: mesh, k: 6}\n", "s.yaml:1:27", "'topology.k' has no effect with topology.kind mesh; it is read only with kind: fat_tree"},
-      {"topology: {rows: 2}\n", "s.yaml:1:18", "'topology.rows' has no effect with topology.kind ring; it is read only with kind: torus2d"},
-      {"topology: {p: 0.3}\n", "s.yaml:1:15", "'topology.p' has no effect with topology.kind ring; it is read only with kind: erdos_renyi"},
-      {"topology: {kind: erdos_renyi, beta: 0.3}\n", "s.yaml:1:37", "'topology.beta' has no effect with topology.kind erdos_renyi; it is read only with kind: watts_strogatz"},
+      {"topology:\n  wan: {latency: 20ms}\n", "s.yaml:2:8",
+       "'topology.wan' has no effect with topology.kind ring; it is read only with kind: hierarchical"},
+      {"topology:\n  kind: star\n  clusters: 3\n", "s.yaml:3:13",
+       "'topology.clusters' has no effect with topology.kind star; it is read only with kind: hierarchical"},
+      {"nodes: 8\ntopology:\n  per_cluster: 4\n", "s.yaml:3:16",
+       "'topology.per_cluster' has no effect with topology.kind ring"},
+      {"topology: {kind: mesh, k: 6}\n", "s.yaml:1:27",
+       "'topology.k' has no effect with topology.kind mesh; it is read only with kind: fat_tree"},
+      {"topology: {rows: 2}\n", "s.yaml:1:18",
+       "'topology.rows' has no effect with topology.kind ring; it is read only with kind: torus2d"},
+      {"topology: {p: 0.3}\n", "s.yaml:1:15",
+       "'topology.p' has no effect with topology.kind ring; it is read only with kind: erdos_renyi"},
+      {"topology: {kind: erdos_renyi, beta: 0.3}\n", "s.yaml:1:37",
+       "'topology.beta' has no effect with topology.kind erdos_renyi; it is read only with kind: watts_strogatz"},
       {"nodes: 6\ntopology: {degree: 2}\n", "s.yaml:2:20", "'topology.degree' has no effect with topology.kind ring"},
-      {"topology: {placement: [a, b]}\n", "s.yaml:1:23", "'topology.placement' has no effect with topology.kind ring; it is read only with kind: graphml"},
+      {"topology: {placement: [a, b]}\n", "s.yaml:1:23",
+       "'topology.placement' has no effect with topology.kind ring; it is read only with kind: graphml"},
       // Beyond the topology: every key that counts only when another key has some value.
-      {"topology:\n  link: {p_good_bad: 0.01}\n", "s.yaml:2:22", "'topology.link.p_good_bad' has no effect with topology.link.loss_model bernoulli; it is read only with loss_model: gilbert_elliott"},
-      {"topology:\n  links:\n    - {between: [0, 1], loss_bad: 0.5}\n", "s.yaml:3:35", "'topology.links.0.loss_bad' has no effect with topology.links.0.loss_model bernoulli"},
-      {"compute: {step_time: 20ms}\n", "s.yaml:1:22", "'compute.step_time' has no effect with compute.model flops; it is read only with compute.model: fixed"},
-      {"compute: {model: fixed, step_time: 1s, peak_flops: 312TFLOPS}\n", "s.yaml:1:52", "'compute.peak_flops' has no effect with compute.model fixed; it is read only with compute.model: flops"},
-      {"compute: {model: measured, dtype: bf16}\n", "s.yaml:1:35", "'compute.dtype' has no effect with compute.model measured"},
-      {"compute: {measured_scale: 2}\n", "s.yaml:1:27", "'compute.measured_scale' has no effect with compute.model flops; it is read only with compute.model: measured"},
-      {"workload:\n  gpt: {layers: 2}\n", "s.yaml:2:8", "'workload.gpt' has no effect with workload.model cnn; it is read only with workload.model: gpt"},
-      {"workload:\n  synthetic: {inputs: 8}\n", "s.yaml:2:14", "'workload.synthetic' has no effect with workload.dataset fashion_mnist; it is read only with workload.dataset: synthetic"},
-      {"workload:\n  adapter: {rank: 8}\n", "s.yaml:2:19", "'workload.adapter.rank' has no effect with workload.adapter.kind none"},
-      {"optimizer: {momentum: 0.9}\n", "s.yaml:1:23", "'optimizer.momentum' has no effect with optimizer.name adamw; it is read only with optimizer.name: sgd"},
-      {"optimizer: {name: sgd, beta2: 0.95}\n", "s.yaml:1:31", "'optimizer.beta2' has no effect with optimizer.name sgd; it is read only with optimizer.name: adam or adamw"},
-      {"collective: {server: 2}\n", "s.yaml:1:22", "'collective.server' has no effect with collective.algorithm ring; it is read only with collective.algorithm: parameter_server"},
-      {"collective: {algorithm: tree, clusters: [[0, 1], [2, 3]]}\n", "s.yaml:1:41", "'collective.clusters' has no effect with collective.algorithm tree; it is read only with collective.algorithm: hierarchical"},
-      {"algorithm: {name: fedavg, H: 10}\nworkload: {eval_every: 15}\n", "s.yaml:2:24", "a federated run evaluates where a round ends: workload.eval_every (15) must be a multiple of H = 10"},
+      {"topology:\n  link: {p_good_bad: 0.01}\n", "s.yaml:2:22",
+       "'topology.link.p_good_bad' has no effect with topology.link.loss_model bernoulli; it is read only with "
+       "loss_model: gilbert_elliott"},
+      {"topology:\n  links:\n    - {between: [0, 1], loss_bad: 0.5}\n", "s.yaml:3:35",
+       "'topology.links.0.loss_bad' has no effect with topology.links.0.loss_model bernoulli"},
+      {"compute: {step_time: 20ms}\n", "s.yaml:1:22",
+       "'compute.step_time' has no effect with compute.model flops; it is read only with compute.model: fixed"},
+      {"compute: {model: fixed, step_time: 1s, peak_flops: 312TFLOPS}\n", "s.yaml:1:52",
+       "'compute.peak_flops' has no effect with compute.model fixed; it is read only with compute.model: flops"},
+      {"compute: {model: measured, dtype: bf16}\n", "s.yaml:1:35",
+       "'compute.dtype' has no effect with compute.model measured"},
+      {"compute: {measured_scale: 2}\n", "s.yaml:1:27",
+       "'compute.measured_scale' has no effect with compute.model flops; it is read only with compute.model: measured"},
+      {"workload:\n  gpt: {layers: 2}\n", "s.yaml:2:8",
+       "'workload.gpt' has no effect with workload.model cnn; it is read only with workload.model: gpt"},
+      {"workload:\n  synthetic: {inputs: 8}\n", "s.yaml:2:14",
+       "'workload.synthetic' has no effect with workload.dataset fashion_mnist; it is read only with workload.dataset: "
+       "synthetic"},
+      {"workload:\n  adapter: {rank: 8}\n", "s.yaml:2:19",
+       "'workload.adapter.rank' has no effect with workload.adapter.kind none"},
+      {"optimizer: {momentum: 0.9}\n", "s.yaml:1:23",
+       "'optimizer.momentum' has no effect with optimizer.name adamw; it is read only with optimizer.name: sgd"},
+      {"optimizer: {name: sgd, beta2: 0.95}\n", "s.yaml:1:31",
+       "'optimizer.beta2' has no effect with optimizer.name sgd; it is read only with optimizer.name: adam or adamw"},
+      {"collective: {server: 2}\n", "s.yaml:1:22",
+       "'collective.server' has no effect with collective.algorithm ring; it is read only with collective.algorithm: "
+       "parameter_server"},
+      {"collective: {algorithm: tree, clusters: [[0, 1], [2, 3]]}\n", "s.yaml:1:41",
+       "'collective.clusters' has no effect with collective.algorithm tree; it is read only with collective.algorithm: "
+       "hierarchical"},
+      {"algorithm: {name: fedavg, H: 10}\nworkload: {eval_every: 15}\n", "s.yaml:2:24",
+       "a federated run evaluates where a round ends: workload.eval_every (15) must be a multiple of H = 10"},
   };
   for (const Case& c : cases) expect_error(c.yaml, c.where, c.message);
   expect_error("topology: {kind: ring}\n", "--set topology.wan.bandwidth=10Mbps:1:24", "'topology.wan' has no effect",
                {"topology.wan.bandwidth=10Mbps"});
-  // Where they count they load (a federated run evaluates every round unless told), and a ring's validate output (every key, at its default) loads again.
+  // Where they count they load (a federated run evaluates every round unless told), and a ring's validate output (every
+  // key, at its default) loads again.
   EXPECT_EQ(parse_scenario("nodes: 4\ntopology: {kind: hierarchical, clusters: 2, wan: {latency: 50ms}}\n", "s.yaml")
-                .topology.wan.latency.s, 0.05);
-  EXPECT_EQ(parse_scenario("nodes: 6\ntopology: {kind: watts_strogatz, degree: 2, beta: 0.3}\n", "s.yaml").topology.beta, 0.3);
+                .topology.wan.latency.s,
+            0.05);
+  EXPECT_EQ(
+      parse_scenario("nodes: 6\ntopology: {kind: watts_strogatz, degree: 2, beta: 0.3}\n", "s.yaml").topology.beta,
+      0.3);
   EXPECT_EQ(parse_scenario("optimizer: {name: sgd, momentum: 0.9}\n", "s.yaml").optimizer.momentum, 0.9);
   EXPECT_EQ(parse_scenario("compute: {model: fixed, step_time: 20ms}\n", "s.yaml").compute.step_time.s, 0.02);
   EXPECT_EQ(parse_scenario("topology:\n  link: {loss_model: gilbert_elliott, p_good_bad: 0.01}\n", "s.yaml")
-                .topology.link.p_good_bad.value, 0.01);
-  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {steps: 300}\n", "s.yaml").workload.eval_every, 5);
-  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {eval_every: 50}\n", "s.yaml").workload.eval_every, 50);
-  EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("topology: {kind: star}\n", "s.yaml")), "again.yaml").topology.kind, "star");
+                .topology.link.p_good_bad.value,
+            0.01);
+  EXPECT_EQ(parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {steps: 300}\n", "s.yaml").workload.eval_every,
+            5);
+  EXPECT_EQ(
+      parse_scenario("algorithm: {name: fedavg, H: 5}\nworkload: {eval_every: 50}\n", "s.yaml").workload.eval_every,
+      50);
+  EXPECT_EQ(parse_scenario(to_yaml(parse_scenario("topology: {kind: star}\n", "s.yaml")), "again.yaml").topology.kind,
+            "star");
 }
 
 // An error is where the value came from; a suggestion is never the refused value; a key at the
 // wrong level names the right one.
 TEST(ScenarioErrors, MessagesPointWhereTheValueCameFromAndSuggestWhatIsMeant) {
   const std::string fed = "algorithm:\n  name: fedavg\n  H: 10\nworkload: {steps: 100}\n";
-  expect_error(fed, "--set workload.steps=1005:1:16", "workload.steps (1005) must be a whole number of rounds of H = 10",
-               {"workload.steps=1005"});
+  expect_error(fed, "--set workload.steps=1005:1:16",
+               "workload.steps (1005) must be a whole number of rounds of H = 10", {"workload.steps=1005"});
   expect_error(fed, "--set algorithm.H=7:1:13", "must be a whole number of rounds of H = 7", {"algorithm.H=7"});
   const std::string dirichlet = error_of("{}", {"workload.partition=dirichlet"});
   EXPECT_NE(dirichlet.find("takes its alpha: {dirichlet: 0.5}"), std::string::npos) << dirichlet;
   EXPECT_EQ(dirichlet.find("did you mean"), std::string::npos) << dirichlet;
-  expect_error("{}", "--set device=a100:1:8", "the compute model's device preset is compute.device: a100", {"device=a100"});
+  expect_error("{}", "--set device=a100:1:8", "the compute model's device preset is compute.device: a100",
+               {"device=a100"});
   expect_error("{}", "--set compute.device=A100:1:16", "(did you mean 'a100'?)", {"compute.device=A100"});
   expect_error("{}", "--set algorithm.name=PowerSGD:1:16", "(did you mean 'powersgd'?)", {"algorithm.name=PowerSGD"});
-  expect_error("compute: {device: v100, dtype: bf16}\n", "s.yaml:1:32", "v100 has no bf16 arithmetic (it has fp32, fp16)");
-  expect_error("compute: {dtype: bf16}\n", "--set compute.device=t4:1:16", "t4 has no bf16 arithmetic", {"compute.device=t4"});
-  expect_error("workload:\n  lr: 0.1\n", "s.yaml:2:3", "unknown key 'lr' in 'workload' ('lr' is a key of 'optimizer': optimizer.lr)");
+  expect_error("compute: {device: v100, dtype: bf16}\n", "s.yaml:1:32",
+               "v100 has no bf16 arithmetic (it has fp32, fp16)");
+  expect_error("compute: {dtype: bf16}\n", "--set compute.device=t4:1:16", "t4 has no bf16 arithmetic",
+               {"compute.device=t4"});
+  expect_error("workload:\n  lr: 0.1\n", "s.yaml:2:3",
+               "unknown key 'lr' in 'workload' ('lr' is a key of 'optimizer': optimizer.lr)");
   expect_error("eval_every: 10\n", "s.yaml:1:1", "('eval_every' is a key of 'workload': workload.eval_every)");
   expect_error("algorithm: {name: ddp}\ncompute: {H: 3}\n", "s.yaml:2:11", "'H' is a key of 'algorithm'");
 }
@@ -778,8 +840,8 @@ TEST(ScenarioNetwork, FlowSharingIsReadForFlowAndRefusedElsewhere) {
   expect_error("network:\n  flow_sharing: rtt\n", "s.yaml:2:17", "flow_sharing rtt needs the flow backend");
   expect_error("network:\n  backend: analytical\n  flow_sharing: rtt\n", "s.yaml:3:17",
                "flow_sharing rtt needs the flow backend (the analytical backend does not share links)");
-  expect_error("network: {backend: flow}\n", "--set network.flow_sharing=rtt:1:22", "flow_sharing rtt needs the flow backend",
-               {"network.backend=ns3", "network.flow_sharing=rtt"});
+  expect_error("network: {backend: flow}\n", "--set network.flow_sharing=rtt:1:22",
+               "flow_sharing rtt needs the flow backend", {"network.backend=ns3", "network.flow_sharing=rtt"});
   expect_error("network: {backend: flow, flow_sharing: tcp}\n", "s.yaml:1:40", "not one of: maxmin, rtt");
 }
 
@@ -789,9 +851,8 @@ TEST(ScenarioNetwork, FlowSharingIsReadForFlowAndRefusedElsewhere) {
 TEST(ScenarioNetwork, FlowSharingReachesTheFlowBackend) {
   const double wire_bits = 5e6 * 8 * (9000.0 + 2) / (9000 - 52), c = 100e6;
   for (const std::string sharing : {"maxmin", "rtt"}) {
-    const Scenario s = parse_scenario("nodes: 3\ntopology: {kind: line}\nnetwork: {backend: flow, flow_sharing: " +
-                                          sharing + "}\n",
-                                      "s.yaml");
+    const Scenario s = parse_scenario(
+        "nodes: 3\ntopology: {kind: line}\nnetwork: {backend: flow, flow_sharing: " + sharing + "}\n", "s.yaml");
     const Topology topology = build_topology(topology_spec(s));
     double short_done = 0;
     {
@@ -815,12 +876,13 @@ TEST(ScenarioTopology, ReverseBandwidthIsTheSecondToTheFirst) {
   const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
   EXPECT_DOUBLE_EQ(link.rate_bps(1, 0), 10e6);
   EXPECT_DOUBLE_EQ(link.rate_bps(0, 1), 1e6);
-  expect_error("nodes: 2\ntopology:\n  kind: line\n  links: [{between: [0, 1], bandwidth_reverse: 0}]\n",
-               "s.yaml:4:48", "out of range");
+  expect_error("nodes: 2\ntopology:\n  kind: line\n  links: [{between: [0, 1], bandwidth_reverse: 0}]\n", "s.yaml:4:48",
+               "out of range");
 }
 
 TEST(ScenarioNetwork, FaultsRead) {
-  Scenario s = parse_scenario("network:\n  faults: [{link: [1, 0], down: [30s, 45s]}, {node: 2, down: [1s, 2s]}]\n", "s.yaml");
+  Scenario s =
+      parse_scenario("network:\n  faults: [{link: [1, 0], down: [30s, 45s]}, {node: 2, down: [1s, 2s]}]\n", "s.yaml");
   ASSERT_EQ(s.network.faults.size(), 2u);
   EXPECT_EQ(s.network.faults[0].link, (std::vector<int>{1, 0}));
   EXPECT_DOUBLE_EQ(s.network.faults[0].down[1].s, 45.0);
@@ -829,12 +891,15 @@ TEST(ScenarioNetwork, FaultsRead) {
 
 TEST(ScenarioErrors, BadFaults) {
   // A ring of 4: links 0-1, 1-2, 2-3, 3-0.
-  expect_error("network:\n  faults: [{link: [0, 2], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 2] is not a link of the topology");
+  expect_error("network:\n  faults: [{link: [0, 2], down: [1s, 2s]}]\n", "s.yaml:2:19",
+               "[0, 2] is not a link of the topology");
   expect_error("network:\n  faults: [{link: [0, 9], down: [1s, 2s]}]\n", "s.yaml:2:19", "[0, 9] is not a link");
-  expect_error("network:\n  faults: [{node: 4, down: [1s, 2s]}]\n", "s.yaml:2:19", "node 4 is not a vertex of the topology (0..3)");
+  expect_error("network:\n  faults: [{node: 4, down: [1s, 2s]}]\n", "s.yaml:2:19",
+               "node 4 is not a vertex of the topology (0..3)");
   expect_error("network:\n  faults: [{node: 1, down: [2s, 2s]}]\n", "s.yaml:2:33", "is not after its start");
   expect_error("network:\n  faults: [{node: 1, down: [3s]}]\n", "s.yaml:2:28", "'down' takes an interval");
-  expect_error("network:\n  faults: [{node: 1, link: [0, 1], down: [1s, 2s]}]\n", "s.yaml:2:12", "either 'link: [a, b]' or 'node: n'");
+  expect_error("network:\n  faults: [{node: 1, link: [0, 1], down: [1s, 2s]}]\n", "s.yaml:2:12",
+               "either 'link: [a, b]' or 'node: n'");
   expect_error("network:\n  backend: flow\n  faults: [{node: 1, down: [1s, 2s]}]\n", "s.yaml:3:11",
                "the flow backend models no faults");
 }
@@ -879,21 +944,26 @@ TEST(ScenarioErrors, BadBackground) {
 
 TEST(ScenarioTopology, GilbertElliottLinks) {
   Scenario s = parse_scenario(
-      "nodes: 2\ntopology:\n  kind: line\n  link: {loss_model: gilbert_elliott, p_good_bad: 1%, p_bad_good: 0.25, loss_bad: 0.5}\n",
+      "nodes: 2\ntopology:\n  kind: line\n  link: {loss_model: gilbert_elliott, p_good_bad: 1%, p_bad_good: 0.25, "
+      "loss_bad: 0.5}\n",
       "s.yaml");
   const Topology t = build_topology(topology_spec(s));
   const LinkSpec& link = t.graph[boost::edge(0, 1, t.graph).first];
   EXPECT_TRUE(link.gilbert_elliott);
   EXPECT_DOUBLE_EQ(link.mean_loss(), 0.01 / 0.26 * 0.5);
-  expect_error("topology:\n  link: {loss_model: burst}\n", "s.yaml:2:22", "'burst' is not one of: bernoulli, gilbert_elliott");
+  expect_error("topology:\n  link: {loss_model: burst}\n", "s.yaml:2:22",
+               "'burst' is not one of: bernoulli, gilbert_elliott");
   expect_error("topology:\n  link: {loss_model: gilbert_elliott, p_bad_good: 0}\n", "s.yaml:2:51", "out of range");
-  expect_error("network: {backend: flow}\ntopology:\n  links: [{between: [0, 1], loss_model: gilbert_elliott, p_good_bad: 0.1}]\n",
-               "s.yaml:1:20", "the flow backend models no loss");
+  expect_error(
+      "network: {backend: flow}\ntopology:\n  links: [{between: [0, 1], loss_model: gilbert_elliott, p_good_bad: "
+      "0.1}]\n",
+      "s.yaml:1:20", "the flow backend models no loss");
 }
 
 TEST(ScenarioTopology, JitterLinks) {
   Scenario s = parse_scenario(
-      "nodes: 3\ntopology:\n  kind: line\n  link: {jitter: 2ms}\n  links: [{between: [1, 2], jitter: 0.5ms}]\n", "s.yaml");
+      "nodes: 3\ntopology:\n  kind: line\n  link: {jitter: 2ms}\n  links: [{between: [1, 2], jitter: 0.5ms}]\n",
+      "s.yaml");
   const Topology t = build_topology(topology_spec(s));
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(0, 1, t.graph).first].jitter_s, 0.002);
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(1, 2, t.graph).first].jitter_s, 0.0005);
@@ -904,8 +974,8 @@ TEST(ScenarioTopology, JitterLinks) {
                "the flow backend models no per-packet jitter");
   expect_error("network: {backend: analytical}\ntopology:\n  links: [{between: [0, 1], jitter: 1ms}]\n", "s.yaml:3:37",
                "the analytical backend models no per-packet jitter");
-  expect_error("nodes: 4\nnetwork: {backend: flow}\ntopology:\n  kind: hierarchical\n  wan: {jitter: 1ms}\n", "s.yaml:5:17",
-               "the flow backend models no per-packet jitter");
+  expect_error("nodes: 4\nnetwork: {backend: flow}\ntopology:\n  kind: hierarchical\n  wan: {jitter: 1ms}\n",
+               "s.yaml:5:17", "the flow backend models no per-packet jitter");
 }
 
 // Every key either acts or is refused (issue 48). Each key of the scenario outside `algorithm`
@@ -918,23 +988,47 @@ TEST(ScenarioTopology, JitterLinks) {
 // folder given to a data set that reads none, a projection's unread optimizer setting without
 // a word, a new key with no rule.
 TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
-  const std::set<std::string> read_by_every_run = {
-      "name", "seed", "nodes", "replica_group.gpus", "device", "threads", "numerics", "topology.kind", "topology.link.bandwidth",
-      "topology.link.latency", "topology.links", "network.backend", "network.routing", "workload.model",
-      "workload.batch_size", "workload.steps", "workload.train", "algorithm.name", "compute.model", "compute.speeds",
-      "compute.straggler_sigma", "output.path"};
+  const std::set<std::string> read_by_every_run = {"name",
+                                                   "seed",
+                                                   "nodes",
+                                                   "replica_group.gpus",
+                                                   "device",
+                                                   "threads",
+                                                   "numerics",
+                                                   "topology.kind",
+                                                   "topology.link.bandwidth",
+                                                   "topology.link.latency",
+                                                   "topology.links",
+                                                   "network.backend",
+                                                   "network.routing",
+                                                   "workload.model",
+                                                   "workload.batch_size",
+                                                   "workload.steps",
+                                                   "workload.train",
+                                                   "algorithm.name",
+                                                   "compute.model",
+                                                   "compute.speeds",
+                                                   "compute.straggler_sigma",
+                                                   "output.path"};
   // The error is at the value of the key it names: right after `after` in the text.
   struct Unread {
     std::string key, yaml, after, message;
   };
   const std::vector<Unread> refused = {
-      {"topology.link.loss", "network: {backend: flow}\ntopology: {link: {loss: 0.01}}\n", "backend: ", "models no loss"},
-      {"topology.link.loss_model", "network: {backend: flow}\ntopology: {link: {loss_model: gilbert_elliott}}\n", "loss_model: ", "'topology.link.loss_model' has no effect with network.backend flow"},
-      {"topology.link.p_good_bad", "topology: {link: {p_good_bad: 0.1}}\n", "p_good_bad: ", "read only with loss_model: gilbert_elliott"},
-      {"topology.link.p_bad_good", "topology: {link: {p_bad_good: 0.1}}\n", "p_bad_good: ", "read only with loss_model: gilbert_elliott"},
-      {"topology.link.loss_bad", "topology: {link: {loss_bad: 0.5}}\n", "loss_bad: ", "read only with loss_model: gilbert_elliott"},
-      {"topology.link.trace", "network: {backend: flow}\ntopology: {link: {trace: t.csv}}\n", "trace: ", "keeps bandwidth fixed"},
-      {"topology.link.jitter", "network: {backend: flow}\ntopology: {link: {jitter: 1ms}}\n", "jitter: ", "models no per-packet jitter"},
+      {"topology.link.loss", "network: {backend: flow}\ntopology: {link: {loss: 0.01}}\n",
+       "backend: ", "models no loss"},
+      {"topology.link.loss_model", "network: {backend: flow}\ntopology: {link: {loss_model: gilbert_elliott}}\n",
+       "loss_model: ", "'topology.link.loss_model' has no effect with network.backend flow"},
+      {"topology.link.p_good_bad", "topology: {link: {p_good_bad: 0.1}}\n",
+       "p_good_bad: ", "read only with loss_model: gilbert_elliott"},
+      {"topology.link.p_bad_good", "topology: {link: {p_bad_good: 0.1}}\n",
+       "p_bad_good: ", "read only with loss_model: gilbert_elliott"},
+      {"topology.link.loss_bad", "topology: {link: {loss_bad: 0.5}}\n",
+       "loss_bad: ", "read only with loss_model: gilbert_elliott"},
+      {"topology.link.trace", "network: {backend: flow}\ntopology: {link: {trace: t.csv}}\n",
+       "trace: ", "keeps bandwidth fixed"},
+      {"topology.link.jitter", "network: {backend: flow}\ntopology: {link: {jitter: 1ms}}\n",
+       "jitter: ", "models no per-packet jitter"},
       {"topology.rows", "topology: {rows: 2}\n", "rows: ", "read only with kind: torus2d"},
       {"topology.k", "topology: {k: 8}\n", "k: ", "read only with kind: fat_tree"},
       {"topology.clusters", "topology: {clusters: 4}\n", "clusters: ", "read only with kind: hierarchical"},
@@ -946,87 +1040,122 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"topology.file", "topology: {file: x.graphml}\n", "file: ", "read only with kind: graphml"},
       {"topology.placement", "topology: {placement: [a, b]}\n", "placement: ", "read only with kind: graphml"},
       {"topology.gpus_per_host", "topology: {gpus_per_host: 2}\n", "gpus_per_host: ", "read only with kind: gpu_hosts"},
-      {"topology.interconnect", "topology: {interconnect: pcie3}\n", "interconnect: ", "read only with kind: gpu_hosts"},
-      {"topology.gpu_link", "topology: {gpu_link: {bandwidth: 1Gbps}}\n", "gpu_link: ", "read only with topology.kind: gpu_hosts"},
+      {"topology.interconnect", "topology: {interconnect: pcie3}\n",
+       "interconnect: ", "read only with kind: gpu_hosts"},
+      {"topology.gpu_link", "topology: {gpu_link: {bandwidth: 1Gbps}}\n",
+       "gpu_link: ", "read only with topology.kind: gpu_hosts"},
       {"network.flow_sharing", "network: {flow_sharing: rtt}\n", "flow_sharing: ", "needs the flow backend"},
-      {"network.transport", "network: {transport: udp}\nalgorithm: {name: ddp}\n", "transport: ", "'network.transport' has no effect with algorithm ddp, whose reductions need every byte and stay on TCP"},
-      {"network.mtu", "network: {backend: analytical, mtu: 1500}\n", "mtu: ", "'network.mtu' has no effect with network.backend analytical"},
+      {"network.transport", "network: {transport: udp}\nalgorithm: {name: ddp}\n", "transport: ",
+       "'network.transport' has no effect with algorithm ddp, whose reductions need every byte and stay on TCP"},
+      {"network.mtu", "network: {backend: analytical, mtu: 1500}\n",
+       "mtu: ", "'network.mtu' has no effect with network.backend analytical"},
       {"network.queue", "network: {backend: flow, queue: 2bdp}\n", "queue: ", "models no queues"},
-      {"network.queue_packets", "network: {backend: flow, queue_packets: 100}\n", "queue_packets: ", "models no queues"},
-      {"network.min_rto", "network: {backend: flow, min_rto: 1ms}\n", "min_rto: ", "'network.min_rto' has no effect with network.backend flow"},
-      {"network.delayed_ack", "network: {backend: flow, delayed_ack: true}\n", "delayed_ack: ", "'network.delayed_ack' has no effect"},
-      {"network.syn_timeout", "network: {backend: flow, syn_timeout: 3s}\n", "syn_timeout: ", "'network.syn_timeout' has no effect"},
-      {"network.tcp", "network: {backend: flow, tcp: cubic}\n", "tcp: ", "'network.tcp' has no effect with network.backend flow"},
-      {"network.slow_start_after_idle", "network: {backend: flow, slow_start_after_idle: false}\n", "slow_start_after_idle: ", "'network.slow_start_after_idle' has no effect"},
+      {"network.queue_packets", "network: {backend: flow, queue_packets: 100}\n",
+       "queue_packets: ", "models no queues"},
+      {"network.min_rto", "network: {backend: flow, min_rto: 1ms}\n",
+       "min_rto: ", "'network.min_rto' has no effect with network.backend flow"},
+      {"network.delayed_ack", "network: {backend: flow, delayed_ack: true}\n",
+       "delayed_ack: ", "'network.delayed_ack' has no effect"},
+      {"network.syn_timeout", "network: {backend: flow, syn_timeout: 3s}\n",
+       "syn_timeout: ", "'network.syn_timeout' has no effect"},
+      {"network.tcp", "network: {backend: flow, tcp: cubic}\n",
+       "tcp: ", "'network.tcp' has no effect with network.backend flow"},
+      {"network.slow_start_after_idle", "network: {backend: flow, slow_start_after_idle: false}\n",
+       "slow_start_after_idle: ", "'network.slow_start_after_idle' has no effect"},
       {"network.memoize", "network: {backend: flow, memoize: false}\n", "memoize: ", "'network.memoize' has no effect"},
-      {"network.flow_lanes", "network: {flow_lanes: false}\n", "flow_lanes: ", "'network.flow_lanes' has no effect with network.backend ns3"},
-      {"network.faults", "network: {backend: flow, faults: [{node: 1, down: [1s, 2s]}]}\n", "faults: ", "models no faults"},
-      {"network.background", "network: {backend: flow, background: [{from: 0, to: 1}]}\n", "background: ", "carries no background traffic"},
+      {"network.flow_lanes", "network: {flow_lanes: false}\n",
+       "flow_lanes: ", "'network.flow_lanes' has no effect with network.backend ns3"},
+      {"network.faults", "network: {backend: flow, faults: [{node: 1, down: [1s, 2s]}]}\n",
+       "faults: ", "models no faults"},
+      {"network.background", "network: {backend: flow, background: [{from: 0, to: 1}]}\n",
+       "background: ", "carries no background traffic"},
       {"collective.algorithm", "algorithm: {name: gossip}\ncollective: {algorithm: tree}\n", "collective: {algorithm: ",
        "'collective.algorithm' has no effect with algorithm gossip, whose neighbour exchange is no collective"},
-      {"collective.slices", "algorithm: {name: sparta, exchange: ring}\ncollective: {slices: 4}\n", "slices: ",
-       "'collective.slices' has no effect with algorithm sparta"},
+      {"collective.slices", "algorithm: {name: sparta, exchange: ring}\ncollective: {slices: 4}\n",
+       "slices: ", "'collective.slices' has no effect with algorithm sparta"},
       {"collective.slices", "collective: {algorithm: tree, slices: 4}\n", "slices: ",
        "'collective.slices' has no effect with collective.algorithm tree and algorithm ddp, which only all-reduces"},
-      {"collective.slices", "algorithm: {name: demo}\ncollective: {algorithm: direct, slices: 4}\n", "slices: ",
-       "'collective.slices' has no effect with collective.algorithm direct"},
+      {"collective.slices", "algorithm: {name: demo}\ncollective: {algorithm: direct, slices: 4}\n",
+       "slices: ", "'collective.slices' has no effect with collective.algorithm direct"},
       {"collective.algorithm", "algorithm: {name: fedavg}\ncollective: {algorithm: tree}\n", "collective: {algorithm: ",
        "'collective.algorithm' has no effect with algorithm fedavg, whose server and clients exchange models directly"},
-      {"collective.server", "collective: {server: 1}\n", "server: ", "read only with collective.algorithm: parameter_server"},
-      {"collective.clusters", "collective: {clusters: [[0, 1], [2, 3]]}\n", "clusters: ", "read only with collective.algorithm: hierarchical"},
+      {"collective.server", "collective: {server: 1}\n",
+       "server: ", "read only with collective.algorithm: parameter_server"},
+      {"collective.clusters", "collective: {clusters: [[0, 1], [2, 3]]}\n",
+       "clusters: ", "read only with collective.algorithm: hierarchical"},
       {"workload.gpt", "workload: {gpt: {layers: 2}}\n", "gpt: ", "read only with workload.model: gpt"},
       {"workload.llama", "workload: {llama: {layers: 2}}\n", "llama: ", "read only with workload.model: llama"},
       {"workload.bert", "workload: {bert: {layers: 2}}\n", "bert: ", "read only with workload.model: bert"},
-      {"workload.synthetic", "workload: {synthetic: {inputs: 8}}\n", "synthetic: ", "read only with workload.dataset: synthetic"},
-      {"workload.adapter.rank", "workload: {adapter: {rank: 8}}\n", "rank: ", "read only with workload.adapter.kind: lora"},
-      {"workload.adapter.alpha", "workload: {adapter: {alpha: 8}}\n", "alpha: ", "read only with workload.adapter.kind: lora"},
+      {"workload.synthetic", "workload: {synthetic: {inputs: 8}}\n",
+       "synthetic: ", "read only with workload.dataset: synthetic"},
+      {"workload.adapter.rank", "workload: {adapter: {rank: 8}}\n",
+       "rank: ", "read only with workload.adapter.kind: lora"},
+      {"workload.adapter.alpha", "workload: {adapter: {alpha: 8}}\n",
+       "alpha: ", "read only with workload.adapter.kind: lora"},
       {"workload.init_from", "workload: {train: false, init_from: w.pt}\n", "init_from: ", "loads no weights"},
-      {"workload.data_dir", "workload: {model: mlp, dataset: synthetic, data_dir: /tmp}\n", "data_dir: ",
-       "'workload.data_dir' has no effect with workload.dataset synthetic, which reads no files"},
-      {"optimizer.momentum", "optimizer: {name: adamw, momentum: 0.9}\n", "momentum: ", "read only with optimizer.name: sgd"},
-      {"optimizer.beta1", "optimizer: {name: sgd, beta1: 0.8}\n", "beta1: ", "read only with optimizer.name: adam or adamw"},
-      {"optimizer.beta2", "optimizer: {name: sgd, beta2: 0.99}\n", "beta2: ", "read only with optimizer.name: adam or adamw"},
-      {"optimizer.damping", "optimizer: {name: sgd, damping: 0.1}\n", "damping: ", "read only with optimizer.name: eva"},
+      {"workload.data_dir", "workload: {model: mlp, dataset: synthetic, data_dir: /tmp}\n",
+       "data_dir: ", "'workload.data_dir' has no effect with workload.dataset synthetic, which reads no files"},
+      {"optimizer.momentum", "optimizer: {name: adamw, momentum: 0.9}\n",
+       "momentum: ", "read only with optimizer.name: sgd"},
+      {"optimizer.beta1", "optimizer: {name: sgd, beta1: 0.8}\n",
+       "beta1: ", "read only with optimizer.name: adam or adamw"},
+      {"optimizer.beta2", "optimizer: {name: sgd, beta2: 0.99}\n",
+       "beta2: ", "read only with optimizer.name: adam or adamw"},
+      {"optimizer.damping", "optimizer: {name: sgd, damping: 0.1}\n",
+       "damping: ", "read only with optimizer.name: eva"},
       {"optimizer.kl_clip", "optimizer: {kl_clip: 0.01}\n", "kl_clip: ", "read only with optimizer.name: eva"},
-      {"optimizer.factor_decay", "optimizer: {factor_decay: 0.9}\n", "factor_decay: ", "read only with optimizer.name: eva"},
-      {"optimizer.kfac_batch_size", "optimizer: {kfac_batch_size: 8}\n", "kfac_batch_size: ", "read only with optimizer.name: eva"},
-      {"optimizer.variant", "optimizer: {name: dp_kfac, variant: eigen}\nalgorithm: {name: ddp}\n", "variant: ", "read only with optimizer.name: kfac"},
-      {"optimizer.fac_update_freq", "optimizer: {name: eva, fac_update_freq: 2}\n", "fac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
-      {"optimizer.kfac_update_freq", "optimizer: {kfac_update_freq: 2}\n", "kfac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
-      {"compute.step_time", "compute: {model: flops, step_time: 1s}\n", "step_time: ", "read only with compute.model: fixed"},
+      {"optimizer.factor_decay", "optimizer: {factor_decay: 0.9}\n",
+       "factor_decay: ", "read only with optimizer.name: eva"},
+      {"optimizer.kfac_batch_size", "optimizer: {kfac_batch_size: 8}\n",
+       "kfac_batch_size: ", "read only with optimizer.name: eva"},
+      {"optimizer.variant", "optimizer: {name: dp_kfac, variant: eigen}\nalgorithm: {name: ddp}\n",
+       "variant: ", "read only with optimizer.name: kfac"},
+      {"optimizer.fac_update_freq", "optimizer: {name: eva, fac_update_freq: 2}\n",
+       "fac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
+      {"optimizer.kfac_update_freq", "optimizer: {kfac_update_freq: 2}\n",
+       "kfac_update_freq: ", "read only with optimizer.name: kfac or dp_kfac"},
+      {"compute.step_time", "compute: {model: flops, step_time: 1s}\n",
+       "step_time: ", "read only with compute.model: fixed"},
       {"compute.file", "compute: {model: flops, file: p.csv}\n", "file: ", "read only with compute.model: profile"},
       {"compute.device", "compute: {model: fixed, device: a100}\n", "device: ", "read only with compute.model: flops"},
       {"compute.dtype", "compute: {model: fixed, dtype: bf16}\n", "dtype: ", "read only with compute.model: flops"},
-      {"compute.peak_flops", "compute: {model: fixed, peak_flops: 1TFLOPS}\n", "peak_flops: ", "read only with compute.model: flops"},
-      {"compute.memory_bandwidth", "compute: {model: fixed, memory_bandwidth: 1TB/s}\n", "memory_bandwidth: ", "read only with compute.model: flops"},
-      {"compute.launch_latency", "compute: {model: fixed, launch_latency: 1us}\n", "launch_latency: ", "read only with compute.model: flops"},
+      {"compute.peak_flops", "compute: {model: fixed, peak_flops: 1TFLOPS}\n",
+       "peak_flops: ", "read only with compute.model: flops"},
+      {"compute.memory_bandwidth", "compute: {model: fixed, memory_bandwidth: 1TB/s}\n",
+       "memory_bandwidth: ", "read only with compute.model: flops"},
+      {"compute.launch_latency", "compute: {model: fixed, launch_latency: 1us}\n",
+       "launch_latency: ", "read only with compute.model: flops"},
       {"compute.mfu", "compute: {model: fixed, mfu: 0.5}\n", "mfu: ", "read only with compute.model: flops"},
-      {"compute.memory_check", "compute: {model: fixed, memory_check: warn}\n", "memory_check: ",
-       "read only with compute.model: flops"},
-      {"compute.attention", "compute: {model: fixed, attention: flash}\n", "attention: ", "read only with compute.model: flops"},
-      {"compute.memory_format", "compute: {model: fixed, memory_format: channels_last}\n", "memory_format: ",
-       "read only with compute.model: flops"},
+      {"compute.memory_check", "compute: {model: fixed, memory_check: warn}\n",
+       "memory_check: ", "read only with compute.model: flops"},
+      {"compute.attention", "compute: {model: fixed, attention: flash}\n",
+       "attention: ", "read only with compute.model: flops"},
+      {"compute.memory_format", "compute: {model: fixed, memory_format: channels_last}\n",
+       "memory_format: ", "read only with compute.model: flops"},
       {"compute.activation_checkpointing", "compute: {model: fixed, activation_checkpointing: true}\n",
        "activation_checkpointing: ", "read only with compute.model: flops"},
-      {"compute.gemm_efficiency", "compute: {mfu: 0.4, gemm_efficiency: 0.5}\n", "gemm_efficiency: ",
-       "read only with compute.model: flops or profile, and no compute.mfu"},
+      {"compute.gemm_efficiency", "compute: {mfu: 0.4, gemm_efficiency: 0.5}\n",
+       "gemm_efficiency: ", "read only with compute.model: flops or profile, and no compute.mfu"},
       {"compute.convolution_efficiency", "compute: {model: fixed, convolution_efficiency: 0.5}\n",
        "convolution_efficiency: ", "read only with compute.model: flops or profile, and no compute.mfu"},
-      {"compute.memory_efficiency", "compute: {mfu: 0.4, memory_efficiency: 0.9}\n", "memory_efficiency: ",
-       "read only with compute.model: flops or profile, and no compute.mfu"},
-      {"compute.measured_scale", "compute: {model: flops, measured_scale: 2}\n", "measured_scale: ", "read only with compute.model: measured"},
-      {"compute.speed_min", "compute: {speeds: [1, 2], speed_min: 0.5}\n", "speed_min: ",
-       "'compute.speed_min' has no effect with compute.speeds listed"},
-      {"compute.speed_max", "compute: {speeds: [1, 2], speed_max: 2}\n", "speed_max: ",
-       "'compute.speed_max' has no effect with compute.speeds listed"},
-      {"replica_group.parallelism", "replica_group: {parallelism: zero1}\n", "parallelism: ",
-       "'replica_group.parallelism' has no effect with replica_group.gpus 1"},
-      {"replica_group.reduce_dtype", "replica_group: {reduce_dtype: fp32}\n", "reduce_dtype: ",
-       "'replica_group.reduce_dtype' has no effect with replica_group.parallelism ddp"},
-      {"replica_group.unit", "replica_group: {unit: 'layers.*'}\n", "unit: ",
-       "'replica_group.unit' has no effect with replica_group.parallelism ddp"},
-      {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n", "checkpoint: ", "trains no model to save"},
-      {"output.resume_every", "workload: {train: false}\noutput: {resume_every: 5}\n", "resume_every: ", "keeps no state to resume"},
+      {"compute.memory_efficiency", "compute: {mfu: 0.4, memory_efficiency: 0.9}\n",
+       "memory_efficiency: ", "read only with compute.model: flops or profile, and no compute.mfu"},
+      {"compute.measured_scale", "compute: {model: flops, measured_scale: 2}\n",
+       "measured_scale: ", "read only with compute.model: measured"},
+      {"compute.speed_min", "compute: {speeds: [1, 2], speed_min: 0.5}\n",
+       "speed_min: ", "'compute.speed_min' has no effect with compute.speeds listed"},
+      {"compute.speed_max", "compute: {speeds: [1, 2], speed_max: 2}\n",
+       "speed_max: ", "'compute.speed_max' has no effect with compute.speeds listed"},
+      {"replica_group.parallelism", "replica_group: {parallelism: zero1}\n",
+       "parallelism: ", "'replica_group.parallelism' has no effect with replica_group.gpus 1"},
+      {"replica_group.reduce_dtype", "replica_group: {reduce_dtype: fp32}\n",
+       "reduce_dtype: ", "'replica_group.reduce_dtype' has no effect with replica_group.parallelism ddp"},
+      {"replica_group.unit", "replica_group: {unit: 'layers.*'}\n",
+       "unit: ", "'replica_group.unit' has no effect with replica_group.parallelism ddp"},
+      {"output.checkpoint", "workload: {train: false}\noutput: {checkpoint: c.pt}\n",
+       "checkpoint: ", "trains no model to save"},
+      {"output.resume_every", "workload: {train: false}\noutput: {resume_every: 5}\n",
+       "resume_every: ", "keeps no state to resume"},
   };
 
   std::set<std::string> placed(read_by_every_run);
@@ -1049,10 +1178,17 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"optimizer.weight_decay", projection + "optimizer: {weight_decay: 0}\n", "it updates no weights"},
       {"optimizer.beta1", projection + "optimizer: {beta1: 0.8}\n", "it updates no weights"},
       {"optimizer.beta2", projection + "optimizer: {beta2: 0.99}\n", "it updates no weights"},
-      {"optimizer.damping", projection + "optimizer: {name: eva, momentum: 0.9, damping: 0.1}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
-      {"optimizer.kl_clip", projection + "optimizer: {name: eva, kl_clip: 0.01}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
-      {"optimizer.factor_decay", projection + "optimizer: {name: eva, factor_decay: 0.9}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
-      {"optimizer.kfac_batch_size", projection + "optimizer: {name: eva, kfac_batch_size: 8}\nalgorithm: {name: local_sgd}\n", "it updates no weights"},
+      {"optimizer.damping",
+       projection + "optimizer: {name: eva, momentum: 0.9, damping: 0.1}\nalgorithm: {name: local_sgd}\n",
+       "it updates no weights"},
+      {"optimizer.kl_clip", projection + "optimizer: {name: eva, kl_clip: 0.01}\nalgorithm: {name: local_sgd}\n",
+       "it updates no weights"},
+      {"optimizer.factor_decay",
+       projection + "optimizer: {name: eva, factor_decay: 0.9}\nalgorithm: {name: local_sgd}\n",
+       "it updates no weights"},
+      {"optimizer.kfac_batch_size",
+       projection + "optimizer: {name: eva, kfac_batch_size: 8}\nalgorithm: {name: local_sgd}\n",
+       "it updates no weights"},
   };
   for (const Warned& w : warned_in_projection) {
     SCOPED_TRACE(w.key);
@@ -1064,7 +1200,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
     // The same key in a training run is read: no warning names it.
     std::string trained = w.yaml;
     trained.replace(trained.find("train: false"), 12, "train: true");
-    for (const std::string& line : parse_scenario(trained, "s.yaml").warnings) EXPECT_EQ(line.find(w.key), std::string::npos) << line;
+    for (const std::string& line : parse_scenario(trained, "s.yaml").warnings)
+      EXPECT_EQ(line.find(w.key), std::string::npos) << line;
   }
   // Read by every run, projections included, though not obvious: the data set gives the input
   // shapes, the optimizer's name the update's memory traffic, an adapter the trainable tensors.

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "sim/output/report.h"
 #include "sim/config/scenario_loader.h"
+#include "sim/output/report.h"
 #include "sim/tools/sweep.h"
 #include "sim/tools/sweep_runner.h"
 #include "tests/support/cli_child.h"
@@ -59,7 +59,8 @@ class Sweeps : public ::testing::Test {
   // function in a forked child (tests/support/cli_child.h); the tests that signal or kill a sweep start
   // the binary itself.
   Result cli(const std::string& args) {
-    const int code = cli_child::run(cli_child::shell_words(args), {dir_.string(), (dir_ / "stdout.txt").string(), (dir_ / "stderr.txt").string()});
+    const int code = cli_child::run(cli_child::shell_words(args),
+                                    {dir_.string(), (dir_ / "stdout.txt").string(), (dir_ / "stderr.txt").string()});
     Result r{code, slurp(dir_ / "stdout.txt"), slurp(dir_ / "stderr.txt")};
     fs::remove(dir_ / "stdout.txt");
     fs::remove(dir_ / "stderr.txt");
@@ -98,8 +99,8 @@ zip:
 repeats: 2
 )");
   ASSERT_EQ(s.runs.size(), 3u * 2 * 2 * 2);
-  EXPECT_EQ(s.keys, (std::vector<std::string>{"topology.link.bandwidth", "nodes", "optimizer.lr",
-                                              "workload.batch_size", "seed"}));
+  EXPECT_EQ(s.keys, (std::vector<std::string>{"topology.link.bandwidth", "nodes", "optimizer.lr", "workload.batch_size",
+                                              "seed"}));
   // Expected order: nested loops in file order, repeats innermost.
   size_t i = 0;
   for (std::string bw : {"10Mbps", "100Mbps", "1Gbps"}) {
@@ -124,7 +125,8 @@ repeats: 2
 
 TEST_F(Sweeps, ZipVariesTogetherAndRepeatsStartAtTheBaseSeed) {
   write("seeded.yaml", kTinyBase + "seed: 7\n");
-  Sweep s = parse("base: seeded.yaml\nout: o\nzip: {nodes: [2, 3, 4], topology.kind: [line, ring, star]}\nrepeats: 3\n");
+  Sweep s =
+      parse("base: seeded.yaml\nout: o\nzip: {nodes: [2, 3, 4], topology.kind: [line, ring, star]}\nrepeats: 3\n");
   ASSERT_EQ(s.runs.size(), 9u);
   std::set<std::string> seen;
   for (const auto& r : s.runs) seen.insert(value_of(r, "nodes") + value_of(r, "topology.kind") + value_of(r, "seed"));
@@ -144,8 +146,9 @@ TEST_F(Sweeps, NoGridIsOneRunAndASweptSeedReplacesTheRepeatSeed) {
 }
 
 TEST_F(Sweeps, NamesUseTheLastSegmentUnlessItIsAmbiguous) {
-  Sweep s = parse("base: base.yaml\nout: o\ngrid:\n  topology.link.bandwidth: [10Mbps]\n"
-                  "  topology.link.latency: [1ms]\n");
+  Sweep s = parse(
+      "base: base.yaml\nout: o\ngrid:\n  topology.link.bandwidth: [10Mbps]\n"
+      "  topology.link.latency: [1ms]\n");
   EXPECT_EQ(s.runs[0].name, "bandwidth=10Mbps,latency=1ms,seed=0");
   std::vector<std::string> keys = {"topology.link.bandwidth", "a.b.bandwidth", "workload.shifts"};
   std::vector<SweptValue> values = {{"topology.link.bandwidth", "1Gbps", "", ""},
@@ -186,14 +189,14 @@ void expect_error(const std::function<void()>& f, const std::string& where, cons
 TEST_F(Sweeps, StrictAboutTheSweepFile) {
   expect_error([&] { parse("base: base.yaml\nout: o\ngird: {nodes: [2]}\n"); }, "sweep.yaml:3:1",
                "unknown key 'gird' in a sweep file (did you mean 'grid'?)");
-  expect_error([&] { parse("base: base.yaml\nout: o\nzip:\n  nodes: [2, 3]\n  seed: [1, 2, 3]\n"); },
-               "sweep.yaml:5:3", "zip lists must have equal lengths");
+  expect_error([&] { parse("base: base.yaml\nout: o\nzip:\n  nodes: [2, 3]\n  seed: [1, 2, 3]\n"); }, "sweep.yaml:5:3",
+               "zip lists must have equal lengths");
   expect_error([&] { parse("base: base.yaml\nout: o\nrepeats: two\n"); }, "sweep.yaml:3:10", "'repeats' is a whole");
   expect_error([&] { parse("base: base.yaml\nout: o\nrepeats: 0\n"); }, "sweep.yaml:3:10", "'repeats' is a whole");
   expect_error([&] { parse("base: base.yaml\nout: o\ngrid: {nodes: 4}\n"); }, "sweep.yaml:3:15", "must be a list");
   expect_error([&] { parse("base: base.yaml\nout: o\ngrid: {nodes: []}\n"); }, "sweep.yaml:3:15", "has no values");
-  expect_error([&] { parse("base: base.yaml\nout: o\ngrid: {nodes: [2]}\nzip: {nodes: [3]}\n"); },
-               "sweep.yaml:4:7", "swept twice");
+  expect_error([&] { parse("base: base.yaml\nout: o\ngrid: {nodes: [2]}\nzip: {nodes: [3]}\n"); }, "sweep.yaml:4:7",
+               "swept twice");
   expect_error([&] { parse("base: nowhere.yaml\nout: o\n"); }, "sweep.yaml:1:7", "not found");
   expect_error([&] { parse("out: o\n"); }, "sweep.yaml:1:1", "needs 'base'");
   expect_error([&] { parse("base: base.yaml\nout: o\ngrid: {seed: [1, 2]}\nrepeats: 2\n"); }, "sweep.yaml:4:10",
@@ -284,14 +287,16 @@ double ddp_bytes(int nodes, int steps) {
 }
 
 TEST_F(Sweeps, TinySweepWritesTheManifestAndResumes) {
-  write("s.yaml", "base: base.yaml\nout: out\ngrid:\n  topology.link.bandwidth: [10Mbps, 1Gbps]\n"
-                  "zip: {nodes: [2, 3]}\n");
+  write("s.yaml",
+        "base: base.yaml\nout: out\ngrid:\n  topology.link.bandwidth: [10Mbps, 1Gbps]\n"
+        "zip: {nodes: [2, 3]}\n");
   Result r = cli("sweep s.yaml -j 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("[4/4]"), std::string::npos) << r.err;
   std::string header = slurp(dir_ / "out" / "sweep.csv").substr(0, slurp(dir_ / "out" / "sweep.csv").find('\n'));
-  EXPECT_EQ(header, "run,topology.link.bandwidth,nodes,seed,status,exit_code,projected_time_s,total_bytes,"
-                    "final_eval_loss,final_accuracy,host_time_s,steps_completed");
+  EXPECT_EQ(header,
+            "run,topology.link.bandwidth,nodes,seed,status,exit_code,projected_time_s,total_bytes,"
+            "final_eval_loss,final_accuracy,host_time_s,steps_completed");
   auto table = manifest(dir_ / "out");
   ASSERT_EQ(table.size(), 4u);
   for (std::string bw : {"10Mbps", "1Gbps"}) {
@@ -401,7 +406,8 @@ TEST_F(Sweeps, ACutRunContinuesFromItsCheckpoint) {
   write("clean.yaml", "base: base.yaml\nout: clean\n" + grid);
   const std::string cd = "cd '" + dir_.string() + "' && ";
   std::system((cd + "TESTBED_KILL_IN_CHECKPOINT=2 '" + TESTBED_BINARY + "' sweep s.yaml > /dev/null 2>&1").c_str());
-  for (const auto& [name, row] : manifest(dir_ / "out")) EXPECT_EQ(row.at("status"), "failed") << name;  // killed by SIGKILL
+  for (const auto& [name, row] : manifest(dir_ / "out"))
+    EXPECT_EQ(row.at("status"), "failed") << name;  // killed by SIGKILL
   const std::string run = "seed=0,steps=30,resume_every=10";
   ASSERT_TRUE(fs::exists(dir_ / "out" / (run + ".h5.resume") / "step-00000010.ckpt"));
 
@@ -424,9 +430,10 @@ TEST_F(Sweeps, ATerminatedSweepStopsItsChildAndLeavesTheRestPending) {
   // signals from then on; a fixed sleep raced with a slow start on a loaded machine). The
   // TERM goes to the sweep alone, which must pass it on to its child.
   write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2]}\nzip: {workload.steps: [100000]}\n");
-  std::string command = "cd '" + dir_.string() + "' && { '" + TESTBED_BINARY +
-                        "' sweep s.yaml 2>stderr.txt & for i in $(seq 600); do [ -e 'out/seed=0,steps=100000.h5' ] && break;"
-                        " sleep 0.1; done; sleep 1; kill -TERM $!; wait $!; }";
+  std::string command =
+      "cd '" + dir_.string() + "' && { '" + TESTBED_BINARY +
+      "' sweep s.yaml 2>stderr.txt & for i in $(seq 600); do [ -e 'out/seed=0,steps=100000.h5' ] && break;"
+      " sleep 0.1; done; sleep 1; kill -TERM $!; wait $!; }";
   int status = std::system(command.c_str());
   std::string err = slurp(dir_ / "stderr.txt");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << err;
@@ -459,21 +466,25 @@ TEST_F(Sweeps, ASlurmArrayRunsEveryShardAndTheManifestMerges) {
   write("s.yaml", "base: base.yaml\nout: out\ngrid: {seed: [0, 1, 2, 3]}\n");
   const std::string testbed = std::string("'") + TESTBED_BINARY + "'";
   const std::string cd = "cd '" + dir_.string() + "' && ";
-  ASSERT_EQ(std::system((cd + testbed + " sweep s.yaml --slurm --tasks 2 --partition debug --time 00:10:00 --cpus 2 "
-                              "> slurm.txt 2>&1").c_str()),
+  ASSERT_EQ(std::system((cd + testbed +
+                         " sweep s.yaml --slurm --tasks 2 --partition debug --time 00:10:00 --cpus 2 "
+                         "> slurm.txt 2>&1")
+                            .c_str()),
             0)
       << slurp(dir_ / "slurm.txt");
   EXPECT_NE(slurp(dir_ / "slurm.txt").find("an array of 2 tasks over 4 runs"), std::string::npos);
   const std::string script = slurp(dir_ / "out" / "sweep.sbatch");
   for (const std::string& line : std::vector<std::string>{
            "#SBATCH --array=0-1\n", "#SBATCH --partition=debug\n", "#SBATCH --time=00:10:00\n",
-        "#SBATCH --cpus-per-task=2\n", "#SBATCH --output=" + (dir_ / "out").string() + "/slurm/%A_%a.log\n",
-        std::string(" sweep '") + (dir_ / "s.yaml").string() + "' --shard \"$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\" -j 1\n"})
+           "#SBATCH --cpus-per-task=2\n", "#SBATCH --output=" + (dir_ / "out").string() + "/slurm/%A_%a.log\n",
+           std::string(" sweep '") + (dir_ / "s.yaml").string() +
+               "' --shard \"$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\" -j 1\n"})
     EXPECT_NE(script.find(line), std::string::npos) << line << " not in\n" << script;
   EXPECT_FALSE(fs::exists(dir_ / "out" / "seed=0.h5"));
   auto task = [&](int id) {
-    return std::system((cd + "SLURM_ARRAY_TASK_ID=" + std::to_string(id) + " SLURM_ARRAY_TASK_COUNT=2 bash out/sweep.sbatch " +
-                        "> task.txt 2>&1").c_str());
+    return std::system((cd + "SLURM_ARRAY_TASK_ID=" + std::to_string(id) +
+                        " SLURM_ARRAY_TASK_COUNT=2 bash out/sweep.sbatch " + "> task.txt 2>&1")
+                           .c_str());
   };
   ASSERT_EQ(task(0), 0) << slurp(dir_ / "task.txt");
   Result r = cli("report out");

@@ -120,8 +120,8 @@ TEST(Units, PrintedInTheirUnits) {
 }
 
 TEST(Units, FormatNumberRoundTrips) {
-  for (double v : {0.0, 1e8, 0.01, 1e-3, 0.1 + 0.2, 5e-4, 123456789.125, 1.0 / 3.0,
-                   std::numeric_limits<double>::min()}) {
+  for (double v :
+       {0.0, 1e8, 0.01, 1e-3, 0.1 + 0.2, 5e-4, 123456789.125, 1.0 / 3.0, std::numeric_limits<double>::min()}) {
     std::string text = format_number(v);
     auto back = parse_fraction(text);
     ASSERT_TRUE(back) << text;

@@ -6,13 +6,13 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "training/models/checkpoint.h"
-#include "training/metrics.h"
+#include "sim/core/engine/engine.h"
 #include "training/data/shifts.h"
 #include "training/data/synthetic.h"
+#include "training/metrics.h"
+#include "training/models/checkpoint.h"
 
 namespace testbed {
 namespace {
@@ -44,8 +44,8 @@ TEST(Shifts, RotationMovesMassAroundTheCentre) {
   auto image = torch::zeros({1, 1, 28, 28});
   image.index_put_({0, 0, torch::indexing::Slice(2, 26), 14}, 1.0);  // a vertical bar
   auto rotated = shift_images(image, "rotation", 0);
-  EXPECT_LT(rotated.index({0, 0, 3, 14}).item<double>(), 0.2);  // the bar's top left the column
-  EXPECT_GT(rotated.index({0, 0, 14, 14}).item<double>(), 0.5);  // the centre stays
+  EXPECT_LT(rotated.index({0, 0, 3, 14}).item<double>(), 0.2);                 // the bar's top left the column
+  EXPECT_GT(rotated.index({0, 0, 14, 14}).item<double>(), 0.5);                // the centre stays
   EXPECT_NEAR(rotated.sum().item<double>(), image.sum().item<double>(), 2.0);  // and so does the ink
 }
 

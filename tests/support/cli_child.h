@@ -26,10 +26,10 @@ namespace testbed::cli_child {
 inline const bool kNoOpenMpThreadsBeforeFork = (one_thread_before_forks(), true);
 
 struct Options {
-  std::string dir;                 // the child's working directory; empty: this one
-  std::string out, err;            // files for stdout and stderr (appended to); empty: inherited
-  std::vector<std::string> env;    // "KEY=value"
-  long address_space_kib = 0;      // ulimit -v when not 0
+  std::string dir;               // the child's working directory; empty: this one
+  std::string out, err;          // files for stdout and stderr (appended to); empty: inherited
+  std::vector<std::string> env;  // "KEY=value"
+  long address_space_kib = 0;    // ulimit -v when not 0
 };
 
 // `testbed ARGS...` started now; returns the child's pid.

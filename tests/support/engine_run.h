@@ -28,7 +28,8 @@ inline std::vector<std::unique_ptr<Replica>> make_replicas(const Scenario& s, co
   std::vector<std::unique_ptr<Replica>> out;
   auto samplers = make_samplers(s, data);
   for (int n = 0; n < s.nodes; ++n)
-    out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU, data.task));
+    out.push_back(
+        std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU, data.task));
   return out;
 }
 

@@ -47,8 +47,8 @@ inline std::string differences(const Outcome& on, const Outcome& off) {
     if (reported++ < 8) out << "  " << what << "\n";
   };
   if (on.summary.status != off.summary.status)
-    report(std::string("status ") + status_name(on.summary.status) + " (" + on.summary.error + ") vs " + status_name(off.summary.status) + " (" +
-           off.summary.error + ")");
+    report(std::string("status ") + status_name(on.summary.status) + " (" + on.summary.error + ") vs " +
+           status_name(off.summary.status) + " (" + off.summary.error + ")");
   if (!same(on.summary.projected_time_s, off.summary.projected_time_s)) report("projected_time_s");
   if (on.summary.total_bytes != off.summary.total_bytes) report("total_bytes");
   if (on.summary.steps_completed != off.summary.steps_completed) report("steps_completed");
@@ -70,9 +70,9 @@ inline std::string differences(const Outcome& on, const Outcome& off) {
         !same(x.t_recv, y.t_recv) || x.kind != y.kind || x.lost_bytes != y.lost_bytes) {
       std::ostringstream m;
       m.precision(17);
-      m << "message " << i << ": " << x.src << "->" << x.dst << " " << x.bytes << " B " << x.kind << " sent " << x.t_send
-        << " recv " << x.t_recv << " vs " << y.src << "->" << y.dst << " " << y.bytes << " B " << y.kind << " sent "
-        << y.t_send << " recv " << y.t_recv;
+      m << "message " << i << ": " << x.src << "->" << x.dst << " " << x.bytes << " B " << x.kind << " sent "
+        << x.t_send << " recv " << x.t_recv << " vs " << y.src << "->" << y.dst << " " << y.bytes << " B " << y.kind
+        << " sent " << y.t_send << " recv " << y.t_recv;
       report(m.str());
     }
   }

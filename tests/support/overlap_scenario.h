@@ -38,13 +38,18 @@ class OverlapMlp : public ::testing::Test {
     delete data_;
     data_ = nullptr;
   }
-  static Scenario scenario(const std::vector<std::string>& sets = {}) { return parse_scenario(kOverlapMlp, "overlap", sets); }
+  static Scenario scenario(const std::vector<std::string>& sets = {}) {
+    return parse_scenario(kOverlapMlp, "overlap", sets);
+  }
   static EngineRun run(const std::vector<std::string>& sets) { return run_engine(scenario(sets), *data_); }
   // The same two nodes training a small GPT (2 blocks of `width`, context 32) on Brown: it
   // registers its head before its blocks, so registration order is not forward order.
   static std::vector<std::string> gpt(int width) {
     // The MLP's synthetic task has no effect on Brown: it goes back to its defaults.
-    return {"workload.model=gpt", "workload.dataset=brown", "workload.synthetic={}", "workload.batch_size=4",
+    return {"workload.model=gpt",
+            "workload.dataset=brown",
+            "workload.synthetic={}",
+            "workload.batch_size=4",
             "workload.eval_samples=32",
             "workload.gpt={preset: tiny, layers: 2, width: " + std::to_string(width) + ", heads: 2, context: 32}"};
   }

@@ -16,8 +16,10 @@ inline Scenario reference_scenario(uint64_t seed, int nodes, int steps, const st
                                    const std::vector<std::string>& sets = {}) {
   return parse_scenario(R"(
 name: reference
-seed: )" + std::to_string(seed) + R"(
-nodes: )" + std::to_string(nodes) + R"(
+seed: )" + std::to_string(seed) +
+                            R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: )" + topology + R"(
 workload:
@@ -25,7 +27,8 @@ workload:
   dataset: synthetic
   synthetic: {inputs: 16, outputs: 4, hidden: 32, train_samples: 2000, test_samples: 200}
   batch_size: 32
-  steps: )" + std::to_string(steps) + R"(
+  steps: )" + std::to_string(steps) +
+                            R"(
   eval_every: 1000
   eval_samples: 100
 optimizer: )" + optimizer + R"(

@@ -46,10 +46,10 @@ const std::vector<Case> kCases = {
     // Dropout draws from LibTorch's global generator, which the checkpoint must carry too.
     {"gpt_dropout",
      {"algorithm={name: diloco, H: 4}", "workload.model=gpt", "workload.dataset=brown", "workload.synthetic={}",
-      "workload.steps=12",
-      "workload.eval_every=6", "workload.eval_samples=32", "workload.batch_size=4",
+      "workload.steps=12", "workload.eval_every=6", "workload.eval_samples=32", "workload.batch_size=4",
       "workload.gpt={preset: tiny, layers: 1, width: 32, heads: 2, context: 32, dropout: 0.2}"},
-     5, 5},
+     5,
+     5},
 };
 
 }  // namespace testbed::resume_tests

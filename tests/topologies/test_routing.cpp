@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "netmodels/analytical_network.h"
+#include "comm/plan_runner.h"
 #include "comm/plans/collectives.h"
+#include "netmodels/analytical_network.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/flow_network.h"
 #include "netmodels/ns3/ns3_network.h"
-#include "comm/plan_runner.h"
 #include "topologies/builders.h"
 #include "topologies/routing.h"
 
@@ -27,7 +27,7 @@ namespace {
 enum class Backend { Ns3, Flow, Analytical };
 const char* name(Backend b) { return b == Backend::Ns3 ? "ns3" : b == Backend::Flow ? "flow" : "analytical"; }
 
-using Links = std::set<std::pair<int, int>>;       // directed links (from vertex, to vertex)
+using Links = std::set<std::pair<int, int>>;  // directed links (from vertex, to vertex)
 using PairLinks = std::map<std::pair<int, int>, Links>;
 
 std::unique_ptr<Network> make(Backend backend, EventClock& clock, const Topology& t, const RoutingOptions& routing) {
@@ -38,8 +38,10 @@ std::unique_ptr<Network> make(Backend backend, EventClock& clock, const Topology
       o.routing = routing;
       return make_ns3_network(clock, t, o);
     }
-    case Backend::Flow: return make_flow_network(clock, t, 9000, FlowSharing::MaxMin, routing);
-    case Backend::Analytical: return make_analytical_network(clock, t, routing);
+    case Backend::Flow:
+      return make_flow_network(clock, t, 9000, FlowSharing::MaxMin, routing);
+    case Backend::Analytical:
+      return make_analytical_network(clock, t, routing);
   }
   return nullptr;
 }
@@ -106,9 +108,24 @@ Topology irregular() {
   t.kind = "irregular";
   for (int v = 0; v < 12; ++v) boost::add_vertex(VertexInfo{v < 6 ? VertexKind::Host : VertexKind::Switch}, t.graph);
   const LinkSpec link{1e9, 10e-6, 0};
-  for (auto [a, b] : std::vector<std::pair<int, int>>{{0, 6},  {0, 7}, {1, 6},  {1, 8}, {2, 7},  {2, 9},
-                                                      {3, 8},  {3, 10}, {4, 9}, {4, 11}, {5, 10}, {5, 11},
-                                                      {6, 9},  {7, 8}, {8, 11}, {9, 10}, {1, 2},  {4, 5}})
+  for (auto [a, b] : std::vector<std::pair<int, int>>{{0, 6},
+                                                      {0, 7},
+                                                      {1, 6},
+                                                      {1, 8},
+                                                      {2, 7},
+                                                      {2, 9},
+                                                      {3, 8},
+                                                      {3, 10},
+                                                      {4, 9},
+                                                      {4, 11},
+                                                      {5, 10},
+                                                      {5, 11},
+                                                      {6, 9},
+                                                      {7, 8},
+                                                      {8, 11},
+                                                      {9, 10},
+                                                      {1, 2},
+                                                      {4, 5}})
     boost::add_edge(a, b, link, t.graph);
   validate_topology(t);
   return t;
@@ -118,7 +135,7 @@ std::vector<Topology> tie_topologies() {
   std::vector<Topology> out;
   out.push_back(build_topology(spec("ring", 4)));
   out.push_back(build_topology(spec("torus2d", 12)));  // 3 x 4: ties around the 4 and diagonally
-  auto ft = spec("fat_tree", 8);  // two pods: 4 ways between them
+  auto ft = spec("fat_tree", 8);                       // two pods: 4 ways between them
   ft.fat_tree_k = 4;
   out.push_back(build_topology(ft));
   auto ws = spec("watts_strogatz", 10);
@@ -166,8 +183,8 @@ TEST(RoutingAgreement, EcmpIsTheSamePathInEveryBackend) { expect_backends_follow
 // ---- halving-doubling on a ring of 4 ----
 
 constexpr double kBandwidth = 100e6, kLatency = 0.010;
-constexpr double kN = 10e6;                                // bytes each rank reduces
-constexpr double kWire = (9000.0 + 2) / (9000 - 52);       // flow backend: wire bytes per payload byte
+constexpr double kN = 10e6;                           // bytes each rank reduces
+constexpr double kWire = (9000.0 + 2) / (9000 - 52);  // flow backend: wire bytes per payload byte
 
 struct Outcome {
   double seconds = 0;
@@ -241,12 +258,15 @@ TEST(HalvingDoublingOnARing, EcmpUsesBothWaysRoundAndTakesLessTime) {
   const LinkBytes ecmp_bytes = {{{0, 1}, 3 * n / 2}, {{1, 0}, 3 * n / 2}, {{2, 3}, 3 * n / 2}, {{3, 2}, 3 * n / 2},
                                 {{1, 2}, n},         {{2, 1}, n},         {{3, 0}, n},         {{0, 3}, n}};
   const Outcome flow_s = halving_doubling(Backend::Flow, shortest), flow_e = halving_doubling(Backend::Flow, ecmp);
-  const Outcome ab_s = halving_doubling(Backend::Analytical, shortest), ab_e = halving_doubling(Backend::Analytical, ecmp);
+  const Outcome ab_s = halving_doubling(Backend::Analytical, shortest),
+                ab_e = halving_doubling(Backend::Analytical, ecmp);
   const Outcome ns3_s = halving_doubling(Backend::Ns3, shortest), ns3_e = halving_doubling(Backend::Ns3, ecmp);
-  std::printf("halving-doubling of 10 MB, ring of 4, 100 Mbps / 10 ms (ecmp salt %llu):\n"
-              "  shortest: flow %.4f s, analytical %.4f s, ns3 %.4f s\n  ecmp:     flow %.4f s, analytical %.4f s, ns3 %.4f s\n",
-              static_cast<unsigned long long>(ecmp.seed), flow_s.seconds, ab_s.seconds, ns3_s.seconds, flow_e.seconds,
-              ab_e.seconds, ns3_e.seconds);
+  std::printf(
+      "halving-doubling of 10 MB, ring of 4, 100 Mbps / 10 ms (ecmp salt %llu):\n"
+      "  shortest: flow %.4f s, analytical %.4f s, ns3 %.4f s\n  ecmp:     flow %.4f s, analytical %.4f s, ns3 %.4f "
+      "s\n",
+      static_cast<unsigned long long>(ecmp.seed), flow_s.seconds, ab_s.seconds, ns3_s.seconds, flow_e.seconds,
+      ab_e.seconds, ns3_e.seconds);
 
   const double forward = (7016 + 54) * beta;
   EXPECT_NEAR(flow_s.seconds, 2.5 * kN * beta * kWire + 6 * kLatency + forward, 1e-6);
@@ -319,8 +339,10 @@ TEST(EcmpFaults, ConnectionTakesAnEqualCostPathThatIsLeft) {
   ASSERT_EQ(after.size(), 7u);
   EXPECT_NE(after[3], core);
   Links carried_cut, carried_uncut;
-  for (const auto& [link, n] : cut_bytes) if (n >= 1'000'000) carried_cut.insert(link);
-  for (const auto& [link, n] : uncut_bytes) if (n >= 1'000'000) carried_uncut.insert(link);
+  for (const auto& [link, n] : cut_bytes)
+    if (n >= 1'000'000) carried_cut.insert(link);
+  for (const auto& [link, n] : uncut_bytes)
+    if (n >= 1'000'000) carried_uncut.insert(link);
   EXPECT_EQ(carried_uncut, links_of(before));
   EXPECT_EQ(carried_cut, links_of(after));
   EXPECT_EQ(cut_bytes.count({agg, core}), 0u);

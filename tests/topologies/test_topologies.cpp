@@ -3,11 +3,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <numbers>
-#include <sstream>
 #include <fstream>
 #include <map>
+#include <numbers>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -216,7 +216,6 @@ TEST(Routing, HostNeighbours) {
   EXPECT_EQ(build("ring", 1), (N{{}}));
 }
 
-
 // ---- ECMP ----
 
 RoutingOptions ecmp(uint64_t seed) { return {RoutingPolicy::Ecmp, seed}; }
@@ -255,7 +254,8 @@ int core_of(const std::vector<int>& path) { return path.at(3); }
 
 TEST(Ecmp, AlwaysAMinimumHopPath) {
   // Hop counts by hand per topology; a ring of 6 also has a 5-hop way round every 1-hop pair.
-  const Topology ft = fat_tree(4, 16), torus = build_topology(spec("torus2d", 16)), ring = build_topology(spec("ring", 6));
+  const Topology ft = fat_tree(4, 16), torus = build_topology(spec("torus2d", 16)),
+                 ring = build_topology(spec("ring", 6));
   for (uint64_t seed : {0, 1, 2, 3}) {
     for (int a = 0; a < 16; ++a)
       for (int b = 0; b < 16; ++b) {
@@ -269,7 +269,8 @@ TEST(Ecmp, AlwaysAMinimumHopPath) {
       }
     for (int a = 0; a < 6; ++a)
       for (int b = 0; b < 6; ++b)
-        EXPECT_EQ(static_cast<int>(route(ring, a, b, ecmp(seed)).size()) - 1, std::min(std::abs(a - b), 6 - std::abs(a - b)));
+        EXPECT_EQ(static_cast<int>(route(ring, a, b, ecmp(seed)).size()) - 1,
+                  std::min(std::abs(a - b), 6 - std::abs(a - b)));
   }
 }
 
@@ -369,7 +370,8 @@ TEST(Ecmp, AvoidsCutLinksAndSaysWhenNoneAreLeft) {
     const auto p = route(ft, 0, 4, ecmp(seed), cut);
     expect_walk(ft, p, 0, 4);
     EXPECT_EQ(p.size(), 7u);
-    for (size_t i = 0; i + 1 < p.size(); ++i) EXPECT_FALSE(std::min(p[i], p[i + 1]) == 24 && std::max(p[i], p[i + 1]) == 32);
+    for (size_t i = 0; i + 1 < p.size(); ++i)
+      EXPECT_FALSE(std::min(p[i], p[i + 1]) == 24 && std::max(p[i], p[i + 1]) == 32);
     cores.insert(core_of(p));
   }
   EXPECT_EQ(cores.size(), 3u);  // all three used by some seed; 0.75^64 x 3 odds otherwise
@@ -627,8 +629,10 @@ class GraphmlFiles : public ::testing::Test {
     return path;
   }
   static std::string node(const std::string& id, const std::string& lat, const std::string& label) {
-    return "<node id=\"" + id + "\">\n<data key=\"d1\">" + lat + "</data>\n<data key=\"d2\">0</data>\n"
-           "<data key=\"d3\">" + label + "</data>\n</node>\n";
+    return "<node id=\"" + id + "\">\n<data key=\"d1\">" + lat +
+           "</data>\n<data key=\"d2\">0</data>\n"
+           "<data key=\"d3\">" +
+           label + "</data>\n</node>\n";
   }
   std::string message(const std::string& path, const std::vector<std::string>& placement, int hosts = 2) {
     auto s = spec("graphml", hosts);
@@ -658,11 +662,11 @@ TEST_F(GraphmlFiles, SpeedsAndLatency) {
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(1, 2, t.graph).first].bandwidth_bps, 40e6);
   EXPECT_DOUBLE_EQ(t.graph[boost::edge(2, 0, t.graph).first].bandwidth_bps, 10e9);
   // One degree of a great circle: 6371 km x pi/180 = 111.19 km, at 2/3 c.
-  EXPECT_NEAR(t.graph[boost::edge(0, 1, t.graph).first].latency_s, 6371e3 * std::numbers::pi / 180 / (299792458.0 * 2 / 3), 1e-12);
+  EXPECT_NEAR(t.graph[boost::edge(0, 1, t.graph).first].latency_s,
+              6371e3 * std::numbers::pi / 180 / (299792458.0 * 2 / 3), 1e-12);
 
   // No speed at all: the scenario's bandwidth, with a warning naming the link.
-  s.file = write("nospeed.graphml", nodes,
-                 "<edge source=\"a\" target=\"b\"/>\n<edge source=\"b\" target=\"c\"/>\n");
+  s.file = write("nospeed.graphml", nodes, "<edge source=\"a\" target=\"b\"/>\n<edge source=\"b\" target=\"c\"/>\n");
   testing::internal::CaptureStderr();
   t = build_topology(s);
   std::string err = testing::internal::GetCapturedStderr();
@@ -673,8 +677,8 @@ TEST_F(GraphmlFiles, SpeedsAndLatency) {
 TEST_F(GraphmlFiles, BadFilesNameFileAndLine) {
   std::string good = node("a", "0", "A") + node("b", "1", "B");
   // The first node starts on line 11.
-  auto path = write("number.graphml", node("a", "4o.7", "A") + node("b", "1", "B"),
-                    "<edge source=\"a\" target=\"b\"/>\n");
+  auto path =
+      write("number.graphml", node("a", "4o.7", "A") + node("b", "1", "B"), "<edge source=\"a\" target=\"b\"/>\n");
   std::string m = message(path, {});
   EXPECT_EQ(m.rfind(path + ":11: ", 0), 0u) << m;
   EXPECT_NE(m.find("malformed number '4o.7'"), std::string::npos) << m;

@@ -9,10 +9,10 @@
 #include <torch/torch.h>
 
 #include "netmodels/alpha_beta.h"
-#include "sim/core/engine/engine.h"
-#include "tests/support/engine_run.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
+#include "tests/support/engine_run.h"
 #include "training/algorithms/common.h"
 #include "training/metrics.h"
 
@@ -25,13 +25,16 @@ Scenario scenario(int nodes, int steps, const std::string& algorithm, const std:
   return parse_scenario(R"(
 name: algorithms
 seed: 11
-nodes: )" + std::to_string(nodes) + R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
-workload: {model: mlp, batch_size: 16, steps: )" + std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200}
+workload: {model: mlp, batch_size: 16, steps: )" +
+                            std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200}
 optimizer: {name: sgd, lr: 0.05, weight_decay: 0}
 compute: {model: fixed, step_time: 10ms}
-algorithm: )" + algorithm + "\n" + extra,
+algorithm: )" + algorithm + "\n" +
+                            extra,
                         "algorithms");
 }
 
@@ -61,9 +64,7 @@ class Algorithms : public ::testing::Test {
     auto m = mean(rs);
     for (auto& r : rs) r->parameters().copy_(m);
   }
-  static double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-    return (a - b).abs().max().item<double>();
-  }
+  static double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
   // Per-step bytes of node n, from /comm/bytes.
   static std::vector<uint64_t> bytes_of(const Run& r, int node) {
     std::vector<uint64_t> out;
@@ -135,8 +136,7 @@ TEST_F(Algorithms, DilocoMomentumAndLowPrecisionChangeTheResult) {
 
 TEST_F(Algorithms, StreamingDilocoWithOneFragmentNoOverlapIsDiloco) {
   const int nodes = 2, steps = 6;
-  const Run s = run(scenario(nodes, steps,
-                             "{name: streaming_diloco, H: 3, fragments: 1, tau: 0, outer_dtype: fp32}"));
+  const Run s = run(scenario(nodes, steps, "{name: streaming_diloco, H: 3, fragments: 1, tau: 0, outer_dtype: fp32}"));
   const Run d = run(scenario(nodes, steps, "{name: diloco, H: 3}"));
   for (int n = 0; n < nodes; ++n) EXPECT_TRUE(torch::equal(s.parameters[n], d.parameters[n]));
 }
@@ -198,7 +198,7 @@ TEST_F(Algorithms, SpartaRingExchangeSendsToNeighbours) {
   const int nodes = 4, steps = 2;
   const Run r = run(scenario(nodes, steps, "{name: sparta, p: 0.005, exchange: ring, selection: windows}"));
   const int64_t k = std::llround(0.005 * kD);
-  for (uint64_t b : bytes_of(r, 0)) EXPECT_EQ(b, static_cast<uint64_t>(2 * k * 4));  // two ring neighbours
+  for (uint64_t b : bytes_of(r, 0)) EXPECT_EQ(b, static_cast<uint64_t>(2 * k * 4));   // two ring neighbours
   for (const auto& m : r.record.messages) EXPECT_EQ(std::abs(m.src - m.dst) % 2, 1);  // neighbours on a ring of 4
 }
 
@@ -460,8 +460,8 @@ TEST_F(Algorithms, ReplicaCorrelationFollowsHowMuchIsShared) {
   EXPECT_NEAR(at(lofi, 2), 1.0, 1e-9);  // one model after the average
   const Run lofi_ind = with("{name: lofi}", "independent");
   const Run sparta_ind = with("{name: sparta, p: 0.05}", "independent");
-  std::printf("independent init, correlation after 20/40 steps: lofi %.4f %.4f, sparta %.4f %.4f\n",
-              at(lofi_ind, 0), at(lofi_ind, 1), at(sparta_ind, 0), at(sparta_ind, 1));
+  std::printf("independent init, correlation after 20/40 steps: lofi %.4f %.4f, sparta %.4f %.4f\n", at(lofi_ind, 0),
+              at(lofi_ind, 1), at(sparta_ind, 0), at(sparta_ind, 1));
   EXPECT_LT(std::abs(at(lofi_ind, 1)), 0.1);
   EXPECT_GT(at(sparta_ind, 1), at(sparta_ind, 0));
   EXPECT_GT(at(sparta_ind, 1), 0.3);

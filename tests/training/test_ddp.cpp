@@ -6,9 +6,9 @@
 #include <torch/torch.h>
 
 #include "netmodels/alpha_beta.h"
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 
 namespace testbed {
 namespace {
@@ -17,7 +17,8 @@ Scenario small_ddp(int nodes) {
   return parse_scenario(R"(
 name: ddp_test
 seed: 3
-nodes: )" + std::to_string(nodes) + R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
 workload: {model: mlp, batch_size: 16, steps: 5, eval_every: 5, eval_samples: 500}

@@ -5,8 +5,8 @@
 
 #include <torch/torch.h>
 
-#include "tests/support/overlap_scenario.h"
 #include "sim/core/compute/compute_model.h"
+#include "tests/support/overlap_scenario.h"
 #include "training/algorithms/dear.h"
 
 namespace testbed {
@@ -75,7 +75,8 @@ void expect_timeline(const EngineRun& r, double bps) {
     EXPECT_NEAR(r.record.train_rows[1].time[n], next_start + step_end, 1e-8);
     EXPECT_NEAR(r.record.train_rows[2].time[n], 2 * next_start + step_end + half(n0) + half(n1), 1e-8);
     // Each node sends half of each padded group twice (its reduce-scatter and gather shares).
-    for (int step = 0; step < 3; ++step) EXPECT_EQ(r.record.train_rows[step].bytes[n], static_cast<uint64_t>(4 * (n0 + n1)));
+    for (int step = 0; step < 3; ++step)
+      EXPECT_EQ(r.record.train_rows[step].bytes[n], static_cast<uint64_t>(4 * (n0 + n1)));
   }
 }
 
@@ -131,8 +132,8 @@ TEST_F(Dear, UpdateSpreadOverTheGatesBySize) {
     // From a step's end to the next step's (virtual) start: the gates, less the forward before fc2.
     const double to_start = std::max(half(n0) + u0 + before_fc2, half(n0) + half(n1)) + u1 - before_fc2;
     const double last_gates = half(n0) + std::max(u0, half(n1)) + u1;  // no forward follows
-    if (slow) ASSERT_GT(half(n1), u0 + before_fc2);  // fc2's forward waits for the gather
-    if (!slow) ASSERT_LT(half(n1), u0 + before_fc2);  // the update and fc1 hide it
+    if (slow) ASSERT_GT(half(n1), u0 + before_fc2);                    // fc2's forward waits for the gather
+    if (!slow) ASSERT_LT(half(n1), u0 + before_fc2);                   // the update and fc1 hide it
     const EngineRun r = run_engine(s, *data_);
     ASSERT_EQ(r.record.train_rows.size(), 3u);
     for (int n = 0; n < 2; ++n) {

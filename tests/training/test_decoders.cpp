@@ -88,8 +88,8 @@ TEST(ModelShapes, RepeatedBlocksAreTheBuiltModels) {
     }
   }
   // The presets too large to build here, against the count by hand above: 774M and 1558M.
-  for (const auto& [preset, parameters] : std::vector<std::pair<std::string, int64_t>>{{"gpt2_774m", 774030080},
-                                                                                       {"gpt2_1558m", 1557611200}}) {
+  for (const auto& [preset, parameters] :
+       std::vector<std::pair<std::string, int64_t>>{{"gpt2_774m", 774030080}, {"gpt2_1558m", 1557611200}}) {
     const GptConfig c = gpt_preset(preset);
     const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 50257 * C + 1024 * C + 2 * C;
     EXPECT_EQ(by_hand, parameters);
@@ -157,7 +157,8 @@ TEST(Llama, SevenBForwardFlops) {
   const LlamaConfig c = llama_preset("7b");
   const ModelShapes m = llama_shapes(c);
   const double T = c.context, C = c.width;
-  const double multiplying = static_cast<double>(m.parameters) - 32000.0 * C - (2.0 * c.layers + 1) * C;  // no lookups, no norms
+  const double multiplying =
+      static_cast<double>(m.parameters) - 32000.0 * C - (2.0 * c.layers + 1) * C;  // no lookups, no norms
   EXPECT_DOUBLE_EQ(forward_flops(m.layers) / T, 2 * multiplying + c.layers * 4 * T * C);
 }
 
@@ -226,7 +227,8 @@ TEST(Bert, ParametersAreHuggingFaces) {
   EXPECT_EQ(count(12, 768), 109482240);
   EXPECT_EQ(count(24, 1024), 335141888);
   // Each preset built: its configuration and its module's count (large: 1.3 GB, a few seconds).
-  for (const auto& [name, layers, heads, width] : {std::tuple{"base", 12, 12, 768}, std::tuple{"large", 24, 16, 1024}}) {
+  for (const auto& [name, layers, heads, width] :
+       {std::tuple{"base", 12, 12, 768}, std::tuple{"large", 24, 16, 1024}}) {
     SCOPED_TRACE(name);
     BertConfig c = bert_preset(name);
     EXPECT_EQ(c.layers, layers);
@@ -302,7 +304,8 @@ TEST(Bert, PretrainingHeadsByHand) {
       EXPECT_EQ(m.parameters, published);
       EXPECT_EQ(m.trainable(), published);
       const double t = T, w = C;
-      const double expected = 2 * t * L * 12 * w * w + L * 4 * t * t * w + 2 * t * w * w + 2 * t * w * V + 2 * w * w + 2 * 2 * w;
+      const double expected =
+          2 * t * L * 12 * w * w + L * 4 * t * t * w + 2 * t * w * w + 2 * t * w * V + 2 * w * w + 2 * 2 * w;
       EXPECT_DOUBLE_EQ(forward_flops(m.layers), expected);
     }
   }

@@ -34,7 +34,8 @@ TEST(Gelu, MatchesDoublePrecision) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     const double v = xp[i], want = v * normal_cdf(v);
     const double err = std::fabs(yp[i] - want);
-    ASSERT_LE(err, std::fabs(v) * 6e-8 + std::fabs(want) * 6e-8 + 1e-38) << "x = " << v << ": " << yp[i] << " against " << want;
+    ASSERT_LE(err, std::fabs(v) * 6e-8 + std::fabs(want) * 6e-8 + 1e-38)
+        << "x = " << v << ": " << yp[i] << " against " << want;
     worst = std::max(worst, err / std::max(std::fabs(v), 1.0));
   }
   RecordProperty("worst_scaled_error", std::to_string(worst));

@@ -39,8 +39,8 @@ TEST(Gpt, IsCausal) {
   auto before = model->forward(tokens);
   for (int64_t t : {0, 17, 62}) {
     auto changed = tokens.clone();
-    changed.slice(1, t + 1) = (changed.slice(1, t + 1) + 1 + torch::randint(0, 255, {2, c.context - t - 1},
-                                                                            torch::kLong)) % 256;
+    changed.slice(1, t + 1) =
+        (changed.slice(1, t + 1) + 1 + torch::randint(0, 255, {2, c.context - t - 1}, torch::kLong)) % 256;
     auto after = model->forward(changed);
     EXPECT_TRUE(torch::allclose(before.slice(1, 0, t + 1), after.slice(1, 0, t + 1), 1e-5, 1e-6))
         << "logits at positions <= " << t << " depend on later tokens";

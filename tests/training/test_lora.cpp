@@ -3,9 +3,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 #include "training/models/models.h"
 
 namespace testbed {

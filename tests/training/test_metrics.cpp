@@ -11,10 +11,10 @@
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
-#include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
+#include "sim/output/hdf5_recorder.h"
 #include "training/metrics.h"
 
 namespace testbed {

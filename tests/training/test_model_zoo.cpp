@@ -148,8 +148,8 @@ int64_t inception_v4_by_hand() {
   // Figures 3 to 9: each convolution's in x out x kh x kw, and its batch norm's 2 out.
   const int64_t stem = 3 * 32 * 9 + 32 * 32 * 9 + 32 * 64 * 9 + 2 * (32 + 32 + 64);
   const int64_t mixed_3a = 64 * 96 * 9 + 2 * 96;
-  const int64_t mixed_4a = 160 * 64 + 64 * 96 * 9 + 160 * 64 + 64 * 64 * 7 + 64 * 64 * 7 + 64 * 96 * 9 +
-                           2 * (64 + 96 + 64 + 64 + 64 + 96);
+  const int64_t mixed_4a =
+      160 * 64 + 64 * 96 * 9 + 160 * 64 + 64 * 64 * 7 + 64 * 64 * 7 + 64 * 96 * 9 + 2 * (64 + 96 + 64 + 64 + 64 + 96);
   const int64_t mixed_5a = 192 * 192 * 9 + 2 * 192;
   const int64_t a = 384 * 96 + 384 * 64 + 64 * 96 * 9 + 384 * 64 + 64 * 96 * 9 + 96 * 96 * 9 + 384 * 96 +
                     2 * (96 + 64 + 96 + 64 + 96 + 96 + 96);
@@ -172,11 +172,15 @@ double inception_v4_macs_by_hand() {
          (160 * 64 + 160 * 64 + 2 * 64 * 64 * 7) * sq(73) + 2 * 64 * 96 * 9 * sq(71) + 192 * 192 * 9 * sq(35) +
          4.0 * (384 * 96 + 384 * 64 + 64 * 96 * 9 + 384 * 64 + 64 * 96 * 9 + 96 * 96 * 9 + 384 * 96) * sq(35) +
          (384 * 192 + 192 * 224 * 9) * sq(35) + (384 * 384 * 9 + 224 * 256 * 9) * sq(17) +
-         7.0 * (1024 * 384 + 1024 * 192 + 192 * 224 * 7 + 224 * 256 * 7 + 1024 * 192 + 192 * 192 * 7 + 192 * 224 * 7 +
-                224 * 224 * 7 + 224 * 256 * 7 + 1024 * 128) * sq(17) +
+         7.0 *
+             (1024 * 384 + 1024 * 192 + 192 * 224 * 7 + 224 * 256 * 7 + 1024 * 192 + 192 * 192 * 7 + 192 * 224 * 7 +
+              224 * 224 * 7 + 224 * 256 * 7 + 1024 * 128) *
+             sq(17) +
          (1024 * 192 + 1024 * 256 + 256 * 256 * 7 + 256 * 320 * 7) * sq(17) + (192 * 192 * 9 + 320 * 320 * 9) * sq(8) +
-         3.0 * (1536 * 256 + 1536 * 384 + 2 * 384 * 256 * 3 + 1536 * 384 + 384 * 448 * 3 + 448 * 512 * 3 +
-                2 * 512 * 256 * 3 + 1536 * 256) * sq(8) +
+         3.0 *
+             (1536 * 256 + 1536 * 384 + 2 * 384 * 256 * 3 + 1536 * 384 + 384 * 448 * 3 + 448 * 512 * 3 +
+              2 * 512 * 256 * 3 + 1536 * 256) *
+             sq(8) +
          1536.0 * 1000;
 }
 
@@ -246,7 +250,10 @@ TEST(ImageNetZoo, ModulesRunAndTrain) {
     auto m = make_imagenet_model(name, 1000);
     // The convolutional ones at a smaller side (their pools are adaptive), to keep the test short;
     // ViT's 197 positions fix its side.
-    const int64_t side = name == "vit_b_16" ? 224 : name == "densenet201" ? 64 : 139, batch = name == "vit_b_16" ? 1 : 2;
+    const int64_t side = name == "vit_b_16"      ? 224
+                         : name == "densenet201" ? 64
+                                                 : 139,
+                  batch = name == "vit_b_16" ? 1 : 2;
     const auto x = torch::randn({batch, 3, side, side});
     const auto logits = m->forward(x);
     EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{batch, 1000}));

@@ -48,8 +48,8 @@ EngineSide engine_side(const Scenario& s, const Dataset& data, const std::string
   EXPECT_EQ(engine.run(out.record).status, testbed::RunStatus::Completed);
   for (int i = 0; i < s.nodes; ++i) {
     out.params.push_back(engine.replicas()[i]->parameters());
-    out.state_diff = std::max(
-        out.state_diff, (engine.algorithm().state(i).tensors.at(key) - expected[i]).abs().max().item<double>());
+    out.state_diff = std::max(out.state_diff,
+                              (engine.algorithm().state(i).tensors.at(key) - expected[i]).abs().max().item<double>());
   }
   return out;
 }
@@ -228,8 +228,10 @@ TEST_P(SignReference, MatchesTheEngineNodeByNode) {
     }
     for (auto& r : ref) {
       r->parameters().mul_(1 - lr * wd);
-      if (c.variant == "ef_sign") r->parameters().sub_(mean);
-      else r->parameters().sub_(lr * vote.sign());
+      if (c.variant == "ef_sign")
+        r->parameters().sub_(mean);
+      else
+        r->parameters().sub_(lr * vote.sign());
     }
   }
   const EngineRun run = run_engine(s, *data_);
@@ -354,7 +356,8 @@ std::vector<Part> parts_of(const Replica& replica, const std::string& model) {
     EXPECT_EQ(parts.size(), kParts.size());
     for (size_t k = 0; k < std::min(parts.size(), kParts.size()); ++k)
       EXPECT_TRUE(parts[k].offset == kParts[k].offset && parts[k].rows == kParts[k].rows &&
-                  parts[k].cols == kParts[k].cols && parts[k].matrix == kParts[k].matrix) << k;
+                  parts[k].cols == kParts[k].cols && parts[k].matrix == kParts[k].matrix)
+          << k;
   } else {
     EXPECT_GT(std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.matrix && p.cols > p.rows; }), 1)
         << "conv kernels flattened to out x (in kh kw)";
@@ -376,7 +379,8 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
   std::ostringstream a;
   a << "{name: powersgd, rank: " << c.rank << ", start_iter: " << c.start_iter
     << ", min_compression_rate: " << c.min_rate << "}";
-  const Scenario s = scenario(c.nodes, c.steps, c.optimizer, a.str(), c.model == "cnn" ? kCnn : std::vector<std::string>{});
+  const Scenario s =
+      scenario(c.nodes, c.steps, c.optimizer, a.str(), c.model == "cnn" ? kCnn : std::vector<std::string>{});
   std::unique_ptr<Dataset> own;
   if (c.model == "cnn") own = std::make_unique<Dataset>(load_dataset(s));
   const Dataset& data = own ? *own : *data_;
@@ -417,7 +421,8 @@ TEST_P(PowerReference, MatchesTheEngineNodeByNode) {
       for (const auto& p : parts) {
         const int64_t n = p.rows * p.cols;
         if (!p.matrix) {
-          for (auto& r : ref) mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
+          for (auto& r : ref)
+            mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
           continue;
         }
         std::vector<torch::Tensor> m;
@@ -554,7 +559,8 @@ TEST_P(AcpReference, MatchesTheEngineNodeByNode) {
       const auto& p = parts[j];
       const int64_t n = p.rows * p.cols;
       if (!p.matrix) {
-        for (auto& r : ref) mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
+        for (auto& r : ref)
+          mean.slice(0, p.offset, p.offset + n) += r->gradients().slice(0, p.offset, p.offset + n) / c.nodes;
         continue;
       }
       const auto fixed = std::get<0>(torch::linalg_qr(t % 2 == 0 ? Q[j] : P[j]));

@@ -27,9 +27,9 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 #include "tests/support/engine_run.h"
 #include "training/data/partition.h"
 #include "training/seed_streams.h"
@@ -45,12 +45,15 @@ Scenario scenario(int nodes, int steps, const std::string& algorithm, const std:
   return parse_scenario(R"(
 name: reference_outer
 seed: 11
-nodes: )" + std::to_string(nodes) + R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
-workload: {model: mlp, batch_size: 16, steps: )" + std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200}
+workload: {model: mlp, batch_size: 16, steps: )" +
+                            std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200}
 compute: {model: fixed, step_time: 10ms}
-algorithm: )" + algorithm + "\n" + extra,
+algorithm: )" + algorithm + "\n" +
+                            extra,
                         "reference_outer");
 }
 
@@ -76,7 +79,7 @@ torch::Tensor e2m1(const torch::Tensor& x) {
   const double scale = max / 6.0;
   const auto m = x.abs() / scale;  // in [0, 6]
   auto nearest = torch::zeros_like(m);
-  auto distance = m.clone();       // to magnitude 0
+  auto distance = m.clone();  // to magnitude 0
   for (double g : {0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0}) {
     const auto d = (m - g).abs();
     const auto closer = d < distance;
@@ -133,8 +136,8 @@ class ReferenceOuter : public ::testing::Test {
     Replicas out;
     auto samplers = make_samplers(s, *data_);
     for (int n = 0; n < s.nodes; ++n)
-      out.push_back(std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU,
-                                              data_->task));
+      out.push_back(
+          std::make_unique<Replica>(make_model(s, n), optimizer_config(s), samplers[n], torch::kCPU, data_->task));
     return out;
   }
   static void local_step(Replica& r) {
@@ -146,9 +149,7 @@ class ReferenceOuter : public ::testing::Test {
     for (const auto& r : rs) out.push_back(r->parameters().clone());
     return out;
   }
-  static double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-    return (a - b).abs().max().item<double>();
-  }
+  static double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
   // Every node's parameters against the reference's; returns the largest difference.
   static double expect_matches(const EngineRun& r, const std::vector<torch::Tensor>& want, double tolerance) {
     double worst = 0;
@@ -213,8 +214,8 @@ class ReferenceOuter : public ::testing::Test {
     std::vector<std::unique_ptr<OuterSgd>> outer;
     for (int p = 0; p <= P; ++p) begin[p] = p * d / P;
     for (int p = 0; p < P; ++p)
-      outer.push_back(std::make_unique<OuterSgd>(reps[0]->parameters().slice(0, begin[p], begin[p + 1]), c.lr,
-                                                 c.momentum));
+      outer.push_back(
+          std::make_unique<OuterSgd>(reps[0]->parameters().slice(0, begin[p], begin[p + 1]), c.lr, c.momentum));
     struct InFlight {
       int fragment, arrives_after;
       torch::Tensor mean;
@@ -227,7 +228,8 @@ class ReferenceOuter : public ::testing::Test {
       for (int p = 0; p < P; ++p) {
         if ((t + p * c.H / P) % c.H != 0) continue;
         auto sum = torch::zeros_like(outer[p]->theta());
-        for (auto& r : reps) sum += on_wire(outer[p]->theta() - r->parameters().slice(0, begin[p], begin[p + 1]), c.dtype);
+        for (auto& r : reps)
+          sum += on_wire(outer[p]->theta() - r->parameters().slice(0, begin[p], begin[p + 1]), c.dtype);
         in_flight.push_back({p, std::min(step + c.tau, c.steps - 1), sum / static_cast<double>(s.nodes)});
       }
       for (const auto& f : in_flight) {
@@ -265,13 +267,15 @@ TEST_F(ReferenceOuter, DilocoAtItsDefaultsFollowsAlgorithm1) {
 // Caught: the bf16 rounding skipped, besides the outer-step slips above.
 TEST_F(ReferenceOuter, DilocoWithBf16PseudoGradientsFollowsAlgorithm1) {
   const int nodes = 4, H = 3, rounds = 3;
-  const Scenario s = scenario(nodes, H * rounds, "{name: diloco, H: 3, outer_lr: 0.4, outer_momentum: 0.5, outer_dtype: bf16}");
+  const Scenario s =
+      scenario(nodes, H * rounds, "{name: diloco, H: 3, outer_lr: 0.4, outer_momentum: 0.5, outer_dtype: bf16}");
   const auto want = diloco(s, H, rounds, 0.4, 0.5, "bf16");
   const EngineRun r = run(s);
   std::printf("diloco bf16: max |engine - reference| %.3g\n", expect_matches(r, want, kTolerance));
   EXPECT_GT(max_diff(want[0], diloco(s, H, rounds, 0.4, 0.5, "fp32")[0]), 10 * kTolerance);  // rounding shows
   // bf16 is two bytes an element on the wire.
-  for (int n = 0; n < nodes; ++n) EXPECT_EQ(r.record.train_rows[H - 1].bytes[n], ring_all_reduce_bytes(kD, 2, nodes, n));
+  for (int n = 0; n < nodes; ++n)
+    EXPECT_EQ(r.record.train_rows[H - 1].bytes[n], ring_all_reduce_bytes(kD, 2, nodes, n));
 }
 
 // Streaming DiLoCo with its defaults' shape: four fragments, staggered over H = 4 (one
@@ -298,7 +302,8 @@ TEST_F(ReferenceOuter, StreamingDilocoFollowsAlgorithm2WithFp4AndOverlap) {
     for (int n = 0; n < 2; ++n) {
       uint64_t expected = 0;
       for (int p = 0; p < c.fragments; ++p)
-        if ((step + 1 + p * c.H / c.fragments) % c.H == 0) expected += ring_all_reduce_bytes((p + 1) * kD / 4 - p * kD / 4, 0.5, 2, n);
+        if ((step + 1 + p * c.H / c.fragments) % c.H == 0)
+          expected += ring_all_reduce_bytes((p + 1) * kD / 4 - p * kD / 4, 0.5, 2, n);
       EXPECT_EQ(r.record.train_rows[step].bytes[n], expected) << "step " << step;
     }
   }
@@ -312,8 +317,8 @@ TEST_F(ReferenceOuter, StreamingDilocoWithMoreFragmentsThanHFollowsAlgorithm2) {
   Streaming c;
   c.H = 2, c.fragments = 5, c.tau = 1, c.alpha = 0.3, c.dtype = "fp32", c.steps = 7;
   const int nodes = 3;
-  const Scenario s = scenario(
-      nodes, c.steps, "{name: streaming_diloco, H: 2, fragments: 5, tau: 1, alpha: 0.3, outer_dtype: fp32}");
+  const Scenario s =
+      scenario(nodes, c.steps, "{name: streaming_diloco, H: 2, fragments: 5, tau: 1, alpha: 0.3, outer_dtype: fp32}");
   const auto want = streaming(s, c);
   const EngineRun r = run(s);
   std::printf("streaming P > H: max |engine - reference| %.3g\n", expect_matches(r, want, kTolerance));
@@ -548,7 +553,8 @@ algorithm: {name: streaming_diloco, H: 2, fragments: 5, tau: 1}
       for (int n = 0; n < nodes; ++n) {
         uint64_t expected = 0;
         for (int p = 0; p < P; ++p)
-          if ((step + 1 + p * H / P) % H == 0) expected += ring_all_reduce_bytes((p + 1) * kD / P - p * kD / P, 0.5, nodes, n);
+          if ((step + 1 + p * H / P) % H == 0)
+            expected += ring_all_reduce_bytes((p + 1) * kD / P - p * kD / P, 0.5, nodes, n);
         EXPECT_EQ(per_step[step * nodes + n], expected) << "step " << step << " node " << n;
       }
     }

@@ -10,12 +10,12 @@
 #include <set>
 #include <sstream>
 
-#include <boost/graph/adjacency_list.hpp>
 #include <torch/torch.h>
+#include <boost/graph/adjacency_list.hpp>
 
-#include "sim/core/engine/engine.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
 #include "tests/support/engine_run.h"
 #include "tests/support/reference_scenario.h"
 #include "topologies/builders.h"
@@ -144,9 +144,7 @@ torch::Tensor idct_rows(const torch::Tensor& X, const torch::Tensor& c) {
 class Reference : public ::testing::Test {
  protected:
   // The synthetic data depends on the seed and the task's sizes only, the same in every scenario here.
-  static void SetUpTestSuite() {
-    data_ = new Dataset(load_dataset(scenario(2, 1, "ring", kAdamW, "{name: ddp}")));
-  }
+  static void SetUpTestSuite() { data_ = new Dataset(load_dataset(scenario(2, 1, "ring", kAdamW, "{name: ddp}"))); }
   static void TearDownTestSuite() { delete data_; }
   static Dataset* data_;
 
@@ -219,8 +217,8 @@ torch::Tensor reference_indices(const std::string& selection, int64_t round, dou
     int64_t first = 0;
     for (size_t t = 0; t < sizes.size(); ++t) {
       const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1 / p)), sizes[t]));
-      const auto perm = seeded_permutation(
-          sizes[t], stream_seed(stream_seed(seed, "sparta_partition", t), "cycle", static_cast<uint64_t>(round / parts)));
+      const auto perm = seeded_permutation(sizes[t], stream_seed(stream_seed(seed, "sparta_partition", t), "cycle",
+                                                                 static_cast<uint64_t>(round / parts)));
       for (int64_t j = 0; j < sizes[t]; ++j)
         if (perm[j] % parts == round % parts) chosen.push_back(first + j);
       first += sizes[t];
@@ -338,8 +336,8 @@ TEST_P(SpartaReference, MatchesTheEngineNodeByNode) {
 
   const EngineRun run = run_engine(s, *data_);
   const double diff = worst(run, ref);
-  std::printf("%s: engine vs reference %.3g, largest exchange move %.3g, replica spread %.3g\n", c.name.c_str(),
-              diff, moved, spread(ref));
+  std::printf("%s: engine vs reference %.3g, largest exchange move %.3g, replica spread %.3g\n", c.name.c_str(), diff,
+              moved, spread(ref));
   EXPECT_LT(diff, kTolerance);
   EXPECT_GT(moved, 100 * kTolerance);  // the exchanges are visible at this tolerance
   if (c.selection == "windows" || c.selection == "shuffled_sequential") {
@@ -389,8 +387,7 @@ const std::vector<SpartaCase> kSpartaCases = {
     {"random_allreduce_delay1", 4, 6, "ring", kAdamW, "random", "allreduce", 0.05, 1, 1},
     {"random_gossip_line_delay2", 4, 7, "line", kAdamW, "random", "gossip", 0.3, 1, 2},
     {"windows_gossip_line_interval2_delay2", 4, 10, "line", kAdamW, "windows", "gossip", 0.3, 2, 2},
-    {"shuffled_sequential_ring_star_interval2_delay1", 4, 10, "star", kAdamW, "shuffled_sequential", "ring", 0.3, 2,
-     1},
+    {"shuffled_sequential_ring_star_interval2_delay1", 4, 10, "star", kAdamW, "shuffled_sequential", "ring", 0.3, 2, 1},
     {"layerwise_gossip_star_sgd", 5, 7, "star", "{name: sgd, lr: 0.05, weight_decay: 0}", "layerwise", "gossip", 0.05,
      1, 0},
     {"random_gossip_line", 4, 6, "line", kAdamW, "random", "gossip", 0.05, 1, 0},
@@ -447,7 +444,8 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
         EXPECT_EQ(ix.numel(), per_tensor[t]) << "round " << r;
         tensors_visited.insert(t);
         if (r < 12) {
-          EXPECT_TRUE(torch::equal(ix - first, seeded_indices(sizes[t], per_tensor[t], stream_seed(seed, "sparta", r))));
+          EXPECT_TRUE(
+              torch::equal(ix - first, seeded_indices(sizes[t], per_tensor[t], stream_seed(seed, "sparta", r))));
         }
         continue;
       }
@@ -455,7 +453,8 @@ TEST(SpartaIndices, EachSelectionFollowsItsDefinition) {
         // Each element kept when its seeded uniform draw is below p (reference_indices above): a
         // count near p d that varies.
         check_sorted_distinct_in(ix, 0, d);
-        if (r < 12) EXPECT_TRUE(torch::equal(ix, reference_indices(selection, r, 0.005, seed, sizes, order))) << "round " << r;
+        if (r < 12)
+          EXPECT_TRUE(torch::equal(ix, reference_indices(selection, r, 0.005, seed, sizes, order))) << "round " << r;
         EXPECT_NEAR(static_cast<double>(ix.numel()), 0.005 * d, 6 * std::sqrt(0.005 * d)) << "round " << r;
         counts.insert(ix.numel());
         continue;
@@ -649,9 +648,9 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
   Scenario s = scenario(c.nodes, c.steps, "ring", c.optimizer, a.str());
   std::unique_ptr<Dataset> own;
   if (c.model == "cnn") {
-    s = reference_scenario(11, c.nodes, c.steps, topology_yaml("ring"), c.optimizer, a.str(),
-                           {"workload.model=cnn", "workload.dataset=fashion_mnist", "workload.synthetic={}",
-                            "workload.batch_size=8"});
+    s = reference_scenario(
+        11, c.nodes, c.steps, topology_yaml("ring"), c.optimizer, a.str(),
+        {"workload.model=cnn", "workload.dataset=fashion_mnist", "workload.synthetic={}", "workload.batch_size=8"});
     own = std::make_unique<Dataset>(load_dataset(s));
   }
   const Dataset& data = own ? *own : *data_;
@@ -727,8 +726,10 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
       undetermined.slice(0, q.offset, q.offset + q.rows * q.cols).logical_or_(decoded.abs() < kRoundingNoise);
       for (auto& r : ref) {
         auto p = r->parameters().slice(0, q.offset, q.offset + q.rows * q.cols);
-        if (c.sign) p.sub_(decoded.sign() * lr);
-        else p.sub_(decoded);
+        if (c.sign)
+          p.sub_(decoded.sign() * lr);
+        else
+          p.sub_(decoded);
       }
     }
   }
@@ -744,14 +745,15 @@ TEST_P(DemoReference, MatchesTheEngineNodeByNode) {
     diff = std::max(diff, apart.masked_select(determined).max().item<double>());
     // An undetermined element moved by lr x (sign noise): at most 2 lr a step.
     EXPECT_LE(apart.max().item<double>(), 2 * s.optimizer.lr * c.steps + kTolerance);
-    delta_diff = std::max(delta_diff, (engine.algorithm().state(i).tensors.at("delta") - delta[i]).abs().max().item<double>());
+    delta_diff =
+        std::max(delta_diff, (engine.algorithm().state(i).tensors.at("delta") - delta[i]).abs().max().item<double>());
     moved = std::max(moved, (ref[i]->parameters() - initial).abs().max().item<double>());
   }
   const int64_t noise = undetermined.sum().item<int64_t>();
-  std::printf("demo %s: engine vs reference %.3g (residual %.3g), moved %.3g, replica spread %.3g, %lld of %lld "
-              "updates 0 but for rounding\n",
-              c.name.c_str(), diff, delta_diff, moved, spread(ref), static_cast<long long>(noise),
-              static_cast<long long>(d));
+  std::printf(
+      "demo %s: engine vs reference %.3g (residual %.3g), moved %.3g, replica spread %.3g, %lld of %lld "
+      "updates 0 but for rounding\n",
+      c.name.c_str(), diff, delta_diff, moved, spread(ref), static_cast<long long>(noise), static_cast<long long>(d));
   EXPECT_LT(noise, d / 20) << "too few updates left to compare";
   EXPECT_LT(diff, kTolerance);
   EXPECT_LT(delta_diff, kTolerance);

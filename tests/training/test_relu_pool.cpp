@@ -44,10 +44,10 @@ TEST(ReluPool, WindowsByHand) {
   auto g = x.grad();
   for (int64_t i = 0; i < 4; ++i) {
     for (int64_t j = 0; j < 4; ++j) {
-      float expected = 0.0f;                     // the window whose output is -0: nothing passes the ReLU
-      if (i == 0 && j == 3) expected = 0.0f;     // the first 3, its gradient -0 made +0
-      if (i == 2 && j == 0) expected = 2.0f;     // the first of three 1.5
-      if (i == 3 && j == 3) expected = 3.0f;     // the last NaN
+      float expected = 0.0f;                  // the window whose output is -0: nothing passes the ReLU
+      if (i == 0 && j == 3) expected = 0.0f;  // the first 3, its gradient -0 made +0
+      if (i == 2 && j == 0) expected = 2.0f;  // the first of three 1.5
+      if (i == 3 && j == 3) expected = 3.0f;  // the last NaN
       EXPECT_EQ(bits(g[0][0][i][j].item<float>()), bits(expected)) << "at " << i << "," << j;
     }
   }

@@ -150,8 +150,8 @@ CnnPass cnn_by_hand(const std::vector<torch::Tensor>& w, const std::vector<torch
 struct SgdByHand {
   double lr, momentum, weight_decay;
   std::vector<torch::Tensor> buf_w = std::vector<torch::Tensor>(4), buf_b = std::vector<torch::Tensor>(4);
-  void step(std::vector<torch::Tensor>& w, std::vector<torch::Tensor>& b, const std::vector<torch::Tensor>& vs, double nu,
-            bool first) {
+  void step(std::vector<torch::Tensor>& w, std::vector<torch::Tensor>& b, const std::vector<torch::Tensor>& vs,
+            double nu, bool first) {
     for (size_t i = 0; i < 4; ++i) {
       const int64_t cols = vs[i].size(1) - 1;
       auto dw = vs[i].slice(1, 0, cols).reshape(w[i].sizes()) * nu + weight_decay * w[i];
@@ -251,12 +251,12 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
   expect_parameters(*model, w, b, 1e-10, 1e-12);
 }
 
-
 Scenario eva_ddp(int nodes, bool train = true, const std::string& algorithm = "{name: ddp}") {
   return parse_scenario(R"(
 name: eva_ddp
 seed: 5
-nodes: )" + std::to_string(nodes) + R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
 network: {backend: analytical}
@@ -283,16 +283,20 @@ TEST(Eva, DdpStepSendsEachLayersVectorsWhereTheReferenceDoes) {
     int64_t d_a, d_g;
     int weight;
   };
-  const std::vector<Layer> layers = {{1 * 5 * 5 + 1, 16, 0}, {16 * 5 * 5 + 1, 32, 2}, {32 * 4 * 4 + 1, 128, 4}, {128 + 1, 10, 6}};
+  const std::vector<Layer> layers = {
+      {1 * 5 * 5 + 1, 16, 0}, {16 * 5 * 5 + 1, 32, 2}, {32 * 4 * 4 + 1, 128, 4}, {128 + 1, 10, 6}};
   std::vector<const CommOp*> a_ops, g_ops;  // forward order
   int64_t gradient_elements = 0;
   for (const auto& op : plan.comm) {
     EXPECT_EQ(op.kind, CommKind::AllReduce);
     EXPECT_EQ(op.bytes_per_element, 4);
     EXPECT_EQ(op.delay, 0);
-    if (op.tag.rfind("eva.a.", 0) == 0) a_ops.push_back(&op);
-    else if (op.tag.rfind("eva.g.", 0) == 0) g_ops.insert(g_ops.begin(), &op);  // backward: last layer first
-    else gradient_elements += op.buffer.numel();
+    if (op.tag.rfind("eva.a.", 0) == 0)
+      a_ops.push_back(&op);
+    else if (op.tag.rfind("eva.g.", 0) == 0)
+      g_ops.insert(g_ops.begin(), &op);  // backward: last layer first
+    else
+      gradient_elements += op.buffer.numel();
   }
   EXPECT_EQ(gradient_elements, 416 + 12832 + 65664 + 1290);
   ASSERT_EQ(a_ops.size(), 4u);
@@ -368,7 +372,6 @@ TEST(Eva, DdpEqualsReplicasAveragingGradientsAndVectorsByHand) {
     EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-7)) << n << ": " << (got - want).abs().max().item<double>();
   }
 }
-
 
 // --- K-FAC ---
 
@@ -521,11 +524,13 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
   }
 }
 
-Scenario kfac_ddp(const std::string& optimizer, int nodes, bool train = true, const std::string& algorithm = "{name: ddp}") {
+Scenario kfac_ddp(const std::string& optimizer, int nodes, bool train = true,
+                  const std::string& algorithm = "{name: ddp}") {
   return parse_scenario(R"(
 name: kfac_ddp
 seed: 5
-nodes: )" + std::to_string(nodes) + R"(
+nodes: )" + std::to_string(nodes) +
+                            R"(
 threads: 1
 topology: {kind: ring, link: {bandwidth: 1Gbps, latency: 1ms}}
 network: {backend: analytical}
@@ -579,7 +584,8 @@ TEST(Kfac, DdpRoundsSendWhatTheReferenceSends) {
   double factor_flops = 0;
   const std::vector<int64_t> positions = {24 * 24, 8 * 8, 1, 1};
   for (size_t i = 0; i < 4; ++i)
-    factor_flops += 2.0 * 32 * positions[i] * (kCnnLayers[i].first * kCnnLayers[i].first + kCnnLayers[i].second * kCnnLayers[i].second);
+    factor_flops += 2.0 * 32 * positions[i] *
+                    (kCnnLayers[i].first * kCnnLayers[i].first + kCnnLayers[i].second * kCnnLayers[i].second);
   EXPECT_DOUBLE_EQ(dkfac[0].work.flops, factor_flops);
 
   const auto eigen = rounds_of("{name: kfac, variant: eigen}", 8, 0);
@@ -638,7 +644,8 @@ TEST(Kfac, AloneOnANodeEachStepIsCharged) {
 // protocol: mean gradient; D-KFAC: each node's factors, averaged, then the owner of layer m
 // (node m mod 2) inverts it, and its direction replaces the other node's; DP-KFAC: only the
 // owner folds its own batch's factors in, and its direction is broadcast.
-std::vector<std::unique_ptr<Replica>> kfac_replicas_by_hand(const Scenario& s, const Dataset& data, const std::string& name) {
+std::vector<std::unique_ptr<Replica>> kfac_replicas_by_hand(const Scenario& s, const Dataset& data,
+                                                            const std::string& name) {
   auto samplers = make_samplers(s, data);
   std::vector<std::unique_ptr<Replica>> hand;
   for (int n = 0; n < 2; ++n)
@@ -651,7 +658,8 @@ std::vector<std::unique_ptr<Replica>> kfac_replicas_by_hand(const Scenario& s, c
   for (int step = 0; step < s.workload.steps; ++step) {
     for (auto& r : hand) r->forward_backward(r->next_batch(data, s.workload.batch_size));
     mean(hand[0]->gradients(), hand[1]->gradients());
-    std::vector<Kfac*> k = {dynamic_cast<Kfac*>(hand[0]->preconditioner()), dynamic_cast<Kfac*>(hand[1]->preconditioner())};
+    std::vector<Kfac*> k = {dynamic_cast<Kfac*>(hand[0]->preconditioner()),
+                            dynamic_cast<Kfac*>(hand[1]->preconditioner())};
     for (auto* kf : k) kf->compute_factors();
     if (name == "kfac")
       for (size_t i = 0; i < 4; ++i) {
@@ -707,7 +715,6 @@ TEST(Kfac, DdpEqualsReplicasFollowingTheReferenceProtocolByHand) {
                              flatten_parameters(engine.replicas()[1]->model())));
   }
 }
-
 
 // --- with DeAR ---
 
@@ -795,7 +802,8 @@ TEST(SecondOrderDear, EqualsReplicasFollowingTheReferenceProtocolByHand) {
   const double gradient = 2 * 4 * static_cast<double>(cnn_dear_padded(2));  // both nodes' halves
   for (const std::string name : {"eva", "kfac", "dp_kfac"}) {
     SCOPED_TRACE(name);
-    const Scenario s = name == "eva" ? eva_ddp(2, true, dear) : kfac_ddp("{name: " + name + ", lr: 0.1, momentum: 0.9}", 2, true, dear);
+    const Scenario s = name == "eva" ? eva_ddp(2, true, dear)
+                                     : kfac_ddp("{name: " + name + ", lr: 0.1, momentum: 0.9}", 2, true, dear);
     const Dataset data = load_dataset(s);
     MemoryRecorder rec;
     Engine engine(s, data);
@@ -813,17 +821,18 @@ TEST(SecondOrderDear, EqualsReplicasFollowingTheReferenceProtocolByHand) {
   }
 }
 
-
 // A projection of DDP or DeAR with each second-order optimizer (shapes only, no replica) sends
 // the training run's messages at the same moments, round by round, at 4 nodes. Slips caught:
 // projected_round out of step with next_round (DeAR's all-gathers counted as round 0 in one and
 // not the other), Eva's vectors left out of a projection.
 TEST(SecondOrderDear, ProjectionSendsWhatTrainingSends) {
   for (const std::string algorithm : {"{name: ddp}", "{name: dear, bucket_mb: 0.1}"}) {
-    for (const std::string optimizer : {"{name: eva}", "{name: kfac}", "{name: kfac, variant: eigen}", "{name: dp_kfac}"}) {
+    for (const std::string optimizer :
+         {"{name: eva}", "{name: kfac}", "{name: kfac, variant: eigen}", "{name: dp_kfac}"}) {
       SCOPED_TRACE(algorithm + " " + optimizer);
       auto run = [&](bool train) {
-        Scenario s = optimizer == "{name: eva}" ? eva_ddp(4, train, algorithm) : kfac_ddp(optimizer, 4, train, algorithm);
+        Scenario s =
+            optimizer == "{name: eva}" ? eva_ddp(4, train, algorithm) : kfac_ddp(optimizer, 4, train, algorithm);
         s.workload.steps = 2;
         s.workload.eval_every = 2;
         s.compute.model = ComputeKind::Flops;

@@ -26,10 +26,10 @@ torch::Tensor causal_scores(int64_t rows, int64_t n, double scale) {
 }
 
 // Each probability within 1e-6 of its double-precision value, relative (exp within 2 ulps; a
-// row's sum over up to 257 terms), beyond the rounding of its score minus the row's largest; a masked score exactly 0. The gradient y (g - sum g y) within
-// 1e-6 of the double one, relative to the row's largest |g|. Row lengths on both sides of the
-// 8-lane vector and with tails. Catches a wrong ln 2 split, a Taylor term off, the 2^n built
-// from the wrong exponent, a lane left out of the sum, a dropped term in the gradient.
+// row's sum over up to 257 terms), beyond the rounding of its score minus the row's largest; a masked score exactly 0.
+// The gradient y (g - sum g y) within 1e-6 of the double one, relative to the row's largest |g|. Row lengths on both
+// sides of the 8-lane vector and with tails. Catches a wrong ln 2 split, a Taylor term off, the 2^n built from the
+// wrong exponent, a lane left out of the sum, a dropped term in the gradient.
 TEST(SoftmaxLastDim, MatchesDoublePrecision) {
   torch::manual_seed(3);
   for (const int64_t n : {1, 7, 8, 9, 64, 100, 257}) {
@@ -57,7 +57,8 @@ TEST(SoftmaxLastDim, MatchesDoublePrecision) {
           }
           // x - max rounds to float first: a relative error of |x - max| 2^-24 that ATen has too.
           const double rel = 1e-6 + std::ldexp(std::fabs(xa[r][c] - xmax), -24);
-          ASSERT_LE(std::fabs(yf[r][c] - ya[r][c]), rel * ya[r][c] + 1e-37) << "n " << n << " row " << r << " col " << c;
+          ASSERT_LE(std::fabs(yf[r][c] - ya[r][c]), rel * ya[r][c] + 1e-37)
+              << "n " << n << " row " << r << " col " << c;
           ASSERT_LE(std::fabs(gf[r][c] - ga[r][c]), 1e-6 * gmax) << "n " << n << " row " << r << " col " << c;
         }
       }
@@ -67,7 +68,8 @@ TEST(SoftmaxLastDim, MatchesDoublePrecision) {
 
 TEST(SoftmaxLastDim, RowsByHand) {
   const float inf = std::numeric_limits<float>::infinity();
-  const auto y = softmax_last_dim(torch::tensor({{0.f, 0.f, -inf, -inf}, {5.f, -inf, -inf, -inf}, {0.f, -200.f, 0.f, 0.f}}));
+  const auto y =
+      softmax_last_dim(torch::tensor({{0.f, 0.f, -inf, -inf}, {5.f, -inf, -inf, -inf}, {0.f, -200.f, 0.f, 0.f}}));
   EXPECT_EQ(y[0][0].item<float>(), 0.5f);  // exp(0) is 1 exactly: the series' first term, times 2^0
   EXPECT_EQ(y[0][1].item<float>(), 0.5f);
   EXPECT_EQ(y[0][2].item<float>(), 0.f);

@@ -71,7 +71,7 @@ TEST(SplitRun, AStepIsFrontForwardCutBackPassesGradientFrontBackward) {
     ASSERT_EQ(record.train_rows.size(), 3u);
     for (const TrainRow& row : record.train_rows) {
       EXPECT_EQ(row.bytes[0], static_cast<uint64_t>(bytes));  // the edge sends the activations
-      EXPECT_NEAR(row.compute_time[0], edge_s, 1e-9);          // the edge's own compute
+      EXPECT_NEAR(row.compute_time[0], edge_s, 1e-9);         // the edge's own compute
       EXPECT_NEAR(row.time[0], (row.step + 1) * step_s, 1e-8);
     }
     ASSERT_EQ(record.messages.size(), 6u);
@@ -136,7 +136,8 @@ TEST(SplitRun, BadCutsAreRefusedAtTheirKeys) {
       EXPECT_NE(std::string(e.what()).find(b.key), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(parse_scenario("algorithm: {name: split}\n", "cnn.yaml"), InputError);  // the CNN has no feed-forward block
+  EXPECT_THROW(parse_scenario("algorithm: {name: split}\n", "cnn.yaml"),
+               InputError);  // the CNN has no feed-forward block
 }
 
 }  // namespace

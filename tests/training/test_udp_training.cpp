@@ -11,11 +11,11 @@
 
 #include <torch/torch.h>
 
-#include "sim/core/engine/engine.h"
-#include "tests/support/engine_run.h"
-#include "sim/output/hdf5_recorder.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/engine/engine.h"
+#include "sim/output/hdf5_recorder.h"
+#include "tests/support/engine_run.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {
@@ -31,9 +31,11 @@ name: udp
 seed: 11
 nodes: 2
 threads: 1
-topology: {kind: line, link: {bandwidth: 1Gbps, latency: 1ms, loss: )" + std::to_string(loss) + R"(}}
+topology: {kind: line, link: {bandwidth: 1Gbps, latency: 1ms, loss: )" +
+                            std::to_string(loss) + R"(}}
 network: )" + network + R"(
-workload: {model: mlp, batch_size: 16, steps: )" + std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200, init: )" + init + R"(}
+workload: {model: mlp, batch_size: 16, steps: )" +
+                            std::to_string(steps) + R"(, eval_every: 1000, eval_samples: 200, init: )" + init + R"(}
 optimizer: {name: sgd, lr: 0.05, weight_decay: 0}
 compute: {model: fixed, step_time: 10ms}
 algorithm: )" + algorithm + "\n",
@@ -60,9 +62,10 @@ Dataset* UdpTraining::data_ = nullptr;
 // initialisations make the two nodes' values differ everywhere, so every element tells.
 TEST_F(UdpTraining, SpartaRingOverTenPercentLossAppliesAboutNinetyPercent) {
   const std::string net = "{backend: ns3, transport: udp, mtu: 576}";
-  const Run before = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows, interval: 2}", net, 0.1, 1,
-                                  "independent"));
-  const Run after = run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows}", net, 0.1, 1, "independent"));
+  const Run before = run(
+      scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows, interval: 2}", net, 0.1, 1, "independent"));
+  const Run after =
+      run(scenario("{name: sparta, p: 0.5, exchange: ring, selection: windows}", net, 0.1, 1, "independent"));
   const int64_t k = std::llround(0.5 * kD);
   constexpr int64_t per = 137;
   const int64_t blocks = (k + per - 1) / per;
@@ -100,8 +103,8 @@ TEST_F(UdpTraining, SpartaRingOverTenPercentLossAppliesAboutNinetyPercent) {
   }
   const double applied = static_cast<double>(arrived_blocks) / static_cast<double>(arrived_blocks + lost_blocks);
   const double sigma = std::sqrt(0.1 * 0.9 / static_cast<double>(2 * blocks));  // 1718 datagrams: 0.0072
-  std::printf("applied %.4f of %lld datagrams' elements (sigma %.4f)\n", applied,
-              static_cast<long long>(2 * blocks), sigma);
+  std::printf("applied %.4f of %lld datagrams' elements (sigma %.4f)\n", applied, static_cast<long long>(2 * blocks),
+              sigma);
   EXPECT_NEAR(applied, 0.9, 4 * sigma);
 }
 
@@ -128,7 +131,8 @@ TEST_F(UdpTraining, GossipMixesWhatArrivedAndKeepsItsOwnValueElsewhere) {
   const std::string net = "{backend: ns3, transport: udp}";
   // Step 0 only, no exchange: what each replica holds before gossip mixes (udp would be
   // refused under SPARTA's all-reduce, and there is no datagram to lose anyway).
-  const Run before = run(scenario("{name: sparta, interval: 2}", "{backend: ns3, transport: tcp}", 0.1, 1, "independent"));
+  const Run before =
+      run(scenario("{name: sparta, interval: 2}", "{backend: ns3, transport: tcp}", 0.1, 1, "independent"));
   const Run after = run(scenario("{name: gossip}", net, 0.1, 1, "independent"));
   uint64_t lost = 0;
   for (const auto& m : after.record.messages) lost += m.lost_bytes;

@@ -76,7 +76,8 @@ TEST(Vhl, SupConEqualsItsDefinition) {
   const Rows z = {{1, 0.2, -0.3}, {0.8, 0.1, 0.1}, {-0.5, 1, 0.2}, {-0.4, 0.9, -0.1}, {0.1, -0.2, 1}};
   // Two pairs and an anchor with no positive (label 2), at the reference's T and at T = 1.
   const std::vector<int> y = {0, 0, 1, 1, 2};
-  const auto normalised = torch::nn::functional::normalize(tensor(z), torch::nn::functional::NormalizeFuncOptions().dim(1));
+  const auto normalised =
+      torch::nn::functional::normalize(tensor(z), torch::nn::functional::NormalizeFuncOptions().dim(1));
   for (double T : {0.07, 1.0}) {
     EXPECT_NEAR(supcon_loss(normalised, labels(y), T).item<double>(), supcon_by_hand(z, y, T), 2e-5 / T) << T;
   }
@@ -88,14 +89,16 @@ TEST(Vhl, SupConEqualsItsDefinition) {
 // Two real samples and two virtual ones, K = 2 classes (a 4-way head), by hand.
 TEST(Vhl, LossOnATinyBatchEqualsHand) {
   const Rows real_f = {{1, 0.5, 0}, {0, 1, -0.5}}, virt_f = {{0.9, 0.3, 0.2}, {-0.2, 1, 0.4}};
-  const Rows real_l = {{2, 0.5, -1, 0.3}, {0.1, 1.5, 0.2, -0.4}}, virt_l = {{0.3, -0.2, 1.2, 0.4}, {0.5, 0.1, -0.3, 0.9}};
+  const Rows real_l = {{2, 0.5, -1, 0.3}, {0.1, 1.5, 0.2, -0.4}},
+             virt_l = {{0.3, -0.2, 1.2, 0.4}, {0.5, 0.1, -0.3, 0.9}};
   const std::vector<int> y = {0, 1}, v = {0, 1};
   const double weight = 0.7, T = 0.07;
   Rows all_f = real_f;
   all_f.insert(all_f.end(), virt_f.begin(), virt_f.end());
   const double expected = cross_entropy_by_hand(real_l, y) + cross_entropy_by_hand(virt_l, {v[0] + 2, v[1] + 2}) +
                           weight * supcon_by_hand(all_f, {0, 1, 0, 1}, T) + 0.1 * supcon_by_hand(virt_f, v, T);
-  const auto loss = vhl_loss(tensor(real_f), tensor(real_l), labels(y), tensor(virt_f), tensor(virt_l), labels(v), 2, weight);
+  const auto loss =
+      vhl_loss(tensor(real_f), tensor(real_l), labels(y), tensor(virt_f), tensor(virt_l), labels(v), 2, weight);
   EXPECT_NEAR(loss.item<double>(), expected, 1e-4);
 }
 
@@ -103,7 +106,8 @@ TEST(Vhl, CalibrationMovesOnlyTheRealFeatures) {
   // The virtual features enter the calibration detached: their gradient is the same whatever
   // its weight, while the real features' changes.
   torch::manual_seed(1);
-  const auto rf0 = torch::randn({6, 5}), vf0 = torch::randn({6, 5}), rl = torch::randn({6, 8}), vl = torch::randn({6, 8});
+  const auto rf0 = torch::randn({6, 5}), vf0 = torch::randn({6, 5}), rl = torch::randn({6, 8}),
+             vl = torch::randn({6, 8});
   const auto y = labels({0, 1, 2, 3, 0, 1}), v = labels({1, 0, 3, 2, 2, 0});
   auto gradients = [&](double weight) {
     auto rf = rf0.clone().requires_grad_(true), vf = vf0.clone().requires_grad_(true);
@@ -133,8 +137,8 @@ TEST(Vhl, VirtualDataIsSeededAndItsClassesApart) {
   // The classes are anchors only if they differ: the nearest class mean (from the first half of
   // each class) names the class of the second half's images.
   const auto flat = a.inputs.view({10, 200, -1});
-  const auto means = flat.narrow(1, 0, 100).mean(1);                       // 10 x 784
-  const auto held = flat.narrow(1, 100, 100).reshape({1000, -1});          // 1000 x 784
+  const auto means = flat.narrow(1, 0, 100).mean(1);               // 10 x 784
+  const auto held = flat.narrow(1, 100, 100).reshape({1000, -1});  // 1000 x 784
   const auto nearest = torch::cdist(held, means).argmin(1);
   const auto truth = torch::arange(10).repeat_interleave(100);
   EXPECT_GT(nearest.eq(truth).to(torch::kFloat).mean().item<double>(), 0.9);

@@ -135,8 +135,10 @@ class AcpSgd : public Algorithm {
       }
       // The all-reduced factor (a sum) is the next step's to orthonormalise.
       (p_step ? n.p : n.q).narrow(0, at.offset(t), sum.numel()).copy_(sum);
-      const auto other = factor(n.ortho, p_step ? q_slices_.offset(t) : p_slices_.offset(t), p_step ? x.cols : x.rows, x.rank);
-      const auto approx = p_step ? sum.view({x.rows, x.rank}).matmul(other.t()) : other.matmul(sum.view({x.cols, x.rank}).t());
+      const auto other =
+          factor(n.ortho, p_step ? q_slices_.offset(t) : p_slices_.offset(t), p_step ? x.cols : x.rows, x.rank);
+      const auto approx =
+          p_step ? sum.view({x.rows, x.rank}).matmul(other.t()) : other.matmul(sum.view({x.cols, x.rank}).t());
       g.narrow(0, x.offset, x.rows * x.cols).copy_(approx.reshape(-1) / nodes_);
     }
     // Buckets complete in the order they left, which need not be their index order.

@@ -11,7 +11,8 @@ struct AcpSgdOptions {
   int rank = 4;           // of each matrix's factors (at most its rows and columns)
   double bucket_mb = 25;  // fusion threshold of the gradients; each step's factors are fused in proportion
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("rank", rank, Range{1, 1 << 16});
     v.field("bucket_mb", bucket_mb, Range{0, 1e6, true});
   }

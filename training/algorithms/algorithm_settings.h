@@ -16,15 +16,15 @@ struct AlgorithmSettings {
   int nodes = 1;
   int batch_size = 1;
   int steps = 1;
-  uint64_t seed = 0;                           // the scenario seed; algorithms derive named streams
-  std::vector<std::vector<int>> neighbours;    // each node's topology neighbours (hosts)
-  std::vector<int64_t> shard_sizes;            // each node's training samples
-  std::vector<int64_t> tensor_sizes;           // trainable parameter tensors, in flat order
+  uint64_t seed = 0;                                // the scenario seed; algorithms derive named streams
+  std::vector<std::vector<int>> neighbours;         // each node's topology neighbours (hosts)
+  std::vector<int64_t> shard_sizes;                 // each node's training samples
+  std::vector<int64_t> tensor_sizes;                // trainable parameter tensors, in flat order
   std::vector<std::vector<int64_t>> tensor_shapes;  // theirs (what a matrix is, for the low-rank ones)
   // Each tensor's layer, numbered in forward order (tensors of one module share it); empty
   // when unknown (a tensor a layer, in flat order).
   std::vector<int> tensor_layers;
-  OptimizerConfig optimizer;                   // the inner (local) optimizer
+  OptimizerConfig optimizer;  // the inner (local) optimizer
   // The layers a second-order optimizer preconditions (Model::layer_taps), for its messages.
   std::vector<SecondOrderLayer> second_order;
   // A model cut for split fine-tuning: the values a sample sends across the cut (0: not cut).
@@ -36,7 +36,7 @@ struct AlgorithmSettings {
   std::string group_parallelism = "ddp";
   double group_wire_bytes = 4;
   double group_reduce_bytes = 4;  // zero, fsdp: the gradients' reduce-scatters (reduce_dtype)
-  std::vector<int> group_units;  // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
+  std::vector<int> group_units;   // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
 };
 
 }  // namespace testbed

@@ -21,11 +21,15 @@ double local_sgd_step(Replica& replica, const Dataset& data, int batch_size) {
 
 double wire_bytes(WireFormat format) {
   switch (format) {
-    case WireFormat::Fp32: return 4;
+    case WireFormat::Fp32:
+      return 4;
     case WireFormat::Bf16:
-    case WireFormat::Fp16: return 2;
-    case WireFormat::Fp4: return 0.5;
-    case WireFormat::Int8: return 1;
+    case WireFormat::Fp16:
+      return 2;
+    case WireFormat::Fp4:
+      return 0.5;
+    case WireFormat::Int8:
+      return 1;
   }
   throw std::invalid_argument("unknown wire format");
 }
@@ -61,7 +65,8 @@ torch::Tensor to_wire(const torch::Tensor& x, WireFormat format) {
     const auto codes = (rounded + 128).clamp(0, 255).to(torch::kInt64);
     const auto sums = torch::bincount(codes, flat.to(torch::kFloat64), 256);
     const auto counts = torch::bincount(codes, {}, 256).to(torch::kFloat64);
-    const auto table = torch::where(counts > 0, sums / counts.clamp_min(1), torch::zeros_like(sums)).to(torch::kFloat32);
+    const auto table =
+        torch::where(counts > 0, sums / counts.clamp_min(1), torch::zeros_like(sums)).to(torch::kFloat32);
     return table.index_select(0, codes).view_as(x);
   }
   throw std::invalid_argument("unknown wire format");

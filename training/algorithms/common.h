@@ -3,8 +3,8 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>

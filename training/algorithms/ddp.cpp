@@ -17,7 +17,10 @@ std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
 
 Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
          const DdpOptions& options, const OptimizerConfig& optimizer, std::vector<SecondOrderLayer> second_order)
-    : nodes_(nodes), batch_size_(batch_size), slices_(tensor_sizes), applied_(nodes, 0),
+    : nodes_(nodes),
+      batch_size_(batch_size),
+      slices_(tensor_sizes),
+      applied_(nodes, 0),
       second_order_(nodes, batch_size, tensor_layers, optimizer, std::move(second_order)) {
   if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
 }
@@ -64,7 +67,7 @@ StepPlan Ddp::projected_step(int /*node*/, int /*step*/) {
 }
 
 void Ddp::apply(int node, int /*issued_step*/, Replica& replica, CommOp& op) {
-  if (second_order_.apply_round_op(replica, op)) return;  // a K-FAC round's: next_round goes on
+  if (second_order_.apply_round_op(replica, op)) return;      // a K-FAC round's: next_round goes on
   const bool own = second_order_.apply_pass_op(replica, op);  // Eva's statistics
   if (!own && buckets_.empty()) {
     replica.gradients().copy_(op.buffer.div_(nodes_));  // the parameters' .grad() now hold the mean gradient
@@ -97,7 +100,9 @@ void Ddp::load_state(int node, const AlgorithmState& s) {
   second_order_.load(node, s);
 }
 
-Round Ddp::projected_round(int node, int step, size_t round) { return second_order_.projected_round(node, step, round); }
+Round Ddp::projected_round(int node, int step, size_t round) {
+  return second_order_.projected_round(node, step, round);
+}
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
   return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options),

@@ -19,7 +19,8 @@ class Ddp : public Algorithm {
   // optimizer and second_order: a second-order optimizer's settings and layers, whose messages
   // join the step's (Eva's during the passes, K-FAC's in rounds after the gradient's).
   Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-      const DdpOptions& options, const OptimizerConfig& optimizer = {}, std::vector<SecondOrderLayer> second_order = {});
+      const DdpOptions& options, const OptimizerConfig& optimizer = {},
+      std::vector<SecondOrderLayer> second_order = {});
   std::string name() const override { return "ddp"; }
   bool issues_during_backward() const override { return !buckets_.empty() || second_order_.during_passes(); }
   bool has_rounds() const override { return second_order_.has_rounds(); }

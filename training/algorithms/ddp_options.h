@@ -15,7 +15,8 @@ struct DdpOptions {
   // compute, update included.
   bool overlap = true;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("bucket_mb", bucket_mb, Range{0, 1e6, true});
     v.field("overlap", overlap);
   }

@@ -94,7 +94,8 @@ class Dear : public Algorithm {
     StepPlan plan;
     plan.loss = no_loss();
     plan.comm = second_order_.with_pass_ops(
-        reduce_scatters([&](const DearGroup& group) { return shape_only(dear_padded(group.elements, nodes_)); }), nullptr);
+        reduce_scatters([&](const DearGroup& group) { return shape_only(dear_padded(group.elements, nodes_)); }),
+        nullptr);
     return plan;
   }
   // The all-gathers of every step, of a shard each (the padded group over N); then a
@@ -171,10 +172,10 @@ class Dear : public Algorithm {
 
   int nodes_, batch_;
   std::vector<DearGroup> groups_;
-  TensorSlices slices_;  // each tensor's slice of the flat vector
+  TensorSlices slices_;                                  // each tensor's slice of the flat vector
   std::vector<std::map<size_t, torch::Tensor>> shards_;  // per node: each group's reduced shard, until gathered
-  SecondOrderSync second_order_;  // a second-order optimizer's own messages
-  bool gated_;                    // each all-gather gates its group's forward (not with a second-order optimizer)
+  SecondOrderSync second_order_;                         // a second-order optimizer's own messages
+  bool gated_;  // each all-gather gates its group's forward (not with a second-order optimizer)
 };
 
 }  // namespace

@@ -32,10 +32,10 @@ int64_t block_side(int64_t n, int64_t limit) {
 
 // How one parameter tensor is cut into blocks: rows x cols as transformed (1-D: one row).
 struct Blocks {
-  int64_t offset = 0;         // in the flat parameter vector
+  int64_t offset = 0;          // in the flat parameter vector
   int64_t rows = 1, cols = 1;  // 2-D view (conv kernels flattened to (out, in kh kw))
-  int64_t h = 1, w = 1;       // block sides
-  int64_t k = 1;              // coefficients kept per block
+  int64_t h = 1, w = 1;        // block sides
+  int64_t k = 1;               // coefficients kept per block
   bool two_d = false;
   int64_t count() const { return rows / h * (cols / w); }
   int64_t pairs() const { return count() * k; }
@@ -44,8 +44,8 @@ struct Blocks {
 // [rows, cols] -> [blocks, h w]: the 2-D DCT of each h x w block (the DCT of each w-chunk for 1-D).
 torch::Tensor encode(const torch::Tensor& x, const Blocks& b) {
   auto blocks = x.reshape({b.rows / b.h, b.h, b.cols / b.w, b.w}).permute({0, 2, 1, 3});
-  auto c = dct(blocks);                                              // along w
-  if (b.two_d) c = dct(c.transpose(-1, -2)).transpose(-1, -2);       // along h
+  auto c = dct(blocks);                                         // along w
+  if (b.two_d) c = dct(c.transpose(-1, -2)).transpose(-1, -2);  // along h
   return c.reshape({b.count(), b.h * b.w});
 }
 
@@ -123,8 +123,10 @@ class Demo : public Algorithm {
       // delta carries lr already: without the sign, the decoded mean is the step itself.
       const auto update = decode(mean, b).reshape(-1);
       auto part = params.slice(0, b.offset, b.offset + update.numel());
-      if (options_.sign) part.sub_(update.sign(), lr_);
-      else part.sub_(update);
+      if (options_.sign)
+        part.sub_(update.sign(), lr_);
+      else
+        part.sub_(update);
     }
   }
 
@@ -177,7 +179,7 @@ class Demo : public Algorithm {
   int batch_;
   double lr_, weight_decay_;
   std::vector<Blocks> layout_;
-  ExtraWork work_;  // compressing and decoding a step (the same every step)
+  ExtraWork work_;                    // compressing and decoding a step (the same every step)
   std::vector<torch::Tensor> delta_;  // per node: the residual, flat like the gradients
 };
 

@@ -14,22 +14,24 @@ namespace testbed {
 // in-block index (16 bits: a block holds at most chunk^2 <= 65536 coefficients).
 enum class DemoIndex { Int64, Int16 };
 
-template <> struct EnumNames<DemoIndex> {
+template <>
+struct EnumNames<DemoIndex> {
   static const std::vector<std::pair<DemoIndex, std::string>>& all() {
     static const std::vector<std::pair<DemoIndex, std::string>> names = {{DemoIndex::Int64, "int64"},
-                                                                        {DemoIndex::Int16, "int16"}};
+                                                                         {DemoIndex::Int16, "int16"}};
     return names;
   }
 };
 
 struct DemoOptions {
-  double beta = 0.999;             // compression_decay: the decay of the residual delta
-  int chunk = 64;                  // target block side: each dimension splits by its largest divisor <= chunk
-  int k = 32;                      // coefficients kept per block (clamped to the block's size)
-  bool sign = true;                // step by lr x the sign of the decoded update (as published); false: by the update
+  double beta = 0.999;  // compression_decay: the decay of the residual delta
+  int chunk = 64;       // target block side: each dimension splits by its largest divisor <= chunk
+  int k = 32;           // coefficients kept per block (clamped to the block's size)
+  bool sign = true;     // step by lr x the sign of the decoded update (as published); false: by the update
   DemoIndex index = DemoIndex::Int64;  // an index's width on the wire
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("beta", beta, Range{0, 1, false, true});
     v.field("chunk", chunk, Range{1, 256});
     v.field("k", k, Range{1, 1 << 16});

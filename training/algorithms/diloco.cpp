@@ -1,9 +1,9 @@
 // DiLoCo (arXiv 2311.08105) and Streaming DiLoCo (arXiv 2501.18512): H steps of the inner
 // optimizer (never synced), then the outer step of outer_sync.h. Streaming DiLoCo syncs
 // fragments on a staggered schedule, quantises the outer gradients and overlaps them.
+#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/algorithms/outer_sync.h"
-#include "training/algorithms/algorithm_settings.h"
 
 namespace testbed {
 namespace {

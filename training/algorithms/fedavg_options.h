@@ -19,10 +19,11 @@ namespace testbed {
 // largest first, each onto the device with the least estimated work so far.
 enum class ClientSchedule { Sequential, Balanced };
 
-template <> struct EnumNames<ClientSchedule> {
+template <>
+struct EnumNames<ClientSchedule> {
   static const std::vector<std::pair<ClientSchedule, std::string>>& all() {
-    static const std::vector<std::pair<ClientSchedule, std::string>> names = {{ClientSchedule::Sequential, "sequential"},
-                                                                              {ClientSchedule::Balanced, "balanced"}};
+    static const std::vector<std::pair<ClientSchedule, std::string>> names = {
+        {ClientSchedule::Sequential, "sequential"}, {ClientSchedule::Balanced, "balanced"}};
     return names;
   }
 };
@@ -33,7 +34,8 @@ template <> struct EnumNames<ClientSchedule> {
 // or spilled to disk beside the output file.
 enum class ClientState { None, Memory, Disk };
 
-template <> struct EnumNames<ClientState> {
+template <>
+struct EnumNames<ClientState> {
   static const std::vector<std::pair<ClientState, std::string>>& all() {
     static const std::vector<std::pair<ClientState, std::string>> names = {
         {ClientState::None, "none"}, {ClientState::Memory, "memory"}, {ClientState::Disk, "disk"}};
@@ -46,7 +48,8 @@ template <> struct EnumNames<ClientState> {
 // the reference's loader normalises its generated images, (x - 0.5) / 0.25.
 enum class VhlNormalisation { Dataset, Reference };
 
-template <> struct EnumNames<VhlNormalisation> {
+template <>
+struct EnumNames<VhlNormalisation> {
   static const std::vector<std::pair<VhlNormalisation, std::string>>& all() {
     static const std::vector<std::pair<VhlNormalisation, std::string>> names = {
         {VhlNormalisation::Dataset, "dataset"}, {VhlNormalisation::Reference, "reference"}};
@@ -60,7 +63,8 @@ template <> struct EnumNames<VhlNormalisation> {
 // image padded by 4 zero pixels on each side, then a horizontal flip with probability 1/2.
 enum class VhlAugment { None, CropFlip };
 
-template <> struct EnumNames<VhlAugment> {
+template <>
+struct EnumNames<VhlAugment> {
   static const std::vector<std::pair<VhlAugment, std::string>>& all() {
     static const std::vector<std::pair<VhlAugment, std::string>> names = {{VhlAugment::None, "none"},
                                                                           {VhlAugment::CropFlip, "crop_flip"}};
@@ -75,7 +79,8 @@ struct VhlOptions {
   double weight = 1.0;        // of the calibration term (real features against virtual anchors)
   VhlNormalisation normalisation = VhlNormalisation::Dataset;
   VhlAugment augment = VhlAugment::None;
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("virtual_samples", virtual_samples, Range{1, 1e6});
     v.field("weight", weight, Range{0, 1e6});
     v.field("normalisation", normalisation);
@@ -93,7 +98,7 @@ struct FedAvgOptions {
   double server_lr = 1.0;
   double server_momentum = 0.0;
   std::optional<Duration> deadline;  // from a round's start; later uploads are not applied (unset: none)
-  int server = -1;      // the server's host; -1: the host after the clients' (the topology has nodes + 1)
+  int server = -1;                   // the server's host; -1: the host after the clients' (the topology has nodes + 1)
   // > 0: a picked client runs E epochs of its shard, ceil(E n_k / B) local steps (McMahan et
   // al.'s u = E n / B), instead of H; H then only sets a round's length on the step axis.
   double local_epochs = 0;
@@ -105,7 +110,8 @@ struct FedAvgOptions {
   std::optional<VhlOptions> vhl;  // set: every local step is VHL's (virtual batch, calibration loss)
   ClientState client_state = ClientState::None;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("H", H, Range{1, 1e9});
     v.field("clients_per_round", clients_per_round, Range{0, 1e9});
     v.field("fraction", fraction, Range{0, 1, true});
@@ -123,11 +129,13 @@ struct FedAvgOptions {
   std::optional<OptionError> check() const {
     const FedAvgOptions d;
     if (clients_per_round > 0 && fraction != d.fraction)
-      return OptionError{{"fraction"}, "'fraction' has no effect with clients_per_round " + std::to_string(clients_per_round) +
-                                           "; it is read only with clients_per_round 0"};
+      return OptionError{{"fraction"},
+                         "'fraction' has no effect with clients_per_round " + std::to_string(clients_per_round) +
+                             "; it is read only with clients_per_round 0"};
     if (devices == 0 && schedule != d.schedule)
-      return OptionError{{"schedule"}, "'schedule' has no effect with devices 0 (every client on its own device); "
-                                       "it is read only with devices > 0"};
+      return OptionError{{"schedule"},
+                         "'schedule' has no effect with devices 0 (every client on its own device); "
+                         "it is read only with devices > 0"};
     return std::nullopt;
   }
   // Clients picked a round out of `clients`.

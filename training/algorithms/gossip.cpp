@@ -6,8 +6,8 @@
 // udp, an element lost from a neighbour mixes only the values that arrived (metropolis_mix).
 #include <torch/torch.h>
 
-#include "training/algorithms/common.h"
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {

@@ -30,7 +30,6 @@ constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
 // The first bucket's cap is first_bucket_bytes, every later one's bucket_bytes.
 std::vector<GradientBucket> gradient_buckets(const std::vector<int64_t>& tensor_sizes,
                                              const std::vector<int>& tensor_layers, double bucket_bytes,
-                                             double first_bucket_bytes = kFirstBucketBytes,
-                                             double element_bytes = 4);
+                                             double first_bucket_bytes = kFirstBucketBytes, double element_bytes = 4);
 
 }  // namespace testbed

@@ -31,8 +31,10 @@ class Int8 : public Algorithm {
       const auto scale = part.abs().max() / 127.0f;
       scales[t] = scale;
       // An all-zero tensor sends zeros (and a 0 scale), not 0 / 0.
-      if (scale.item<float>() > 0) codes.slice(0, at, at + sizes_[t]).copy_(torch::round(part / scale));
-      else codes.slice(0, at, at + sizes_[t]).zero_();
+      if (scale.item<float>() > 0)
+        codes.slice(0, at, at + sizes_[t]).copy_(torch::round(part / scale));
+      else
+        codes.slice(0, at, at + sizes_[t]).zero_();
       at += sizes_[t];
     }
     // The codes, then each scale's float32 bits as 4 bytes: d + 4 T bytes at one byte an element.

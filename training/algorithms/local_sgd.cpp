@@ -10,8 +10,8 @@
 
 #include <torch/torch.h>
 
-#include "training/algorithms/common.h"
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
 #include "training/data/partition.h"
 #include "training/seed_streams.h"
 

@@ -2,8 +2,8 @@
 // the weights are averaged once, at the end (one all-reduce of the trainable parameters).
 #include <torch/torch.h>
 
-#include "training/algorithms/common.h"
 #include "training/algorithms/algorithm_settings.h"
+#include "training/algorithms/common.h"
 
 namespace testbed {
 namespace {

@@ -42,15 +42,18 @@ struct Range {
 // An enum a key can take. Specialise with
 //   static const std::vector<std::pair<E, std::string>>& all();
 // listing each value with its name in the scenario.
-template <class E> struct EnumNames;
+template <class E>
+struct EnumNames;
 
-template <class E> std::string enum_name(E value) {
+template <class E>
+std::string enum_name(E value) {
   for (const auto& [v, name] : EnumNames<E>::all())
     if (v == value) return name;
   return "?";
 }
 
-template <class E> std::vector<std::string> enum_names() {
+template <class E>
+std::vector<std::string> enum_names() {
   std::vector<std::string> out;
   for (const auto& [v, name] : EnumNames<E>::all()) out.push_back(name);
   return out;

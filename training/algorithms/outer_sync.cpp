@@ -43,8 +43,8 @@ std::vector<int> OuterSync::due(int step) const {
 
 CommOp OuterSync::fragment_op(int f, torch::Tensor wire) const {
   const int P = options_.fragments;
-  auto op = make_op(CommKind::AllReduce, kTagPrefix + (P > 1 ? "/" + std::to_string(f) : ""), std::move(wire),
-                    options_.tau);
+  auto op =
+      make_op(CommKind::AllReduce, kTagPrefix + (P > 1 ? "/" + std::to_string(f) : ""), std::move(wire), options_.tau);
   op.bytes_per_element = wire_bytes(options_.dtype);
   return op;
 }

@@ -58,9 +58,11 @@ class PowerSgd : public Algorithm {
     if (!n.q.defined()) n.q = initial_q();
     n.m = replica.gradients() + n.memory;
     auto p = torch::empty({p_size_});
-    for (const auto& x : matrices_) p.narrow(0, x.p_at, x.rows * x.rank).view({x.rows, x.rank}).copy_(m_of(n, x).matmul(q_of(n.q, x)));
+    for (const auto& x : matrices_)
+      p.narrow(0, x.p_at, x.rows * x.rank).view({x.rows, x.rank}).copy_(m_of(n, x).matmul(q_of(n.q, x)));
     plan.comm.push_back(make_op(CommKind::AllReduce, "powersgd_p", p));
-    if (vector_size_ > 0) plan.comm.push_back(make_op(CommKind::AllReduce, "vectors", gather_vectors(replica.gradients())));
+    if (vector_size_ > 0)
+      plan.comm.push_back(make_op(CommKind::AllReduce, "vectors", gather_vectors(replica.gradients())));
     plan.work = p_work();
     return plan;
   }
@@ -156,8 +158,8 @@ class PowerSgd : public Algorithm {
     int64_t offset, n;
   };
   struct Node {
-    torch::Tensor memory, q;       // across steps: error feedback (flat, d) and every matrix's Q
-    torch::Tensor m, p, vectors;   // within a step: gradient + memory, orthonormal P, mean of the 1-D tensors
+    torch::Tensor memory, q;      // across steps: error feedback (flat, d) and every matrix's Q
+    torch::Tensor m, p, vectors;  // within a step: gradient + memory, orthonormal P, mean of the 1-D tensors
     bool awaiting_q = false;
   };
 
@@ -171,9 +173,9 @@ class PowerSgd : public Algorithm {
       const int64_t rank = std::min<int64_t>({rows, cols, options_.rank});
       // PyTorch's hook leaves a matrix uncompressed unless its factors are min_compression_rate
       // times smaller than it.
-      const bool worth = options_.min_compression_rate <= 0 ||
-                         static_cast<double>((rows + cols) * rank) * options_.min_compression_rate <
-                             static_cast<double>(rows * cols);
+      const bool worth =
+          options_.min_compression_rate <= 0 ||
+          static_cast<double>((rows + cols) * rank) * options_.min_compression_rate < static_cast<double>(rows * cols);
       if (shape.size() <= 1 || !worth) {
         vectors_.push_back({offset, numel});
         vector_size_ += numel;
@@ -190,9 +192,15 @@ class PowerSgd : public Algorithm {
     auto generator = at::detail::createCPUGenerator(stream_seed(seed_, "powersgd_q"));
     return at::normal(0.0, 1.0, {q_size_}, generator);
   }
-  torch::Tensor m_of(const Node& n, const Matrix& x) const { return n.m.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols}); }
-  static torch::Tensor p_of(const torch::Tensor& p, const Matrix& x) { return p.narrow(0, x.p_at, x.rows * x.rank).view({x.rows, x.rank}); }
-  static torch::Tensor q_of(const torch::Tensor& q, const Matrix& x) { return q.narrow(0, x.q_at, x.cols * x.rank).view({x.cols, x.rank}); }
+  torch::Tensor m_of(const Node& n, const Matrix& x) const {
+    return n.m.narrow(0, x.offset, x.rows * x.cols).view({x.rows, x.cols});
+  }
+  static torch::Tensor p_of(const torch::Tensor& p, const Matrix& x) {
+    return p.narrow(0, x.p_at, x.rows * x.rank).view({x.rows, x.rank});
+  }
+  static torch::Tensor q_of(const torch::Tensor& q, const Matrix& x) {
+    return q.narrow(0, x.q_at, x.cols * x.rank).view({x.cols, x.rank});
+  }
   torch::Tensor gather_vectors(const torch::Tensor& g) const {
     std::vector<torch::Tensor> parts;
     for (const auto& v : vectors_) parts.push_back(g.narrow(0, v.offset, v.n));

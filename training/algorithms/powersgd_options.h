@@ -15,7 +15,8 @@ struct PowerSgdOptions {
   // matrix is compressed, as the paper's code does.
   double min_compression_rate = 0;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("rank", rank, Range{1, 1 << 16});
     v.field("start_iter", start_iter, Range{0, 1e9});
     v.field("min_compression_rate", min_compression_rate, Range{0, 1e6});

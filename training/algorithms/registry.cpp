@@ -47,8 +47,10 @@ const AlgorithmEntry* find_algorithm(const std::string& name) {
 std::optional<OptionError> check_options(const AlgorithmOptions& options) {
   return std::visit(
       [](const auto& o) -> std::optional<OptionError> {
-        if constexpr (requires { o.check(); }) return o.check();
-        else return std::nullopt;
+        if constexpr (requires { o.check(); })
+          return o.check();
+        else
+          return std::nullopt;
       },
       options);
 }
@@ -56,14 +58,16 @@ std::optional<OptionError> check_options(const AlgorithmOptions& options) {
 std::optional<std::string> neighbour_key(const AlgorithmOptions& options) {
   return std::visit(
       [](const auto& o) -> std::optional<std::string> {
-        if constexpr (requires { o.neighbour_key(); }) return o.neighbour_key();
-        else return std::nullopt;
+        if constexpr (requires { o.neighbour_key(); })
+          return o.neighbour_key();
+        else
+          return std::nullopt;
       },
       options);
 }
 
-std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options,
-                                  int parameter_tensors, int nodes, int steps) {
+std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options, int parameter_tensors,
+                                  int nodes, int steps) {
   const SyncCollective main = neighbour_key(options) ? SyncCollective::NeighbourExchange : entry.sync;
   return std::visit(
       [&](const auto& o) {

@@ -33,19 +33,22 @@ struct AlgorithmSettings;
 
 // lofi and int8 take no keys.
 struct NoOptions {
-  template <class V> void fields(V&) {}
+  template <class V>
+  void fields(V&) {}
   bool operator==(const NoOptions&) const = default;
 };
 // gossip takes no keys but needs topology neighbours.
 struct GossipOptions {
-  template <class V> void fields(V&) {}
+  template <class V>
+  void fields(V&) {}
   std::optional<std::string> neighbour_key() const { return "name"; }
   bool operator==(const GossipOptions&) const = default;
 };
 
-using AlgorithmOptions = std::variant<NoOptions, GossipOptions, LocalSgdOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
-                                      SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
-                                      PowerSgdOptions, AcpSgdOptions, DearOptions, SplitOptions>;
+using AlgorithmOptions =
+    std::variant<NoOptions, GossipOptions, LocalSgdOptions, FedAvgOptions, OuterSyncOptions, StreamingOptions,
+                 SparseExchangeOptions, SpartaDilocoOptions, DemoOptions, DdpOptions, TopkOptions, SignOptions,
+                 PowerSgdOptions, AcpSgdOptions, DearOptions, SplitOptions>;
 
 // The options' rule between keys, when they have one.
 std::optional<OptionError> check_options(const AlgorithmOptions& options);
@@ -88,8 +91,8 @@ struct HeldPlans {
   SyncCollective collective = SyncCollective::AllReduce;
   int64_t count = 1;
 };
-std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options,
-                                  int parameter_tensors, int nodes, int steps);
+std::vector<HeldPlans> held_plans(const AlgorithmEntry& entry, const AlgorithmOptions& options, int parameter_tensors,
+                                  int nodes, int steps);
 
 const std::vector<AlgorithmEntry>& algorithm_registry();
 const AlgorithmEntry* find_algorithm(const std::string& name);  // nullptr when unknown
@@ -97,10 +100,13 @@ std::vector<std::string> algorithm_names();                     // in registry o
 
 // Each algorithm's factory, `make_<name>`, defined in the algorithm's own file: declared here
 // from this list, and stood in for from it where LibTorch is absent (tests/fuzz/).
+// Kept by hand: clang-format reflows this list differently at each pass.
+// clang-format off
 #define TESTBED_ALGORITHM_FACTORIES(X)                                                                 \
   X(make_ddp) X(make_topk) X(make_signsgd) X(make_powersgd) X(make_acpsgd) X(make_dear) X(make_lofi)   \
   X(make_local_sgd) X(make_diloco) X(make_streaming_diloco) X(make_sparta) X(make_sparta_diloco)     \
   X(make_demo) X(make_gossip) X(make_int8) X(make_split)
+// clang-format on
 #define TESTBED_DECLARE_FACTORY(factory) std::unique_ptr<Algorithm> factory(const AlgorithmSettings&);
 TESTBED_ALGORITHM_FACTORIES(TESTBED_DECLARE_FACTORY)
 #undef TESTBED_DECLARE_FACTORY

@@ -22,14 +22,12 @@
 
 namespace testbed {
 
-int64_t group_slice(int64_t elements, int gpus, int rank) {
-  return elements / gpus + (rank < elements % gpus ? 1 : 0);
-}
+int64_t group_slice(int64_t elements, int gpus, int rank) { return elements / gpus + (rank < elements % gpus ? 1 : 0); }
 
 namespace {
 
 constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;  // PyTorch DDP's bucket_cap_mb, 25
-constexpr double kZeroBucketElements = 5e8;            // DeepSpeed ZeRO's reduce_bucket_size and allgather_bucket_size
+constexpr double kZeroBucketElements = 5e8;             // DeepSpeed ZeRO's reduce_bucket_size and allgather_bucket_size
 
 // A sharded piece (a ZeRO bucket, an FSDP unit) of E elements is padded to whole slices of
 // ceil(E / G): slice r holds elements [r c, r c + c) of its layout, the last ones fewer or none.
@@ -51,8 +49,8 @@ struct Piece {
   std::vector<int> tensors;
   int64_t elements = 0;
   int first_layer = std::numeric_limits<int>::max(), last_layer = -1;
-  int gate = -1;        // fsdp: a tensor of its first layer: its forward waits there, its backward ends there
-  int last_ready = -1;  // a bucket: the tensor whose gradient completes it
+  int gate = -1;                // fsdp: a tensor of its first layer: its forward waits there, its backward ends there
+  int last_ready = -1;          // a bucket: the tensor whose gradient completes it
   mutable torch::Tensor index;  // training: its layout as positions in the flat parameters (built on first use)
 };
 
@@ -80,10 +78,19 @@ struct GpuStep {
 class ReplicaGroups : public Algorithm {
  public:
   ReplicaGroups(std::vector<std::unique_ptr<Algorithm>> across, const AlgorithmSettings& s)
-      : across_(std::move(across)), gpus_(s.group_gpus), nodes_(s.nodes), steps_(s.steps), batch_(s.batch_size),
-        sharded_(s.group_parallelism != "ddp"), fsdp_(s.group_parallelism == "fsdp"),
-        overlapped_(s.group_parallelism != "zero1"), wire_(sharded_ ? s.group_wire_bytes : 4),
-        reduce_(sharded_ ? s.group_reduce_bytes : 4), slices_(s.tensor_sizes), pending_(s.nodes), gpu_(s.nodes) {
+      : across_(std::move(across)),
+        gpus_(s.group_gpus),
+        nodes_(s.nodes),
+        steps_(s.steps),
+        batch_(s.batch_size),
+        sharded_(s.group_parallelism != "ddp"),
+        fsdp_(s.group_parallelism == "fsdp"),
+        overlapped_(s.group_parallelism != "zero1"),
+        wire_(sharded_ ? s.group_wire_bytes : 4),
+        reduce_(sharded_ ? s.group_reduce_bytes : 4),
+        slices_(s.tensor_sizes),
+        pending_(s.nodes),
+        gpu_(s.nodes) {
     if (s.group_parallelism != "ddp" && s.group_parallelism != "zero1" && s.group_parallelism != "zero2" && !fsdp_)
       throw std::invalid_argument("replica groups: unknown parallelism '" + s.group_parallelism + "'");
     if (gpus_ < 2 || s.nodes % gpus_ != 0)
@@ -96,9 +103,10 @@ class ReplicaGroups : public Algorithm {
     } else {
       // Buckets in the order backward fills them: DDP's (a small first one, then 25 MiB), or
       // DeepSpeed ZeRO's (5e8 elements each), each reduce-scattered padded to whole slices.
-      const auto buckets = sharded_ ? gradient_buckets(s.tensor_sizes, s.tensor_layers, kZeroBucketElements * wire_,
-                                                       kZeroBucketElements * wire_, wire_)
-                                    : gradient_buckets(s.tensor_sizes, s.tensor_layers, kDdpBucketBytes, kFirstBucketBytes, wire_);
+      const auto buckets =
+          sharded_ ? gradient_buckets(s.tensor_sizes, s.tensor_layers, kZeroBucketElements * wire_,
+                                      kZeroBucketElements * wire_, wire_)
+                   : gradient_buckets(s.tensor_sizes, s.tensor_layers, kDdpBucketBytes, kFirstBucketBytes, wire_);
       for (const GradientBucket& b : buckets) {
         Piece p;
         p.tensors = b.tensors;
@@ -181,7 +189,9 @@ class ReplicaGroups : public Algorithm {
     }
   }
   AlgorithmState state(int node) const override { return across_[node % gpus_]->state(node / gpus_); }
-  void load_state(int node, const AlgorithmState& state) override { across_[node % gpus_]->load_state(node / gpus_, state); }
+  void load_state(int node, const AlgorithmState& state) override {
+    across_[node % gpus_]->load_state(node / gpus_, state);
+  }
 
  private:
   void start(int node, int step, double loss) {
@@ -194,7 +204,8 @@ class ReplicaGroups : public Algorithm {
   // The step's rounds after its own ops (see Phase); `replica` null in a projection.
   Round round(int node, int step, Replica* replica) {
     GpuStep& at = gpu_[node];
-    if (at.step != step) throw std::logic_error("replica groups: a round of step " + std::to_string(step) + " before its step");
+    if (at.step != step)
+      throw std::logic_error("replica groups: a round of step " + std::to_string(step) + " before its step");
     const int group = node / gpus_, rank = node % gpus_;
     Algorithm& across = *across_[rank];
     while (at.phase != Phase::Done) {
@@ -217,13 +228,15 @@ class ReplicaGroups : public Algorithm {
           break;
         }
         case Phase::AcrossRounds: {
-          Round outer = replica ? across.next_round(group, step, *replica) : across.projected_round(group, step, at.across_round++);
+          Round outer = replica ? across.next_round(group, step, *replica)
+                                : across.projected_round(group, step, at.across_round++);
           if (outer.comm.empty()) {
             at.phase = Phase::Gathers;
             continue;
           }
           if (replica && !sharded_)
-            throw std::logic_error(across.name() + "'s later rounds need their first's whole results: replica groups "
+            throw std::logic_error(across.name() +
+                                   "'s later rounds need their first's whole results: replica groups "
                                    "train it in a projection only");
           r.comm = across_ops(std::move(outer.comm), node, step, replica != nullptr);
           r.work = slice_of(outer.work);
@@ -236,9 +249,11 @@ class ReplicaGroups : public Algorithm {
         case Phase::Shards:
           at.phase = Phase::Done;
           if (!sharded_) break;
-          r.comm = fsdp_ ? fsdp_forward(group, fill(replica, rank)) : std::vector<CommOp>{zero_all_gather(group, fill(replica, rank))};
+          r.comm = fsdp_ ? fsdp_forward(group, fill(replica, rank))
+                         : std::vector<CommOp>{zero_all_gather(group, fill(replica, rank))};
           break;
-        case Phase::Done: break;
+        case Phase::Done:
+          break;
       }
       if (!r.comm.empty()) return r;
     }
@@ -276,7 +291,8 @@ class ReplicaGroups : public Algorithm {
   }
 
   CommOp zero_all_gather(int group, const Fill& fill) const {
-    return inside(make_op(CommKind::AllGather, "group.all_gather", fill(Content::Parameters, kEveryPiece, slice_)), group);
+    return inside(make_op(CommKind::AllGather, "group.all_gather", fill(Content::Parameters, kEveryPiece, slice_)),
+                  group);
   }
 
   // The wrapped algorithm's ops as GPU `node` sends them, each its slice with the same slice of
@@ -323,7 +339,9 @@ class ReplicaGroups : public Algorithm {
     if (sharded_) return;
     const int64_t n = op.buffer.numel();
     const int64_t parts = op.nodes.empty() ? nodes_ / gpus_ : static_cast<int64_t>(op.nodes.size());
-    const int64_t result = op.kind == CommKind::AllGather ? parts * n : op.kind == CommKind::ReduceScatter ? n / parts : n;
+    const int64_t result = op.kind == CommKind::AllGather       ? parts * n
+                           : op.kind == CommKind::ReduceScatter ? n / parts
+                                                                : n;
     const int64_t due = op.delay == kDueAtEnd ? steps_ - 1 : std::min<int64_t>(steps_ - 1, int64_t{step} + op.delay);
     pending_[static_cast<size_t>(node)][static_cast<int>(due)].push_back(result);
   }
@@ -357,8 +375,9 @@ class ReplicaGroups : public Algorithm {
   // units in forward order, then the root (if any tensor is left to it).
   void build_units(const AlgorithmSettings& s) {
     if (s.group_units.size() != s.tensor_sizes.size())
-      throw std::invalid_argument("replica groups: fsdp needs each tensor's unit (" + std::to_string(s.group_units.size()) +
-                                  " for " + std::to_string(s.tensor_sizes.size()) + " tensors)");
+      throw std::invalid_argument("replica groups: fsdp needs each tensor's unit (" +
+                                  std::to_string(s.group_units.size()) + " for " +
+                                  std::to_string(s.tensor_sizes.size()) + " tensors)");
     int units = 0;
     for (int u : s.group_units) units = std::max(units, u + 1);
     if (units == 0) throw std::invalid_argument("replica groups: fsdp found no unit in the model");
@@ -384,7 +403,8 @@ class ReplicaGroups : public Algorithm {
   int backward_start(int last_layer, bool& at_start) const {
     int best = -1;
     for (size_t t = 0; t < tensor_layers_.size(); ++t)
-      if (tensor_layers_[t] > last_layer && (best < 0 || tensor_layers_[t] < tensor_layers_[best])) best = static_cast<int>(t);
+      if (tensor_layers_[t] > last_layer && (best < 0 || tensor_layers_[t] < tensor_layers_[best]))
+        best = static_cast<int>(t);
     at_start = best < 0;
     if (at_start)
       for (size_t t = 0; t < tensor_layers_.size(); ++t)
@@ -446,7 +466,8 @@ class ReplicaGroups : public Algorithm {
     const Piece& piece = pieces_.at(p);
     if (!piece.index.defined()) {
       std::vector<torch::Tensor> ranges;
-      for (int t : piece.tensors) ranges.push_back(torch::arange(slices_.offset(t), slices_.offset(t) + slices_.size(t), torch::kLong));
+      for (int t : piece.tensors)
+        ranges.push_back(torch::arange(slices_.offset(t), slices_.offset(t) + slices_.size(t), torch::kLong));
       piece.index = torch::cat(ranges);
     }
     return piece.index;
@@ -476,7 +497,8 @@ class ReplicaGroups : public Algorithm {
     }
     const Piece& piece = pieces_.at(p);
     auto buffer = torch::zeros({slice_cap(piece.elements, gpus_)});
-    buffer.narrow(0, 0, slice_held(piece.elements, gpus_, rank)).copy_(replica.parameters().index_select(0, owned(p, rank)));
+    buffer.narrow(0, 0, slice_held(piece.elements, gpus_, rank))
+        .copy_(replica.parameters().index_select(0, owned(p, rank)));
     return buffer;
   }
   void write_parameters(Replica& replica, size_t p, int rank, const torch::Tensor& slice) const {
@@ -522,7 +544,8 @@ class ReplicaGroups : public Algorithm {
         } else if (!sharded_) {
           op.buffer = whole.buffer.narrow(0, slice_start(n, gpus_, rank), group_slice(n, gpus_, rank)).clone();
         } else {
-          throw std::logic_error(name() + "'s op '" + op.tag + "' is not over the flat parameters: a sharded group "
+          throw std::logic_error(name() + "'s op '" + op.tag +
+                                 "' is not over the flat parameters: a sharded group "
                                  "cannot train it");
         }
         break;
@@ -566,7 +589,8 @@ class ReplicaGroups : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_replica_groups(std::vector<std::unique_ptr<Algorithm>> across, const AlgorithmSettings& gpus) {
+std::unique_ptr<Algorithm> make_replica_groups(std::vector<std::unique_ptr<Algorithm>> across,
+                                               const AlgorithmSettings& gpus) {
   return std::make_unique<ReplicaGroups>(std::move(across), gpus);
 }
 

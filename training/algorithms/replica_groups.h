@@ -15,7 +15,8 @@ namespace testbed {
 // `across`: the algorithm built over the groups (its node g is group g), one instance for each
 // member rank of a group (G of them: ring r of the groups' members r keeps its own state).
 // `gpus`: the GPUs' settings (nodes, tensors, group keys).
-std::unique_ptr<Algorithm> make_replica_groups(std::vector<std::unique_ptr<Algorithm>> across, const AlgorithmSettings& gpus);
+std::unique_ptr<Algorithm> make_replica_groups(std::vector<std::unique_ptr<Algorithm>> across,
+                                               const AlgorithmSettings& gpus);
 
 // Group member `rank`'s slice of a vector of `elements` split over `gpus` as evenly as whole
 // elements allow (the first elements % gpus members hold one more).

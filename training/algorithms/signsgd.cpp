@@ -66,7 +66,8 @@ class SignSgd : public Algorithm {
       // Each scale's float32 bits as 4 bytes after the packed signs.
       wire = torch::cat({pack_bits(torch::cat(positive)), torch::cat(scales).view(torch::kUInt8).to(torch::kFloat32)});
     } else {
-      const auto& v = options_.variant == SignVariant::Signum ? m.mul_(options_.momentum).add_(g, 1 - options_.momentum) : g;
+      const auto& v =
+          options_.variant == SignVariant::Signum ? m.mul_(options_.momentum).add_(g, 1 - options_.momentum) : g;
       wire = pack_bits(v >= 0);
     }
     plan.comm.push_back(signs_op(wire));
@@ -95,9 +96,8 @@ class SignSgd : public Algorithm {
         sum.add_(sign);
         continue;
       }
-      const auto scales = r.slice(0, bytes, bytes + 4 * static_cast<int64_t>(sizes_.size()))
-                              .to(torch::kUInt8)
-                              .view(torch::kFloat32);
+      const auto scales =
+          r.slice(0, bytes, bytes + 4 * static_cast<int64_t>(sizes_.size())).to(torch::kUInt8).view(torch::kFloat32);
       int64_t at = 0;
       for (size_t t = 0; t < sizes_.size(); ++t) {
         sum.slice(0, at, at + sizes_[t]).add_(sign.slice(0, at, at + sizes_[t]) * scales[t]);
@@ -105,8 +105,10 @@ class SignSgd : public Algorithm {
       }
     }
     if (weight_decay_ > 0) params.mul_(1.0 - lr_ * weight_decay_);
-    if (options_.variant == SignVariant::EfSign) params.sub_(sum.div_(nodes_));  // lr is in p already
-    else params.sub_(sum.sign_(), lr_);                                           // the majority vote
+    if (options_.variant == SignVariant::EfSign)
+      params.sub_(sum.div_(nodes_));  // lr is in p already
+    else
+      params.sub_(sum.sign_(), lr_);  // the majority vote
   }
 
   AlgorithmState state(int node) const override {

@@ -16,7 +16,8 @@ namespace testbed {
 // p = lr g + e per tensor, e keeps p minus what was sent, x -= the mean over nodes.
 enum class SignVariant { Majority, Signum, EfSign };
 
-template <> struct EnumNames<SignVariant> {
+template <>
+struct EnumNames<SignVariant> {
   static const std::vector<std::pair<SignVariant, std::string>>& all() {
     static const std::vector<std::pair<SignVariant, std::string>> names = {
         {SignVariant::Majority, "majority"}, {SignVariant::Signum, "signum"}, {SignVariant::EfSign, "ef_sign"}};
@@ -28,14 +29,16 @@ struct SignOptions {
   SignVariant variant = SignVariant::Majority;
   double momentum = 0.9;  // signum's beta
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("variant", variant);
     v.field("momentum", momentum, Range{0, 1, false, true});
   }
   std::optional<OptionError> check() const {
     if (variant != SignVariant::Signum && momentum != SignOptions{}.momentum)
-      return OptionError{{"momentum"}, "'momentum' has no effect with variant " + enum_name(variant) +
-                                           "; it is read only with variant signum"};
+      return OptionError{
+          {"momentum"},
+          "'momentum' has no effect with variant " + enum_name(variant) + "; it is read only with variant signum"};
     return std::nullopt;
   }
   bool operator==(const SignOptions&) const = default;

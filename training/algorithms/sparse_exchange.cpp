@@ -16,7 +16,7 @@ namespace testbed {
 namespace {
 const std::string kTag = "sparse";
 const std::string kMaskTag = "sparse_mask";
-}
+}  // namespace
 
 torch::Tensor metropolis_mix(const std::vector<std::vector<int>>& neighbours, int node, const CommOp& op) {
   auto weight = [&](size_t j) {
@@ -75,14 +75,17 @@ SparseExchange::SparseExchange(int nodes, uint64_t seed, std::vector<std::vector
   // which only counts, never holds d of them.
 }
 
-int64_t SparseExchange::k() const { return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_); }
+int64_t SparseExchange::k() const {
+  return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(d_)), 1, d_);
+}
 
 int64_t SparseExchange::index_count(int step) const {
   const int64_t round = step / options_.interval;
   switch (options_.selection) {
     case SpartaSelection::Random:
     case SpartaSelection::ShuffledSequential:
-    case SpartaSelection::Windows: return k();
+    case SpartaSelection::Windows:
+      return k();
     case SpartaSelection::Layerwise: {
       const int64_t size = tensor_sizes_[round % static_cast<int64_t>(tensor_sizes_.size())];
       return std::clamp<int64_t>(std::llround(options_.p * static_cast<double>(size)), 1, size);
@@ -91,7 +94,8 @@ int64_t SparseExchange::index_count(int step) const {
       // Part r of a permutation of 0..size-1 (its values v with v mod P = r) has this many.
       int64_t count = 0;
       for (int64_t size : tensor_sizes_) {
-        const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
+        const int64_t parts =
+            std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
         count += (size - 1 - round % parts) / parts + 1;
       }
       return count;
@@ -99,7 +103,9 @@ int64_t SparseExchange::index_count(int step) const {
     case SpartaSelection::Bernoulli: {
       // Every node asks for the round's count: drawn once (d draws; a 7B model's take seconds).
       auto [it, fresh] = bernoulli_counts_.try_emplace(round, 0);
-      if (fresh) it->second = bernoulli_count(d_, options_.p, stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
+      if (fresh)
+        it->second =
+            bernoulli_count(d_, options_.p, stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
       return it->second;
     }
   }
@@ -130,7 +136,8 @@ torch::Tensor SparseExchange::indices(int step) const {
   const int64_t round = step / options_.interval;
   const int64_t k = this->k();
   const SpartaSelection sel = options_.selection;
-  if (sel == SpartaSelection::Random) return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
+  if (sel == SpartaSelection::Random)
+    return seeded_indices(d_, k, stream_seed(seed_, "sparta", static_cast<uint64_t>(round)));
   if (sel == SpartaSelection::Bernoulli) {
     // Each element with probability p: a count that varies by round, fixed by the seed alone.
     return bernoulli_indices(d_, options_.p, stream_seed(seed_, "sparta_bernoulli", static_cast<uint64_t>(round)));
@@ -142,7 +149,8 @@ torch::Tensor SparseExchange::indices(int step) const {
     int64_t begin = 0;
     for (size_t t = 0; t < tensor_sizes_.size(); ++t) {
       const int64_t size = tensor_sizes_[t];
-      const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
+      const int64_t parts =
+          std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(std::ceil(1.0 / options_.p)), size));
       const auto perm = seeded_permutation(
           size, stream_seed(stream_seed(seed_, "sparta_partition", t), "cycle", static_cast<uint64_t>(round / parts)));
       for (int64_t j = 0; j < size; ++j)
@@ -219,7 +227,8 @@ CommOp SparseExchange::mask_op(torch::Tensor mask) const {
 }
 
 CommOp SparseExchange::values_op(torch::Tensor values) const {
-  const CommKind kind = options_.exchange == SparseExchangeWith::AllReduce ? CommKind::AllReduce : CommKind::NeighbourExchange;
+  const CommKind kind =
+      options_.exchange == SparseExchangeWith::AllReduce ? CommKind::AllReduce : CommKind::NeighbourExchange;
   return make_op(kind, kTag, std::move(values), options_.delay);
 }
 

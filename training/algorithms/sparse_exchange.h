@@ -17,8 +17,8 @@ namespace testbed {
 
 class SparseExchange {
  public:
-  SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours,
-                 std::vector<int64_t> tensor_sizes, const SparseExchangeOptions& options);
+  SparseExchange(int nodes, uint64_t seed, std::vector<std::vector<int>> neighbours, std::vector<int64_t> tensor_sizes,
+                 const SparseExchangeOptions& options);
   void issue(int node, int step, Replica& replica, std::vector<CommOp>& comm);
   // index_transport broadcast: the mask is the step's first round, the values its second.
   bool broadcasts_mask() const { return options_.index_transport == IndexTransport::Broadcast; }
@@ -49,9 +49,9 @@ class SparseExchange {
   int64_t k() const;  // round(p d), at least 1
   int64_t d_ = 0;
   SparseExchangeOptions options_;
-  mutable std::vector<int64_t> order_;  // shuffled_sequential: one permutation of 0..d-1, once needed
+  mutable std::vector<int64_t> order_;                   // shuffled_sequential: one permutation of 0..d-1, once needed
   mutable std::map<int64_t, int64_t> bernoulli_counts_;  // bernoulli: each round's count, once drawn
-  std::map<std::pair<int, int>, torch::Tensor> sent_;  // (node, step) -> values sent, while delayed
+  std::map<std::pair<int, int>, torch::Tensor> sent_;    // (node, step) -> values sent, while delayed
   // index_transport broadcast, per node: the indices the arrived mask names, until their
   // values are sent (mask_) and until their average is applied (exchanged_).
   std::map<int, torch::Tensor> mask_, exchanged_;

@@ -29,7 +29,8 @@ enum class IndexTransport { Seeded, Broadcast };
 // With whom: everyone, or topology neighbours (uniform mean, or Metropolis-Hastings weights).
 enum class SparseExchangeWith { AllReduce, Ring, Gossip };
 
-template <> struct EnumNames<SpartaSelection> {
+template <>
+struct EnumNames<SpartaSelection> {
   static const std::vector<std::pair<SpartaSelection, std::string>>& all() {
     static const std::vector<std::pair<SpartaSelection, std::string>> names = {
         {SpartaSelection::Random, "random"},
@@ -41,31 +42,35 @@ template <> struct EnumNames<SpartaSelection> {
     return names;
   }
 };
-template <> struct EnumNames<IndexTransport> {
+template <>
+struct EnumNames<IndexTransport> {
   static const std::vector<std::pair<IndexTransport, std::string>>& all() {
-    static const std::vector<std::pair<IndexTransport, std::string>> names = {
-        {IndexTransport::Seeded, "seeded"}, {IndexTransport::Broadcast, "broadcast"}};
+    static const std::vector<std::pair<IndexTransport, std::string>> names = {{IndexTransport::Seeded, "seeded"},
+                                                                              {IndexTransport::Broadcast, "broadcast"}};
     return names;
   }
 };
-template <> struct EnumNames<SparseExchangeWith> {
+template <>
+struct EnumNames<SparseExchangeWith> {
   static const std::vector<std::pair<SparseExchangeWith, std::string>>& all() {
     static const std::vector<std::pair<SparseExchangeWith, std::string>> names = {
-        {SparseExchangeWith::AllReduce, "allreduce"}, {SparseExchangeWith::Ring, "ring"},
+        {SparseExchangeWith::AllReduce, "allreduce"},
+        {SparseExchangeWith::Ring, "ring"},
         {SparseExchangeWith::Gossip, "gossip"}};
     return names;
   }
 };
 
 struct SparseExchangeOptions {
-  double p = 0.005;            // fraction of the parameters exchanged
+  double p = 0.005;  // fraction of the parameters exchanged
   SpartaSelection selection = SpartaSelection::Random;
   SparseExchangeWith exchange = SparseExchangeWith::AllReduce;
-  int interval = 1;            // exchange after every `interval` steps
-  int delay = 0;               // apply the average this many steps late (asynchronous SPARTA)
+  int interval = 1;  // exchange after every `interval` steps
+  int delay = 0;     // apply the average this many steps late (asynchronous SPARTA)
   IndexTransport index_transport = IndexTransport::Seeded;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("p", p, Range{0, 1, true});
     v.field("selection", selection);
     v.field("exchange", exchange);
@@ -98,7 +103,8 @@ struct SpartaDilocoOptions {
   SparseExchangeOptions sparse;
   OuterSyncOptions outer;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     sparse.fields(v);
     outer.fields(v);
   }

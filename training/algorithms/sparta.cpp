@@ -2,9 +2,9 @@
 // (sparse_exchange.h); sparta_diloco adds DiLoCo's outer step every H steps.
 #include <optional>
 
+#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/common.h"
 #include "training/algorithms/outer_sync.h"
-#include "training/algorithms/algorithm_settings.h"
 #include "training/algorithms/sparse_exchange.h"
 
 namespace testbed {
@@ -15,9 +15,7 @@ class Sparta : public Algorithm {
  public:
   Sparta(std::string name, const AlgorithmSettings& s, const SparseExchangeOptions& sparse,
          std::optional<OuterSyncOptions> outer)
-      : name_(std::move(name)),
-        batch_(s.batch_size),
-        sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse) {
+      : name_(std::move(name)), batch_(s.batch_size), sparse_(s.nodes, s.seed, s.neighbours, s.tensor_sizes, sparse) {
     if (outer) outer_.emplace(s.nodes, *outer);
     for (int64_t n : s.tensor_sizes) d_ += n;
   }

@@ -13,7 +13,8 @@ struct SplitOptions {
   bool residual = false;       // keep the split feed-forward's residual link (its input crosses too)
   std::string cloud = "a100";  // the cloud's device preset; the edges' is compute.device
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("layer", layer, Range{1, 1e6});
     v.field("rank", rank, Range{0, 1e6});
     v.field("residual", residual);

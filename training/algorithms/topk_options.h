@@ -15,7 +15,8 @@ namespace testbed {
 // hclhkbu/gtopkssgd: its allreducer merges every gradient into one buffer first).
 enum class TopkScope { Tensor, Model };
 
-template <> struct EnumNames<TopkScope> {
+template <>
+struct EnumNames<TopkScope> {
   static const std::vector<std::pair<TopkScope, std::string>>& all() {
     static const std::vector<std::pair<TopkScope, std::string>> names = {{TopkScope::Tensor, "tensor"},
                                                                          {TopkScope::Model, "model"}};
@@ -31,7 +32,8 @@ struct TopkOptions {
   double warmup_ratio = 0;
   int warmup_steps = 0;
 
-  template <class V> void fields(V& v) {
+  template <class V>
+  void fields(V& v) {
     v.field("ratio", ratio, Range{0, 1, true});
     v.field("scope", scope);
     v.field("warmup_ratio", warmup_ratio, Range{0, 1});

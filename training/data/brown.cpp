@@ -27,9 +27,7 @@ bool is_corpus_file(const std::string& name) {
          std::isdigit(static_cast<unsigned char>(name[2])) && std::isdigit(static_cast<unsigned char>(name[3]));
 }
 
-int category_of(const std::string& name) {
-  return static_cast<int>(std::strchr(kLetters, name[1]) - kLetters);
-}
+int category_of(const std::string& name) { return static_cast<int>(std::strchr(kLetters, name[1]) - kLetters); }
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -104,9 +102,9 @@ std::string strip_brown_tags(const std::string& tagged) {
 }
 
 const std::vector<std::string>& brown_categories() {
-  static const std::vector<std::string> categories = {
-      "news",    "editorial", "reviews", "religion", "hobbies",         "lore",      "belles_lettres", "government",
-      "learned", "fiction",   "mystery", "science_fiction", "adventure", "romance", "humor"};
+  static const std::vector<std::string> categories = {"news",    "editorial",       "reviews",    "religion", "hobbies",
+                                                      "lore",    "belles_lettres",  "government", "learned",  "fiction",
+                                                      "mystery", "science_fiction", "adventure",  "romance",  "humor"};
   return categories;
 }
 

@@ -10,9 +10,9 @@
 namespace testbed {
 
 struct BrownOptions {
-  std::string directory;        // holds the 500 tagged files ca01 .. cr09
-  int context = 64;             // tokens (bytes) per training window
-  double test_fraction = 0.1;   // share of documents held out, chosen by seed
+  std::string directory;       // holds the 500 tagged files ca01 .. cr09
+  int context = 64;            // tokens (bytes) per training window
+  double test_fraction = 0.1;  // share of documents held out, chosen by seed
   uint64_t seed = 0;
 };
 

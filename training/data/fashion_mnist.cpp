@@ -37,8 +37,8 @@ std::vector<uint8_t> read_gzip(const std::string& path) {
 }
 
 uint32_t big_endian(const std::vector<uint8_t>& bytes, size_t offset) {
-  return (uint32_t(bytes[offset]) << 24) | (uint32_t(bytes[offset + 1]) << 16) |
-         (uint32_t(bytes[offset + 2]) << 8) | uint32_t(bytes[offset + 3]);
+  return (uint32_t(bytes[offset]) << 24) | (uint32_t(bytes[offset + 1]) << 16) | (uint32_t(bytes[offset + 2]) << 8) |
+         uint32_t(bytes[offset + 3]);
 }
 
 // Returns the payload as `dtype` after checking the magic number and element count.

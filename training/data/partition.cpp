@@ -53,8 +53,8 @@ std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint
   return shards;
 }
 
-std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>& groups, int num_groups,
-                                                      int parts, double alpha, uint64_t seed) {
+std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>& groups, int num_groups, int parts,
+                                                      double alpha, uint64_t seed) {
   if (parts < 1 || static_cast<int64_t>(groups.size()) < parts) {
     throw std::invalid_argument("cannot split the data set into that many shards");
   }
@@ -90,8 +90,7 @@ std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>
   return shards;
 }
 
-std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>& groups, int num_groups,
-                                                     int parts) {
+std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>& groups, int num_groups, int parts) {
   std::vector<std::vector<int64_t>> shards(parts);
   // Nodes that share group g (when parts > num_groups) take its samples in turn.
   std::vector<int64_t> seen(num_groups, 0);
@@ -102,7 +101,8 @@ std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>&
     shards[node].push_back(i);
   }
   for (int p = 0; p < parts; ++p) {
-    if (shards[p].empty()) throw std::invalid_argument("the category partition left node " + std::to_string(p) + " without data");
+    if (shards[p].empty())
+      throw std::invalid_argument("the category partition left node " + std::to_string(p) + " without data");
   }
   return shards;
 }

@@ -23,13 +23,12 @@ std::vector<std::vector<int64_t>> iid_partition(int64_t samples, int parts, uint
 // Label-skewed shards: for each group, its samples are split among nodes in proportions
 // drawn from Dirichlet(alpha) (smaller alpha, more skew). Every sample lands in exactly one
 // shard; a node left with nothing gets one sample from the largest shard.
-std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>& groups, int num_groups,
-                                                      int parts, double alpha, uint64_t seed);
+std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int64_t>& groups, int num_groups, int parts,
+                                                      double alpha, uint64_t seed);
 
 // Whole groups per node: group g goes to node g mod parts (with more nodes than groups,
 // a group's samples are shared round-robin among the nodes that map to it).
-std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>& groups, int num_groups,
-                                                     int parts);
+std::vector<std::vector<int64_t>> category_partition(const std::vector<int64_t>& groups, int num_groups, int parts);
 
 // Draws batches from one shard without replacement, reshuffling at every epoch.
 class ShardSampler {

@@ -22,9 +22,11 @@ torch::Tensor shift_images(const torch::Tensor& images, const std::string& shift
     // Rotate around the centre; outside the image is the background (the minimum pixel).
     auto background = images.min();
     auto grid = torch::nn::functional::affine_grid(theta, images.sizes().vec(), false);
-    auto rotated = torch::nn::functional::grid_sample(
-        images - background, grid,
-        torch::nn::functional::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false));
+    auto rotated = torch::nn::functional::grid_sample(images - background, grid,
+                                                      torch::nn::functional::GridSampleFuncOptions()
+                                                          .mode(torch::kBilinear)
+                                                          .padding_mode(torch::kZeros)
+                                                          .align_corners(false));
     return rotated + background;
   }
   if (shift == "invert") return images.max() + images.min() - images;

@@ -18,9 +18,9 @@ struct SyntheticOptions {
 Dataset make_teacher_dataset(const SyntheticOptions& options, uint64_t seed);
 
 // ImageNet does not ship, and no Debian or npm package holds it: a stand-in of its shapes, 3 x side
-// x side images (224, or Inception's 299) of N(0, 1) pixels (as normalised images are) with 1000 uniformly drawn labels.
-// Nothing in it can be learnt: it lets ImageNet-shaped models (ResNet-50's stem and strides) train
-// real steps here and be timed, and projections size everything from it; accuracy means nothing.
+// x side images (224, or Inception's 299) of N(0, 1) pixels (as normalised images are) with 1000 uniformly drawn
+// labels. Nothing in it can be learnt: it lets ImageNet-shaped models (ResNet-50's stem and strides) train real steps
+// here and be timed, and projections size everything from it; accuracy means nothing.
 Dataset make_imagenet_stand_in(int64_t train_samples, int64_t test_samples, int64_t side, uint64_t seed);
 
 }  // namespace testbed

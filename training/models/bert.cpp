@@ -146,7 +146,7 @@ class EncoderBlockImpl : public torch::nn::Module {
   LayerNorm attention_norm_;
   torch::nn::Linear intermediate_, output_;
   LayerNorm output_norm_;
-  SvdDense svd_{nullptr};    // intermediate, once the block is cut with a rank
+  SvdDense svd_{nullptr};  // intermediate, once the block is cut with a rank
   SplitConfig split_;
   CutValues* cut_ = nullptr;  // the model's, once the cut falls in this block
 };
@@ -212,7 +212,9 @@ class Bert : public Model {
     return torch::matmul(mlm_norm_(exact_gelu(transform_(x))), word_->weight.t()) + decoder_bias_;
   }
 
-  std::vector<LayerCost> layer_costs() const override { return bert_costs(config_, cut_.back_first.empty() ? nullptr : &split_); }
+  std::vector<LayerCost> layer_costs() const override {
+    return bert_costs(config_, cut_.back_first.empty() ? nullptr : &split_);
+  }
 
   void split(const SplitConfig& config) override {
     if (config.layer < 1 || config.layer > config_.layers)

@@ -8,8 +8,7 @@
 
 namespace testbed {
 
-DenseImpl::DenseImpl(int64_t in, int64_t out, const AdapterConfig& adapter)
-    : in_(in), out_(out), adapter_(adapter) {
+DenseImpl::DenseImpl(int64_t in, int64_t out, const AdapterConfig& adapter) : in_(in), out_(out), adapter_(adapter) {
   if (has_adapter() && (adapter_.rank < 1 || adapter_.rank > std::min(in_, out_))) {
     throw std::invalid_argument("adapter rank " + std::to_string(adapter_.rank) + " is larger than a " +
                                 std::to_string(in_) + " x " + std::to_string(out_) + " layer allows (at most " +
@@ -28,8 +27,8 @@ void DenseImpl::reset() {
   if (!has_adapter()) return;
   weight.set_requires_grad(false);
   bias.set_requires_grad(false);
-  lora_a = register_parameter("lora_a", torch::empty({adapter_.rank, in_}).uniform_(-bound, bound),
-                              adapter_.kind == "lora");
+  lora_a =
+      register_parameter("lora_a", torch::empty({adapter_.rank, in_}).uniform_(-bound, bound), adapter_.kind == "lora");
   lora_b = register_parameter("lora_b", torch::zeros({out_, adapter_.rank}));
 }
 

@@ -17,7 +17,7 @@ namespace testbed {
 struct AdapterConfig {
   std::string kind = "none";  // none | lora | lora_fa
   int rank = 4;
-  double alpha = 0;           // scale = alpha / rank; 0 means 1
+  double alpha = 0;  // scale = alpha / rank; 0 means 1
 };
 
 // y = x W^T + b + scale * (x A^T) B^T. With an adapter, W and b are frozen; LoRA trains

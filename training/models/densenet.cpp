@@ -55,7 +55,9 @@ TORCH_MODULE(DenseLayer);
 // Between blocks: batch norm, ReLU, a 1 x 1 convolution to half the channels, 2 x 2 average pool.
 struct TransitionImpl : nn::Module {
   explicit TransitionImpl(int64_t in)
-      : in(in), norm(register_module("norm", nn::BatchNorm2d(in))), conv(register_module("conv", plain_conv(in, in / 2, 1, 1, 0))) {}
+      : in(in),
+        norm(register_module("norm", nn::BatchNorm2d(in))),
+        conv(register_module("conv", plain_conv(in, in / 2, 1, 1, 0))) {}
 
   torch::Tensor forward(const torch::Tensor& x) { return torch::avg_pool2d(conv(torch::relu(norm(x))), 2, 2); }
 
@@ -139,7 +141,8 @@ class DenseNet : public Model {
     c.push_back(batch_norm_cost("features.norm5", channels, side, trains));
     c.push_back(elementwise_cost("relu", wide, wide));
     c.push_back(elementwise_cost("avgpool", wide, static_cast<double>(channels)));
-    c.push_back(linear_cost("classifier", static_cast<double>(channels), classes_, 1, true, classifier_->weight.requires_grad()));
+    c.push_back(linear_cost("classifier", static_cast<double>(channels), classes_, 1, true,
+                            classifier_->weight.requires_grad()));
     c.push_back(loss_cost(classes_));
     return c;
   }

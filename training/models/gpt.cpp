@@ -170,7 +170,7 @@ class BlockImpl : public torch::nn::Module {
   CausalSelfAttention attn_;
   LayerNorm ln2_;
   Dense fc_, fc_proj_;
-  SvdDense svd_{nullptr};    // fc, once the block is cut with a rank
+  SvdDense svd_{nullptr};  // fc, once the block is cut with a rank
   SplitConfig split_;
   CutValues* cut_ = nullptr;  // the model's, once the cut falls in this block
 };
@@ -215,7 +215,8 @@ class Gpt : public Model {
     if (config.layer < 1 || config.layer > config_.layers)
       throw std::invalid_argument("split layer " + std::to_string(config.layer) + " is not a block of this GPT (1.." +
                                   std::to_string(config_.layers) + ")");
-    if (config_.adapter.kind != "none") throw std::invalid_argument("split fine-tuning trains the SVD factors, not adapters");
+    if (config_.adapter.kind != "none")
+      throw std::invalid_argument("split fine-tuning trains the SVD factors, not adapters");
     if (cut_.back_first.size()) throw std::logic_error("GPT: already split");
     auto& block = block_list_[config.layer - 1];
     block->split(config, &cut_);
@@ -278,9 +279,12 @@ struct GptShape {
   bool tied;
 };
 const GptShape kGptShapes[] = {
-    {"tiny", 256, 2, 4, 128, 64, false},         {"small", 256, 4, 4, 256, 128, false},
-    {"gpt2_124m", 50257, 12, 12, 768, 1024, true}, {"gpt2_355m", 50257, 24, 16, 1024, 1024, true},
-    {"gpt2_774m", 50257, 36, 20, 1280, 1024, true}, {"gpt2_1558m", 50257, 48, 25, 1600, 1024, true},
+    {"tiny", 256, 2, 4, 128, 64, false},
+    {"small", 256, 4, 4, 256, 128, false},
+    {"gpt2_124m", 50257, 12, 12, 768, 1024, true},
+    {"gpt2_355m", 50257, 24, 16, 1024, 1024, true},
+    {"gpt2_774m", 50257, 36, 20, 1280, 1024, true},
+    {"gpt2_1558m", 50257, 48, 25, 1600, 1024, true},
 };
 }  // namespace
 

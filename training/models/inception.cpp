@@ -15,7 +15,9 @@ namespace nn = torch::nn;
 struct InceptionConv {
   int64_t out, kh, kw, stride = 1, pad_h = 0, pad_w = 0;
 };
-InceptionConv square_conv(int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0) { return {out, k, k, stride, pad, pad}; }
+InceptionConv square_conv(int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0) {
+  return {out, k, k, stride, pad, pad};
+}
 InceptionConv row_conv(int64_t out, int64_t k) { return {out, 1, k, 1, 0, k / 2}; }     // 1 x k, same size
 InceptionConv column_conv(int64_t out, int64_t k) { return {out, k, 1, 1, k / 2, 0}; }  // k x 1, same size
 
@@ -37,39 +39,44 @@ std::vector<InceptionBlock> inception_v4_blocks() {
   b.push_back({{Pool::None, {square_conv(32, 3)}, {}}});
   b.push_back({{Pool::None, {square_conv(64, 3, 1, 1)}, {}}});
   b.push_back({{Pool::Max, {}, {}}, {Pool::None, {square_conv(96, 3, 2)}, {}}});  // Mixed_3a
-  b.push_back({{Pool::None, {square_conv(64, 1), square_conv(96, 3)}, {}},             // Mixed_4a
+  b.push_back({{Pool::None, {square_conv(64, 1), square_conv(96, 3)}, {}},        // Mixed_4a
                {Pool::None, {square_conv(64, 1), row_conv(64, 7), column_conv(64, 7), square_conv(96, 3)}, {}}});
   b.push_back({{Pool::None, {square_conv(192, 3, 2)}, {}}, {Pool::Max, {}, {}}});  // Mixed_5a
   const InceptionBlock a = {{Pool::None, {square_conv(96, 1)}, {}},
-                   {Pool::None, {square_conv(64, 1), square_conv(96, 3, 1, 1)}, {}},
-                   {Pool::None, {square_conv(64, 1), square_conv(96, 3, 1, 1), square_conv(96, 3, 1, 1)}, {}},
-                   {Pool::Average, {square_conv(96, 1)}, {}}};
+                            {Pool::None, {square_conv(64, 1), square_conv(96, 3, 1, 1)}, {}},
+                            {Pool::None, {square_conv(64, 1), square_conv(96, 3, 1, 1), square_conv(96, 3, 1, 1)}, {}},
+                            {Pool::Average, {square_conv(96, 1)}, {}}};
   for (int i = 0; i < 4; ++i) b.push_back(a);
   b.push_back({{Pool::None, {square_conv(384, 3, 2)}, {}},  // Reduction-A
                {Pool::None, {square_conv(192, 1), square_conv(224, 3, 1, 1), square_conv(256, 3, 2)}, {}},
                {Pool::Max, {}, {}}});
-  const InceptionBlock inception_b = {{Pool::None, {square_conv(384, 1)}, {}},
-                             {Pool::None, {square_conv(192, 1), row_conv(224, 7), column_conv(256, 7)}, {}},
-                             {Pool::None, {square_conv(192, 1), column_conv(192, 7), row_conv(224, 7), column_conv(224, 7), row_conv(256, 7)}, {}},
-                             {Pool::Average, {square_conv(128, 1)}, {}}};
+  const InceptionBlock inception_b = {
+      {Pool::None, {square_conv(384, 1)}, {}},
+      {Pool::None, {square_conv(192, 1), row_conv(224, 7), column_conv(256, 7)}, {}},
+      {Pool::None,
+       {square_conv(192, 1), column_conv(192, 7), row_conv(224, 7), column_conv(224, 7), row_conv(256, 7)},
+       {}},
+      {Pool::Average, {square_conv(128, 1)}, {}}};
   for (int i = 0; i < 7; ++i) b.push_back(inception_b);
   b.push_back({{Pool::None, {square_conv(192, 1), square_conv(192, 3, 2)}, {}},  // Reduction-B
                {Pool::None, {square_conv(256, 1), row_conv(256, 7), column_conv(320, 7), square_conv(320, 3, 2)}, {}},
                {Pool::Max, {}, {}}});
   const InceptionBlock c = {{Pool::None, {square_conv(256, 1)}, {}},
-                   {Pool::None, {square_conv(384, 1)}, {row_conv(256, 3), column_conv(256, 3)}},
-                   {Pool::None, {square_conv(384, 1), column_conv(448, 3), row_conv(512, 3)}, {row_conv(256, 3), column_conv(256, 3)}},
-                   {Pool::Average, {square_conv(256, 1)}, {}}};
+                            {Pool::None, {square_conv(384, 1)}, {row_conv(256, 3), column_conv(256, 3)}},
+                            {Pool::None,
+                             {square_conv(384, 1), column_conv(448, 3), row_conv(512, 3)},
+                             {row_conv(256, 3), column_conv(256, 3)}},
+                            {Pool::Average, {square_conv(256, 1)}, {}}};
   for (int i = 0; i < 3; ++i) b.push_back(c);
   return b;
 }
 
 struct InceptionUnitImpl : nn::Module {
   InceptionUnitImpl(int64_t in, const InceptionConv& c)
-      : conv(register_module("conv", nn::Conv2d(nn::Conv2dOptions(in, c.out, {c.kh, c.kw})
-                                                    .stride(c.stride)
-                                                    .padding({c.pad_h, c.pad_w})
-                                                    .bias(false)))),
+      : conv(register_module(
+            "conv",
+            nn::Conv2d(
+                nn::Conv2dOptions(in, c.out, {c.kh, c.kw}).stride(c.stride).padding({c.pad_h, c.pad_w}).bias(false)))),
         bn(register_module("bn", nn::BatchNorm2d(nn::BatchNorm2dOptions(c.out).eps(1e-3)))) {}
   torch::Tensor forward(const torch::Tensor& x) { return torch::relu(bn(conv(x))); }
   nn::Conv2d conv;
@@ -138,7 +145,8 @@ class InceptionV4 : public Model {
     int64_t in = 3, side = 299;
     // A unit's three layers; returns its output side (the blocks keep images square_conv).
     auto unit = [&](const std::string& p, int64_t channels, const InceptionConv& v, int64_t at) {
-      c.push_back(convolution_cost(p + ".conv", Conv2dShape{channels, v.out, v.kh, v.kw, v.stride, v.pad_h, v.pad_w}, at, at, trains));
+      c.push_back(convolution_cost(p + ".conv", Conv2dShape{channels, v.out, v.kh, v.kw, v.stride, v.pad_h, v.pad_w},
+                                   at, at, trains));
       const int64_t after = convolution_side(at, v.kh, v.stride, v.pad_h);
       c.push_back(batch_norm_cost(p + ".bn", v.out, after, trains));
       const double elements = static_cast<double>(v.out * after * after);

@@ -48,13 +48,13 @@ LayerCost convolution_cost(const std::string& name, const Conv2dShape& v, int64_
   c.inputs = static_cast<double>(v.in * h * w);
   c.outputs = static_cast<double>(v.out) * out_positions;
   c.convolution = true;
-  c.gemm_k = per_output;                                                // implicit GEMM: in / groups x kh x kw
+  c.gemm_k = per_output;                                                    // implicit GEMM: in / groups x kh x kw
   c.gemm_k_backward = static_cast<double>(v.out / v.groups * v.kh * v.kw);  // the data gradient: out / groups x kh x kw
   return c;
 }
 
-LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
-                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains) {
+LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+                           int64_t groups, int64_t side, bool bias, bool trains) {
   return convolution_cost(name, Conv2dShape{in, out, k, k, stride, padding, padding, groups, bias}, side, side, trains);
 }
 
@@ -81,7 +81,8 @@ std::vector<int> gradient_layers(const TrainingWork& work, const std::vector<std
     int owner = -1;
     for (size_t l = 0; l < work.layers.size(); ++l) {
       const std::string& layer = work.layers[l].name;
-      if (work.layers[l].trains && owns_by_prefix(layer, name) && (owner < 0 || layer.size() > work.layers[owner].name.size()))
+      if (work.layers[l].trains && owns_by_prefix(layer, name) &&
+          (owner < 0 || layer.size() > work.layers[owner].name.size()))
         owner = static_cast<int>(l);
     }
     if (owner < 0) throw std::logic_error("no training layer of the model's costs owns parameter '" + name + "'");
@@ -96,7 +97,7 @@ void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix
   LayerCost qk = elementwise_cost(prefix + ".qk", 2 * T * C, scores);
   qk.flops = 2 * T * T * C;  // heads x T x T x head size multiply-adds
   qk.grad_operands = 2;
-  qk.gemm_k = C / heads;   // q k^T over a head's width; dq = dS k and dk = dS^T q over T
+  qk.gemm_k = C / heads;  // q k^T over a head's width; dq = dS k and dk = dS^T q over T
   qk.gemm_k_backward = T;
   c.push_back(qk);
   c.push_back(elementwise_cost(prefix + ".scale", scores, scores, 1, false));
@@ -105,7 +106,7 @@ void append_attention_costs(std::vector<LayerCost>& c, const std::string& prefix
   LayerCost av = elementwise_cost(prefix + ".av", scores + T * C, T * C);
   av.flops = 2 * T * T * C;
   av.grad_operands = 2;
-  av.gemm_k = T;                  // att v over T; d att = dY v^T over a head's width (dv over T)
+  av.gemm_k = T;  // att v over T; d att = dY v^T over a head's width (dv over T)
   av.gemm_k_backward = C / heads;
   c.push_back(av);
   c.push_back(elementwise_cost(prefix + ".merge_heads", T * C, T * C, 1, false));  // transpose().contiguous()

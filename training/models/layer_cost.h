@@ -11,19 +11,19 @@ namespace testbed {
 // compute model can apply the training dtype). Per-sample quantities scale with the batch;
 // weights are read once per batch. Plain data: no LibTorch, so sim/ can pass it on freely.
 struct LayerCost {
-  std::string name;          // the module path of its parameters, as registered ("blocks.0.attn.qkv")
-  double flops = 0;          // forward FLOPs per sample (2 per multiply-add; elementwise ops count 0)
-  double weights = 0;        // parameter elements: read by forward and input-gradient, written by weight-gradient
-  int tensors = 0;           // parameter tensors (weight, bias, ...): one weight-gradient and one optimizer kernel each
-  bool trains = false;       // weights receive gradients (false when frozen, e.g. under an adapter)
+  std::string name;     // the module path of its parameters, as registered ("blocks.0.attn.qkv")
+  double flops = 0;     // forward FLOPs per sample (2 per multiply-add; elementwise ops count 0)
+  double weights = 0;   // parameter elements: read by forward and input-gradient, written by weight-gradient
+  int tensors = 0;      // parameter tensors (weight, bias, ...): one weight-gradient and one optimizer kernel each
+  bool trains = false;  // weights receive gradients (false when frozen, e.g. under an adapter)
   // The weights are another layer's (a head tied to the token embedding): read and given a
   // gradient here, but held and updated by their owner (counted once in the update).
   bool shared_weights = false;
-  double inputs = 0;         // activation elements read per sample (all operands)
-  double outputs = 0;        // activation elements written per sample
-  int kernels = 1;           // forward kernel launches (the input-gradient pass launches as many per operand)
-  int grad_operands = 1;     // activation operands needing a gradient, each costing the forward FLOPs
-                             // (2 for a product of two activations, such as q k^T)
+  double inputs = 0;              // activation elements read per sample (all operands)
+  double outputs = 0;             // activation elements written per sample
+  int kernels = 1;                // forward kernel launches (the input-gradient pass launches as many per operand)
+  int grad_operands = 1;          // activation operands needing a gradient, each costing the forward FLOPs
+                                  // (2 for a product of two activations, such as q k^T)
   bool grad_reads_input = false;  // the input-gradient pass rereads saved activations (ReLU, softmax,
                                   // norms, pooling, activation x activation products)
   double recompute_flops = 0;     // per sample, FLOPs the input-gradient pass redoes (FlashAttention's scores)
@@ -79,8 +79,8 @@ LayerCost elementwise_cost(const std::string& name, double in, double out, int k
 // A convolution's cost: `in` channels of side x side to `out` channels with a k x k kernel,
 // `stride`, `padding` and `groups` (each output element a dot product over in / groups x k x k
 // inputs). Output side: floor((side + 2 padding - k) / stride) + 1.
-LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride,
-                           int64_t padding, int64_t groups, int64_t side, bool bias, bool trains);
+LayerCost convolution_cost(const std::string& name, int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+                           int64_t groups, int64_t side, bool bias, bool trains);
 int64_t convolution_side(int64_t side, int64_t k, int64_t stride, int64_t padding);
 
 // Batch normalisation of `channels` x side x side: elementwise, with a scale and a shift a channel.

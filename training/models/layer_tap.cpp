@@ -34,7 +34,8 @@ torch::Tensor LayerTap::gradient_matrix() const {
 
 std::pair<torch::Tensor, torch::Tensor> LayerTap::split_gradient_matrix(const torch::Tensor& v) const {
   const int64_t w = weight.numel() / d_g();
-  return {v.slice(1, 0, w).reshape(weight.sizes()), bias.defined() ? v.slice(1, w).reshape(bias.sizes()) : torch::Tensor()};
+  return {v.slice(1, 0, w).reshape(weight.sizes()),
+          bias.defined() ? v.slice(1, w).reshape(bias.sizes()) : torch::Tensor()};
 }
 
 void LayerTap::set_gradient_matrix(const torch::Tensor& v) {
@@ -48,7 +49,8 @@ void LayerTap::scale_gradient(double factor) {
   if (bias.defined()) bias.mutable_grad().mul_(factor);
 }
 
-torch::Tensor LayerTap::operator()(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& layer) {
+torch::Tensor LayerTap::operator()(const torch::Tensor& x,
+                                   const std::function<torch::Tensor(const torch::Tensor&)>& layer) {
   const bool recording = keep > 0 && torch::GradMode::is_enabled();
   if (recording) input = x.detach().slice(0, 0, keep).clone();
   auto y = layer(x);

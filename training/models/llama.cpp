@@ -54,7 +54,8 @@ std::vector<LayerCost> llama_costs(const LlamaConfig& cfg) {
     c.push_back(linear_cost(p + ".attention.wv", C, kv, T, false, true));
     // q and k times cos, their rotated halves times sin, the sum: reads both and the tables.
     c.push_back(elementwise_cost(p + ".attention.rotary", 2 * (T * C + T * kv), T * C + T * kv, 6, false));
-    if (cfg.kv_heads < cfg.heads) c.push_back(elementwise_cost(p + ".attention.repeat_kv", 2 * T * kv, 2 * T * C, 2, false));
+    if (cfg.kv_heads < cfg.heads)
+      c.push_back(elementwise_cost(p + ".attention.repeat_kv", 2 * T * kv, 2 * T * C, 2, false));
     append_attention_costs(c, p + ".attention", T, C, cfg.heads, /*causal=*/true);
     c.push_back(linear_cost(p + ".attention.wo", C, C, T, false, true));
     c.push_back(elementwise_cost(p + ".residual1", 2 * T * C, T * C, 1, false));
@@ -86,7 +87,9 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
-torch::nn::Linear linear(int64_t in, int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)); }
+torch::nn::Linear linear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
 
 // x [B, h, T, hd] rotated by position: x cos + rotate_half(x) sin.
 torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {

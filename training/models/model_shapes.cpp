@@ -45,7 +45,8 @@ ModelShapes shapes_of(const Model& model) {
         if (cost.name == tap->name) l.positions = static_cast<int64_t>(cost.outputs) / tap->d_g();
     }
     for (size_t i = 0; i < trainable.size(); ++i)
-      if (trainable[i].unsafeGetTensorImpl() == tap->weight.unsafeGetTensorImpl()) l.weight_tensor = static_cast<int>(i);
+      if (trainable[i].unsafeGetTensorImpl() == tap->weight.unsafeGetTensorImpl())
+        l.weight_tensor = static_cast<int>(i);
     if (l.weight_tensor < 0) continue;  // a frozen layer: nothing to precondition
     m.second_order.push_back(l);
   }

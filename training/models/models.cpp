@@ -113,7 +113,8 @@ torch::Tensor Model::classify(const torch::Tensor&) {
   throw std::logic_error("this model has no split into features and a classifier head");
 }
 void Model::split(const SplitConfig&) {
-  throw std::invalid_argument("split fine-tuning cuts a transformer block's feed-forward: this model has none (use gpt or bert)");
+  throw std::invalid_argument(
+      "split fine-tuning cuts a transformer block's feed-forward: this model has none (use gpt or bert)");
 }
 
 double Model::forward_flops_per_sample() const {
@@ -159,7 +160,8 @@ std::shared_ptr<Model> make_imagenet_model(const std::string& name, int classes)
   if (name == "densenet201") return make_densenet201(classes);
   if (name == "inception_v4") return make_inception_v4(classes);
   if (name == "vit_b_16") return make_vit_b_16(classes);
-  throw std::invalid_argument("model '" + name + "' has no ImageNet form (the resnets, densenet201, inception_v4 and vit_b_16 have)");
+  throw std::invalid_argument("model '" + name +
+                              "' has no ImageNet form (the resnets, densenet201, inception_v4 and vit_b_16 have)");
 }
 
 }  // namespace testbed

@@ -48,7 +48,7 @@ __attribute__((target("avx2"))) inline void take4(__m128 v, __m128& best, __m128
 
 // 2 x 2 windows, four at a time: the same comparisons in the same order, lane by lane.
 __attribute__((target("avx2"))) int64_t pool_plane_2x2_avx2(const float* in, float* out, int32_t* index, int64_t W,
-                                                             int64_t oh, int64_t ow) {
+                                                            int64_t oh, int64_t ow) {
   const int64_t whole = ow / 4 * 4;
   const __m256i evens_then_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   for (int64_t y = 0; y < oh; ++y) {
@@ -88,7 +88,8 @@ class ReluMaxPool : public torch::autograd::Function<ReluMaxPool> {
     static const bool avx2 = __builtin_cpu_supports("avx2");
     at::parallel_for(0, planes, 16, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
-        const int64_t done = k == 2 && avx2 ? pool_plane_2x2_avx2(in + p * H * W, o + p * oh * ow, id + p * oh * ow, W, oh, ow) : 0;
+        const int64_t done =
+            k == 2 && avx2 ? pool_plane_2x2_avx2(in + p * H * W, o + p * oh * ow, id + p * oh * ow, W, oh, ow) : 0;
         if (done < ow) pool_plane(in + p * H * W, o + p * oh * ow, id + p * oh * ow, W, oh, ow, k, done);
       }
     });
@@ -98,7 +99,8 @@ class ReluMaxPool : public torch::autograd::Function<ReluMaxPool> {
     return out;
   }
 
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& out = saved[0];
     const torch::Tensor& index = saved[1];

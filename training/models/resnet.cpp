@@ -113,11 +113,16 @@ class ResidualBlock : public nn::Module {
 
 std::vector<int> blocks_per_stage(int depth) {
   switch (depth) {
-    case 18: return {2, 2, 2, 2};
-    case 34: return {3, 4, 6, 3};
-    case 50: return {3, 4, 6, 3};
-    case 101: return {3, 4, 23, 3};
-    case 152: return {3, 8, 36, 3};
+    case 18:
+      return {2, 2, 2, 2};
+    case 34:
+      return {3, 4, 6, 3};
+    case 50:
+      return {3, 4, 6, 3};
+    case 101:
+      return {3, 4, 23, 3};
+    case 152:
+      return {3, 8, 36, 3};
   }
   throw std::invalid_argument("ResNet depth " + std::to_string(depth) + " is none of 18, 34, 50, 101, 152");
 }
@@ -126,8 +131,10 @@ class ResNet : public Model {
  public:
   explicit ResNet(const ResNetShape& shape) : shape_(shape) {
     const bool bottleneck = shape.depth >= 50;
-    stem_ = register_module("conv1", shape.imagenet_stem ? nn::Conv2d(nn::Conv2dOptions(shape.channels, 64, 7).stride(2).padding(3).bias(false))
-                                                          : resnet_conv(shape.channels, 64, 3, 1));
+    stem_ = register_module("conv1",
+                            shape.imagenet_stem
+                                ? nn::Conv2d(nn::Conv2dOptions(shape.channels, 64, 7).stride(2).padding(3).bias(false))
+                                : resnet_conv(shape.channels, 64, 3, 1));
     bn_ = register_module("bn1", nn::BatchNorm2d(64));
     int64_t in = 64;
     const auto counts = blocks_per_stage(shape.depth);

@@ -16,9 +16,9 @@ namespace testbed {
 namespace {
 
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f;      // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits, so n kLn2Hi is exact
+constexpr float kLn2Hi = 0.693359375f;  // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits, so n kLn2Hi is exact
 constexpr float kLn2Lo = -2.12194440e-4f;
-constexpr float kExpLowest = -86.5f;        // below, exp(x) < 2.7e-38 is taken as 0: results stay normal
+constexpr float kExpLowest = -86.5f;  // below, exp(x) < 2.7e-38 is taken as 0: results stay normal
 const float kInverseFactorial[8] = {1.f, 1.f, 1.f / 2, 1.f / 6, 1.f / 24, 1.f / 120, 1.f / 720, 1.f / 5040};
 constexpr int kLanes = 8;
 
@@ -62,7 +62,8 @@ void softmax_grad_row_scalar(const float* y, const float* g, float* dx, int64_t 
 }
 
 __attribute__((target("avx2,fma"))) inline __m256 exp8_nonpositive(__m256 x) {
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x));
   __m256 p = _mm256_set1_ps(kInverseFactorial[7]);
   for (int k = 6; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kInverseFactorial[k]));
@@ -121,15 +122,18 @@ class SoftmaxLastDim : public torch::autograd::Function<SoftmaxLastDim> {
     float* yp = out.data_ptr<float>();
     at::parallel_for(0, rows, row_grain(n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        if (cpu_has_avx2_fma()) softmax_row_avx2(xp + r * n, yp + r * n, n);
-        else softmax_row_scalar(xp + r * n, yp + r * n, n);
+        if (cpu_has_avx2_fma())
+          softmax_row_avx2(xp + r * n, yp + r * n, n);
+        else
+          softmax_row_scalar(xp + r * n, yp + r * n, n);
       }
     });
     ctx->save_for_backward({out});
     return out;
   }
 
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
     const torch::Tensor y = ctx->get_saved_variables()[0];
     const torch::Tensor g = grads[0].contiguous();
     auto dx = torch::empty_like(y);
@@ -139,8 +143,10 @@ class SoftmaxLastDim : public torch::autograd::Function<SoftmaxLastDim> {
     float* dp = dx.data_ptr<float>();
     at::parallel_for(0, rows, row_grain(n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        if (cpu_has_avx2_fma()) softmax_grad_row_avx2(yp + r * n, gp + r * n, dp + r * n, n);
-        else softmax_grad_row_scalar(yp + r * n, gp + r * n, dp + r * n, n);
+        if (cpu_has_avx2_fma())
+          softmax_grad_row_avx2(yp + r * n, gp + r * n, dp + r * n, n);
+        else
+          softmax_grad_row_scalar(yp + r * n, gp + r * n, dp + r * n, n);
       }
     });
     return {dx};

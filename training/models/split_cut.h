@@ -19,9 +19,9 @@
 namespace testbed {
 
 struct SplitConfig {
-  int layer = 6;           // the block the cut falls in, counted from 1 (the reference's --split)
-  int rank = 8;            // of W1's truncated SVD; 0: a plain cut before the block's feed-forward
-  bool residual = false;   // keep the split feed-forward's residual link: its input crosses too
+  int layer = 6;          // the block the cut falls in, counted from 1 (the reference's --split)
+  int rank = 8;           // of W1's truncated SVD; 0: a plain cut before the block's feed-forward
+  bool residual = false;  // keep the split feed-forward's residual link: its input crosses too
   // Values a token sends across the cut in a model of width `width`.
   int64_t crossing(int64_t width) const { return rank == 0 ? width : rank + (residual ? width : 0); }
 };
@@ -49,7 +49,7 @@ TORCH_MODULE(SvdDense);
 // What crossed the cut in the last training pass: the activations the front sent and, once
 // backward has run, their gradient that came back. Evaluation passes record nothing.
 struct CutValues {
-  std::string back_first;  // the first of layer_costs() the back half runs
+  std::string back_first;         // the first of layer_costs() the back half runs
   int64_t values_per_sample = 0;  // what a sample sends across (its tokens x crossing)
   torch::Tensor activations, gradient;
   // Records `x` (and, in backward, its gradient); returns it unchanged.

@@ -36,7 +36,8 @@ struct VitBlockImpl : nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t B = x.size(0), T = x.size(1), d = kWidth / kHeads;
     auto qkv = in_proj(ln_1(x)).view({B, T, 3, kHeads, d}).permute({2, 0, 3, 1, 4});  // 3, B, heads, T, d
-    const auto att = softmax_last_dim(torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d)));
+    const auto att =
+        softmax_last_dim(torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d)));
     const auto merged = torch::matmul(att, qkv[2]).transpose(1, 2).contiguous().view({B, T, kWidth});
     const auto h = x + out_proj(merged);
     return h + fc2(exact_gelu(fc1(ln_2(h))));
@@ -94,7 +95,7 @@ class VisionTransformer : public Model {
     const double T = kTokens, C = kWidth, P = kPatches;
     std::vector<LayerCost> c;
     c.push_back(convolution_cost("conv_proj", 3, kWidth, kPatch, kPatch, 0, 1, kSide, true, true));
-    c.push_back(elementwise_cost("patches", P * C, P * C, 1, false));  // flatten, transpose
+    c.push_back(elementwise_cost("patches", P * C, P * C, 1, false));           // flatten, transpose
     LayerCost token = elementwise_cost("class_token", P * C, T * C, 1, false);  // the concatenation
     token.weights = C;
     token.tensors = 1;
@@ -105,7 +106,8 @@ class VisionTransformer : public Model {
     positions.tensors = 1;
     positions.trains = true;
     c.push_back(positions);
-    for (size_t l = 0; l < blocks_.size(); ++l) blocks_[l]->append_costs(c, "encoder.layers." + std::to_string(l) + ".");
+    for (size_t l = 0; l < blocks_.size(); ++l)
+      blocks_[l]->append_costs(c, "encoder.layers." + std::to_string(l) + ".");
     c.push_back(norm_cost("encoder.ln", T, C));
     c.push_back(linear_cost("heads.head", C, classes_, 1, true, true));
     c.push_back(loss_cost(classes_));

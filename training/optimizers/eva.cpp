@@ -25,7 +25,8 @@ torch::Tensor eva_vector_a(const LayerTap& l) {
     // The batch mean first, then its patches (im2col: channel-major, then kh, kw), averaged.
     namespace F = torch::nn::functional;
     const auto mean = l.input.mean(0, /*keepdim=*/true);
-    a = F::unfold(mean, F::UnfoldFuncOptions(l.kernel).padding(l.padding).stride(l.stride)).mean(std::vector<int64_t>{0, 2});
+    a = F::unfold(mean, F::UnfoldFuncOptions(l.kernel).padding(l.padding).stride(l.stride))
+            .mean(std::vector<int64_t>{0, 2});
   } else {
     a = mean_rows(l.input);
   }

@@ -13,7 +13,7 @@
 namespace testbed {
 
 struct EvaOptions {
-  double damping = 0.03;     // the reference class's default (its CIFAR scripts pass 0.03 too)
+  double damping = 0.03;  // the reference class's default (its CIFAR scripts pass 0.03 too)
   // > 0: KL clipping, nu = min(1, sqrt(kl_clip / sum(v . grad) lr^2)); 0: re-scaling to the
   // gradient's norm, nu = sqrt(|grad|^2 / |v|^2) (the reference's two modes).
   double kl_clip = 0.001;

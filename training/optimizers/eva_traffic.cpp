@@ -17,11 +17,9 @@ std::vector<CommOp> eva_statistics_ops(const std::vector<SecondOrderLayer>& laye
   std::vector<CommOp> ops;
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    CommOp a = make_op(CommKind::AllReduce, kA + std::to_string(i),
-                       eva ? eva->vector_a(i).clone() : shape_only(l.d_a));
+    CommOp a = make_op(CommKind::AllReduce, kA + std::to_string(i), eva ? eva->vector_a(i).clone() : shape_only(l.d_a));
     a.after_forward = l.weight_tensor;
-    CommOp g = make_op(CommKind::AllReduce, kG + std::to_string(i),
-                       eva ? eva->vector_g(i).clone() : shape_only(l.d_g));
+    CommOp g = make_op(CommKind::AllReduce, kG + std::to_string(i), eva ? eva->vector_g(i).clone() : shape_only(l.d_g));
     g.after_gradient = l.weight_tensor;
     ops.push_back(std::move(a));
     ops.push_back(std::move(g));

@@ -174,8 +174,8 @@ std::map<std::string, torch::Tensor> Kfac::state() const {
   std::map<std::string, torch::Tensor> s;
   s["kfac_steps"] = torch::tensor(steps_, torch::kLong);
   const std::vector<std::pair<const char*, const std::vector<torch::Tensor>*>> parts = {
-      {"A", &a_}, {"G", &g_}, {"invA", &inv_a_}, {"invG", &inv_g_}, {"QA", &qa_}, {"dA", &da_},
-      {"QG", &qg_}, {"dG", &dg_}, {"direction", &direction_}};
+      {"A", &a_},   {"G", &g_},   {"invA", &inv_a_}, {"invG", &inv_g_},         {"QA", &qa_},
+      {"dA", &da_}, {"QG", &qg_}, {"dG", &dg_},      {"direction", &direction_}};
   for (const auto& [name, v] : parts)
     for (size_t i = 0; i < v->size(); ++i)
       if ((*v)[i].defined()) s[std::string("kfac_") + name + "_" + std::to_string(i)] = (*v)[i];
@@ -186,8 +186,8 @@ void Kfac::load_state(const std::map<std::string, torch::Tensor>& s) {
   auto steps = s.find("kfac_steps");
   steps_ = steps == s.end() ? 0 : steps->second.item<int64_t>();
   const std::vector<std::pair<const char*, std::vector<torch::Tensor>*>> parts = {
-      {"A", &a_}, {"G", &g_}, {"invA", &inv_a_}, {"invG", &inv_g_}, {"QA", &qa_}, {"dA", &da_},
-      {"QG", &qg_}, {"dG", &dg_}, {"direction", &direction_}};
+      {"A", &a_},   {"G", &g_},   {"invA", &inv_a_}, {"invG", &inv_g_},         {"QA", &qa_},
+      {"dA", &da_}, {"QG", &qg_}, {"dG", &dg_},      {"direction", &direction_}};
   for (const auto& [name, v] : parts)
     for (size_t i = 0; i < v->size(); ++i) {
       auto it = s.find(std::string("kfac_") + name + "_" + std::to_string(i));

@@ -22,8 +22,8 @@ struct KfacOptions {
   // DP-KFAC (kfac_preconditioner_inv_dp.py): a layer's factors come from its owner's own batch
   // only and never travel; the owner sends the preconditioned gradient.
   bool distributed_preconditioning = false;
-  double damping = 0.001;  // the reference's default (its CIFAR script passes 0.003)
-  double kl_clip = 0.001;  // 0: no clipping (the reference's None)
+  double damping = 0.001;      // the reference's default (its CIFAR script passes 0.003)
+  double kl_clip = 0.001;      // 0: no clipping (the reference's None)
   double factor_decay = 0.95;  // the running average's weight on the *new* factor
   int fac_update_freq = 1;     // steps between factor updates
   int kfac_update_freq = 1;    // steps between inversions
@@ -55,9 +55,9 @@ class Kfac : public Preconditioner {
   // The step's phases, in order, for a caller that sends messages between them.
   bool factor_step() const { return steps_ % options_.fac_update_freq == 0; }
   bool inversion_step() const { return steps_ % options_.kfac_update_freq == 0; }
-  void compute_factors();         // the running factors (under DP-KFAC: the owner's only)
-  void invert();                  // the layers this node owns (eigen: each factor's owner)
-  void compute_preconditioned();  // inverse: every layer (DP-KFAC: owned ones); eigen: every layer
+  void compute_factors();            // the running factors (under DP-KFAC: the owner's only)
+  void invert();                     // the layers this node owns (eigen: each factor's owner)
+  void compute_preconditioned();     // inverse: every layer (DP-KFAC: owned ones); eigen: every layer
   void update_gradients(double lr);  // the directions into the gradients, KL-clipped; the step ends
 
   size_t layers() const { return layers_.size(); }

@@ -19,7 +19,8 @@ std::vector<int> rooted_at(int root, int nodes) {
   return order;
 }
 
-CommOp message(CommKind kind, const std::string& what, size_t layer, torch::Tensor buffer, std::vector<int> nodes = {}) {
+CommOp message(CommKind kind, const std::string& what, size_t layer, torch::Tensor buffer,
+               std::vector<int> nodes = {}) {
   CommOp op = make_op(kind, "kfac." + what + "." + std::to_string(layer), std::move(buffer));
   op.nodes = std::move(nodes);
   op.pipelined = kind == CommKind::Broadcast;  // the reference broadcasts GPU tensors through NCCL
@@ -52,8 +53,10 @@ std::vector<KfacRound> kfac_rounds(const KfacOptions& o, int nodes, int step) {
   std::vector<KfacRound> rounds;
   if (o.distributed_preconditioning) return {KfacRound::Directions};
   if (factors) rounds.push_back(KfacRound::Factors);
-  if (o.variant == KfacVariant::Inverse) rounds.push_back(KfacRound::Directions);
-  else if (inversion) rounds.push_back(KfacRound::Eigen);
+  if (o.variant == KfacVariant::Inverse)
+    rounds.push_back(KfacRound::Directions);
+  else if (inversion)
+    rounds.push_back(KfacRound::Eigen);
   return rounds;
 }
 
@@ -72,10 +75,14 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
       for (size_t i = 0; i < layers.size(); ++i) {
         const auto& l = layers[i];
         charge(factor_flops(l, batch), 2);
-        round.comm.push_back(message(CommKind::AllReduce, "A", i,
-                                     payload(kfac, [i](Kfac& k) -> torch::Tensor& { return k.factor_a(i); }, l.d_a * l.d_a)));
-        round.comm.push_back(message(CommKind::AllReduce, "G", i,
-                                     payload(kfac, [i](Kfac& k) -> torch::Tensor& { return k.factor_g(i); }, l.d_g * l.d_g)));
+        round.comm.push_back(
+            message(CommKind::AllReduce, "A", i,
+                    payload(
+                        kfac, [i](Kfac& k) -> torch::Tensor& { return k.factor_a(i); }, l.d_a* l.d_a)));
+        round.comm.push_back(
+            message(CommKind::AllReduce, "G", i,
+                    payload(
+                        kfac, [i](Kfac& k) -> torch::Tensor& { return k.factor_g(i); }, l.d_g* l.d_g)));
       }
       break;
     case KfacRound::Directions:
@@ -93,7 +100,8 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
         // layers it does not own included); DP-KFAC only its own.
         if (owns || !o.distributed_preconditioning) charge(precondition_flops(l), 2);
         round.comm.push_back(message(CommKind::Broadcast, "direction", i,
-                                     payload(kfac, [i](Kfac& k) -> torch::Tensor& { return k.direction(i); }, l.d_g * l.d_a),
+                                     payload(
+                                         kfac, [i](Kfac& k) -> torch::Tensor& { return k.direction(i); }, l.d_g* l.d_a),
                                      rooted_at(owners[i].first, nodes)));
       }
       break;
@@ -105,9 +113,11 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
         if (owner_a == rank) charge(9 * cube(l.d_a), 1);
         if (owner_g == rank) charge(9 * cube(l.d_g), 1);
         auto send = [&](const char* what, int owner, int64_t elements, torch::Tensor& (Kfac::*part)(size_t)) {
-          round.comm.push_back(message(CommKind::Broadcast, what, i,
-                                       payload(kfac, [i, part](Kfac& k) -> torch::Tensor& { return (k.*part)(i); }, elements),
-                                       rooted_at(owner, nodes)));
+          round.comm.push_back(
+              message(CommKind::Broadcast, what, i,
+                      payload(
+                          kfac, [i, part](Kfac& k) -> torch::Tensor& { return (k.*part)(i); }, elements),
+                      rooted_at(owner, nodes)));
         };
         send("QA", owner_a, l.d_a * l.d_a, &Kfac::eigenvectors_a);
         send("dA", owner_a, l.d_a, &Kfac::eigenvalues_a);
@@ -147,14 +157,22 @@ bool apply_kfac_op(Kfac& kfac, CommOp& op, int nodes) {
   const std::string what = op.tag.substr(5, dot - 5);
   const size_t i = std::stoul(op.tag.substr(dot + 1));
   auto into = [&](torch::Tensor& t, double divide) { t.view({-1}).copy_(op.buffer / divide); };
-  if (what == "A") into(kfac.factor_a(i), nodes);
-  else if (what == "G") into(kfac.factor_g(i), nodes);
-  else if (what == "direction") into(kfac.direction(i), 1);
-  else if (what == "QA") into(kfac.eigenvectors_a(i), 1);
-  else if (what == "dA") into(kfac.eigenvalues_a(i), 1);
-  else if (what == "QG") into(kfac.eigenvectors_g(i), 1);
-  else if (what == "dG") into(kfac.eigenvalues_g(i), 1);
-  else throw std::logic_error("kfac: unknown message '" + op.tag + "'");
+  if (what == "A")
+    into(kfac.factor_a(i), nodes);
+  else if (what == "G")
+    into(kfac.factor_g(i), nodes);
+  else if (what == "direction")
+    into(kfac.direction(i), 1);
+  else if (what == "QA")
+    into(kfac.eigenvectors_a(i), 1);
+  else if (what == "dA")
+    into(kfac.eigenvalues_a(i), 1);
+  else if (what == "QG")
+    into(kfac.eigenvectors_g(i), 1);
+  else if (what == "dG")
+    into(kfac.eigenvalues_g(i), 1);
+  else
+    throw std::logic_error("kfac: unknown message '" + op.tag + "'");
   return true;
 }
 

@@ -12,8 +12,11 @@ namespace testbed {
 
 SecondOrderSync::SecondOrderSync(int nodes, int batch_size, std::vector<int> tensor_layers,
                                  const OptimizerConfig& optimizer, std::vector<SecondOrderLayer> layers)
-    : nodes_(nodes), batch_size_(batch_size), tensor_layers_(std::move(tensor_layers)),
-      kfac_(optimizer.name == "kfac" || optimizer.name == "dp_kfac"), kfac_options_(optimizer.kfac),
+    : nodes_(nodes),
+      batch_size_(batch_size),
+      tensor_layers_(std::move(tensor_layers)),
+      kfac_(optimizer.name == "kfac" || optimizer.name == "dp_kfac"),
+      kfac_options_(optimizer.kfac),
       kfac_round_(nodes, -1) {
   if (optimizer.name == "eva") eva_layers_ = layers;
   if (kfac_) kfac_layers_ = std::move(layers);
@@ -58,7 +61,8 @@ Round SecondOrderSync::next_round(int node, int step, Replica& replica) {
   const auto rounds = kfac_rounds(kfac_options_, nodes_, step);
   if (next < static_cast<int>(rounds.size())) {
     const size_t r = static_cast<size_t>(next++);
-    return kfac_round(rounds[r], r + 1 == rounds.size(), kfac_layers_, kfac_options_, nodes_, node, batch_size_, step, kfac);
+    return kfac_round(rounds[r], r + 1 == rounds.size(), kfac_layers_, kfac_options_, nodes_, node, batch_size_, step,
+                      kfac);
   }
   // Every round is in: eigen preconditions now (its parts arrived), then the update.
   next = -1;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 #include <random>
+#include <stdexcept>
 
 #include "sim/config/layer_profile.h"
 #include "sim/core/compute/device_efficiency.h"
@@ -17,7 +17,7 @@ namespace testbed {
 namespace {
 
 constexpr double kTwoPow53Inv = 1.0 / 9007199254740992.0;  // 2^-53
-constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;        // splitmix64 increment
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;         // splitmix64 increment
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 // [0, 1) from the top 53 bits.
@@ -39,7 +39,7 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
   // each output. Every step also zeroes the flat gradient buffer (4 bytes written).
   constexpr double zero_grad = 4;
   if (optimizer == "adamw" || optimizer == "adam") return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
-  if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;  // reads p g [buf], writes p [buf]
+  if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;       // reads p g [buf], writes p [buf]
   // Eva's preconditioning before SGD, kernel by kernel as the reference runs it (unfused, 4-byte
   // elements): g^T grad a reads grad (4); the outer product g a^T writes v (4); scaling it
   // reads and writes v (8); adding grad reads both, writes v (12); dividing by the damping (8);
@@ -48,7 +48,8 @@ double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum
   if (optimizer == "eva") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 4 + 4 + 8 + 12 + 8 + 12 + 4 + 8 + 8;
   // K-FAC's in-place update after its GEMMs (which its rounds charge): KL's v . grad reads both
   // and writes (12), times lr^2 (8), its sum (4); the copy into grad (8); the scale by nu (8).
-  if (optimizer == "kfac" || optimizer == "dp_kfac") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 12 + 8 + 4 + 8 + 8;
+  if (optimizer == "kfac" || optimizer == "dp_kfac")
+    return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 12 + 8 + 4 + 8 + 8;
   throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
 }
 
@@ -80,7 +81,9 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     // forward: read W and X, write Y
     const bool transposes = roof.convolution_transposes && l.convolution;
     auto transpose = [&] { return transposes ? pass(0, 2 * e * (in + out), 2, false) : 0.0; };
-    auto forward = [&] { return pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) + transpose(); };
+    auto forward = [&] {
+      return pass(B * l.flops, e * (l.weights + in + out), l.kernels, l.convolution, l.gemm_k) + transpose();
+    };
     cost.forward.push_back(forward());
     cost.backward.push_back(0);
     // Activation checkpointing: the block's forward again, just before its backward.
@@ -88,10 +91,10 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
     // input gradient, per operand: read W, dY (and saved activations), write dX
     if (grad_flows && l.grad_operands > 0) {
       const double g = l.grad_operands;
-      cost.backward.back() += pass(g * B * l.flops + B * l.recompute_flops,
-                                   e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)), g * l.kernels, l.convolution,
-                                   l.gemm_k_backward) +
-                               transpose();
+      cost.backward.back() +=
+          pass(g * B * l.flops + B * l.recompute_flops, e * (l.weights + g * out + in + (l.grad_reads_input ? in : 0)),
+               g * l.kernels, l.convolution, l.gemm_k_backward) +
+          transpose();
     }
     // weight gradient: read X and dY, write dW; one kernel per parameter tensor (GEMM, bias sum)
     if (l.trains && l.weights > 0) {
@@ -105,7 +108,8 @@ StepCost roofline(const TrainingWork& work, const Roof& roof) {
   }
   if (trainable > 0) {
     // Sharded optimizer state (ZeRO): each GPU updates its slice of the parameters.
-    const double bytes = trainable / work.optimizer_shards * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
+    const double bytes =
+        trainable / work.optimizer_shards * optimizer_bytes_per_parameter(work.optimizer, work.momentum);
     const int64_t kernels = trainable_tensors + 1;  // a fused update per tensor, one zeroing of the gradient buffer
     cost.bytes += bytes;
     cost.memory_bound += bytes / roof.memory_bandwidth;
@@ -170,7 +174,8 @@ Roof compute_roof(const ComputeSection& section) {
                                   " arithmetic (it has " + preset_dtypes(*preset) + "; or set compute.peak_flops)");
   }
   auto share = [](const char* key, double x) {
-    if (!(x > 0) || x > 1) throw std::invalid_argument(std::string("compute.") + key + " must be in (0, 1], got " + num(x));
+    if (!(x > 0) || x > 1)
+      throw std::invalid_argument(std::string("compute.") + key + " must be in (0, 1], got " + num(x));
     return x;
   };
   roof.memory_bandwidth = section.memory_bandwidth.bytes_per_s > 0 ? section.memory_bandwidth.bytes_per_s
@@ -183,8 +188,9 @@ Roof compute_roof(const ComputeSection& section) {
     const DeviceEfficiency* e = preset ? &device_efficiency(preset->name) : nullptr;
     auto figure = [&](const char* key, const std::optional<double>& given, double calibrated) {
       if (given) return share(key, *given);
-      if (!e) throw std::invalid_argument("compute.device: '" + section.device + "' has no calibrated efficiencies: set compute." +
-                                          key + " (or compute.mfu)");
+      if (!e)
+        throw std::invalid_argument("compute.device: '" + section.device +
+                                    "' has no calibrated efficiencies: set compute." + key + " (or compute.mfu)");
       return calibrated;
     };
     const bool tensor = section.dtype != "fp32";
@@ -227,7 +233,8 @@ TrainingWork flops_only(double flops_per_step) {
 // A step whose passes take the profile's measured seconds: each row's time split among the
 // layers it times in proportion to their passes on `split` (the roofline of compute.device); a
 // "*" row that times no layer of its own is spread over all of them.
-StepCost profiled(const StepCost& split, const LayerProfile& profile, const std::vector<int>& owner, int optimizer_shards) {
+StepCost profiled(const StepCost& split, const LayerProfile& profile, const std::vector<int>& owner,
+                  int optimizer_shards) {
   const size_t rows = profile.rows.size(), layers = owner.size();
   std::vector<double> forward(rows, 0), backward(rows, 0);
   std::vector<int> count(rows, 0);
@@ -303,8 +310,7 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
     base_seconds_ = section.step_time.s;
   } else if (section.model == ComputeKind::Measured) {
     if (!(section.measured_scale > 0) || !std::isfinite(section.measured_scale))
-      throw std::invalid_argument("compute.measured_scale must be positive, got " +
-                                  num(section.measured_scale));
+      throw std::invalid_argument("compute.measured_scale must be positive, got " + num(section.measured_scale));
     measured_ = true;
   }
 
@@ -317,8 +323,8 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
     for (size_t i = 0; i < section.speeds.size(); ++i) {
       double v = section.speeds[i];
       if (!(v > 0) || !std::isfinite(v))
-        throw std::invalid_argument("compute.speeds[" + std::to_string(i) +
-                                    "] must be a positive finite speed, got " + num(v));
+        throw std::invalid_argument("compute.speeds[" + std::to_string(i) + "] must be a positive finite speed, got " +
+                                    num(v));
     }
     for (int n = 0; n < nodes; ++n) speeds_[n] = section.speeds[n % section.speeds.size()];
   } else {
@@ -328,8 +334,8 @@ ComputeModel::ComputeModel(const ComputeSection& section, const TrainingWork& wo
     if (!(hi > 0) || !std::isfinite(hi))
       throw std::invalid_argument("compute.speed_max must be a positive finite speed, got " + num(hi));
     if (lo > hi)
-      throw std::invalid_argument("compute.speed_min (" + num(lo) + ") must not exceed compute.speed_max (" +
-                                  num(hi) + ")");
+      throw std::invalid_argument("compute.speed_min (" + num(lo) + ") must not exceed compute.speed_max (" + num(hi) +
+                                  ")");
     if (lo == hi) {
       for (auto& s : speeds_) s = lo;
     } else {

@@ -101,10 +101,10 @@ class ComputeModel {
   // node's speed and noise; 0 under `fixed` (the step time is given); under `measured`, the
   // host seconds it took (0 for work already inside the step's host time).
   double extra_seconds(int node, int step, const ExtraWork& work, double host_seconds = 0) const;
-  double speed(int node) const;            // relative speed factor of the node (1 = nominal)
-  bool deterministic() const;              // false for the measured model
+  double speed(int node) const;  // relative speed factor of the node (1 = nominal)
+  bool deterministic() const;    // false for the measured model
   double flops_per_step() const { return cost_.flops; }
-  const StepCost& step_cost() const { return cost_; }  // the flops model's breakdown
+  const StepCost& step_cost() const { return cost_; }   // the flops model's breakdown
   const StepShares& shares() const { return shares_; }  // a step's passes, in order
 
  private:
@@ -115,8 +115,8 @@ class ComputeModel {
   StepShares shares_;
   int nodes_;
   uint64_t seed_;
-  double base_seconds_ = 0;    // fixed and flops models
-  Roof roof_;                  // flops model
+  double base_seconds_ = 0;  // fixed and flops models
+  Roof roof_;                // flops model
   bool measured_ = false;
   std::vector<double> speeds_;  // per node
 };

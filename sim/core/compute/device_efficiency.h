@@ -7,11 +7,11 @@
 namespace testbed {
 
 struct DeviceEfficiency {
-  int sms = 0;              // streaming multiprocessors (compute units): the datasheet's count
-  double tensor = 0;        // a large GEMM's share of the tensor peak (tf32, bf16, fp16)
-  double fp32 = 0;          // a large GEMM's share of the fp32 peak (CUDA cores, no TF32)
-  double convolution = 0;   // a convolution's rate against a GEMM's of the same dtype
-  double memory = 0;        // an elementwise or normalisation pass's share of the memory bandwidth
+  int sms = 0;             // streaming multiprocessors (compute units): the datasheet's count
+  double tensor = 0;       // a large GEMM's share of the tensor peak (tf32, bf16, fp16)
+  double fp32 = 0;         // a large GEMM's share of the fp32 peak (CUDA cores, no TF32)
+  double convolution = 0;  // a convolution's rate against a GEMM's of the same dtype
+  double memory = 0;       // an elementwise or normalisation pass's share of the memory bandwidth
 };
 
 // The preset's figures; throws std::invalid_argument for a name with none.

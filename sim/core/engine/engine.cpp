@@ -10,18 +10,18 @@
 #include <torch/torch.h>
 
 #include "comm/tensors/comm_layout.h"
+#include "netmodels/event_clock.h"
+#include "sim/config/scenario_loader.h"
+#include "sim/config/workload.h"
 #include "sim/core/compute/compute_model.h"
 #include "sim/core/evaluation/evaluation.h"
 #include "sim/core/network_factory.h"
-#include "sim/config/scenario_loader.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
-#include "netmodels/event_clock.h"
-#include "training/seed_streams.h"
-#include "sim/config/workload.h"
-#include "training/models/checkpoint.h"
-#include "training/metrics.h"
 #include "topologies/routing.h"
+#include "training/metrics.h"
+#include "training/models/checkpoint.h"
+#include "training/seed_streams.h"
 
 namespace testbed {
 namespace {
@@ -65,7 +65,8 @@ RunSummary Engine::run(Recorder& recorder) {
     bool all_done = true;
     for (const auto& s : state_) all_done = all_done && s.finished;
     summary_.status = all_done ? RunStatus::Completed : RunStatus::Failed;
-    if (!all_done) summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
+    if (!all_done)
+      summary_.error = "the event queue ran dry before every node finished (a message was never delivered)";
   }
   if (placement_.spread()) finish_spread();
   // The last eval left the averaged model in eval_model_ (rank 0's, in a spread run).
@@ -125,7 +126,8 @@ void Engine::start_step(int node) {
   s.update_ticks = 0;
   for (const auto& op : plan.comm) {
     if (op.before_forward >= 0)
-      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for the next forward: only round ops may");
+      throw std::logic_error(algorithm_->name() + "'s op '" + op.tag +
+                             "' waits for the next forward: only round ops may");
   }
   // A step whose forward ran at its gates (begin_forward) started that much earlier.
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time) - s.forward_ticks;
@@ -143,8 +145,8 @@ void Engine::start_step(int node) {
   }
   if (!projection_ && !std::isfinite(plan.loss)) {
     record_step(node);
-    return stop(RunStatus::Diverged, "node " + std::to_string(node) + " has a non-finite loss at step " +
-                                std::to_string(s.step));
+    return stop(RunStatus::Diverged,
+                "node " + std::to_string(node) + " has a non-finite loss at step " + std::to_string(s.step));
   }
   // Computes that end at one tick end in node order, whatever order the steps started in:
   // the same fleet state then always enters its collectives the same way (memoization).
@@ -205,7 +207,8 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     // A forward op of a step whose forward already ran at its gates (begin_forward) leaves now.
     const int64_t at =
         op.after_forward >= 0
-            ? std::max(clock_->now_ticks(), start + EventClock::ticks(passes * shares.forward_before(gradient_layer_[tensor])))
+            ? std::max(clock_->now_ticks(),
+                       start + EventClock::ticks(passes * shares.forward_before(gradient_layer_[tensor])))
         : op.after_gradient < 0 ? s.compute_end_ticks
                                 : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor]));
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
@@ -247,8 +250,9 @@ void Engine::issue(int node, CommOp op) {
   Communicator::Collective& c = comm_->collective(node, s.step, op, participants);
   f.blocks = op.kind == CommKind::AllGather || op.kind == CommKind::ReduceScatter
                  ? static_cast<int>(participants.size())
-             : op.kind == CommKind::Broadcast || op.kind == CommKind::Cut || c.lane_ring ? 1  // lanes: a projection, no buffer
-                                                         : 1 + static_cast<int>(c.plan->inbox[rank].size());
+             : op.kind == CommKind::Broadcast || op.kind == CommKind::Cut || c.lane_ring
+                 ? 1  // lanes: a projection, no buffer
+                 : 1 + static_cast<int>(c.plan->inbox[rank].size());
   if (op.kind == CommKind::NeighbourExchange) {
     for (int m : c.plan->inbox[rank]) op.peers.push_back(participants[c.plan->messages[m].src]);
   }
@@ -282,7 +286,8 @@ void Engine::issue(int node, CommOp op) {
   const bool cut = f.op.kind == CommKind::Cut;
   torch::Tensor work = f.work, arrived = f.arrived;
   s.in_flight.push_back(std::move(f));
-  if (enter) comm_->enter({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
+  if (enter)
+    comm_->enter({s.step, tag}, rank, work, arrived);  // may complete at once (one participant): after the push
   // The cloud is in whenever an edge is: its copy holds the gradient it computed (block 1).
   if (cut) {
     total_bytes_ += c.bytes_per_rank[1];
@@ -439,7 +444,8 @@ bool Engine::start_round(int node) {
     if (streamed(op) || (op.delay != 0 && op.before_forward >= 0))
       throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' must leave when its round starts");
     if (op.before_forward >= 0 && !algorithm_->forward_waits_for_ops())
-      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag + "' gates the forward without saying it would");
+      throw std::logic_error(algorithm_->name() + "'s round op '" + op.tag +
+                             "' gates the forward without saying it would");
   }
   ++s.round;
   s.compute_time += seconds;
@@ -467,11 +473,12 @@ void Engine::say_step_cost(int step, const std::vector<CommOp>& ops) {
   const double host_s = packets * kNs3HostSecondsPerPacket;
   if (host_s < 120) return;
   char text[512];
-  std::snprintf(text, sizeof text,
-                "testbed: warning: step %d sends about %.2f million packets of %d bytes on ns-3, about %.0f host minutes at "
-                "~80 us a packet (docs/results.md); network.backend: flow projects the same cluster in seconds a "
-                "step (docs/network.md#backends)",
-                step, packets / 1e6, scenario_.network.mtu, host_s / 60);
+  std::snprintf(
+      text, sizeof text,
+      "testbed: warning: step %d sends about %.2f million packets of %d bytes on ns-3, about %.0f host minutes at "
+      "~80 us a packet (docs/results.md); network.backend: flow projects the same cluster in seconds a "
+      "step (docs/network.md#backends)",
+      step, packets / 1e6, scenario_.network.mtu, host_s / 60);
   hooks_.warn(text);
 }
 

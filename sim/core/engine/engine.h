@@ -14,17 +14,17 @@
 #include "comm/tensors/communicator.h"
 #include "netmodels/host_times.h"
 #include "netmodels/network.h"
-#include "sim/core/network_factory.h"
-#include "sim/core/engine/op_schedule.h"
-#include "sim/output/recorder.h"
 #include "sim/config/scenario.h"
+#include "sim/core/engine/op_schedule.h"
+#include "sim/core/network_factory.h"
 #include "sim/dist/placement.h"
 #include "sim/dist/plan_wire.h"
+#include "sim/output/recorder.h"
 #include "topologies/topology.h"
-#include "training/models/model_shapes.h"
-#include "training/optimizers/kfac.h"
 #include "training/algorithm.h"
 #include "training/data/dataset.h"
+#include "training/models/model_shapes.h"
+#include "training/optimizers/kfac.h"
 #include "training/replica.h"
 
 namespace testbed {
@@ -42,9 +42,9 @@ struct Progress {
 };
 
 struct EngineHooks {
-  const std::atomic<bool>* interrupted = nullptr;     // checked before every step
-  std::function<void(const Progress&)> progress;       // after every completed step row
-  NetworkCaptures captures;                            // packet captures of the ns3 backend
+  const std::atomic<bool>* interrupted = nullptr;  // checked before every step
+  std::function<void(const Progress&)> progress;   // after every completed step row
+  NetworkCaptures captures;                        // packet captures of the ns3 backend
   // Checkpoints every output.resume_every steps go to this folder (empty: none are written).
   std::string checkpoint_dir;
   // Continue from this checkpoint: the recorder already holds the rows it counts.
@@ -77,7 +77,7 @@ class Engine {
   // An op a node issued, until it is applied.
   struct InFlight {
     int issued_step = 0;
-    int due_step = 0;       // applied before this step starts (the run's end at the latest)
+    int due_step = 0;  // applied before this step starts (the run's end at the latest)
     CommOp op;
     torch::Tensor work;     // this rank's buffer in the collective
     int blocks = 1;         // of op.buffer's size in `work`
@@ -89,25 +89,25 @@ class Engine {
   struct NodeState {
     int step = 0;
     double compute_time = 0, loss = 0;
-    double extra_time = 0;         // of compute_time: the algorithm's extra work, after backward
-    size_t round = 0;              // of the step's communication rounds, the next to start
-    bool computing = false;        // between start_step and compute_done
+    double extra_time = 0;          // of compute_time: the algorithm's extra work, after backward
+    size_t round = 0;               // of the step's communication rounds, the next to start
+    bool computing = false;         // between start_step and compute_done
     int64_t compute_end_ticks = 0;  // when compute_done runs (clock ticks): the end of backward
                                     // when the step issues ops during backward, else of the step
-    std::vector<CommOp> to_issue;      // the step's ops issued when its compute ends
+    std::vector<CommOp> to_issue;   // the step's ops issued when its compute ends
     // A step that issues ops during backward: the update's ticks, spent once its due ops are
     // complete (0 once spent, and for every other step: their compute time includes it).
     int64_t update_ticks = 0;
-    std::vector<InFlight> in_flight;   // in issue order
+    std::vector<InFlight> in_flight;  // in issue order
     // The step after one whose ops gate its forward (CommOp::before_forward): its forward runs
     // gate by gate before its compute does (start_step), each gate's layer waiting for its op.
-    size_t gate = 0;                  // of those ops, in issue order, the next the forward reaches
-    bool at_gate = false;             // reached, its op not complete
-    bool gates_end_step = false;      // the run's last step waits for its gates before it ends
-    double next_passes = 0;           // seconds of the gated step's passes (0 after the last step)
-    int64_t gate_update_ticks = 0;    // the previous step's update, spread over the gates
-    int64_t forward_ticks = 0;        // of the step's passes, what ran at the gates before start_step
-    bool waiting = false;              // idle until the ops due at the next step complete
+    size_t gate = 0;                // of those ops, in issue order, the next the forward reaches
+    bool at_gate = false;           // reached, its op not complete
+    bool gates_end_step = false;    // the run's last step waits for its gates before it ends
+    double next_passes = 0;         // seconds of the gated step's passes (0 after the last step)
+    int64_t gate_update_ticks = 0;  // the previous step's update, spread over the gates
+    int64_t forward_ticks = 0;      // of the step's passes, what ran at the gates before start_step
+    bool waiting = false;           // idle until the ops due at the next step complete
     bool finished = false;
     // The step's ops with the ticks they are issued at, for memoization (empty when it is off).
     std::vector<PlannedIssue> planned;
@@ -196,7 +196,7 @@ class Engine {
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<ComputeModel> cloud_compute_;  // a split model's back half on the cloud (CommKind::Cut)
   int64_t parameters_ = 0, trainable_parameters_ = 0;
-  std::vector<int> gradient_layer_;  // trainable tensor -> its layer in the compute model
+  std::vector<int> gradient_layer_;                   // trainable tensor -> its layer in the compute model
   std::vector<SecondOrderLayer> local_second_order_;  // K-FAC's layers when each node runs it alone
   KfacOptions local_kfac_;
 
@@ -216,27 +216,27 @@ class Engine {
   std::vector<int> ready_;
   std::map<int, PlanOutline> trained_ahead_;
   std::vector<uint64_t> plans_exchanged_;
-  uint64_t payload_tags_ = 0;   // collectives' input tags used
+  uint64_t payload_tags_ = 0;                                  // collectives' input tags used
   std::vector<std::pair<int64_t, torch::Tensor>> plan_heads_;  // per remote node: the posted receive
   uint64_t eval_tags_ = 0;
   struct ComputeBatch {
-    std::vector<int> nodes;   // whose compute ends at its tick
+    std::vector<int> nodes;    // whose compute ends at its tick
     uint64_t event_order = 0;  // its event's (PlannedIssue::event_order)
   };
   std::map<int64_t, ComputeBatch> compute_batches_;  // by tick
-  bool step_cost_said_ = false;  // say_step_cost has looked
-  bool memo_steps_ = false;     // memoization may replay steps (network.memoize, deterministic compute)
-  uint64_t issue_events_ = 0;   // events scheduled to issue ops, so far
+  bool step_cost_said_ = false;                      // say_step_cost has looked
+  bool memo_steps_ = false;    // memoization may replay steps (network.memoize, deterministic compute)
+  uint64_t issue_events_ = 0;  // events scheduled to issue ops, so far
   uint64_t total_bytes_ = 0;
   double last_step_end_ = 0;  // projected time: when the last node finished its last step
   RunSummary summary_;
   HostTimes times_;
 
-  OpSchedule schedule_;            // every step's ops and compute time, for checkpoints
-  bool replaying_ = false;         // resuming: re-running the schedule up to the checkpoint
+  OpSchedule schedule_;     // every step's ops and compute time, for checkpoints
+  bool replaying_ = false;  // resuming: re-running the schedule up to the checkpoint
   std::unique_ptr<torch::serialize::InputArchive> resume_archive_;  // the checkpoint's payload, read once
   std::unique_ptr<Recorder> discard_;  // takes the rows of a replay (they are in the file already)
-  Recorder* output_ = nullptr;     // the recorder given to run()
+  Recorder* output_ = nullptr;         // the recorder given to run()
   int checkpoints_written_ = 0;
 };
 

@@ -45,7 +45,8 @@ c10::IValue read_value(torch::serialize::InputArchive& a, const std::string& k) 
 void restore(torch::serialize::InputArchive& a, const std::string& k, torch::Tensor& into) {
   if (!into.defined()) {
     torch::Tensor saved;
-    if (a.try_read(k, saved)) throw std::runtime_error("resume: '" + k + "' is saved but the replay did not rebuild it");
+    if (a.try_read(k, saved))
+      throw std::runtime_error("resume: '" + k + "' is saved but the replay did not rebuild it");
     return;
   }
   if (!read_into(a, k, into)) throw std::runtime_error("resume: '" + k + "' was rebuilt by the replay but not saved");
@@ -74,9 +75,8 @@ void Engine::start_replay() {
 std::vector<ScheduledOp> Engine::scheduled_ops(const std::vector<CommOp>& ops) {
   std::vector<ScheduledOp> out;
   for (const auto& op : ops)
-    out.push_back(
-        {static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes, op.after_gradient,
-                   op.before_forward, op.after_forward, op.pipelined});
+    out.push_back({static_cast<int>(op.kind), op.tag, op.buffer.numel(), op.bytes_per_element, op.delay, op.nodes,
+                   op.after_gradient, op.before_forward, op.after_forward, op.pipelined});
   return out;
 }
 
@@ -150,7 +150,8 @@ std::string Engine::save_state() {
 
     const auto& s = state_[n];
     a.write(key("loss", {n}), c10::IValue(s.loss));
-    for (size_t j = 0; j < s.to_issue.size(); ++j) a.write(key("to_issue", {n, static_cast<int64_t>(j)}), s.to_issue[j].buffer);
+    for (size_t j = 0; j < s.to_issue.size(); ++j)
+      a.write(key("to_issue", {n, static_cast<int64_t>(j)}), s.to_issue[j].buffer);
     for (size_t j = 0; j < s.in_flight.size(); ++j) {
       const auto& f = s.in_flight[j];
       const auto J = static_cast<int64_t>(j);
@@ -185,9 +186,9 @@ std::string Engine::save_state() {
     }
   }
   a.write("snapshots", c10::IValue(snapshots));
-  a.write("last_eval", doubles({summary_.final_eval_loss, summary_.final_accuracy, summary_.final_perplexity,
-                                static_cast<double>(summary_.eval_samples),
-                                static_cast<double>(summary_.final_eval_samples)}));
+  a.write("last_eval",
+          doubles({summary_.final_eval_loss, summary_.final_accuracy, summary_.final_perplexity,
+                   static_cast<double>(summary_.eval_samples), static_cast<double>(summary_.final_eval_samples)}));
   std::ostringstream out;
   a.save_to(out);
   return out.str();
@@ -212,7 +213,8 @@ void Engine::load_state(torch::serialize::InputArchive& a) {
 
     auto& s = state_[n];
     s.loss = read_value(a, key("loss", {n})).toDouble();
-    for (size_t j = 0; j < s.to_issue.size(); ++j) restore(a, key("to_issue", {n, static_cast<int64_t>(j)}), s.to_issue[j].buffer);
+    for (size_t j = 0; j < s.to_issue.size(); ++j)
+      restore(a, key("to_issue", {n, static_cast<int64_t>(j)}), s.to_issue[j].buffer);
     for (size_t j = 0; j < s.in_flight.size(); ++j) {
       auto& f = s.in_flight[j];
       const auto J = static_cast<int64_t>(j);

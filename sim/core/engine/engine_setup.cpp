@@ -16,11 +16,15 @@
 namespace testbed {
 
 Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
-    : scenario_(scenario), data_(data), hooks_(std::move(hooks)), nodes_(scenario.nodes),
+    : scenario_(scenario),
+      data_(data),
+      hooks_(std::move(hooks)),
+      nodes_(scenario.nodes),
       projection_(!scenario.workload.train) {
   configure_host(scenario);
   if (projection_ && hooks_.group)
-    throw std::invalid_argument("a projection (workload.train false) trains no replica to spread: run it in one process");
+    throw std::invalid_argument(
+        "a projection (workload.train false) trains no replica to spread: run it in one process");
   torch::Device device(scenario.device);
 
   placement_ = hooks_.group ? ReplicaPlacement{nodes_, hooks_.group->world(), hooks_.group->rank()}
@@ -36,9 +40,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     shard_sizes.push_back(projection_ ? 1 : samplers[n].shard_size());
     // Another process's replica is never built here: its plans and values come from there.
     // A projection builds none: its plans come from shapes (Algorithm::projected_step).
-    replicas_.push_back(placement_.local(n) && !projection_ ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario, n),
-                                                                        std::move(samplers[n]), device, data.task)
-                                            : nullptr);
+    replicas_.push_back(placement_.local(n) && !projection_
+                            ? std::make_unique<Replica>(make_model(scenario, n), optimizer_config(scenario, n),
+                                                        std::move(samplers[n]), device, data.task)
+                            : nullptr);
   }
   // A projection evaluates nothing and never builds the model: its shapes are enough.
   ModelShapes shapes;
@@ -58,10 +63,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     // A split model: the edges run the front on compute.device, the cloud the back on its own
     // (CommKind::Cut), each with its own optimizer over its own half's parameters.
     const auto cut = shapes.layers.begin() + shapes.cut_layer;
-    compute_ = std::make_unique<ComputeModel>(scenario.compute,
-                                              training_work(scenario, {shapes.layers.begin(), cut}), nodes_, scenario.seed);
-    cloud_compute_ = std::make_unique<ComputeModel>(split_cloud_compute(scenario),
-                                                    training_work(scenario, {cut, shapes.layers.end()}), 1, scenario.seed);
+    compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, {shapes.layers.begin(), cut}),
+                                              nodes_, scenario.seed);
+    cloud_compute_ = std::make_unique<ComputeModel>(
+        split_cloud_compute(scenario), training_work(scenario, {cut, shapes.layers.end()}), 1, scenario.seed);
   }
   if (!projection_) evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
 
@@ -70,8 +75,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
   host_neighbours_ = host_neighbours(topology_);
   gradient_layer_ = gradient_layers(work, shapes.names);
-  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_, shapes.second_order,
-                              shapes.cut_values_per_sample, shapes.names);
+  algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_,
+                              shapes.second_order, shapes.cut_values_per_sample, shapes.names);
   if (cloud_compute_ && hooks_.group)
     throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
@@ -80,10 +85,12 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     local_kfac_ = optimizer_config(scenario).kfac;
   }
   if (projection_ && !compute_->deterministic())
-    throw std::invalid_argument("a projection (workload.train false) runs no step to measure: it needs a compute model "
-                                "that knows a step's time beforehand (not measured)");
+    throw std::invalid_argument(
+        "a projection (workload.train false) runs no step to measure: it needs a compute model "
+        "that knows a step's time beforehand (not measured)");
   if (algorithm_->forward_waits_for_ops() && !compute_->deterministic())
-    throw std::invalid_argument(algorithm_->name() + " times its forward before the step runs: it needs a compute "
+    throw std::invalid_argument(algorithm_->name() +
+                                " times its forward before the step runs: it needs a compute "
                                 "model that knows the step's time beforehand (not measured)");
   state_.resize(nodes_);
   schedule_.resize(nodes_);
@@ -113,7 +120,9 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   callbacks.phase_entry = [this](int node, int step) { return phase_entry(node, step); };
   if (placement_.spread()) {
     callbacks.spread = [this](const Communicator::Key& key, Communicator::Collective& slot, CollectiveHooks& hooks,
-                              const std::vector<int>& participants) { spread_collective(key, slot, hooks, participants); };
+                              const std::vector<int>& participants) {
+      spread_collective(key, slot, hooks, participants);
+    };
   }
   comm_ = std::make_unique<Communicator>(std::move(comm), std::move(callbacks), *clock_, *network_, times_);
 }

@@ -99,7 +99,8 @@ PlanOutline Engine::receive_plan(int node) {
 // A spread run's collectives move every participant's values in every process that has one:
 // a local rank's buffer goes to those processes as it is issued, another process's arrives
 // into the rank's block of its work buffer while the op waits to enter (CollectiveHooks::await).
-torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks, Communicator::Collective& c) {
+torch::Tensor Engine::spread_work_buffer(int node, const CommOp& op, int rank, int blocks,
+                                         Communicator::Collective& c) {
   if (replicas_[node]) {
     // A copy, one for every peer: Gloo reads the tensor when the peer takes it, and the
     // reduction here is in place.

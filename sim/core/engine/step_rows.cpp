@@ -62,8 +62,8 @@ void Engine::snapshot_for_eval(int node, int steps_done) {
   // A replay's parameters are not the run's: a placeholder holds the place (the eval row is
   // in the file already, and a snapshot still waiting at the checkpoint is loaded from it).
   // So does another process's replica (the evaluation gathers what it needs from there).
-  snaps[node] = replaying_ || !replicas_[node] ? torch::empty({0})
-                                               : flatten_parameters(replicas_[node]->model());  // cat: a copy
+  snaps[node] =
+      replaying_ || !replicas_[node] ? torch::empty({0}) : flatten_parameters(replicas_[node]->model());  // cat: a copy
   for (const auto& t : snaps) {
     if (!t.defined()) return;
   }
@@ -76,8 +76,9 @@ void Engine::run_eval(int steps_done, const std::vector<torch::Tensor>& snapshot
   EvalRow row;
   {
     HostTimer timer(times_.eval);
-    row = placement_.spread() ? evaluator_->evaluate_spread(steps_done, snapshots, *hooks_.group, placement_, eval_tags_)
-                              : evaluator_->evaluate_step(steps_done, snapshots);
+    row = placement_.spread()
+              ? evaluator_->evaluate_spread(steps_done, snapshots, *hooks_.group, placement_, eval_tags_)
+              : evaluator_->evaluate_step(steps_done, snapshots);
   }
   {
     HostTimer timer(times_.recording);

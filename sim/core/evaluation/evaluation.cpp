@@ -8,9 +8,9 @@
 #include <torch/torch.h>
 
 #include "training/algorithms/registry.h"
+#include "training/data/partition.h"
 #include "training/metrics.h"
 #include "training/replica.h"
-#include "training/data/partition.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -19,9 +19,9 @@ Evaluator::Evaluator(const Scenario& scenario, const Dataset& data, std::shared_
     : scenario_(scenario), data_(data), model_(std::move(model)) {
   // A seeded sample from the whole test split: the first windows of a text split are one or
   // two documents, and even a shuffled image split is better sampled than cut.
-  auto eval_index = torch::tensor(seeded_subset(data.test_size(), scenario.workload.eval_samples,
-                                                stream_seed(scenario.seed, "eval_samples")),
-                                  torch::kInt64);
+  auto eval_index = torch::tensor(
+      seeded_subset(data.test_size(), scenario.workload.eval_samples, stream_seed(scenario.seed, "eval_samples")),
+      torch::kInt64);
   eval_inputs_ = data.test_inputs.index_select(0, eval_index);
   eval_targets_ = data.test_targets.index_select(0, eval_index);
   for (const auto& variant : data.test_variants) eval_variants_.push_back(variant.inputs.index_select(0, eval_index));
@@ -37,7 +37,8 @@ void Evaluator::summarise(const EvalRow& row, RunSummary& summary) const {
   summary.final_eval_samples = averaged_samples();
 }
 
-EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots, const torch::Tensor& model) {
+EvalRow Evaluator::evaluate_step(int steps_done, const std::vector<torch::Tensor>& snapshots,
+                                 const torch::Tensor& model) {
   torch::Device device(scenario_.device);
   EvalRow row;
   row.step = steps_done;

@@ -37,7 +37,7 @@ class Evaluator {
   // The run's final figures as of `row`, the latest evaluation.
   void summarise(const EvalRow& row, RunSummary& summary) const;
 
-  int64_t sample_size() const { return eval_inputs_.size(0); }  // a replica's evaluation
+  int64_t sample_size() const { return eval_inputs_.size(0); }    // a replica's evaluation
   int64_t averaged_samples() const { return averaged_samples_; }  // the average's, last time
 
  private:
@@ -57,7 +57,7 @@ class Evaluator {
   const Dataset& data_;
   std::shared_ptr<Model> model_;
   torch::Tensor eval_inputs_, eval_targets_;  // the seeded evaluation sample of the test split
-  std::vector<torch::Tensor> eval_variants_;   // the same samples of each shifted test set
+  std::vector<torch::Tensor> eval_variants_;  // the same samples of each shifted test set
   int64_t averaged_samples_ = 0;
   bool separate_models_ = false;  // the algorithm never averages its nodes' models (AlgorithmEntry::cloud)
 };

@@ -76,7 +76,8 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
     }
     for (int i = 0; i < n; ++i) {
       if (placement.local(i)) continue;
-      columns[i] = receive(torch::empty({hi - lo}, dtype), placement.owner(i), seq + static_cast<uint64_t>(i) * world + me);
+      columns[i] =
+          receive(torch::empty({hi - lo}, dtype), placement.owner(i), seq + static_cast<uint64_t>(i) * world + me);
     }
     return columns;
   };
@@ -111,7 +112,8 @@ EvalRow Evaluator::evaluate_spread(int steps_done, const std::vector<torch::Tens
       sums.gram = receive(torch::empty({n, n}, f64), me - 1, seq + 2 * me);
       sums.squared_distance = receive(torch::empty({n}, f64), me - 1, seq + 2 * me + 1);
     }
-    add_agreement_columns(sums, agreed, torch::tensor(means, f64).reshape({n, 1}), std::min(block, std::max<int64_t>(dt, 1)));
+    add_agreement_columns(sums, agreed, torch::tensor(means, f64).reshape({n, 1}),
+                          std::min(block, std::max<int64_t>(dt, 1)));
     const int next = (me + 1) % world;
     send(sums.gram, next, seq + 2 * next);
     send(sums.squared_distance, next, seq + 2 * next + 1);

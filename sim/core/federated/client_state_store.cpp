@@ -20,7 +20,9 @@ ClientStateStore::~ClientStateStore() {
   std::filesystem::remove_all(directory_, ignored);
 }
 
-std::string ClientStateStore::file(int client) const { return directory_ + "/client_" + std::to_string(client) + ".pt"; }
+std::string ClientStateStore::file(int client) const {
+  return directory_ + "/client_" + std::to_string(client) + ".pt";
+}
 
 void ClientStateStore::restore(int client, torch::optim::Optimizer& optimizer) const {
   if (kind_ == ClientState::None) return;

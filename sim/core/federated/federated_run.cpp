@@ -10,11 +10,11 @@
 #include "netmodels/event_clock.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
-#include "sim/core/federated/client_devices.h"
-#include "sim/core/federated/client_state_store.h"
 #include "sim/core/compute/compute_model.h"
 #include "sim/core/error_text.h"
 #include "sim/core/evaluation/evaluation.h"
+#include "sim/core/federated/client_devices.h"
+#include "sim/core/federated/client_state_store.h"
 #include "sim/core/network_factory.h"
 #include "topologies/builders.h"
 #include "training/algorithms/common.h"
@@ -50,7 +50,9 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   rounds_ = scenario.workload.steps / H_;
   server_ = o.server < 0 ? clients_ : o.server;
   per_cluster_ = clients_per_cluster(scenario);
-  if (per_cluster_ > 0) server_ = std::max(1, scenario.topology.clusters) * (per_cluster_ + 1);  // after every cluster's clients and aggregator
+  if (per_cluster_ > 0)
+    server_ =
+        std::max(1, scenario.topology.clusters) * (per_cluster_ + 1);  // after every cluster's clients and aggregator
   server_lr_ = o.server_lr;
   server_momentum_ = o.server_momentum;
   deadline_ = o.deadline ? o.deadline->s : 0;
@@ -69,8 +71,8 @@ FederatedRun::FederatedRun(const Scenario& scenario, const Dataset& data, Engine
   trainable_ = count_parameters(*eval_model_, true);
   global_ = flatten_parameters(*eval_model_).clone();
   if (server_momentum_ > 0) momentum_ = torch::zeros({parameters_}, torch::kFloat64);
-  compute_ = std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), clients_,
-                                            scenario.seed);
+  compute_ =
+      std::make_unique<ComputeModel>(scenario.compute, training_work(scenario, *eval_model_), clients_, scenario.seed);
   evaluator_ = std::make_unique<Evaluator>(scenario, data, eval_model_);
   clock_ = std::make_unique<EventClock>();
   topology_ = std::make_unique<Topology>(build_topology(topology_spec(scenario)));
@@ -133,7 +135,8 @@ RunSummary FederatedRun::run(Recorder& recorder) {
 // The round's clients, ascending: a seeded choice of picked_ of them, the same for the same
 // scenario whatever happened in earlier rounds.
 std::vector<int> FederatedRun::pick(int round) const {
-  auto order = seeded_permutation(clients_, stream_seed(scenario_.seed, "fedavg_clients", static_cast<uint64_t>(round)));
+  auto order =
+      seeded_permutation(clients_, stream_seed(scenario_.seed, "fedavg_clients", static_cast<uint64_t>(round)));
   std::vector<int> chosen(order.begin(), order.begin() + picked_);
   std::sort(chosen.begin(), chosen.end());
   return chosen;
@@ -141,7 +144,8 @@ std::vector<int> FederatedRun::pick(int round) const {
 
 // Every message carries a model: the trainable parameters in float32 (an aggregate adds its
 // weight, a float64).
-void FederatedRun::send(int src, int dst, const char* kind, std::function<void(double)> delivered, uint64_t extra_bytes) {
+void FederatedRun::send(int src, int dst, const char* kind, std::function<void(double)> delivered,
+                        uint64_t extra_bytes) {
   Message m;
   m.id = next_message_id_++;
   m.src = src;
@@ -186,7 +190,8 @@ void FederatedRun::start_round() {
     // One copy to each aggregator with picked clients, which passes it on to them.
     auto& aggregators = aggregators_[round_];
     aggregators.assign(static_cast<size_t>(std::max(1, scenario_.topology.clusters)), Aggregator{});
-    for (size_t k = 0; k < slots.size(); ++k) aggregators[static_cast<size_t>(slots[k].client / per_cluster_)].slots.push_back(k);
+    for (size_t k = 0; k < slots.size(); ++k)
+      aggregators[static_cast<size_t>(slots[k].client / per_cluster_)].slots.push_back(k);
     for (size_t c = 0; c < aggregators.size(); ++c) {
       aggregators[c].pending = aggregators[c].slots.size();
       if (aggregators[c].slots.empty()) continue;
@@ -248,8 +253,8 @@ void FederatedRun::train(int round, size_t k) {
       HostTimer compute_timer(host_seconds);
       const int batch = scenario_.workload.batch_size;
       // VHL's virtual batch is as large as the real one (the reference's 128 and 128).
-      loss += virtual_ ? vhl_local_step(replica, data_, batch, *virtual_, batch, vhl_batch_seed(slot.client), vhl_->weight,
-                                           vhl_->augment == VhlAugment::CropFlip)
+      loss += virtual_ ? vhl_local_step(replica, data_, batch, *virtual_, batch, vhl_batch_seed(slot.client),
+                                        vhl_->weight, vhl_->augment == VhlAugment::CropFlip)
                        : local_sgd_step(replica, data_, batch);
     }
     times_.local_compute += host_seconds;
@@ -264,7 +269,8 @@ void FederatedRun::train(int round, size_t k) {
   slot.upload = flatten_parameters(replica.model());
   if (!std::isfinite(slot.loss)) {
     summary_.status = RunStatus::Diverged;
-    summary_.error = "client " + std::to_string(slot.client) + " has a non-finite loss in round " + std::to_string(round);
+    summary_.error =
+        "client " + std::to_string(slot.client) + " has a non-finite loss in round " + std::to_string(round);
     return clock_->stop();
   }
   clock_->schedule(seconds, [this, round, k] {
@@ -310,12 +316,14 @@ void FederatedRun::at_aggregator(int round, size_t k, double t) {
   Aggregator& a = aggregators_.at(round)[cluster];
   if (--a.pending > 0) return;
   std::vector<std::pair<const torch::Tensor*, double>> uploads;
-  for (size_t j : a.slots) uploads.emplace_back(&slots[j].upload, static_cast<double>(samplers_[slots[j].client].shard_size()));
+  for (size_t j : a.slots)
+    uploads.emplace_back(&slots[j].upload, static_cast<double>(samplers_[slots[j].client].shard_size()));
   const auto [mean, weight] = weighted_mean(uploads, parameters_);
   a.aggregate = mean.to(torch::kFloat32);
   a.weight = weight;
-  send(aggregator_host(static_cast<int>(cluster)), server_, "aggregate",
-       [this, round, cluster](double) { aggregate_arrived(round, cluster); }, 8);
+  send(
+      aggregator_host(static_cast<int>(cluster)), server_, "aggregate",
+      [this, round, cluster](double) { aggregate_arrived(round, cluster); }, 8);
 }
 
 void FederatedRun::aggregate_arrived(int round, size_t cluster) {
@@ -329,7 +337,8 @@ void FederatedRun::aggregate_arrived(int round, size_t cluster) {
     return;
   }
   const auto& all = aggregators_.at(round);
-  if (std::all_of(all.begin(), all.end(), [](const Aggregator& x) { return x.slots.empty() || x.arrived; })) end_round();
+  if (std::all_of(all.begin(), all.end(), [](const Aggregator& x) { return x.slots.empty() || x.arrived; }))
+    end_round();
 }
 
 void FederatedRun::forget_if_done(int round) {
@@ -413,8 +422,12 @@ void FederatedRun::end_round() {
     }
   }
   recorder_->train(row);
-  RoundRow round_row{round_, round_start_, clock_->now(), static_cast<int>(uploads.size()),
-                   static_cast<int>(slots.size() - uploads.size()), utilisation(round_start_, clock_->now())};
+  RoundRow round_row{round_,
+                     round_start_,
+                     clock_->now(),
+                     static_cast<int>(uploads.size()),
+                     static_cast<int>(slots.size() - uploads.size()),
+                     utilisation(round_start_, clock_->now())};
   {
     double loss = 0;
     int trained = 0;

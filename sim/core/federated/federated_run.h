@@ -61,7 +61,7 @@ class FederatedRun : public Run {
     std::shared_ptr<const torch::Tensor> model;  // the round's model, from its download until it trains
     torch::Tensor upload;                        // its parameters after its local steps
   };
-  struct Aggregator {  // a cluster's, in a round (hierarchical topologies)
+  struct Aggregator {           // a cluster's, in a round (hierarchical topologies)
     std::vector<size_t> slots;  // its picked clients
     size_t pending = 0;         // uploads not yet in
     bool arrived = false;       // its aggregate reached the server
@@ -104,9 +104,9 @@ class FederatedRun : public Run {
   ClientSchedule schedule_;
   std::optional<VhlOptions> vhl_;
   std::unique_ptr<ClientStateStore> client_state_;  // each client's optimizer between rounds (client_state)
-  std::unique_ptr<VirtualData> virtual_;  // VHL's, shared by every client
-  std::vector<Device> devices_;  // empty: every client its own
-  int per_cluster_ = 0;          // hierarchical: clients per cluster (0: no aggregators)
+  std::unique_ptr<VirtualData> virtual_;            // VHL's, shared by every client
+  std::vector<Device> devices_;                     // empty: every client its own
+  int per_cluster_ = 0;                             // hierarchical: clients per cluster (0: no aggregators)
   std::shared_ptr<Model> eval_model_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ComputeModel> compute_;
@@ -123,7 +123,7 @@ class FederatedRun : public Run {
   int round_ = 0;
   bool round_over_ = false;
   double round_start_ = 0;
-  std::map<int, std::vector<Slot>> slots_;  // by round, until every upload of it has arrived
+  std::map<int, std::vector<Slot>> slots_;              // by round, until every upload of it has arrived
   std::map<int, std::vector<Aggregator>> aggregators_;  // by round, with its slots (hierarchical)
   uint64_t next_message_id_ = 0;
   uint64_t total_bytes_ = 0;
