@@ -31,7 +31,7 @@ struct NodeAtEntry {
   int step = 0;
   bool computing = false;                              // its step's compute has not ended yet
   bool idle = false;                                   // no op of an earlier step is in flight
-  const std::vector<PlannedIssue>* planned = nullptr;  // the step's ops
+  const std::vector<PlannedIssue>* planned = nullptr;  // the step's ops (Communicator::plan)
 };
 
 struct PhaseEntry {

@@ -23,6 +23,18 @@ Communicator::Communicator(CommSettings settings, Callbacks callbacks, EventCloc
       memo_(clock, network) {
   fleet_.resize(settings_.nodes);
   for (int n = 0; n < settings_.nodes; ++n) fleet_[n] = n;
+  planned_.resize(settings_.nodes);
+}
+
+void Communicator::plan(int node, const CommOp& op, int64_t at_ticks, uint64_t event_order) {
+  PlannedIssue p;
+  p.at_ticks = at_ticks;
+  p.event_order = event_order;
+  p.streamed = streamed(op);
+  p.delay = op.delay;
+  // Rank r is node r: only whole-fleet collectives in node order are phases.
+  if (op.nodes.empty() || op.nodes == fleet_) p.plan = plan_for(op, fleet_).get();
+  planned_[node].push_back(p);
 }
 
 Communicator::~Communicator() {
@@ -105,7 +117,9 @@ void Communicator::start_plan(Collective& slot, const Key& key, int node, const 
   slot.transport.element_bytes = op.bytes_per_element;
   // The step's first collective opens its phase; the others take the same channel.
   if (step != phase_step_ || !phase_) {
-    phase_ = open_phase(memo_, callbacks_.phase_entry(node, step));
+    PhaseEntry entry = callbacks_.phase_entry(node, step);
+    for (size_t n = 0; n < entry.nodes.size(); ++n) entry.nodes[n].planned = &planned_[n];
+    phase_ = open_phase(memo_, entry);
     phase_step_ = step;
   }
   slot.channel = std::make_unique<TimedNetwork>(phase_, times_);

@@ -31,6 +31,10 @@
 
 namespace testbed {
 
+// Issued during the step's passes (forward or backward) rather than at their end: such ops share
+// the node's one communication stream, each waiting for the node's previous one.
+inline bool streamed(const CommOp& op) { return op.after_gradient >= 0 || op.after_forward >= 0; }
+
 // What the communicator is built with: plain values the engine reads off the scenario.
 struct CommSettings {
   int nodes = 0;                                  // the fleet: nodes 0..nodes-1 (a split model's cloud is node `nodes`)
@@ -79,7 +83,8 @@ class Communicator {
     // The node's rank of the (step, tag) collective holds its result.
     std::function<void(int node, int step, const std::string& tag)> rank_done;
     std::function<void(const MessageRecord&)> message;  // a row of /comm/messages
-    // The fleet as the step's first collective is entered (memo_policy.h), for its phase.
+    // The fleet as the step's first collective is entered (memo_policy.h), for its phase; the
+    // communicator adds each node's planned ops.
     std::function<PhaseEntry(int node, int step)> phase_entry;
     // A run spread over processes: sets a fresh collective up for them (engine_spread.cpp).
     std::function<void(const Key& key, Collective& slot, CollectiveHooks& hooks, const std::vector<int>& participants)>
@@ -88,6 +93,12 @@ class Communicator {
 
   Communicator(CommSettings settings, Callbacks callbacks, EventClock& clock, Network& network, HostTimes& times);
   ~Communicator();
+
+  // A node's step's ops as the engine schedules them when the step starts, each with the tick it
+  // is issued at and its event's place in that tick: memoization needs every op of a step known
+  // when its first leaves (memo_policy.h). begin_step forgets the node's previous step's.
+  void begin_step(int node) { planned_[node].clear(); }
+  void plan(int node, const CommOp& op, int64_t at_ticks, uint64_t event_order);
 
   // The op's collective among `participants` (nodes, in rank order), opened when `node` is the
   // first to issue it: a plan on the network, or a ring to time on lanes.
@@ -114,7 +125,8 @@ class Communicator {
 
   CommSettings settings_;
   Callbacks callbacks_;
-  std::vector<int> fleet_;  // 0..nodes-1
+  std::vector<int> fleet_;                          // 0..nodes-1
+  std::vector<std::vector<PlannedIssue>> planned_;  // per node: its step's ops (plan)
   EventClock& clock_;
   Network& network_;
   HostTimes& times_;

@@ -55,7 +55,7 @@ void report_run(const std::string& path, std::ostream& out) {
   if (!file) throw InputError(path + ":1:1: not a readable run file (HDF5)");
   const RunFile& r = *file;
   out << "run               " << path << "\n";
-  if (r.status == "running") {
+  if (r.is(RunStatus::Running)) {
     // Only the end of a run writes a final status: this one was killed or lost power.
     out << "status            cut at step " << fmt("%.0f", r.last_step) << " (no final status)\n";
   } else {
@@ -63,7 +63,7 @@ void report_run(const std::string& path, std::ostream& out) {
   }
   out << "steps completed   " << fmt("%.0f", r.steps_completed) << "\n";
   // A diverged run's last evaluation is of a model that is no longer a number.
-  const bool diverged = r.status == "diverged";
+  const bool diverged = r.is(RunStatus::Diverged);
   if (r.projection) {
     out << "projection        from shapes (workload.train false): times, bytes and messages; no loss or accuracy\n";
   } else {
@@ -80,7 +80,7 @@ void report_run(const std::string& path, std::ostream& out) {
   if (!r.round_accuracy.empty()) report_rounds(r, out);
   out << "projected time    " << fmt("%.3f", r.projected_time_s) << " s\n";
   out << "total bytes       " << bytes_with_units(r.total_bytes)
-      << (r.status == "completed" ? "" : " (issued, some still in flight when it stopped)") << "\n";
+      << (r.is(RunStatus::Completed) ? "" : " (issued, some still in flight when it stopped)") << "\n";
   out << "host time         " << fmt("%.2f", r.host_time_s) << " s\n";
   // Exposed communication is the projected time no node spent computing: the mean node's
   // compute per step, summed, against the whole.

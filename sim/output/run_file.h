@@ -7,10 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "sim/output/recorder.h"
+
 namespace testbed {
 
 struct RunFile {
   std::string status;  // running | completed | diverged | failed (a killed run stays "running")
+  bool is(RunStatus s) const { return status == status_name(s); }
   std::string error;
   std::string scenario;     // the resolved scenario's YAML
   bool projection = false;  // workload.train false: no loss, no accuracy

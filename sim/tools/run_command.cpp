@@ -246,7 +246,7 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   if (options.resume) {
     // A run that completed leaves no checkpoint: --resume must not start it over.
     const auto earlier = read_run_file(scenario.output.path);
-    if (earlier && earlier->status == status_name(RunStatus::Completed) && earlier->scenario == to_yaml(scenario)) {
+    if (earlier && earlier->is(RunStatus::Completed) && earlier->scenario == to_yaml(scenario)) {
       std::printf("status            completed earlier: nothing to resume\noutput            %s\n",
                   scenario.output.path.c_str());
       return 0;

@@ -96,7 +96,7 @@ RunOutcome outcome_of(int wait_status, const std::string& h5) {
   o.exit_code = WEXITSTATUS(wait_status);
   auto file = read_run_file(h5);
   if (o.exit_code == 0)
-    o.status = file && file->status == "completed" ? "completed" : "failed";
+    o.status = file && file->is(RunStatus::Completed) ? "completed" : "failed";
   else if (o.exit_code == 3)
     o.status = "diverged";
   else
@@ -184,7 +184,7 @@ int run_sweep(const Sweep& sweep, const SweepOptions& options, std::ostream& log
   size_t done = 0;
   for (const auto* run : runs) {
     auto file = read_run_file(run_path(sweep, *run));
-    if (file && file->status == "completed") {
+    if (file && file->is(RunStatus::Completed)) {
       ++done;
       log << "sweep: [" << done << "/" << total << "] " << run->name << " skipped: completed earlier\n";
     } else {

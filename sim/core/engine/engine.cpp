@@ -24,13 +24,6 @@
 #include "training/seed_streams.h"
 
 namespace testbed {
-namespace {
-
-// Issued during the step's passes (forward or backward) rather than at their end: such ops share
-// the node's one communication stream.
-bool streamed(const CommOp& op) { return op.after_gradient >= 0 || op.after_forward >= 0; }
-
-}  // namespace
 
 RunSummary Engine::run(Recorder& recorder) {
   recorder_ = output_ = &recorder;
@@ -131,7 +124,7 @@ void Engine::start_step(int node) {
   }
   // A step whose forward ran at its gates (begin_forward) started that much earlier.
   s.compute_end_ticks = clock_->now_ticks() + EventClock::ticks(s.compute_time) - s.forward_ticks;
-  s.planned.clear();
+  comm_->begin_step(node);
   s.to_issue = schedule_backward_ops(node, std::move(plan.comm));
   s.forward_ticks = 0;
   // A split step (CommKind::Cut): the edge's compute so far is the front's forward; its
@@ -166,14 +159,7 @@ void Engine::start_step(int node) {
 
 void Engine::plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_batch) {
   if (!memo_steps_) return;
-  PlannedIssue p;
-  p.at_ticks = at_ticks;
-  p.event_order = in_batch ? compute_batches_.at(at_ticks).event_order : issue_events_++;
-  p.streamed = streamed(op);
-  p.delay = op.delay;
-  // Rank r is node r: only whole-fleet collectives in node order are phases.
-  if (op.nodes.empty() || op.nodes == fleet_) p.plan = comm_->plan_for(op, fleet_).get();
-  state_[node].planned.push_back(p);
+  comm_->plan(node, op, at_ticks, in_batch ? compute_batches_.at(at_ticks).event_order : issue_events_++);
 }
 
 void Engine::schedule_start(int node) {
@@ -489,7 +475,7 @@ PhaseEntry Engine::phase_entry(int node, int step) const {
   entry.memoize = memo_steps_;
   entry.node = node;
   entry.step = step;
-  for (const auto& s : state_) entry.nodes.push_back({s.step, s.computing, s.in_flight.empty(), &s.planned});
+  for (const auto& s : state_) entry.nodes.push_back({s.step, s.computing, s.in_flight.empty(), nullptr});
   entry.now_ticks = clock_->now_ticks();
   entry.steps = scenario_.workload.steps;
   // The passes before a node's first send: the whole step, or, when ops leave during

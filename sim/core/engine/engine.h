@@ -109,8 +109,6 @@ class Engine {
     int64_t forward_ticks = 0;      // of the step's passes, what ran at the gates before start_step
     bool waiting = false;           // idle until the ops due at the next step complete
     bool finished = false;
-    // The step's ops with the ticks they are issued at, for memoization (empty when it is off).
-    std::vector<PlannedIssue> planned;
   };
   struct PendingRow {
     TrainRow row;
