@@ -1,7 +1,7 @@
-// The run loop. Every action is an event on the one clock: a step starts (real LibTorch
-// compute happens here), its modelled compute ends, its messages go out and arrive.
+// The node-step state machine and the run loop. Every action is an event on the one clock: a
+// step starts (real LibTorch compute happens here), its modelled compute ends, its ops go to the
+// comm layer, their messages go out and arrive, and the step ends.
 #include "sim/core/engine/engine.h"
-#include "sim/core/error_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,17 +11,11 @@
 
 #include "comm/tensors/comm_layout.h"
 #include "netmodels/event_clock.h"
-#include "sim/config/scenario_loader.h"
-#include "sim/config/workload.h"
 #include "sim/core/compute/compute_model.h"
-#include "sim/core/evaluation/evaluation.h"
-#include "sim/core/network_factory.h"
+#include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
-#include "topologies/routing.h"
-#include "training/metrics.h"
 #include "training/models/checkpoint.h"
-#include "training/seed_streams.h"
 
 namespace testbed {
 
