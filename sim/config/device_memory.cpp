@@ -155,14 +155,14 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
     const ReplicaGroupSection& g = s.replica_group;
     if (g.grouped()) {
       m.algorithm /= g.gpus;
-      if (g.parallelism == "zero1" || g.parallelism == "zero2") {
+      if (g.parallelism == GroupParallelism::Zero1 || g.parallelism == GroupParallelism::Zero2) {
         m.optimizer /= g.gpus;
         // Mixed precision: the bf16 or fp16 parameters stay whole, the fp32 master copy is
         // sharded with the optimizer's state (DeepSpeed's ZeRO-1 and -2).
         if (autocast) m.weights = l.parameters * (2 + 4.0 / g.gpus);
       }
-      if (g.parallelism == "zero2") m.gradients /= g.gpus;
-      if (g.parallelism == "fsdp") fsdp_memory(s, shapes, l.parameters, m);
+      if (g.parallelism == GroupParallelism::Zero2) m.gradients /= g.gpus;
+      if (g.parallelism == GroupParallelism::Fsdp) fsdp_memory(s, shapes, l.parameters, m);
     }
     return {m};
   }

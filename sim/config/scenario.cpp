@@ -145,7 +145,7 @@ ComputeSection split_cloud_compute(const Scenario& scenario) {
 
 CollectiveChoice collective_choice(const Scenario& scenario) {
   CollectiveChoice c;
-  c.algorithm = collective_algorithm(scenario.collective.algorithm);
+  c.algorithm = scenario.collective.algorithm;
   c.slices = scenario.collective.slices;
   c.server_node = scenario.collective.server;
   c.node_cluster = node_clusters(scenario);

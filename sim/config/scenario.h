@@ -164,10 +164,36 @@ struct EnumNames<Backend> {
   }
 };
 
+// How messages travel on ns-3: TCP streams, or UDP datagrams that a neighbour exchange may
+// lose parts of (docs/network.md#datagrams).
+enum class Transport { Tcp, Udp };
+
+template <>
+struct EnumNames<Transport> {
+  static const std::vector<std::pair<Transport, std::string>>& all() {
+    static const std::vector<std::pair<Transport, std::string>> names = {{Transport::Tcp, "tcp"},
+                                                                         {Transport::Udp, "udp"}};
+    return names;
+  }
+};
+
+// The collective algorithms by their scenario names (comm/plans/collectives.h lists them).
+template <>
+struct EnumNames<CollectiveAlgorithm> {
+  static const std::vector<std::pair<CollectiveAlgorithm, std::string>>& all() {
+    static const std::vector<std::pair<CollectiveAlgorithm, std::string>> names = [] {
+      std::vector<std::pair<CollectiveAlgorithm, std::string>> out;
+      for (const std::string& name : collective_algorithm_names()) out.emplace_back(collective_algorithm(name), name);
+      return out;
+    }();
+    return names;
+  }
+};
+
 struct NetworkSection {
   Backend backend = Backend::Ns3;
   std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
-  std::string transport = "tcp";
+  Transport transport = Transport::Tcp;
   int mtu = 9000;
   std::string queue = "1.5bdp";      // device queue: `<x>bdp` of each link direction, or bytes (256KB)
   std::optional<int> queue_packets;  // device queue in packets instead of `queue`
@@ -190,7 +216,7 @@ struct NetworkSection {
   void fields(V& v) {
     v.field("backend", backend);
     v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
-    v.field("transport", transport, Choices{{"tcp", "udp"}});
+    v.field("transport", transport);
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue", queue);
     v.field("queue_packets", queue_packets, Range{1, 1e7});
@@ -211,14 +237,13 @@ struct NetworkSection {
 // indices per cluster for the hierarchical algorithm; empty takes the topology's clusters
 // (hierarchical: its clusters; fat_tree: its pods).
 struct CollectiveSection {
-  std::string algorithm = "ring";
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
   int slices = 1;  // ring pipelining: messages per chunk (README, Collectives: why 1)
   int server = 0;  // parameter_server: the server's node index
   std::vector<std::vector<int>> clusters;
   template <class V>
   void fields(V& v) {
-    v.field("algorithm", algorithm,
-            Choices{{"ring", "tree", "halving_doubling", "direct", "parameter_server", "hierarchical"}});
+    v.field("algorithm", algorithm);
     v.field("slices", slices, Range{1, 1 << 20});
     v.field("server", server, Range{0, 1e5});
     v.field("clusters", clusters);
@@ -419,6 +444,21 @@ struct ComputeSection {
   bool reads_device() const { return model == ComputeKind::Flops || model == ComputeKind::Profile; }
 };
 
+// How a replica group splits its replica over its GPUs (docs/replica_groups.md): each holds it
+// whole (ddp), the optimizer state sharded (zero1), the gradients too (zero2), or everything (fsdp).
+enum class GroupParallelism { Ddp, Zero1, Zero2, Fsdp };
+
+template <>
+struct EnumNames<GroupParallelism> {
+  static const std::vector<std::pair<GroupParallelism, std::string>>& all() {
+    static const std::vector<std::pair<GroupParallelism, std::string>> names = {{GroupParallelism::Ddp, "ddp"},
+                                                                                {GroupParallelism::Zero1, "zero1"},
+                                                                                {GroupParallelism::Zero2, "zero2"},
+                                                                                {GroupParallelism::Fsdp, "fsdp"}};
+    return names;
+  }
+};
+
 // Replicas larger than one GPU (docs/replica_groups.md): the algorithm's nodes become groups of
 // `gpus` consecutive nodes (GPUs of a gpu_hosts topology: a group is one host or several), which
 // train one replica together with `parallelism` inside the group: ddp (a whole replica on each
@@ -431,7 +471,7 @@ struct ComputeSection {
 // every node a replica.
 struct ReplicaGroupSection {
   int gpus = 1;
-  std::string parallelism = "ddp";
+  GroupParallelism parallelism = GroupParallelism::Ddp;
   std::string unit;
   // zero1, zero2, fsdp: gradients reduced in the parameters' dtype (FSDP's default) or in fp32
   // (MixedPrecisionPolicy's reduce_dtype=float32, as INTELLECT-1's code sets it).
@@ -440,7 +480,7 @@ struct ReplicaGroupSection {
   template <class V>
   void fields(V& v) {
     v.field("gpus", gpus, Range{1, 1e5});
-    v.field("parallelism", parallelism, Choices{{"ddp", "zero1", "zero2", "fsdp"}});
+    v.field("parallelism", parallelism);
     v.field("unit", unit);
     v.field("reduce_dtype", reduce_dtype, Choices{{"param", "fp32"}});
   }

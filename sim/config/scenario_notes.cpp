@@ -52,7 +52,7 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
   const TopologySection& t = s.topology;
   if (t.kind == "hierarchical" && t.per_cluster == 0)
     notes["topology.per_cluster"] = "0: nodes / clusters = " + std::to_string(s.nodes / std::max(1, t.clusters));
-  if (s.collective.algorithm == "hierarchical" && s.collective.clusters.empty()) {
+  if (s.collective.algorithm == CollectiveAlgorithm::Hierarchical && s.collective.clusters.empty()) {
     const std::vector<int> cluster_of = node_clusters(s);
     notes["collective.clusters"] =
         cluster_of.empty() ? "[]: none from the topology" : "[]: the topology's, " + clusters_text(cluster_of);

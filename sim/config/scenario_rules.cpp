@@ -211,7 +211,7 @@ void check_packet_features(const Scenario& s, const Topology& topology, const Or
     fail(origins.where(jittery),
          "the " + enum_name(s.network.backend) + " backend models no per-packet jitter; use ns3 for jittery links");
   }
-  if (s.network.transport == "udp") {
+  if (s.network.transport == Transport::Udp) {
     fail(origins.where("network.transport"), "transport udp needs the ns3 backend (the " +
                                                  enum_name(s.network.backend) +
                                                  " backend carries reliable streams only)");
@@ -245,19 +245,21 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // under every collective.algorithm but direct. An algorithm that only all-reduces, under a
   // tree, halving-doubling, direct or parameter-server all-reduce, reads none.
   if (collectives && !federated) {
-    const bool ring = col.algorithm == "ring" || col.algorithm == "hierarchical";
+    const bool ring = col.algorithm == CollectiveAlgorithm::Ring || col.algorithm == CollectiveAlgorithm::Hierarchical;
     const bool gathers = entry && entry->sync == SyncCollective::AllGather;
-    keys.push_back(
-        {"collective.slices", col.slices != dcol.slices, ring || (gathers && col.algorithm != "direct"),
-         "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
-         "collective.algorithm " + col.algorithm + " and algorithm " + s.algorithm.name + ", which only all-reduces"});
+    keys.push_back({"collective.slices", col.slices != dcol.slices,
+                    ring || (gathers && col.algorithm != CollectiveAlgorithm::Direct),
+                    "collective.algorithm ring or hierarchical, or an algorithm that all-gathers on a ring",
+                    "collective.algorithm " + enum_name(col.algorithm) + " and algorithm " + s.algorithm.name +
+                        ", which only all-reduces"});
   }
 
   // A collective's server and clusters belong to the algorithm that uses them.
-  keys.push_back({"collective.server", col.server != CollectiveSection{}.server, col.algorithm == "parameter_server",
-                  "collective.algorithm: parameter_server", "collective.algorithm " + col.algorithm});
-  keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == "hierarchical",
-                  "collective.algorithm: hierarchical", "collective.algorithm " + col.algorithm});
+  keys.push_back({"collective.server", col.server != CollectiveSection{}.server,
+                  col.algorithm == CollectiveAlgorithm::ParameterServer, "collective.algorithm: parameter_server",
+                  "collective.algorithm " + enum_name(col.algorithm)});
+  keys.push_back({"collective.clusters", !col.clusters.empty(), col.algorithm == CollectiveAlgorithm::Hierarchical,
+                  "collective.algorithm: hierarchical", "collective.algorithm " + enum_name(col.algorithm)});
 }
 
 // The server is a node; explicit clusters partition the nodes; the hierarchical algorithm
@@ -285,7 +287,7 @@ void check_collective(const Scenario& s, const Origins& origins) {
     for (int n = 0; n < s.nodes; ++n)
       if (owner[n] < 0) fail(origins.where("collective.clusters"), "node " + std::to_string(n) + " is in no cluster");
   }
-  if (c.algorithm == "hierarchical" && node_clusters(s).empty())
+  if (c.algorithm == CollectiveAlgorithm::Hierarchical && node_clusters(s).empty())
     fail(origins.where("collective.algorithm"),
          "the hierarchical collective needs clusters: use topology.kind hierarchical or fat_tree, or give "
          "collective.clusters such as [[0, 1], [2, 3]]");
@@ -681,7 +683,7 @@ std::vector<LinkSectionView> link_sections(const Scenario& s) {
 // no full-sized segment is ever acknowledged, so no TCP message of a packet or more crosses it.
 void check_tcp_can_deliver(const Scenario& s, const Origins& origins) {
   const auto& n = s.network;
-  if (n.backend != Backend::Ns3 || n.transport != "tcp") return;
+  if (n.backend != Backend::Ns3 || n.transport != Transport::Tcp) return;
   const double packet_bits = (n.mtu + 2) * 8.0;
   const TcpGiveUp give_up = tcp_give_up(n);
   auto check = [&](const std::string& key, const std::optional<Bandwidth>& bandwidth) {
@@ -809,13 +811,13 @@ void replica_group_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                   s.replica_group.grouped(), "replica_group.gpus above 1",
                   "replica_group.gpus " + std::to_string(s.replica_group.gpus)});
   keys.push_back({"replica_group.reduce_dtype", s.replica_group.reduce_dtype != ReplicaGroupSection{}.reduce_dtype,
-                  s.replica_group.grouped() && s.replica_group.parallelism != "ddp",
+                  s.replica_group.grouped() && s.replica_group.parallelism != GroupParallelism::Ddp,
                   "replica_group.parallelism zero1, zero2 or fsdp (and gpus above 1)",
-                  "replica_group.parallelism " + s.replica_group.parallelism});
+                  "replica_group.parallelism " + enum_name(s.replica_group.parallelism)});
   keys.push_back({"replica_group.unit", !s.replica_group.unit.empty(),
-                  s.replica_group.grouped() && s.replica_group.parallelism == "fsdp",
+                  s.replica_group.grouped() && s.replica_group.parallelism == GroupParallelism::Fsdp,
                   "replica_group.parallelism: fsdp (and gpus above 1)",
-                  "replica_group.parallelism " + s.replica_group.parallelism});
+                  "replica_group.parallelism " + enum_name(s.replica_group.parallelism)});
 }
 
 // Replica groups (docs/replica_groups.md): G consecutive GPUs of a gpu_hosts topology, a host
@@ -852,8 +854,8 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
          "backward and its all-gathers gate the forward, and across groups each waits "
          "for the group's own reductions (use ddp)");
   const std::vector<std::string> whole = {"powersgd", "acpsgd"};
-  if (g.parallelism != "ddp" && std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
-    fail(origins.where("algorithm.name"), s.algorithm.name + " cannot run across " + g.parallelism +
+  if (g.parallelism != GroupParallelism::Ddp && std::find(whole.begin(), whole.end(), s.algorithm.name) != whole.end())
+    fail(origins.where("algorithm.name"), s.algorithm.name + " cannot run across " + enum_name(g.parallelism) +
                                               " groups: it factors whole gradient matrices, and a sharded GPU holds a "
                                               "slice of flat parameters");
   if (const auto* ddp = std::get_if<DdpOptions>(&s.algorithm.options); ddp && ddp->bucket_mb != DdpOptions{}.bucket_mb)
@@ -890,7 +892,7 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
 // groups must be one that works on a GPU's shard of flat parameters (docs/replica_groups.md#fsdp).
 void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
   const ReplicaGroupSection& g = s.replica_group;
-  if (!g.grouped() || g.parallelism != "fsdp") return;
+  if (!g.grouped() || g.parallelism != GroupParallelism::Fsdp) return;
   const std::string pattern = fsdp_unit_pattern(s);
   if (pattern.empty())
     fail(origins.where("replica_group.parallelism"),

@@ -317,7 +317,7 @@ TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> laye
   work.batch = scenario.workload.batch_size * (vhl_options(scenario) ? 2 : 1);
   work.optimizer = scenario.optimizer.name;
   work.momentum = scenario.optimizer.momentum > 0;
-  if (scenario.replica_group.grouped() && scenario.replica_group.parallelism != "ddp")
+  if (scenario.replica_group.grouped() && scenario.replica_group.parallelism != GroupParallelism::Ddp)
     work.optimizer_shards = scenario.replica_group.gpus;
   return work;
 }
@@ -385,10 +385,10 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   if (!scenario.replica_group.grouped()) return entry->make(settings);
   // Replica groups: the algorithm runs over the groups, the wrapper over the GPUs.
   settings.group_gpus = scenario.replica_group.gpus;
-  settings.group_parallelism = scenario.replica_group.parallelism;
+  settings.group_parallelism = enum_name(scenario.replica_group.parallelism);
   settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
   settings.group_reduce_bytes = scenario.replica_group.reduce_dtype == "fp32" ? 4 : settings.group_wire_bytes;
-  if (scenario.replica_group.parallelism == "fsdp")
+  if (scenario.replica_group.parallelism == GroupParallelism::Fsdp)
     settings.group_units = fsdp_unit_indices(tensor_names, settings.tensor_layers, fsdp_unit_pattern(scenario));
   // The algorithm across groups, once for each member rank of a group (docs/replica_groups.md):
   // node g is group g, its shard the group's.

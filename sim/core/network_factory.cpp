@@ -27,7 +27,7 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   }
   Ns3Options options;
   options.routing = routing;
-  options.transport = n.transport;
+  options.transport = enum_name(n.transport);
   options.mtu = n.mtu;
   const QueueSize queue = parse_queue(n.queue);
   if (n.queue_packets)

@@ -97,7 +97,8 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
     std::printf("backend           %s\n", enum_name(scenario.network.backend).c_str());
     std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
     std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
-                collective == "p2p" ? "-" : scenario.collective.algorithm.c_str(), scenario.collective.slices);
+                collective == "p2p" ? "-" : enum_name(scenario.collective.algorithm).c_str(),
+                scenario.collective.slices);
     std::printf("simulated         %.6f s\n", r.simulated_s);
     std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
     std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);

@@ -276,8 +276,8 @@ TEST(ScenarioExample, UdpTransportIsReadForNs3) {
        {"{name: sparta, exchange: ring}", "{name: sparta, exchange: gossip}", "{name: gossip}"}) {
     Scenario s = parse_scenario(std::string("network: {backend: ns3, transport: udp}\nalgorithm: ") + algorithm + "\n",
                                 "s.yaml");
-    EXPECT_EQ(s.network.transport, "udp") << algorithm;
-    EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.transport, "udp");
+    EXPECT_EQ(s.network.transport, Transport::Udp) << algorithm;
+    EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.transport, Transport::Udp);
   }
   expect_error("network: {backend: flow, transport: udp}\n", "s.yaml:1:37", "transport udp needs the ns3 backend");
 }
@@ -456,7 +456,7 @@ TEST(ScenarioErrors, BadDevice) { expect_error("nodes: 2\ndevice: gpu\n", "s.yam
 TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
   Scenario s =
       parse_scenario("collective: {algorithm: hierarchical, slices: 2, clusters: [[0, 3], [1, 2]]}\n", "s.yaml");
-  EXPECT_EQ(s.collective.algorithm, "hierarchical");
+  EXPECT_EQ(s.collective.algorithm, CollectiveAlgorithm::Hierarchical);
   EXPECT_EQ(s.collective.slices, 2);
   EXPECT_EQ(node_clusters(s), (std::vector<int>{0, 1, 1, 0}));
   EXPECT_EQ(to_yaml(parse_scenario(to_yaml(s), "resolved.yaml")), to_yaml(s));
@@ -466,7 +466,7 @@ TEST(ScenarioCollective, KeysAreReadAndClustersFollowTheTopology) {
   Scenario f = parse_scenario("nodes: 6\ntopology: {kind: fat_tree, k: 4}\n", "s.yaml");
   EXPECT_EQ(node_clusters(f), (std::vector<int>{0, 0, 0, 0, 1, 1}));
   EXPECT_TRUE(node_clusters(parse_scenario("{}", "s.yaml")).empty());
-  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.algorithm, "ring");
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.algorithm, CollectiveAlgorithm::Ring);
   EXPECT_EQ(parse_scenario("{}", "s.yaml").collective.slices, 1);
 }
 

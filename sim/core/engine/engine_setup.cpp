@@ -110,7 +110,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   comm.host_neighbours = host_neighbours_;
   comm.projection = projection_;
   comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread();
-  comm.datagrams = scenario.network.transport == "udp";
+  comm.datagrams = scenario.network.transport == Transport::Udp;
   // The cloud's hold: the back half's forward and backward (its update overlaps the return).
   if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
   comm.algorithm = algorithm_->name();
