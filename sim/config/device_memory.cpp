@@ -117,7 +117,7 @@ double second_order_floats_per_gpu(const OptimizerSection& o, const std::vector<
 std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& model) {
   // The layers as the step runs them: with FlashAttention, no scores kept.
   ModelShapes shapes = model;
-  if (s.compute.attention == "flash") {
+  if (s.compute.attention == Attention::Flash) {
     shapes.layers = fused_attention(model.layers);
     if (model.cut_layer >= 0)  // the cut's index among the fused layers
       shapes.cut_layer =

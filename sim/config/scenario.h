@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/collective_options.h"
+#include "sim/config/choices.h"
 #include "sim/config/field_types.h"
 #include "sim/config/model_sections.h"
 #include "topologies/builders.h"
@@ -151,48 +152,9 @@ struct BackgroundSection {
   }
 };
 
-// Which model carries the messages (docs/network.md#backends): ns-3's packets, max-min flows,
-// or the alpha-beta bound.
-enum class Backend { Ns3, Flow, Analytical };
-
-template <>
-struct EnumNames<Backend> {
-  static const std::vector<std::pair<Backend, std::string>>& all() {
-    static const std::vector<std::pair<Backend, std::string>> names = {
-        {Backend::Ns3, "ns3"}, {Backend::Flow, "flow"}, {Backend::Analytical, "analytical"}};
-    return names;
-  }
-};
-
-// How messages travel on ns-3: TCP streams, or UDP datagrams that a neighbour exchange may
-// lose parts of (docs/network.md#datagrams).
-enum class Transport { Tcp, Udp };
-
-template <>
-struct EnumNames<Transport> {
-  static const std::vector<std::pair<Transport, std::string>>& all() {
-    static const std::vector<std::pair<Transport, std::string>> names = {{Transport::Tcp, "tcp"},
-                                                                         {Transport::Udp, "udp"}};
-    return names;
-  }
-};
-
-// The collective algorithms by their scenario names (comm/plans/collectives.h lists them).
-template <>
-struct EnumNames<CollectiveAlgorithm> {
-  static const std::vector<std::pair<CollectiveAlgorithm, std::string>>& all() {
-    static const std::vector<std::pair<CollectiveAlgorithm, std::string>> names = [] {
-      std::vector<std::pair<CollectiveAlgorithm, std::string>> out;
-      for (const std::string& name : collective_algorithm_names()) out.emplace_back(collective_algorithm(name), name);
-      return out;
-    }();
-    return names;
-  }
-};
-
 struct NetworkSection {
   Backend backend = Backend::Ns3;
-  std::string flow_sharing = "maxmin";  // flow: maxmin | rtt (weights 1/RTT; netmodels/flow_network.h)
+  FlowSharingRule flow_sharing = FlowSharingRule::MaxMin;
   Transport transport = Transport::Tcp;
   int mtu = 9000;
   std::string queue = "1.5bdp";      // device queue: `<x>bdp` of each link direction, or bytes (256KB)
@@ -215,7 +177,7 @@ struct NetworkSection {
   template <class V>
   void fields(V& v) {
     v.field("backend", backend);
-    v.field("flow_sharing", flow_sharing, Choices{{"maxmin", "rtt"}});
+    v.field("flow_sharing", flow_sharing);
     v.field("transport", transport);
     v.field("mtu", mtu, Range{576, 65535});
     v.field("queue", queue);
@@ -363,21 +325,6 @@ struct AlgorithmSection {
   }
 };
 
-// How a step's compute time is known (docs/compute.md): a fixed time, the roofline of the
-// model's FLOPs and bytes on a device, a GPU's measured layer times, or this host's time scaled.
-enum class ComputeKind { Fixed, Flops, Profile, Measured };
-
-template <>
-struct EnumNames<ComputeKind> {
-  static const std::vector<std::pair<ComputeKind, std::string>>& all() {
-    static const std::vector<std::pair<ComputeKind, std::string>> names = {{ComputeKind::Fixed, "fixed"},
-                                                                           {ComputeKind::Flops, "flops"},
-                                                                           {ComputeKind::Profile, "profile"},
-                                                                           {ComputeKind::Measured, "measured"}};
-    return names;
-  }
-};
-
 struct ComputeSection {
   ComputeKind model = ComputeKind::Flops;
   // profile: a CSV of measured per-layer times (sim/config/layer_profile.h), split within a row
@@ -404,13 +351,13 @@ struct ComputeSection {
   // flops: what a GPU holds against the device's memory (sim/config/device_memory.h): a run
   // over it is refused (error), said on stderr (warn: for what the testbed does not model,
   // such as offload to host memory), or not checked (off).
-  std::string memory_check = "error";
+  MemoryCheck memory_check = MemoryCheck::Error;
   // flops: attention as eager PyTorch runs it (its T x T scores written, read and kept) or as
   // FlashAttention does (one fused kernel, no scores in memory, recomputed in backward).
-  std::string attention = "eager";
+  Attention attention = Attention::Eager;
   // flops: how activations are laid out, PyTorch's default NCHW or channels_last (NHWC), which
   // tensor-core convolutions take as they are; under nchw each transposes in and out.
-  std::string memory_format = "nchw";
+  MemoryFormat memory_format = MemoryFormat::Nchw;
   // flops: activation checkpointing of the model's blocks (its transformer blocks or ResNet
   // stages, as FSDP's default units): a block keeps only its input for backward, and its
   // forward runs again before its backward.
@@ -434,29 +381,14 @@ struct ComputeSection {
     v.field("speed_min", speed_min, Range{0, 1e6, true});
     v.field("speed_max", speed_max, Range{0, 1e6, true});
     v.field("straggler_sigma", straggler_sigma, Range{0, 10});
-    v.field("memory_check", memory_check, Choices{{"error", "warn", "off"}});
-    v.field("attention", attention, Choices{{"eager", "flash"}});
-    v.field("memory_format", memory_format, Choices{{"nchw", "channels_last"}});
+    v.field("memory_check", memory_check);
+    v.field("attention", attention);
+    v.field("memory_format", memory_format);
     v.field("activation_checkpointing", activation_checkpointing);
   }
   static std::vector<std::string> device_presets();
   // The models that time a step on compute.device's roof (profile splits its rows by it).
   bool reads_device() const { return model == ComputeKind::Flops || model == ComputeKind::Profile; }
-};
-
-// How a replica group splits its replica over its GPUs (docs/replica_groups.md): each holds it
-// whole (ddp), the optimizer state sharded (zero1), the gradients too (zero2), or everything (fsdp).
-enum class GroupParallelism { Ddp, Zero1, Zero2, Fsdp };
-
-template <>
-struct EnumNames<GroupParallelism> {
-  static const std::vector<std::pair<GroupParallelism, std::string>>& all() {
-    static const std::vector<std::pair<GroupParallelism, std::string>> names = {{GroupParallelism::Ddp, "ddp"},
-                                                                                {GroupParallelism::Zero1, "zero1"},
-                                                                                {GroupParallelism::Zero2, "zero2"},
-                                                                                {GroupParallelism::Fsdp, "fsdp"}};
-    return names;
-  }
 };
 
 // Replicas larger than one GPU (docs/replica_groups.md): the algorithm's nodes become groups of

@@ -743,9 +743,9 @@ void check_network(const Scenario& s, const Topology& topology, const Origins& o
   check_tcp_can_deliver(s, origins);
   if (!n.background.empty()) check_background(s, topology, origins);
   // Only the flow backend shares links by a rule; elsewhere rtt would silently do nothing.
-  if (n.backend != Backend::Flow && n.flow_sharing != "maxmin") {
+  if (n.backend != Backend::Flow && n.flow_sharing != FlowSharingRule::MaxMin) {
     fail(origins.where("network.flow_sharing"),
-         "flow_sharing " + n.flow_sharing + " needs the flow backend (" +
+         "flow_sharing " + enum_name(n.flow_sharing) + " needs the flow backend (" +
              (n.backend == Backend::Ns3 ? "in ns3 the TCP connections themselves share the links"
                                         : "the analytical backend does not share links") +
              ")");
@@ -993,7 +993,7 @@ void check_compute(const Scenario& s, const Origins& origins) {
 // device: over it, the machine the run describes cannot exist.
 std::vector<std::string> device_memory_overruns(const Scenario& s, const ModelShapes& shapes) {
   std::vector<std::string> overruns;
-  if (!s.compute.reads_device() || s.compute.memory_check == "off") return overruns;
+  if (!s.compute.reads_device() || s.compute.memory_check == MemoryCheck::Off) return overruns;
   for (const DeviceMemory& m : device_memory(s, shapes))
     if (m.total() > m.capacity) overruns.push_back(device_memory_text(m, s.workload.batch_size));
   return overruns;
@@ -1008,7 +1008,7 @@ void check_profile(const Scenario& s, const ModelShapes& shapes, const Origins& 
          "compute.model: profile needs compute.file, the CSV of measured layer times that "
          "python3 -m analysis.profile_layers writes");
   try {
-    const auto layers = s.compute.attention == "flash" ? fused_attention(shapes.layers) : shapes.layers;
+    const auto layers = s.compute.attention == Attention::Flash ? fused_attention(shapes.layers) : shapes.layers;
     profile_owners(read_layer_profile(s.compute.file), layers);
   } catch (const std::invalid_argument& e) {
     fail(origins.where("compute.file"), e.what());
@@ -1016,7 +1016,7 @@ void check_profile(const Scenario& s, const ModelShapes& shapes, const Origins& 
 }
 
 void check_device_memory(const Scenario& s, const ModelShapes& shapes, const Origins& origins) {
-  if (s.compute.memory_check != "error") return;
+  if (s.compute.memory_check != MemoryCheck::Error) return;
   const auto overruns = device_memory_overruns(s, shapes);
   if (overruns.empty()) return;
   fail(origins.where(origins.blame({"compute.device", "workload.batch_size"})),
@@ -1179,7 +1179,7 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
         warn(u.key, "'" + std::string(u.key) + "' has no effect in a projection (workload.train false): " + u.why);
   }
   // compute.memory_check warn: the overrun said, the run goes on (the model is built again).
-  if (s.compute.memory_check == "warn" && s.compute.reads_device()) {
+  if (s.compute.memory_check == MemoryCheck::Warn && s.compute.reads_device()) {
     for (const auto& overrun : device_memory_overruns(s, check_model(s)))
       warn("compute.memory_check", overrun + ": more than the device holds, modelled on as asked");
   }

@@ -308,7 +308,7 @@ ModelShapes model_shapes(const Scenario& scenario) {
 
 TrainingWork training_work(const Scenario& scenario, std::vector<LayerCost> layers) {
   TrainingWork work;
-  work.layers = scenario.compute.attention == "flash" ? fused_attention(std::move(layers)) : std::move(layers);
+  work.layers = scenario.compute.attention == Attention::Flash ? fused_attention(std::move(layers)) : std::move(layers);
   if (scenario.compute.activation_checkpointing) {
     const std::string blocks = fsdp_unit_pattern(scenario);
     for (LayerCost& l : work.layers) l.recomputed = !fsdp_unit(l.name, blocks).empty();

@@ -22,8 +22,8 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   const RoutingOptions routing = routing_options(scenario);
   if (n.backend == Backend::Analytical) return make_analytical_network(clock, topology, routing);
   if (n.backend == Backend::Flow) {
-    return make_flow_network(clock, topology, n.mtu, n.flow_sharing == "rtt" ? FlowSharing::Rtt : FlowSharing::MaxMin,
-                             routing);
+    return make_flow_network(clock, topology, n.mtu,
+                             n.flow_sharing == FlowSharingRule::Rtt ? FlowSharing::Rtt : FlowSharing::MaxMin, routing);
   }
   Ns3Options options;
   options.routing = routing;

@@ -410,9 +410,9 @@ TEST(Roofline, CalibratedRoofIsThePresetsFigures) {
   EXPECT_DOUBLE_EQ(r.wave_flops, 108 * 2.0 * 128 * 128 * 128);
   EXPECT_EQ(r.tile_depth, 128);
   EXPECT_TRUE(r.convolution_transposes);
-  s.memory_format = "channels_last";
+  s.memory_format = MemoryFormat::ChannelsLast;
   EXPECT_FALSE(compute_roof(s).convolution_transposes);
-  s.memory_format = "nchw";
+  s.memory_format = MemoryFormat::Nchw;
   s.dtype = "fp32";  // CUDA cores: the fp32 figure, NCHW as it is
   EXPECT_DOUBLE_EQ(compute_roof(s).flops, 19.5e12 * 0.92);
   EXPECT_FALSE(compute_roof(s).convolution_transposes);

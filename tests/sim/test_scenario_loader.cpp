@@ -832,11 +832,12 @@ TEST(ScenarioErrors, MessagesPointWhereTheValueCameFromAndSuggestWhatIsMeant) {
 // flow_sharing picks the flow backend's sharing rule; maxmin (the default) anywhere, rtt only
 // there: on ns3 or analytical it would silently change nothing.
 TEST(ScenarioNetwork, FlowSharingIsReadForFlowAndRefusedElsewhere) {
-  EXPECT_EQ(parse_scenario("{}", "s.yaml").network.flow_sharing, "maxmin");
+  EXPECT_EQ(parse_scenario("{}", "s.yaml").network.flow_sharing, FlowSharingRule::MaxMin);
   const Scenario s = parse_scenario("network: {backend: flow, flow_sharing: rtt}\n", "s.yaml");
-  EXPECT_EQ(s.network.flow_sharing, "rtt");
-  EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.flow_sharing, "rtt");
-  EXPECT_EQ(parse_scenario("network: {backend: ns3, flow_sharing: maxmin}\n", "s.yaml").network.flow_sharing, "maxmin");
+  EXPECT_EQ(s.network.flow_sharing, FlowSharingRule::Rtt);
+  EXPECT_EQ(parse_scenario(to_yaml(s), "again.yaml").network.flow_sharing, FlowSharingRule::Rtt);
+  EXPECT_EQ(parse_scenario("network: {backend: ns3, flow_sharing: maxmin}\n", "s.yaml").network.flow_sharing,
+            FlowSharingRule::MaxMin);
   expect_error("network:\n  flow_sharing: rtt\n", "s.yaml:2:17", "flow_sharing rtt needs the flow backend");
   expect_error("network:\n  backend: analytical\n  flow_sharing: rtt\n", "s.yaml:3:17",
                "flow_sharing rtt needs the flow backend (the analytical backend does not share links)");

@@ -1,0 +1,136 @@
+// The scenario's closed choices that the code branches on, as enums the strict reader reads by
+// name (training/algorithms/option_fields.h: EnumNames) and writes back by the same names.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/plans/collectives.h"
+#include "training/algorithms/option_fields.h"
+
+namespace testbed {
+
+// Which model carries the messages (docs/network.md#backends): ns-3's packets, max-min flows,
+// or the alpha-beta bound.
+enum class Backend { Ns3, Flow, Analytical };
+
+template <>
+struct EnumNames<Backend> {
+  static const std::vector<std::pair<Backend, std::string>>& all() {
+    static const std::vector<std::pair<Backend, std::string>> names = {
+        {Backend::Ns3, "ns3"}, {Backend::Flow, "flow"}, {Backend::Analytical, "analytical"}};
+    return names;
+  }
+};
+
+// The flow backend's sharing rule: every flow alike (max-min), or weighted by 1/RTT as TCP's
+// throughput is (netmodels/flow_network.h).
+enum class FlowSharingRule { MaxMin, Rtt };
+
+template <>
+struct EnumNames<FlowSharingRule> {
+  static const std::vector<std::pair<FlowSharingRule, std::string>>& all() {
+    static const std::vector<std::pair<FlowSharingRule, std::string>> names = {{FlowSharingRule::MaxMin, "maxmin"},
+                                                                               {FlowSharingRule::Rtt, "rtt"}};
+    return names;
+  }
+};
+
+// How messages travel on ns-3: TCP streams, or UDP datagrams that a neighbour exchange may
+// lose parts of (docs/network.md#datagrams).
+enum class Transport { Tcp, Udp };
+
+template <>
+struct EnumNames<Transport> {
+  static const std::vector<std::pair<Transport, std::string>>& all() {
+    static const std::vector<std::pair<Transport, std::string>> names = {{Transport::Tcp, "tcp"},
+                                                                         {Transport::Udp, "udp"}};
+    return names;
+  }
+};
+
+// The collective algorithms by their scenario names (comm/plans/collectives.h lists them).
+template <>
+struct EnumNames<CollectiveAlgorithm> {
+  static const std::vector<std::pair<CollectiveAlgorithm, std::string>>& all() {
+    static const std::vector<std::pair<CollectiveAlgorithm, std::string>> names = [] {
+      std::vector<std::pair<CollectiveAlgorithm, std::string>> out;
+      for (const std::string& name : collective_algorithm_names()) out.emplace_back(collective_algorithm(name), name);
+      return out;
+    }();
+    return names;
+  }
+};
+
+// How a step's compute time is known (docs/compute.md): a fixed time, the roofline of the
+// model's FLOPs and bytes on a device, a GPU's measured layer times, or this host's time scaled.
+enum class ComputeKind { Fixed, Flops, Profile, Measured };
+
+template <>
+struct EnumNames<ComputeKind> {
+  static const std::vector<std::pair<ComputeKind, std::string>>& all() {
+    static const std::vector<std::pair<ComputeKind, std::string>> names = {{ComputeKind::Fixed, "fixed"},
+                                                                           {ComputeKind::Flops, "flops"},
+                                                                           {ComputeKind::Profile, "profile"},
+                                                                           {ComputeKind::Measured, "measured"}};
+    return names;
+  }
+};
+
+// How a replica group splits its replica over its GPUs (docs/replica_groups.md): each holds it
+// whole (ddp), the optimizer state sharded (zero1), the gradients too (zero2), or everything (fsdp).
+enum class GroupParallelism { Ddp, Zero1, Zero2, Fsdp };
+
+template <>
+struct EnumNames<GroupParallelism> {
+  static const std::vector<std::pair<GroupParallelism, std::string>>& all() {
+    static const std::vector<std::pair<GroupParallelism, std::string>> names = {{GroupParallelism::Ddp, "ddp"},
+                                                                                {GroupParallelism::Zero1, "zero1"},
+                                                                                {GroupParallelism::Zero2, "zero2"},
+                                                                                {GroupParallelism::Fsdp, "fsdp"}};
+    return names;
+  }
+};
+
+// What a GPU holds against its device's memory (sim/config/device_memory.h): a run over it is
+// refused, said on stderr (for what the testbed does not model, such as offload to host memory),
+// or not checked.
+enum class MemoryCheck { Error, Warn, Off };
+
+template <>
+struct EnumNames<MemoryCheck> {
+  static const std::vector<std::pair<MemoryCheck, std::string>>& all() {
+    static const std::vector<std::pair<MemoryCheck, std::string>> names = {
+        {MemoryCheck::Error, "error"}, {MemoryCheck::Warn, "warn"}, {MemoryCheck::Off, "off"}};
+    return names;
+  }
+};
+
+// Attention as eager PyTorch runs it (its T x T scores written, read and kept), or as
+// FlashAttention does (one fused kernel, no scores in memory, recomputed in backward).
+enum class Attention { Eager, Flash };
+
+template <>
+struct EnumNames<Attention> {
+  static const std::vector<std::pair<Attention, std::string>>& all() {
+    static const std::vector<std::pair<Attention, std::string>> names = {{Attention::Eager, "eager"},
+                                                                         {Attention::Flash, "flash"}};
+    return names;
+  }
+};
+
+// How activations are laid out: PyTorch's default NCHW, or channels_last (NHWC), which
+// tensor-core convolutions take as they are; under nchw each transposes in and out.
+enum class MemoryFormat { Nchw, ChannelsLast };
+
+template <>
+struct EnumNames<MemoryFormat> {
+  static const std::vector<std::pair<MemoryFormat, std::string>>& all() {
+    static const std::vector<std::pair<MemoryFormat, std::string>> names = {
+        {MemoryFormat::Nchw, "nchw"}, {MemoryFormat::ChannelsLast, "channels_last"}};
+    return names;
+  }
+};
+
+}  // namespace testbed
