@@ -83,16 +83,16 @@ int main(int argc, char** argv) {
     std::printf("model %s, batch %d: %.4g training FLOPs, %.4g bytes (fp32), %lld kernels a step\n",
                 s.workload.model.c_str(), work.batch, reference.flops_per_step(), reference.step_cost().bytes,
                 static_cast<long long>(reference.step_cost().kernels));
-    for (const char* dtype : {"fp32", "bf16"}) {
+    for (Precision dtype : {Precision::Fp32, Precision::Bf16}) {
       if (s.compute.mfu)
-        std::printf("-- %s, mfu %.2f\n", dtype, *s.compute.mfu);
+        std::printf("-- %s, mfu %.2f\n", enum_name(dtype).c_str(), *s.compute.mfu);
       else
-        std::printf("-- %s, calibrated efficiencies\n", dtype);
+        std::printf("-- %s, calibrated efficiencies\n", enum_name(dtype).c_str());
       for (const auto& preset : device_presets()) {
         ComputeSection c = s.compute;
         c.device = preset.name;
         // A 16-bit row: bf16, or fp16 on a device without bf16 (V100, T4), as docs/compute.md's table says.
-        c.dtype = preset_peak(preset, dtype) > 0 ? dtype : "fp16";
+        c.dtype = preset_peak(preset, dtype) > 0 ? dtype : Precision::Fp16;
         c.peak_flops = FlopRate{0};
         c.memory_bandwidth = ByteRate{0};
         c.launch_latency.reset();

@@ -58,47 +58,56 @@ const std::vector<std::string>& topology_kinds() {
   return kinds;
 }
 
+const std::string& topology_kind_name(TopologyKind kind) { return topology_kinds().at(static_cast<size_t>(kind)); }
+
+TopologyKind topology_kind(const std::string& name) {
+  const auto& kinds = topology_kinds();
+  for (size_t i = 0; i < kinds.size(); ++i)
+    if (kinds[i] == name) return static_cast<TopologyKind>(i);
+  throw std::invalid_argument("unknown topology kind '" + name + "'; valid kinds: " + kinds_list());
+}
+
 Topology build_topology(const TopologySpec& spec) {
   const int n = spec.hosts;
   if (n < 1) throw std::invalid_argument("topology: hosts must be >= 1, got " + std::to_string(n));
   validate_link(spec.link, "topology.link");
 
   Topology t;
-  if (spec.kind == "graphml") {
+  if (spec.kind == TopologyKind::Graphml) {
     // The file brings its own vertices; overrides and validation apply as for the others.
     t = load_graphml(spec);
   }
-  t.kind = spec.kind;
+  t.kind = topology_kind_name(spec.kind);
   Topology::Graph& g = t.graph;
-  if (spec.kind != "graphml")
+  if (spec.kind != TopologyKind::Graphml)
     for (int i = 0; i < n; ++i) boost::add_vertex(VertexInfo{VertexKind::Host}, g);
   const LinkSpec& l = spec.link;
 
-  if (spec.kind == "graphml") {
+  if (spec.kind == TopologyKind::Graphml) {
     // Built above.
-  } else if (spec.kind == "fat_tree") {
+  } else if (spec.kind == TopologyKind::FatTree) {
     detail::build_fat_tree(spec, t);
-  } else if (spec.kind == "hierarchical") {
+  } else if (spec.kind == TopologyKind::Hierarchical) {
     validate_link(spec.wan, "topology.wan");
     detail::build_hierarchical(spec, t);
-  } else if (spec.kind == "gpu_hosts") {
+  } else if (spec.kind == TopologyKind::GpuHosts) {
     validate_link(spec.gpu_link, "topology.gpu_link");
     detail::build_gpu_hosts(spec, t);
-  } else if (spec.kind == "erdos_renyi") {
+  } else if (spec.kind == TopologyKind::ErdosRenyi) {
     detail::build_erdos_renyi(spec, t);
-  } else if (spec.kind == "watts_strogatz") {
+  } else if (spec.kind == TopologyKind::WattsStrogatz) {
     detail::build_watts_strogatz(spec, t);
-  } else if (spec.kind == "ring") {
+  } else if (spec.kind == TopologyKind::Ring) {
     for (int i = 0; i < n; ++i) link(g, i, (i + 1) % n, l);
-  } else if (spec.kind == "line") {
+  } else if (spec.kind == TopologyKind::Line) {
     for (int i = 0; i + 1 < n; ++i) link(g, i, i + 1, l);
-  } else if (spec.kind == "star") {
+  } else if (spec.kind == TopologyKind::Star) {
     const int hub = static_cast<int>(boost::add_vertex(VertexInfo{VertexKind::Switch}, g));
     for (int i = 0; i < n; ++i) link(g, i, hub, l);
-  } else if (spec.kind == "mesh") {
+  } else if (spec.kind == TopologyKind::Mesh) {
     for (int i = 0; i < n; ++i)
       for (int j = i + 1; j < n; ++j) link(g, i, j, l);
-  } else if (spec.kind == "torus2d") {
+  } else if (spec.kind == TopologyKind::Torus2d) {
     int rows = spec.torus_rows;
     if (rows == 0) {
       // Most square factorisation with rows <= cols.
@@ -116,10 +125,11 @@ Topology build_topology(const TopologySpec& spec) {
         link(g, v, r * cols + (c + 1) % cols, l);
         link(g, v, ((r + 1) % rows) * cols + c, l);
       }
-  } else if (spec.kind == "tree") {
+  } else if (spec.kind == TopologyKind::Tree) {
     for (int i = 1; i < n; ++i) link(g, i, (i - 1) / 2, l);
   } else {
-    throw std::invalid_argument("unknown topology kind '" + spec.kind + "'; valid kinds: " + kinds_list());
+    throw std::invalid_argument("unknown topology kind " + std::to_string(static_cast<int>(spec.kind)) +
+                                "; valid kinds: " + kinds_list());
   }
 
   for (const auto& o : spec.overrides) {

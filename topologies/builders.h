@@ -24,9 +24,24 @@ struct LinkOverride {
   double jitter_s = -1;
 };
 
+// The kinds build_topology builds, in the order topology_kinds() names them.
+enum class TopologyKind {
+  Ring,
+  Line,
+  Star,
+  Mesh,
+  Torus2d,
+  Tree,
+  FatTree,
+  Hierarchical,
+  GpuHosts,
+  ErdosRenyi,
+  WattsStrogatz,
+  Graphml
+};
+
 struct TopologySpec {
-  // ring line star mesh torus2d tree fat_tree hierarchical gpu_hosts erdos_renyi watts_strogatz graphml
-  std::string kind = "ring";
+  TopologyKind kind = TopologyKind::Ring;
   int hosts = 4;
   LinkSpec link;                        // default for every link
   std::vector<LinkOverride> overrides;  // applied after building
@@ -45,8 +60,11 @@ struct TopologySpec {
   std::vector<std::string> placement;  // graphml: node ids or labels of the hosts, in order
 };
 
-// The topology kinds build_topology accepts, for error messages and suggestions.
+// The kinds' names (a scenario's topology.kind, a built Topology's kind), in TopologyKind's order.
 const std::vector<std::string>& topology_kinds();
+const std::string& topology_kind_name(TopologyKind kind);
+// The kind a name names; throws std::invalid_argument listing the names for any other.
+TopologyKind topology_kind(const std::string& name);
 
 // Throws std::invalid_argument with a readable message for an unknown kind, an
 // impossible size, an override naming a link that does not exist, or a

@@ -130,12 +130,6 @@ PathProperties path_properties(const Topology& topology, const std::vector<int>&
   return p;
 }
 
-RoutingPolicy routing_policy(const std::string& name) {
-  if (name == "shortest") return RoutingPolicy::Shortest;
-  if (name == "ecmp") return RoutingPolicy::Ecmp;
-  throw std::invalid_argument("unknown routing '" + name + "' (valid: shortest, ecmp)");
-}
-
 std::string routing_name(RoutingPolicy policy) { return policy == RoutingPolicy::Ecmp ? "ecmp" : "shortest"; }
 
 uint64_t ecmp_hash(uint64_t seed, int src, int dst) {

@@ -35,8 +35,7 @@ struct RoutingOptions {
   uint64_t seed = 0;  // ecmp: the salt (the scenario passes its seed's "routing" stream)
 };
 
-// "shortest" or "ecmp"; std::invalid_argument otherwise.
-RoutingPolicy routing_policy(const std::string& name);
+// "shortest" or "ecmp" (the scenario's network.routing names).
 std::string routing_name(RoutingPolicy policy);
 
 // Links out of service, each as (lower vertex, higher vertex): routes avoid them.

@@ -10,19 +10,19 @@ namespace testbed {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,
                                                         const OptimizerConfig& c) {
-  if (c.name == "adamw") {
+  if (c.name == OptimizerKind::AdamW) {
     return std::make_unique<torch::optim::AdamW>(
         parameters, torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
-  if (c.name == "adam") {
+  if (c.name == OptimizerKind::Adam) {
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
-  if (c.name == "sgd" || c.second_order()) {
+  if (c.name == OptimizerKind::Sgd || c.second_order()) {
     return std::make_unique<torch::optim::SGD>(
         parameters, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   }
-  throw std::invalid_argument("unknown optimizer '" + c.name + "'");
+  throw std::invalid_argument("unknown optimizer " + std::to_string(static_cast<int>(c.name)));
 }
 
 std::vector<torch::Tensor> trainable_parameters(const torch::nn::Module& module) {
@@ -77,8 +77,9 @@ Replica::Replica(std::shared_ptr<Model> model, const OptimizerConfig& optimizer,
     offset += p.numel();
   }
   optimizer_ = make_optimizer(trainable, optimizer);
-  if (optimizer.name == "eva") preconditioner_ = std::make_unique<Eva>(model_->layer_taps(), optimizer.eva);
-  if (optimizer.name == "kfac" || optimizer.name == "dp_kfac")
+  if (optimizer.name == OptimizerKind::Eva)
+    preconditioner_ = std::make_unique<Eva>(model_->layer_taps(), optimizer.eva);
+  if (optimizer.name == OptimizerKind::Kfac || optimizer.name == OptimizerKind::DpKfac)
     preconditioner_ = std::make_unique<Kfac>(model_->layer_taps(), optimizer.kfac, optimizer.fleet, optimizer.rank);
 }
 

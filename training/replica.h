@@ -14,11 +14,12 @@
 #include "training/models/models.h"
 #include "training/optimizers/eva.h"
 #include "training/optimizers/kfac.h"
+#include "training/optimizers/optimizer_kind.h"
 
 namespace testbed {
 
 struct OptimizerConfig {
-  std::string name = "adamw";  // adamw | adam | sgd | eva (SGD on Eva-preconditioned gradients)
+  OptimizerKind name = OptimizerKind::AdamW;
   double lr = 1e-3;
   double weight_decay = 0.0;
   double momentum = 0.0;
@@ -28,7 +29,7 @@ struct OptimizerConfig {
   // The fleet a second-order optimizer deals its layers over, and this replica's place in it.
   int fleet = 1, rank = 0;
   // Preconditions the gradient before SGD's update (and may send messages of its own).
-  bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
+  bool second_order() const { return testbed::second_order(name); }
 };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(std::vector<torch::Tensor> parameters,

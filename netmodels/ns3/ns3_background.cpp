@@ -32,12 +32,10 @@ void install_background(const ns3::NodeContainer& nodes, const std::vector<ns3::
     if (f.from < 0 || f.from >= nv || f.to < 0 || f.to >= nv || f.from == f.to)
       throw std::invalid_argument(what + " must join two different vertices in 0.." + std::to_string(nv - 1));
     if (!(f.start_s >= 0) || !(f.stop_s > f.start_s)) throw std::invalid_argument(what + " needs 0 <= start < stop");
-    if (f.kind != "bulk" && f.kind != "onoff")
-      throw std::invalid_argument(what + ": unknown kind '" + f.kind + "' (valid: bulk, onoff)");
-    if (f.kind == "onoff" && (!(f.rate_bps > 0) || !(f.on_s > 0) || !(f.off_s >= 0)))
+    if (f.kind == BackgroundKind::OnOff && (!(f.rate_bps > 0) || !(f.on_s > 0) || !(f.off_s >= 0)))
       throw std::invalid_argument(what + ": onoff needs rate > 0, on > 0 and off >= 0");
     const uint16_t port = static_cast<uint16_t>(kFirstPort + i);
-    const bool tcp = f.kind == "bulk";
+    const bool tcp = f.kind == BackgroundKind::Bulk;
     const std::string factory = tcp ? "ns3::TcpSocketFactory" : "ns3::UdpSocketFactory";
     const Address sink_at = InetSocketAddress(address_of.at(f.to), port);
 

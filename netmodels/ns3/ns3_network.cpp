@@ -176,8 +176,6 @@ class Ns3Network final : public Network, public NetworkHold {
 // Options a packet-level network cannot be built with (the loader rejects them earlier,
 // with the scenario's position; this guards direct callers).
 void check_options(const Ns3Options& options) {
-  if (options.transport != "tcp" && options.transport != "udp")
-    throw std::invalid_argument("unknown transport '" + options.transport + "' (valid: tcp, udp)");
   if (options.mtu <= kTcpIpHeaderBytes + 100 || options.mtu > 65535)
     throw std::invalid_argument("mtu must be in (152, 65535], got " + std::to_string(options.mtu));
   if (options.queue_packets < 0) throw std::invalid_argument("queue_packets must be >= 0");
@@ -206,8 +204,8 @@ void set_tcp_defaults(const Ns3Options& options, const ns3::TypeId& variant, uin
   using namespace ns3;
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(variant));
   // BBR paces by design; DCTCP negotiates ECN (it only departs from Reno where a queue marks).
-  Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(options.tcp == "bbr"));
-  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(options.tcp == "dctcp" ? "On" : "Off"));
+  Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(options.tcp == TcpVariant::Bbr));
+  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(options.tcp == TcpVariant::Dctcp ? "On" : "Off"));
   Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
   Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer));
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer));
@@ -233,8 +231,8 @@ Ns3Network::Ns3Network(EventClock& clock, const Topology& topology, const Ns3Opt
   const ns3::TypeId variant = tcp_variant(options.tcp);
   congestion_control_.SetTypeId(variant);
   set_tcp_defaults(options, variant, segment_, socket_buffer_bytes(topology, options));
-  memoizable_ = static_links(topology, options) && !options.delayed_ack && options.tcp == "newreno";
-  holds_ = options.hold_when_idle && memoizable_ && options.transport == "tcp" && options.pcap_dir.empty() &&
+  memoizable_ = static_links(topology, options) && !options.delayed_ack && options.tcp == TcpVariant::NewReno;
+  holds_ = options.hold_when_idle && memoizable_ && options.transport == Transport::Tcp && options.pcap_dir.empty() &&
            options.flowmon_file.empty() && options.fatal_error_at_s < 0;
 
   ns3::PointToPointHelper p2p;
@@ -249,7 +247,7 @@ Ns3Network::Ns3Network(EventClock& clock, const Topology& topology, const Ns3Opt
   // the other backends charge: every pair's packets follow topologies/routing.h's path.
   install_path_routing(nodes_, topology, options.routing, vertex_of_address_,
                        bind_host_address_ ? host_address_ : std::vector<ns3::Ipv4Address>{});
-  if (options.transport == "udp")
+  if (options.transport == Transport::Udp)
     datagrams_ = std::make_unique<Ns3Datagrams>(nodes_, hosts_, host_address_, options.mtu);
   install_faults(nodes_, topology, options.faults);
   endpoint_address_ = vertex_address;  // hosts at their own address, switches at their first link's

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "netmodels/ns3_choices.h"
 #include "topologies/routing.h"
 
 namespace testbed {
@@ -25,8 +26,8 @@ struct Fault {
 // silent for off_s, starting with an off spell as ns-3's OnOffApplication does.
 struct BackgroundFlow {
   int from = 0, to = 0;
-  std::string kind = "bulk";  // bulk | onoff
-  double rate_bps = 0;        // onoff only
+  BackgroundKind kind = BackgroundKind::Bulk;
+  double rate_bps = 0;  // onoff only
   double on_s = 1, off_s = 1;
   double start_s = 0, stop_s = 0;
 };
@@ -34,7 +35,7 @@ struct BackgroundFlow {
 struct Ns3Options {
   // tcp: every message over TCP. udp: messages marked Message::datagrams go as paced UDP
   // datagrams and may lose parts (ns3_datagrams.h); all others still go over TCP.
-  std::string transport = "tcp";
+  Transport transport = Transport::Tcp;
   int mtu = 9000;  // bytes; TCP segment size is mtu - 52
   // DropTail queue of each device (one per link direction): queue_bdp x the direction's
   // bandwidth x twice the link's latency, at least kMinQueuePackets MTU-sized packets
@@ -47,10 +48,10 @@ struct Ns3Options {
   // Receiver ACK policy: false acknowledges every segment; true is ns-3's (and RFC 1122's)
   // delayed ACK, every second segment or after 200 ms. See the .cpp for why false is the default.
   bool delayed_ack = false;
-  double syn_timeout_s = 1.0;         // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
-  std::string tcp = "newreno";        // congestion control: newreno | cubic | bbr | dctcp (netmodels/ns3/ns3_tcp.h)
-  bool slow_start_after_idle = true;  // Linux's default (net.ipv4.tcp_slow_start_after_idle)
-  uint64_t seed = 0;                  // ns-3 RNG run number, for loss models
+  double syn_timeout_s = 1.0;            // TcpSocket::ConnTimeout: wait before resending a lost SYN (RFC 6298)
+  TcpVariant tcp = TcpVariant::NewReno;  // congestion control (netmodels/ns3/ns3_tcp.h)
+  bool slow_start_after_idle = true;     // Linux's default (net.ipv4.tcp_slow_start_after_idle)
+  uint64_t seed = 0;                     // ns-3 RNG run number, for loss models
   // Which of the minimum-hop paths each (source, destination) pair's packets take
   // (netmodels/ns3/ns3_routing.h); ns-3's own global routing is not used.
   RoutingOptions routing;

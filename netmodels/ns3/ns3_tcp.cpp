@@ -1,4 +1,4 @@
-// Linux TCP behaviours on top of ns-3's congestion control, and the variant names.
+// Linux TCP behaviours on top of ns-3's congestion control, and the variants' TypeIds.
 #include "netmodels/ns3/ns3_tcp.h"
 
 #include <ns3/simulator.h>
@@ -13,12 +13,18 @@
 
 namespace testbed {
 
-ns3::TypeId tcp_variant(const std::string& name) {
-  if (name == "newreno") return ns3::TcpNewReno::GetTypeId();
-  if (name == "cubic") return ns3::TcpCubic::GetTypeId();
-  if (name == "bbr") return ns3::TcpBbr::GetTypeId();
-  if (name == "dctcp") return ns3::TcpDctcp::GetTypeId();
-  throw std::invalid_argument("unknown TCP variant '" + name + "' (valid: newreno, cubic, bbr, dctcp)");
+ns3::TypeId tcp_variant(TcpVariant variant) {
+  switch (variant) {
+    case TcpVariant::NewReno:
+      return ns3::TcpNewReno::GetTypeId();
+    case TcpVariant::Cubic:
+      return ns3::TcpCubic::GetTypeId();
+    case TcpVariant::Bbr:
+      return ns3::TcpBbr::GetTypeId();
+    case TcpVariant::Dctcp:
+      return ns3::TcpDctcp::GetTypeId();
+  }
+  throw std::invalid_argument("unknown TCP variant " + std::to_string(static_cast<int>(variant)));
 }
 
 ns3::TypeId LinuxTcpBehaviour::GetTypeId() {

@@ -8,11 +8,12 @@
 #include <cstdint>
 #include <string>
 
+#include "netmodels/ns3_choices.h"
+
 namespace testbed {
 
-// ns-3's congestion-control TypeId for a scenario name: newreno | cubic | bbr | dctcp.
-// Throws std::invalid_argument naming the valid ones.
-ns3::TypeId tcp_variant(const std::string& name);
+// ns-3's congestion-control TypeId for a variant.
+ns3::TypeId tcp_variant(TcpVariant variant);
 
 // Wraps one connection's congestion control (any ns-3 variant) with two things Linux does
 // and ns-3 3.37 does not:

@@ -7,7 +7,13 @@
 #include <vector>
 
 #include "comm/plans/collectives.h"
+#include "netmodels/ns3_choices.h"
+#include "sim/config/device_presets.h"
+#include "topologies/builders.h"
+#include "topologies/routing.h"
 #include "training/algorithms/option_fields.h"
+#include "training/models/adapter_kind.h"
+#include "training/optimizers/optimizer_kind.h"
 
 namespace testbed {
 
@@ -37,10 +43,7 @@ struct EnumNames<FlowSharingRule> {
   }
 };
 
-// How messages travel on ns-3: TCP streams, or UDP datagrams that a neighbour exchange may
-// lose parts of (docs/network.md#datagrams).
-enum class Transport { Tcp, Udp };
-
+// How messages travel on ns-3 (netmodels/ns3_choices.h).
 template <>
 struct EnumNames<Transport> {
   static const std::vector<std::pair<Transport, std::string>>& all() {
@@ -129,6 +132,117 @@ struct EnumNames<MemoryFormat> {
   static const std::vector<std::pair<MemoryFormat, std::string>>& all() {
     static const std::vector<std::pair<MemoryFormat, std::string>> names = {
         {MemoryFormat::Nchw, "nchw"}, {MemoryFormat::ChannelsLast, "channels_last"}};
+    return names;
+  }
+};
+
+// TCP's congestion control and cross-traffic (netmodels/ns3_choices.h).
+template <>
+struct EnumNames<TcpVariant> {
+  static const std::vector<std::pair<TcpVariant, std::string>>& all() {
+    static const std::vector<std::pair<TcpVariant, std::string>> names = {{TcpVariant::NewReno, "newreno"},
+                                                                          {TcpVariant::Cubic, "cubic"},
+                                                                          {TcpVariant::Bbr, "bbr"},
+                                                                          {TcpVariant::Dctcp, "dctcp"}};
+    return names;
+  }
+};
+
+template <>
+struct EnumNames<BackgroundKind> {
+  static const std::vector<std::pair<BackgroundKind, std::string>>& all() {
+    static const std::vector<std::pair<BackgroundKind, std::string>> names = {{BackgroundKind::Bulk, "bulk"},
+                                                                              {BackgroundKind::OnOff, "onoff"}};
+    return names;
+  }
+};
+
+// The topology kinds by the names topologies/builders.h gives them.
+template <>
+struct EnumNames<TopologyKind> {
+  static const std::vector<std::pair<TopologyKind, std::string>>& all() {
+    static const std::vector<std::pair<TopologyKind, std::string>> names = [] {
+      std::vector<std::pair<TopologyKind, std::string>> out;
+      for (const std::string& name : topology_kinds()) out.emplace_back(topology_kind(name), name);
+      return out;
+    }();
+    return names;
+  }
+};
+
+// Which minimum-hop path a connection takes (topologies/routing.h).
+template <>
+struct EnumNames<RoutingPolicy> {
+  static const std::vector<std::pair<RoutingPolicy, std::string>>& all() {
+    static const std::vector<std::pair<RoutingPolicy, std::string>> names = {
+        {RoutingPolicy::Shortest, routing_name(RoutingPolicy::Shortest)},
+        {RoutingPolicy::Ecmp, routing_name(RoutingPolicy::Ecmp)}};
+    return names;
+  }
+};
+
+// A link's losses: independent per packet (Bernoulli), or in bursts of a two-state Markov chain
+// (Gilbert-Elliott; topologies/link_spec.h).
+enum class LossModel { Bernoulli, GilbertElliott };
+
+template <>
+struct EnumNames<LossModel> {
+  static const std::vector<std::pair<LossModel, std::string>>& all() {
+    static const std::vector<std::pair<LossModel, std::string>> names = {
+        {LossModel::Bernoulli, "bernoulli"}, {LossModel::GilbertElliott, "gilbert_elliott"}};
+    return names;
+  }
+};
+
+// The training precisions (sim/config/device_presets.h).
+template <>
+struct EnumNames<Precision> {
+  static const std::vector<std::pair<Precision, std::string>>& all() {
+    static const std::vector<std::pair<Precision, std::string>> names = {
+        {Precision::Fp32, "fp32"}, {Precision::Tf32, "tf32"}, {Precision::Bf16, "bf16"}, {Precision::Fp16, "fp16"}};
+    return names;
+  }
+};
+
+// What a replica group's gradient reduce-scatters carry: the parameters' precision, or fp32
+// (FSDP's MixedPrecisionPolicy reduce_dtype).
+enum class ReduceDtype { Param, Fp32 };
+
+template <>
+struct EnumNames<ReduceDtype> {
+  static const std::vector<std::pair<ReduceDtype, std::string>>& all() {
+    static const std::vector<std::pair<ReduceDtype, std::string>> names = {{ReduceDtype::Param, "param"},
+                                                                           {ReduceDtype::Fp32, "fp32"}};
+    return names;
+  }
+};
+
+// The optimizers and K-FAC's variants (training/optimizers/optimizer_kind.h).
+template <>
+struct EnumNames<OptimizerKind> {
+  static const std::vector<std::pair<OptimizerKind, std::string>>& all() {
+    static const std::vector<std::pair<OptimizerKind, std::string>> names = {
+        {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::Sgd, "sgd"},
+        {OptimizerKind::Eva, "eva"},     {OptimizerKind::Kfac, "kfac"}, {OptimizerKind::DpKfac, "dp_kfac"}};
+    return names;
+  }
+};
+
+template <>
+struct EnumNames<KfacVariant> {
+  static const std::vector<std::pair<KfacVariant, std::string>>& all() {
+    static const std::vector<std::pair<KfacVariant, std::string>> names = {{KfacVariant::Inverse, "inverse"},
+                                                                           {KfacVariant::Eigen, "eigen"}};
+    return names;
+  }
+};
+
+// A model's low-rank adapters (training/models/adapter_kind.h).
+template <>
+struct EnumNames<AdapterKind> {
+  static const std::vector<std::pair<AdapterKind, std::string>>& all() {
+    static const std::vector<std::pair<AdapterKind, std::string>> names = {
+        {AdapterKind::None, "none"}, {AdapterKind::Lora, "lora"}, {AdapterKind::LoraFa, "lora_fa"}};
     return names;
   }
 };

@@ -60,8 +60,8 @@ void fsdp_memory(const Scenario& s, const ModelShapes& shapes, double parameters
   double largest = 0;
   for (const auto& [unit, e] : units) largest = std::max(largest, e);
   const int G = s.replica_group.gpus;
-  const double d = s.compute.dtype == "bf16" || s.compute.dtype == "fp16" ? 2 : 4;
-  const double reduced = s.replica_group.reduce_dtype == "fp32" ? 4 : d;
+  const double d = s.compute.dtype == Precision::Bf16 || s.compute.dtype == Precision::Fp16 ? 2 : 4;
+  const double reduced = s.replica_group.reduce_dtype == ReduceDtype::Fp32 ? 4 : d;
   m.weights = 4 * parameters / G + d * (root + 2 * largest);
   m.gradients = 4 * trainable / G + reduced * (root + largest);
   m.optimizer /= G;
@@ -93,15 +93,16 @@ double second_order_floats(const OptimizerSection& o, const std::vector<SecondOr
   for (const SecondOrderLayer& l : layers) {
     const double a = static_cast<double>(l.d_a), g = static_cast<double>(l.d_g);
     const double factors = 2 * (a * a + g * g), direction = a * g;
-    if (o.name == "eva") floats += nodes * (a + g);
-    if (o.name == "kfac") floats += nodes * (factors + direction + (o.variant == "eigen" ? a + g : 0));
-    if (o.name == "dp_kfac") floats += factors + nodes * direction;
+    if (o.name == OptimizerKind::Eva) floats += nodes * (a + g);
+    if (o.name == OptimizerKind::Kfac)
+      floats += nodes * (factors + direction + (o.variant == KfacVariant::Eigen ? a + g : 0));
+    if (o.name == OptimizerKind::DpKfac) floats += factors + nodes * direction;
   }
   return floats;
 }
 
 double second_order_floats_per_gpu(const OptimizerSection& o, const std::vector<SecondOrderLayer>& layers, int nodes) {
-  if (o.name != "dp_kfac") return second_order_floats(o, layers, nodes) / nodes;
+  if (o.name != OptimizerKind::DpKfac) return second_order_floats(o, layers, nodes) / nodes;
   // Layer i's factors and inverses on node i mod N (DP-KFAC deals the inverse variant's way):
   // the node that owns the most, and every layer's direction.
   std::vector<double> owned(std::max(1, nodes), 0.0);
@@ -124,9 +125,11 @@ std::vector<DeviceMemory> device_memory(const Scenario& s, const ModelShapes& mo
           static_cast<int>(fused_attention({model.layers.begin(), model.layers.begin() + model.cut_layer}).size());
   }
   const int activation_bytes = dtype_bytes(s.compute.dtype);
-  const bool autocast = s.compute.dtype == "bf16" || s.compute.dtype == "fp16";
+  const bool autocast = s.compute.dtype == Precision::Bf16 || s.compute.dtype == Precision::Fp16;
   const OptimizerSection& o = s.optimizer;
-  const double state_per_trainable = o.name == "adamw" || o.name == "adam" ? 8 : o.momentum > 0 ? 4 : 0;
+  const double state_per_trainable = o.name == OptimizerKind::AdamW || o.name == OptimizerKind::Adam ? 8
+                                     : o.momentum > 0                                                ? 4
+                                                                                                     : 0;
   const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
   const int vectors = entry ? entry->state_vectors + 1 : 1;  // its state and one op buffer
   auto part = [&](const std::string& device, const std::string& name, const LayerSums& l, double trainable) {

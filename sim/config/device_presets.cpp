@@ -61,27 +61,33 @@ const std::vector<DevicePreset>& device_presets() {
   return presets;
 }
 
-const std::vector<std::string>& compute_dtypes() {
-  static const std::vector<std::string> dtypes = {"fp32", "tf32", "bf16", "fp16"};
-  return dtypes;
+const std::vector<Precision>& precisions() {
+  static const std::vector<Precision> all = {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::Fp16};
+  return all;
 }
 
-double preset_peak(const DevicePreset& p, const std::string& dtype) {
-  if (dtype == "fp32") return p.fp32_flops;
-  if (dtype == "tf32") return p.tf32_flops;
-  if (dtype == "bf16") return p.bf16_flops;
-  if (dtype == "fp16") return p.fp16_flops;
-  throw std::invalid_argument("compute.dtype must be fp32, tf32, bf16 or fp16, got '" + dtype + "'");
+double preset_peak(const DevicePreset& p, Precision dtype) {
+  switch (dtype) {
+    case Precision::Fp32:
+      return p.fp32_flops;
+    case Precision::Tf32:
+      return p.tf32_flops;
+    case Precision::Bf16:
+      return p.bf16_flops;
+    case Precision::Fp16:
+      return p.fp16_flops;
+  }
+  throw std::invalid_argument("unknown precision " + std::to_string(static_cast<int>(dtype)));
 }
 
 std::string preset_dtypes(const DevicePreset& p) {
   std::string has;
-  for (const auto& dtype : compute_dtypes())
-    if (preset_peak(p, dtype) > 0) has += (has.empty() ? "" : ", ") + dtype;
+  for (Precision dtype : precisions())
+    if (preset_peak(p, dtype) > 0) has += (has.empty() ? "" : ", ") + enum_name(dtype);
   return has;
 }
 
-int dtype_bytes(const std::string& dtype) { return dtype == "bf16" || dtype == "fp16" ? 2 : 4; }
+int dtype_bytes(Precision dtype) { return dtype == Precision::Bf16 || dtype == Precision::Fp16 ? 2 : 4; }
 
 std::vector<std::string> ComputeSection::device_presets() {
   std::vector<std::string> names;

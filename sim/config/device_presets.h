@@ -22,13 +22,17 @@ struct DevicePreset {
 
 const std::vector<DevicePreset>& device_presets();
 
-// The training precisions (compute.dtype): fp32 tf32 bf16 fp16.
-const std::vector<std::string>& compute_dtypes();
+// The precision a GPU trains in (compute.dtype): it picks the preset's peak and the bytes of an
+// activation. tf32 keeps fp32 storage and multiplies on the tensor cores.
+enum class Precision { Fp32, Tf32, Bf16, Fp16 };
+
+// Every precision, in the enum's order.
+const std::vector<Precision>& precisions();
 
 // The preset's peak for `dtype` (0 when the device has none); bytes a weight or activation
-// element takes in it (tf32 keeps fp32 storage).
-double preset_peak(const DevicePreset& preset, const std::string& dtype);
-int dtype_bytes(const std::string& dtype);
+// element takes in it.
+double preset_peak(const DevicePreset& preset, Precision dtype);
+int dtype_bytes(Precision dtype);
 
 // The dtypes the preset has a peak for: "fp32, fp16".
 std::string preset_dtypes(const DevicePreset& preset);

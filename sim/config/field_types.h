@@ -11,10 +11,18 @@ namespace testbed {
 
 // How the training set is split among nodes: `iid`, `category` (whole label or genre
 // groups per node, round-robin) or `{dirichlet: alpha}` (label skew; smaller is more skewed).
+enum class PartitionKind { Iid, Category, Dirichlet };
+
 struct Partition {
-  std::string kind = "iid";
+  PartitionKind kind = PartitionKind::Iid;
   double alpha = 0;  // dirichlet only
 };
+
+// Each kind's name in a scenario (`dirichlet` is written as a map with its alpha).
+inline const std::vector<std::string>& partition_kinds() {
+  static const std::vector<std::string> names = {"iid", "category", "dirichlet"};
+  return names;
+}
 
 // A string field's allowed values (a numeric field's Range is in option_fields.h).
 struct Choices {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "sim/config/choices.h"
 #include "sim/config/field_types.h"
 
 namespace testbed {
@@ -82,12 +83,12 @@ struct SyntheticSection {
 
 // Low-rank adapters on every dense layer: only they train and travel.
 struct AdapterSection {
-  std::string kind = "none";  // none | lora | lora_fa (A frozen from a shared seed, B trains)
+  AdapterKind kind = AdapterKind::None;  // lora_fa: A frozen from a shared seed, B trains
   int rank = 4;
   double alpha = 0;  // scale = alpha / rank; 0 means scale 1
   template <class V>
   void fields(V& v) {
-    v.field("kind", kind, Choices{{"none", "lora", "lora_fa"}});
+    v.field("kind", kind);
     v.field("rank", rank, Range{1, 1 << 16});
     v.field("alpha", alpha, Range{0, 1e6});
   }

@@ -18,7 +18,7 @@ LinkSpec link_spec(const LinkSection& l) {
   spec.bandwidth_bps = l.bandwidth.bps;
   spec.latency_s = l.latency.s;
   spec.loss = l.loss.value;
-  spec.gilbert_elliott = l.loss_model == "gilbert_elliott";
+  spec.gilbert_elliott = l.loss_model == LossModel::GilbertElliott;
   spec.p_good_bad = l.p_good_bad.value;
   spec.p_bad_good = l.p_bad_good.value;
   spec.loss_bad = l.loss_bad.value;
@@ -32,7 +32,7 @@ LinkSpec link_spec(const LinkSection& l) {
 
 int clients_per_cluster(const Scenario& scenario) {
   const TopologySection& t = scenario.topology;
-  if (t.kind != "hierarchical") return 0;
+  if (t.kind != TopologyKind::Hierarchical) return 0;
   if (t.per_cluster > 0) return t.per_cluster;
   const int clusters = std::max(1, t.clusters);
   return scenario.nodes % clusters == 0 ? scenario.nodes / clusters : 0;
@@ -53,7 +53,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
   spec.per_cluster = t.per_cluster > 0 ? t.per_cluster : spec.hosts % clusters == 0 ? spec.hosts / clusters : 0;
   // A federated run on clusters: each cluster's clients and its aggregator (the host after
   // them), then the server after every cluster, in cluster 0 (sim/core/federated/federated_run.h).
-  if (algorithm && algorithm->federated && t.kind == "hierarchical") {
+  if (algorithm && algorithm->federated && t.kind == TopologyKind::Hierarchical) {
     const int clients = clients_per_cluster(scenario);
     spec.per_cluster = clients > 0 ? clients + 1 : 0;
     spec.hosts = clusters * spec.per_cluster + 1;
@@ -85,7 +85,7 @@ TopologySpec topology_spec(const Scenario& scenario) {
     if (o.bandwidth_reverse) link.reverse_bandwidth_bps = o.bandwidth_reverse->bps;
     if (o.latency) link.latency_s = o.latency->s;
     if (o.loss) link.loss = o.loss->value;
-    if (o.loss_model) link.gilbert_elliott = *o.loss_model == "gilbert_elliott";
+    if (o.loss_model) link.gilbert_elliott = *o.loss_model == LossModel::GilbertElliott;
     if (o.p_good_bad) link.p_good_bad = o.p_good_bad->value;
     if (o.p_bad_good) link.p_bad_good = o.p_bad_good->value;
     if (o.loss_bad) link.loss_bad = o.loss_bad->value;
@@ -111,17 +111,17 @@ std::vector<int> node_clusters(const Scenario& scenario) {
         if (node >= 0 && node < nodes) cluster[node] = static_cast<int>(c);
     return cluster;
   }
-  if (scenario.topology.kind == "hierarchical") {
+  if (scenario.topology.kind == TopologyKind::Hierarchical) {
     const int per_cluster = topology_spec(scenario).per_cluster;
     if (per_cluster < 1) return {};
     for (int n = 0; n < nodes; ++n) cluster[n] = n / per_cluster;
     return cluster;
   }
-  if (scenario.topology.kind == "gpu_hosts") {
+  if (scenario.topology.kind == TopologyKind::GpuHosts) {
     for (int n = 0; n < nodes; ++n) cluster[n] = n / std::max(1, scenario.topology.gpus_per_host);
     return cluster;
   }
-  if (scenario.topology.kind == "fat_tree") {
+  if (scenario.topology.kind == TopologyKind::FatTree) {
     // Host slot h sits on edge switch h / (k/2), and a pod holds k/2 edge switches.
     const int half = std::max(1, scenario.topology.k / 2);
     for (int n = 0; n < nodes; ++n) cluster[n] = n / (half * half);

@@ -25,7 +25,7 @@ struct LinkSection {
   Duration latency{0.0};
   Fraction loss{0.0};
   // gilbert_elliott: burst loss, `loss` in the good state (see topologies/link_spec.h).
-  std::string loss_model = "bernoulli";
+  LossModel loss_model = LossModel::Bernoulli;
   Fraction p_good_bad{0};
   Fraction p_bad_good{0.5};
   Fraction loss_bad{1};
@@ -38,7 +38,7 @@ struct LinkSection {
     v.field("bandwidth", bandwidth, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
-    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("loss_model", loss_model);
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
@@ -54,7 +54,7 @@ struct LinkOverrideSection {
   std::optional<Bandwidth> bandwidth_reverse;  // between[1] -> between[0]
   std::optional<Duration> latency;
   std::optional<Fraction> loss;
-  std::optional<std::string> loss_model;
+  std::optional<LossModel> loss_model;
   std::optional<Fraction> p_good_bad, p_bad_good, loss_bad;
   std::optional<std::string> trace;  // as LinkSection::trace, for this link
   std::optional<Duration> jitter;
@@ -65,7 +65,7 @@ struct LinkOverrideSection {
     v.field("bandwidth_reverse", bandwidth_reverse, Range{0, 1e15, true});
     v.field("latency", latency, Range{0, 3600});
     v.field("loss", loss, Range{0, 1, false, true});
-    v.field("loss_model", loss_model, Choices{{"bernoulli", "gilbert_elliott"}});
+    v.field("loss_model", loss_model);
     v.field("p_good_bad", p_good_bad, Range{0, 1});
     v.field("p_bad_good", p_bad_good, Range{0, 1, true});
     v.field("loss_bad", loss_bad, Range{0, 1});
@@ -75,7 +75,7 @@ struct LinkOverrideSection {
 };
 
 struct TopologySection {
-  std::string kind = "ring";
+  TopologyKind kind = TopologyKind::Ring;
   LinkSection link;
   std::vector<LinkOverrideSection> links;
   int rows = 0;         // torus2d: grid rows (0: most square)
@@ -95,7 +95,7 @@ struct TopologySection {
   LinkSection gpu_link{.bandwidth = Bandwidth{2.4e12}, .latency = Duration{1e-6}};
   template <class V>
   void fields(V& v) {
-    v.field("kind", kind, Choices{topology_kinds()});
+    v.field("kind", kind);
     v.field("link", link);
     v.field("links", links);
     v.field("rows", rows, Range{0, 1e6});
@@ -134,7 +134,7 @@ struct FaultSection {
 // `start` to `stop`.
 struct BackgroundSection {
   std::optional<int> from, to;
-  std::string kind = "bulk";
+  BackgroundKind kind = BackgroundKind::Bulk;
   std::optional<Bandwidth> rate;
   Duration on{1}, off{1};
   Duration start{0};
@@ -143,7 +143,7 @@ struct BackgroundSection {
   void fields(V& v) {
     v.field("from", from, Range{0, 1e9});
     v.field("to", to, Range{0, 1e9});
-    v.field("kind", kind, Choices{{"bulk", "onoff"}});
+    v.field("kind", kind);
     v.field("rate", rate, Range{0, 1e15, true});
     v.field("on", on, Range{0, 1e6, true});
     v.field("off", off, Range{0, 1e6});
@@ -162,16 +162,16 @@ struct NetworkSection {
   Duration min_rto{0.2};
   bool delayed_ack = false;  // ns-3's delayed ACK traps its TCP after a tail loss (ns3_network.cpp)
   Duration syn_timeout{1.0};
-  std::string tcp = "newreno";        // congestion control (ns3_tcp.h)
-  bool slow_start_after_idle = true;  // Linux's default
-  bool memoize = true;                // replay identical collectives from a held network (ns3)
+  TcpVariant tcp = TcpVariant::NewReno;  // congestion control (ns3_tcp.h)
+  bool slow_start_after_idle = true;     // Linux's default
+  bool memoize = true;                   // replay identical collectives from a held network (ns3)
   // Flow backend, projection: time a whole-fleet ring all-reduce in closed form on its
   // connections when they have the network to themselves (comm/ring_lanes.h);
   // false sends every message as a flow, for the same times at far higher cost.
   bool flow_lanes = true;
   // Which minimum-hop path each connection takes, in every backend (topologies/routing.h):
   // shortest (lowest-index ties) or ecmp (a seeded hash of the connection picks one).
-  std::string routing = "shortest";
+  RoutingPolicy routing = RoutingPolicy::Shortest;
   std::vector<FaultSection> faults;
   std::vector<BackgroundSection> background;
   template <class V>
@@ -185,11 +185,11 @@ struct NetworkSection {
     v.field("min_rto", min_rto, Range{1e-6, 60});
     v.field("delayed_ack", delayed_ack);
     v.field("syn_timeout", syn_timeout, Range{1e-6, 600, true});
-    v.field("tcp", tcp, Choices{{"newreno", "cubic", "bbr", "dctcp"}});
+    v.field("tcp", tcp);
     v.field("slow_start_after_idle", slow_start_after_idle);
     v.field("memoize", memoize);
     v.field("flow_lanes", flow_lanes);
-    v.field("routing", routing, Choices{{"shortest", "ecmp"}});
+    v.field("routing", routing);
     v.field("faults", faults);
     v.field("background", background);
   }
@@ -262,7 +262,7 @@ struct WorkloadSection {
 };
 
 struct OptimizerSection {
-  std::string name = "adamw";
+  OptimizerKind name = OptimizerKind::AdamW;
   double lr = 1e-3;
   double weight_decay = 0.01;
   double momentum = 0.0;  // sgd
@@ -274,19 +274,19 @@ struct OptimizerSection {
   double kl_clip = 0.001;         // 0: eva re-scales to the gradient's norm; kfac does not clip
   double factor_decay = 0.95;
   int kfac_batch_size = 16;                       // eva
-  std::string variant = "inverse";                // kfac: inverse | eigen
+  KfacVariant variant = KfacVariant::Inverse;     // kfac
   int fac_update_freq = 1, kfac_update_freq = 1;  // kfac, dp_kfac
-  bool second_order() const { return name == "eva" || name == "kfac" || name == "dp_kfac"; }
+  bool second_order() const { return testbed::second_order(name); }
   // Whether the algorithm averages the gradient every step, so that a second-order optimizer's
   // own messages travel beside it (training/optimizers/second_order_sync.h); elsewhere K-FAC and
   // Eva precondition alone on each node.
   static bool sends_second_order_messages(const std::string& algorithm) {
     return algorithm == "ddp" || algorithm == "dear";
   }
-  double damping_or_default() const { return damping.value_or(name == "eva" ? 0.03 : 0.001); }
+  double damping_or_default() const { return damping.value_or(name == OptimizerKind::Eva ? 0.03 : 0.001); }
   template <class V>
   void fields(V& v) {
-    v.field("name", name, Choices{{"adamw", "adam", "sgd", "eva", "kfac", "dp_kfac"}});
+    v.field("name", name);
     v.field("lr", lr, Range{0, 1e3, true});
     v.field("weight_decay", weight_decay, Range{0, 1e3});
     v.field("momentum", momentum, Range{0, 1, false, true});
@@ -296,7 +296,7 @@ struct OptimizerSection {
     v.field("kl_clip", kl_clip, Range{0, 1e6});
     v.field("factor_decay", factor_decay, Range{0, 1});
     v.field("kfac_batch_size", kfac_batch_size, Range{1, 1e6});
-    v.field("variant", variant, Choices{{"inverse", "eigen"}});
+    v.field("variant", variant);
     v.field("fac_update_freq", fac_update_freq, Range{1, 1e6});
     v.field("kfac_update_freq", kfac_update_freq, Range{1, 1e6});
   }
@@ -332,10 +332,9 @@ struct ComputeSection {
   std::string file;
   Duration step_time{0.1};  // fixed: seconds per step
   std::string device = "rtx4090";
-  std::string dtype =
-      "fp32";  // flops: training precision (fp32 tf32 bf16 fp16); picks the preset's peak and bytes per element
-  FlopRate peak_flops{0};                  // overrides the device preset when > 0 (e.g. 312TFLOPS)
-  ByteRate memory_bandwidth{0};            // overrides the preset when > 0 (e.g. 3.35TB/s)
+  Precision dtype = Precision::Fp32;  // flops: the training precision; picks the preset's peak and bytes per element
+  FlopRate peak_flops{0};             // overrides the device preset when > 0 (e.g. 312TFLOPS)
+  ByteRate memory_bandwidth{0};       // overrides the preset when > 0 (e.g. 3.35TB/s)
   std::optional<Duration> launch_latency;  // per kernel; overrides the preset when set
   // flops: the calibrated efficiencies of the device preset (sim/core/compute/device_efficiency.h),
   // each overridable; `mfu` instead puts every GEMM and convolution at that share of the peak
@@ -368,7 +367,7 @@ struct ComputeSection {
     v.field("file", file);
     v.field("step_time", step_time, Range{0, 1e6});
     v.field("device", device, Choices{device_presets()});
-    v.field("dtype", dtype, Choices{{"fp32", "tf32", "bf16", "fp16"}});
+    v.field("dtype", dtype);
     v.field("peak_flops", peak_flops, Range{0, 1e20});
     v.field("memory_bandwidth", memory_bandwidth, Range{0, 1e18});
     v.field("launch_latency", launch_latency, Range{0, 1});
@@ -407,14 +406,14 @@ struct ReplicaGroupSection {
   std::string unit;
   // zero1, zero2, fsdp: gradients reduced in the parameters' dtype (FSDP's default) or in fp32
   // (MixedPrecisionPolicy's reduce_dtype=float32, as INTELLECT-1's code sets it).
-  std::string reduce_dtype = "param";
+  ReduceDtype reduce_dtype = ReduceDtype::Param;
   bool grouped() const { return gpus > 1; }
   template <class V>
   void fields(V& v) {
     v.field("gpus", gpus, Range{1, 1e5});
     v.field("parallelism", parallelism);
     v.field("unit", unit);
-    v.field("reduce_dtype", reduce_dtype, Choices{{"param", "fp32"}});
+    v.field("reduce_dtype", reduce_dtype);
   }
 };
 

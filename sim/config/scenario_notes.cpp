@@ -36,13 +36,13 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
   const ComputeSection& c = s.compute;
   if (const DevicePreset* p = preset_of(c.device)) {
     std::string peaks;
-    for (const auto& dtype : compute_dtypes())
-      if (preset_peak(*p, dtype) > 0) peaks += format_flop_rate(preset_peak(*p, dtype)) + " " + dtype + ", ";
+    for (Precision dtype : precisions())
+      if (preset_peak(*p, dtype) > 0) peaks += format_flop_rate(preset_peak(*p, dtype)) + " " + enum_name(dtype) + ", ";
     notes["compute.device"] = "preset: " + peaks + format_byte_rate(p->memory_bandwidth) + ", " +
                               format_duration(p->launch_latency) + " a kernel launch";
     if (c.peak_flops.flops == 0)
       notes["compute.peak_flops"] =
-          "0: the preset's " + c.dtype + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
+          "0: the preset's " + enum_name(c.dtype) + " peak, " + format_flop_rate(preset_peak(*p, c.dtype));
     if (c.memory_bandwidth.bytes_per_s == 0)
       notes["compute.memory_bandwidth"] = "0: the preset's, " + format_byte_rate(p->memory_bandwidth);
     if (!c.launch_latency)
@@ -50,7 +50,7 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
   }
   if (s.workload.eval_samples == 0) notes["workload.eval_samples"] = "0: the whole test split";
   const TopologySection& t = s.topology;
-  if (t.kind == "hierarchical" && t.per_cluster == 0)
+  if (t.kind == TopologyKind::Hierarchical && t.per_cluster == 0)
     notes["topology.per_cluster"] = "0: nodes / clusters = " + std::to_string(s.nodes / std::max(1, t.clusters));
   if (s.collective.algorithm == CollectiveAlgorithm::Hierarchical && s.collective.clusters.empty()) {
     const std::vector<int> cluster_of = node_clusters(s);
@@ -59,7 +59,7 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
   }
   if (const auto* fed = std::get_if<FedAvgOptions>(&s.algorithm.options)) {
     if (fed->server < 0) {
-      const int host = t.kind == "hierarchical" ? topology_spec(s).hosts - 1 : s.nodes;
+      const int host = t.kind == TopologyKind::Hierarchical ? topology_spec(s).hosts - 1 : s.nodes;
       notes["algorithm.server"] = "-1: the host after the clients' (host " + std::to_string(host) + ")";
     }
     if (!fed->deadline) notes["algorithm.deadline"] = "none (a round waits for every upload)";

@@ -82,18 +82,18 @@ void check_traces(const Scenario& s, const Origins& origins) {
 // The key a topology builder's error is best reported at: the key of the kind's own
 // size or file when the scenario gives it, else topology.kind.
 std::string topology_error_key(const Scenario& s, const Origins& origins, const std::string& message) {
-  const std::string& kind = s.topology.kind;
+  const TopologyKind kind = s.topology.kind;
   auto mentions = [&](const char* word) { return message.find(word) != std::string::npos; };
   std::vector<std::string> candidates;
-  if (kind == "torus2d") candidates = {"topology.rows"};
-  if (kind == "fat_tree") candidates = {mentions("nodes") ? "nodes" : "topology.k"};
-  if (kind == "hierarchical")
+  if (kind == TopologyKind::Torus2d) candidates = {"topology.rows"};
+  if (kind == TopologyKind::FatTree) candidates = {mentions("nodes") ? "nodes" : "topology.k"};
+  if (kind == TopologyKind::Hierarchical)
     candidates = {mentions("topology.wan") ? "topology.wan" : "topology.per_cluster", "topology.clusters", "nodes"};
-  if (kind == "gpu_hosts")
+  if (kind == TopologyKind::GpuHosts)
     candidates = {mentions("gpu_link") ? "topology.gpu_link" : "topology.gpus_per_host", "nodes"};
-  if (kind == "erdos_renyi") candidates = {"topology.p"};
-  if (kind == "watts_strogatz") candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
-  if (kind == "graphml") {
+  if (kind == TopologyKind::ErdosRenyi) candidates = {"topology.p"};
+  if (kind == TopologyKind::WattsStrogatz) candidates = {mentions("beta") ? "topology.beta" : "topology.degree"};
+  if (kind == TopologyKind::Graphml) {
     // A placement entry that names no node: point at that entry.
     for (size_t i = 0; i < s.topology.placement.size(); ++i)
       if (mentions("placement names") && mentions(("node '" + s.topology.placement[i] + "'").c_str()))
@@ -111,34 +111,34 @@ std::string topology_error_key(const Scenario& s, const Origins& origins, const 
 void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   const TopologySection dt;
   const TopologySection& t = s.topology;
-  auto kind_key = [&](const char* key, const char* kind, bool given) {
-    keys.push_back({key, given, t.kind == kind, std::string("kind: ") + kind, "topology.kind " + t.kind});
+  auto kind_key = [&](const char* key, TopologyKind kind, bool given) {
+    keys.push_back({key, given, t.kind == kind, "kind: " + enum_name(kind), "topology.kind " + enum_name(t.kind)});
   };
-  kind_key("topology.rows", "torus2d", t.rows != dt.rows);
-  kind_key("topology.k", "fat_tree", t.k != dt.k);
-  kind_key("topology.clusters", "hierarchical", t.clusters != dt.clusters);
-  kind_key("topology.per_cluster", "hierarchical", t.per_cluster != dt.per_cluster);
-  kind_key("topology.wan", "hierarchical", !(t.wan == dt.wan));
-  kind_key("topology.gpus_per_host", "gpu_hosts", t.gpus_per_host != dt.gpus_per_host);
-  kind_key("topology.interconnect", "gpu_hosts", t.interconnect != dt.interconnect);
+  kind_key("topology.rows", TopologyKind::Torus2d, t.rows != dt.rows);
+  kind_key("topology.k", TopologyKind::FatTree, t.k != dt.k);
+  kind_key("topology.clusters", TopologyKind::Hierarchical, t.clusters != dt.clusters);
+  kind_key("topology.per_cluster", TopologyKind::Hierarchical, t.per_cluster != dt.per_cluster);
+  kind_key("topology.wan", TopologyKind::Hierarchical, !(t.wan == dt.wan));
+  kind_key("topology.gpus_per_host", TopologyKind::GpuHosts, t.gpus_per_host != dt.gpus_per_host);
+  kind_key("topology.interconnect", TopologyKind::GpuHosts, t.interconnect != dt.interconnect);
   keys.push_back({"topology.gpu_link", !(t.gpu_link == dt.gpu_link),
-                  t.kind == "gpu_hosts" && t.interconnect == "custom",
+                  t.kind == TopologyKind::GpuHosts && t.interconnect == "custom",
                   "topology.kind: gpu_hosts and topology.interconnect: custom",
-                  "topology.kind " + t.kind + ", topology.interconnect " + t.interconnect});
-  kind_key("topology.p", "erdos_renyi", t.p != dt.p);
-  kind_key("topology.degree", "watts_strogatz", t.degree != dt.degree);
-  kind_key("topology.beta", "watts_strogatz", t.beta != dt.beta);
-  kind_key("topology.file", "graphml", !t.file.empty());
-  kind_key("topology.placement", "graphml", !t.placement.empty());
+                  "topology.kind " + enum_name(t.kind) + ", topology.interconnect " + t.interconnect});
+  kind_key("topology.p", TopologyKind::ErdosRenyi, t.p != dt.p);
+  kind_key("topology.degree", TopologyKind::WattsStrogatz, t.degree != dt.degree);
+  kind_key("topology.beta", TopologyKind::WattsStrogatz, t.beta != dt.beta);
+  kind_key("topology.file", TopologyKind::Graphml, !t.file.empty());
+  kind_key("topology.placement", TopologyKind::Graphml, !t.placement.empty());
 
   // Burst-loss parameters mean something only under the Gilbert-Elliott model.
   const LinkSection dl;
-  auto burst_keys = [&](const std::string& link, const std::string& model, bool p_good_bad, bool p_bad_good,
-                        bool loss_bad) {
-    const bool ge = model == "gilbert_elliott";
+  auto burst_keys = [&](const std::string& link, LossModel model, bool p_good_bad, bool p_bad_good, bool loss_bad) {
+    const bool ge = model == LossModel::GilbertElliott;
     for (const auto& [key, given] :
          {std::pair{"p_good_bad", p_good_bad}, {"p_bad_good", p_bad_good}, {"loss_bad", loss_bad}})
-      keys.push_back({link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + model});
+      keys.push_back(
+          {link + "." + key, given, ge, "loss_model: gilbert_elliott", link + ".loss_model " + enum_name(model)});
   };
   auto section_burst = [&](const std::string& link, const LinkSection& l) {
     burst_keys(link, l.loss_model, !(l.p_good_bad == dl.p_good_bad), !(l.p_bad_good == dl.p_bad_good),
@@ -149,7 +149,7 @@ void topology_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // whose chain never loses a packet would pass that check and do nothing.
   keys.push_back({"topology.link.loss_model", t.link.loss_model != dl.loss_model, s.network.backend == Backend::Ns3,
                   "network.backend: ns3", "network.backend " + enum_name(s.network.backend)});
-  if (t.kind == "hierarchical") section_burst("topology.wan", t.wan);
+  if (t.kind == TopologyKind::Hierarchical) section_burst("topology.wan", t.wan);
   for (size_t i = 0; i < t.links.size(); ++i) {
     const auto& o = t.links[i];
     // An override's burst keys count when its own model, or the default link's, is Gilbert-Elliott.
@@ -202,7 +202,7 @@ void check_packet_features(const Scenario& s, const Topology& topology, const Or
   }
   std::string jittery;
   if (s.topology.link.jitter.s > 0) jittery = "topology.link.jitter";
-  if (jittery.empty() && s.topology.kind == "hierarchical" && s.topology.wan.jitter.s > 0)
+  if (jittery.empty() && s.topology.kind == TopologyKind::Hierarchical && s.topology.wan.jitter.s > 0)
     jittery = "topology.wan.jitter";
   for (size_t i = 0; i < s.topology.links.size() && jittery.empty(); ++i)
     if (s.topology.links[i].jitter && s.topology.links[i].jitter->s > 0)
@@ -320,7 +320,7 @@ void check_federated(const Scenario& s, const FedAvgOptions& o, const Origins& o
   if (s.output.resume_every > 0) {
     fail(origins.where("output.resume_every"), "federated runs are not checkpointed yet; leave out resume_every");
   }
-  if (s.topology.kind == "hierarchical") {
+  if (s.topology.kind == TopologyKind::Hierarchical) {
     if (clients_per_cluster(s) * std::max(1, s.topology.clusters) != s.nodes) {
       fail(
           origins.where(origins.seen("topology.per_cluster") ? "topology.per_cluster" : "topology.clusters"),
@@ -389,34 +389,35 @@ void optimizer_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // SGD's momentum and Adam's betas.
   const OptimizerSection dopt;
   const OptimizerSection& opt = s.optimizer;
-  const bool adam = opt.name == "adam" || opt.name == "adamw";
-  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum, opt.name == "sgd" || opt.second_order(),
-                  "optimizer.name: sgd, eva, kfac or dp_kfac", "optimizer.name " + opt.name});
+  const bool adam = opt.name == OptimizerKind::Adam || opt.name == OptimizerKind::AdamW;
+  keys.push_back({"optimizer.momentum", opt.momentum != dopt.momentum,
+                  opt.name == OptimizerKind::Sgd || opt.second_order(), "optimizer.name: sgd, eva, kfac or dp_kfac",
+                  "optimizer.name " + enum_name(opt.name)});
   for (const auto& [key, given] : {std::pair{"optimizer.damping", opt.damping.has_value()},
                                    {"optimizer.kl_clip", opt.kl_clip != dopt.kl_clip},
                                    {"optimizer.factor_decay", opt.factor_decay != dopt.factor_decay}})
-    keys.push_back(
-        {key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac", "optimizer.name " + opt.name});
-  keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size, opt.name == "eva",
-                  "optimizer.name: eva", "optimizer.name " + opt.name});
-  keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == "kfac", "optimizer.name: kfac",
-                  "optimizer.name " + opt.name});
+    keys.push_back({key, given, opt.second_order(), "optimizer.name: eva, kfac or dp_kfac",
+                    "optimizer.name " + enum_name(opt.name)});
+  keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size,
+                  opt.name == OptimizerKind::Eva, "optimizer.name: eva", "optimizer.name " + enum_name(opt.name)});
+  keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == OptimizerKind::Kfac,
+                  "optimizer.name: kfac", "optimizer.name " + enum_name(opt.name)});
   for (const auto& [key, given] : {std::pair{"optimizer.fac_update_freq", opt.fac_update_freq != dopt.fac_update_freq},
                                    {"optimizer.kfac_update_freq", opt.kfac_update_freq != dopt.kfac_update_freq}})
-    keys.push_back({key, given, opt.name == "kfac" || opt.name == "dp_kfac", "optimizer.name: kfac or dp_kfac",
-                    "optimizer.name " + opt.name});
+    keys.push_back({key, given, opt.name == OptimizerKind::Kfac || opt.name == OptimizerKind::DpKfac,
+                    "optimizer.name: kfac or dp_kfac", "optimizer.name " + enum_name(opt.name)});
   for (const auto& [key, given] :
        {std::pair{"optimizer.beta1", opt.beta1 != dopt.beta1}, {"optimizer.beta2", opt.beta2 != dopt.beta2}})
-    keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + opt.name});
+    keys.push_back({key, given, adam, "optimizer.name: adam or adamw", "optimizer.name " + enum_name(opt.name)});
 }
 
 // The second-order optimizers read whole Linear and Conv2d layers and run as their references
 // do: beside SGD on the mean gradient of DDP, messages of their own included, or (Eva) locally
 // under the algorithms that train locally between exchanges.
 void check_second_order(const Scenario& s, const Origins& origins) {
-  const std::string& name = s.optimizer.name;
+  const std::string name = enum_name(s.optimizer.name);
   if (!s.optimizer.second_order()) return;
-  if (s.workload.adapter.kind != "none")
+  if (s.workload.adapter.kind != AdapterKind::None)
     fail(origins.where("workload.adapter.kind"),
          name + " preconditions whole Linear and Conv2d weights, which an adapter freezes");
   if (second_order_layers(s) == 0)
@@ -426,13 +427,16 @@ void check_second_order(const Scenario& s, const Origins& origins) {
   const std::vector<std::string> local = {"local_sgd", "diloco", "streaming_diloco", "sparta", "sparta_diloco",
                                           "lofi",      "gossip"};
   const bool runs_locally = std::find(local.begin(), local.end(), s.algorithm.name) != local.end();
-  if (OptimizerSection::sends_second_order_messages(s.algorithm.name) || (runs_locally && name != "dp_kfac")) return;
+  if (OptimizerSection::sends_second_order_messages(s.algorithm.name) ||
+      (runs_locally && s.optimizer.name != OptimizerKind::DpKfac))
+    return;
   std::string why = runs_locally ? "it deals its layers over DDP's nodes; alone on a node it is kfac"
                                  : s.algorithm.name + " exchanges gradients its own way";
   fail(origins.where("algorithm.name"),
        name + " runs with ddp or dear" +
-           (name == "dp_kfac" ? std::string("")
-                              : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
+           (s.optimizer.name == OptimizerKind::DpKfac
+                ? std::string("")
+                : ", local_sgd, diloco, streaming_diloco, sparta, sparta_diloco, lofi or gossip") +
            ", not with " + s.algorithm.name + " (" + why + ")");
 }
 
@@ -492,8 +496,8 @@ void workload_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                   "workload.dataset " + w.dataset + ", which reads no files"});
   for (const auto& [key, given] : {std::pair{"workload.adapter.rank", w.adapter.rank != dw.adapter.rank},
                                    {"workload.adapter.alpha", w.adapter.alpha != dw.adapter.alpha}})
-    keys.push_back(
-        {key, given, w.adapter.kind != "none", "workload.adapter.kind: lora or lora_fa", "workload.adapter.kind none"});
+    keys.push_back({key, given, w.adapter.kind != AdapterKind::None, "workload.adapter.kind: lora or lora_fa",
+                    "workload.adapter.kind none"});
 }
 
 ModelShapes check_workload(const Scenario& s, const Origins& origins) {
@@ -551,7 +555,7 @@ ModelShapes check_workload(const Scenario& s, const Origins& origins) {
                     std::to_string(labels - 1) + ")");
     }
   }
-  if (w.partition.kind == "dirichlet" && (w.dataset == "brown" || regression)) {
+  if (w.partition.kind == PartitionKind::Dirichlet && (w.dataset == "brown" || regression)) {
     fail(origins.where("workload.partition"), "a dirichlet partition needs class labels; use iid or category");
   }
   // Building the model (once) checks shapes (adapter rank, heads) and any checkpoint it starts from.
@@ -559,7 +563,7 @@ ModelShapes check_workload(const Scenario& s, const Origins& origins) {
     return check_model(s);
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
-    std::string where = w.adapter.kind != "none" && what.find("rank") != std::string::npos
+    std::string where = w.adapter.kind != AdapterKind::None && what.find("rank") != std::string::npos
                             ? "workload.adapter.rank"
                             : (language_model || w.model == "bert" ? "workload." + w.model : "workload.model");
     // The cut's bounds (Model::split) are the split's keys'.
@@ -625,8 +629,9 @@ void check_background(const Scenario& s, const Topology& topology, const Origins
       }
     }
     if (*b.from == *b.to) fail(origins.where(item + ".to"), "a background flow cannot go from a vertex to itself");
-    if (b.kind == "onoff" && !b.rate) fail(origins.where(item), "an onoff flow needs 'rate' (its rate while on)");
-    if (b.kind == "bulk" && b.rate) {
+    if (b.kind == BackgroundKind::OnOff && !b.rate)
+      fail(origins.where(item), "an onoff flow needs 'rate' (its rate while on)");
+    if (b.kind == BackgroundKind::Bulk && b.rate) {
       fail(origins.where(item + ".rate"), "a bulk flow sends as fast as TCP lets it; 'rate' is for kind onoff");
     }
     // Without an end the simulation would never run out of events.
@@ -827,10 +832,11 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
   if (!g.grouped()) return;
   const std::string gpus = std::to_string(g.gpus);
   const auto where = origins.where("replica_group.gpus");
-  if (s.topology.kind != "gpu_hosts")
+  if (s.topology.kind != TopologyKind::GpuHosts)
     fail(origins.where(origins.blame({"topology.kind", "replica_group.gpus"})),
          "a replica group of " + gpus +
-             " GPUs needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not " + s.topology.kind);
+             " GPUs needs a topology of hosts and their GPUs (topology.kind: gpu_hosts), not " +
+             enum_name(s.topology.kind));
   if (g.gpus > s.nodes)
     fail(where, "a replica group of " + gpus + " GPUs is larger than the topology's " + std::to_string(s.nodes) +
                     " GPUs (nodes)");
@@ -883,7 +889,7 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
            "across groups takes outer_dtype fp32, bf16 or fp16");
   }
   if (s.optimizer.second_order())
-    fail(origins.where("optimizer.name"), s.optimizer.name +
+    fail(origins.where("optimizer.name"), enum_name(s.optimizer.name) +
                                               " preconditions whole layers; replica groups shard the "
                                               "parameters without regard to layers (use adamw, adam or sgd)");
 }
@@ -911,7 +917,7 @@ void check_fsdp(const Scenario& s, const ModelShapes& shapes, const Origins& ori
     fail(where, "unit '" + pattern + "' names no module of model '" + s.workload.model +
                     "' (its parameters: " + join(some) + (shapes.names.size() > 4 ? ", ..." : "") + ")");
   }
-  if (s.workload.adapter.kind != "none")
+  if (s.workload.adapter.kind != AdapterKind::None)
     fail(origins.where("workload.adapter.kind"),
          "fsdp gathers whole units, frozen weights and all; with an adapter only "
          "the adapters' tensors are known to its units here: use zero1 or zero2");
@@ -984,7 +990,7 @@ void check_compute(const Scenario& s, const Origins& origins) {
   for (const auto& p : device_presets()) {
     if (p.name != c.device || preset_peak(p, c.dtype) > 0) continue;
     fail(origins.where(origins.blame({"compute.dtype", "compute.device"})),
-         c.device + " has no " + c.dtype + " arithmetic (it has " + preset_dtypes(p) +
+         c.device + " has no " + enum_name(c.dtype) + " arithmetic (it has " + preset_dtypes(p) +
              "); pick one of those, or give compute.peak_flops");
   }
 }
@@ -1128,7 +1134,7 @@ std::vector<std::string> scenario_warnings(const Scenario& s, const Origins& ori
   for (const LinkSectionView& link : link_sections(s)) check_link(link.key, link.bandwidth, link.latency);
   // A hierarchical topology's links inside a cluster take topology.link, 100 Mbps unless given:
   // slower than the WAN between the clusters (1 Gbps by default), which few clusters are.
-  if (s.topology.kind == "hierarchical" && !origins.seen("topology.link.bandwidth") &&
+  if (s.topology.kind == TopologyKind::Hierarchical && !origins.seen("topology.link.bandwidth") &&
       s.topology.link.bandwidth.bps < s.topology.wan.bandwidth.bps)
     warn("topology.kind", "the links inside each cluster take topology.link.bandwidth, " +
                               format_bandwidth(s.topology.link.bandwidth.bps) + " by default, slower than the WAN (" +

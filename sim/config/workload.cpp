@@ -218,8 +218,8 @@ OptimizerConfig optimizer_config(const Scenario& scenario, int node) {
                     o.beta1,
                     o.beta2,
                     EvaOptions{o.damping_or_default(), o.kl_clip, o.factor_decay, o.kfac_batch_size}};
-  c.kfac = KfacOptions{o.variant == "eigen" ? KfacVariant::Eigen : KfacVariant::Inverse,
-                       o.name == "dp_kfac",
+  c.kfac = KfacOptions{o.variant,
+                       o.name == OptimizerKind::DpKfac,
                        o.damping_or_default(),
                        o.kl_clip,
                        o.factor_decay,
@@ -331,17 +331,17 @@ std::vector<ShardSampler> make_samplers(const Scenario& s, const Dataset& data) 
   // Whether every node gets data depends on the data set, so this is where a setup that
   // cannot run shows; it is reported like any other bad scenario value.
   try {
-    if (p.kind == "iid") {
+    if (p.kind == PartitionKind::Iid) {
       shards = iid_partition(data.train_size(), replicas, stream_seed(s.seed, "partition"));
     } else {
       auto g = data.train_groups.contiguous();
       std::vector<int64_t> groups(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
-      shards = p.kind == "dirichlet"
+      shards = p.kind == PartitionKind::Dirichlet
                    ? dirichlet_partition(groups, data.num_groups, replicas, p.alpha, stream_seed(s.seed, "partition"))
                    : category_partition(groups, data.num_groups, replicas);
     }
   } catch (const std::invalid_argument& e) {
-    throw scenario_error(s, p.kind == "iid" ? "nodes" : "workload.partition", e.what());
+    throw scenario_error(s, p.kind == PartitionKind::Iid ? "nodes" : "workload.partition", e.what());
   }
   std::vector<ShardSampler> samplers;
   const int gpus = s.nodes / replicas;
@@ -386,8 +386,10 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   // Replica groups: the algorithm runs over the groups, the wrapper over the GPUs.
   settings.group_gpus = scenario.replica_group.gpus;
   settings.group_parallelism = enum_name(scenario.replica_group.parallelism);
-  settings.group_wire_bytes = scenario.compute.dtype == "bf16" || scenario.compute.dtype == "fp16" ? 2 : 4;
-  settings.group_reduce_bytes = scenario.replica_group.reduce_dtype == "fp32" ? 4 : settings.group_wire_bytes;
+  settings.group_wire_bytes =
+      scenario.compute.dtype == Precision::Bf16 || scenario.compute.dtype == Precision::Fp16 ? 2 : 4;
+  settings.group_reduce_bytes =
+      scenario.replica_group.reduce_dtype == ReduceDtype::Fp32 ? 4 : settings.group_wire_bytes;
   if (scenario.replica_group.parallelism == GroupParallelism::Fsdp)
     settings.group_units = fsdp_unit_indices(tensor_names, settings.tensor_layers, fsdp_unit_pattern(scenario));
   // The algorithm across groups, once for each member rank of a group (docs/replica_groups.md):

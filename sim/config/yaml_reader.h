@@ -266,20 +266,20 @@ class FieldReader {
 
   // `iid`, `category`, or a one-key map {dirichlet: alpha}.
   void read_partition(const YAML::Node& n, const std::string& path, const Location& loc, Partition& value) {
-    const std::vector<std::string> kinds = {"iid", "category", "dirichlet"};
     if (n.IsScalar()) {
-      value.kind = n.Scalar();
-      if (value.kind == "dirichlet") fail(loc, "a dirichlet partition takes its alpha: {dirichlet: 0.5}");
-      if (value.kind != "iid" && value.kind != "category") {
-        fail(loc, "partition '" + value.kind + "' is not iid, category or {dirichlet: alpha}" +
-                      nearest_hint(value.kind, kinds));
+      const std::string& name = n.Scalar();
+      if (name == "dirichlet") fail(loc, "a dirichlet partition takes its alpha: {dirichlet: 0.5}");
+      if (name != "iid" && name != "category") {
+        fail(loc, "partition '" + name + "' is not iid, category or {dirichlet: alpha}" +
+                      nearest_hint(name, partition_kinds()));
       }
+      value.kind = name == "iid" ? PartitionKind::Iid : PartitionKind::Category;
       return;
     }
     if (!n.IsMap() || n.size() != 1 || n.begin()->first.Scalar() != "dirichlet") {
       fail(loc, "partition takes iid, category or {dirichlet: alpha}");
     }
-    value.kind = "dirichlet";
+    value.kind = PartitionKind::Dirichlet;
     const YAML::Node alpha = n.begin()->second;
     Location alpha_loc = origins_.locate(path + ".dirichlet", alpha.Mark());
     read(alpha, path + ".dirichlet", alpha_loc, value.alpha);
@@ -397,11 +397,11 @@ class FieldWriter {
     } else if constexpr (is_quantity_v<T>) {
       out_ << format_quantity(value);
     } else if constexpr (std::is_same_v<T, Partition>) {
-      if (value.kind == "dirichlet") {
+      if (value.kind == PartitionKind::Dirichlet) {
         out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "dirichlet" << YAML::Value << format_number(value.alpha)
              << YAML::EndMap;
       } else {
-        out_ << value.kind;
+        out_ << partition_kinds().at(static_cast<size_t>(value.kind));
       }
     } else if constexpr (IsVector<T>::value) {
       using Item = typename T::value_type;

@@ -36,7 +36,7 @@ double tensor_bytes(const torch::Tensor& t) {
 // so does the SGD under a second-order optimizer (its own state: second_order_floats,
 // sim/config/device_memory.h).
 int optimizer_vectors(const OptimizerSection& o) {
-  if (o.name == "sgd" || o.second_order()) return o.momentum > 0 ? 1 : 0;
+  if (o.name == OptimizerKind::Sgd || o.second_order()) return o.momentum > 0 ? 1 : 0;
   return 2;
 }
 

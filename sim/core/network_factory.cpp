@@ -13,7 +13,7 @@
 namespace testbed {
 
 RoutingOptions routing_options(const Scenario& scenario) {
-  return {routing_policy(scenario.network.routing), stream_seed(scenario.seed, "routing")};
+  return {scenario.network.routing, stream_seed(scenario.seed, "routing")};
 }
 
 std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& clock, const Topology& topology,
@@ -27,7 +27,7 @@ std::unique_ptr<Network> make_network(const Scenario& scenario, EventClock& cloc
   }
   Ns3Options options;
   options.routing = routing;
-  options.transport = enum_name(n.transport);
+  options.transport = n.transport;
   options.mtu = n.mtu;
   const QueueSize queue = parse_queue(n.queue);
   if (n.queue_packets)

@@ -95,7 +95,7 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
       std::printf("vary              %s\n", label.c_str());
     }
     std::printf("backend           %s\n", enum_name(scenario.network.backend).c_str());
-    std::printf("topology          %s, %d nodes\n", scenario.topology.kind.c_str(), scenario.nodes);
+    std::printf("topology          %s, %d nodes\n", enum_name(scenario.topology.kind).c_str(), scenario.nodes);
     std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
                 collective == "p2p" ? "-" : enum_name(scenario.collective.algorithm).c_str(),
                 scenario.collective.slices);

@@ -86,21 +86,41 @@ pid_t spawn_run(const Sweep& sweep, const SweepRun& run, const SweepOptions& opt
   return pid;
 }
 
+}  // namespace
+
+const char* outcome_name(OutcomeStatus status) {
+  switch (status) {
+    case OutcomeStatus::Running:
+      return "running";
+    case OutcomeStatus::Completed:
+      return "completed";
+    case OutcomeStatus::Diverged:
+      return "diverged";
+    case OutcomeStatus::Failed:
+      return "failed";
+    case OutcomeStatus::Interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+namespace {
+
 RunOutcome outcome_of(int wait_status, const std::string& h5) {
   RunOutcome o;
   if (WIFSIGNALED(wait_status)) {
     o.exit_code = 128 + WTERMSIG(wait_status);
-    o.status = "failed";
+    o.status = OutcomeStatus::Failed;
     return o;
   }
   o.exit_code = WEXITSTATUS(wait_status);
   auto file = read_run_file(h5);
   if (o.exit_code == 0)
-    o.status = file && file->is(RunStatus::Completed) ? "completed" : "failed";
+    o.status = file && file->is(RunStatus::Completed) ? OutcomeStatus::Completed : OutcomeStatus::Failed;
   else if (o.exit_code == 3)
-    o.status = "diverged";
+    o.status = OutcomeStatus::Diverged;
   else
-    o.status = g_stop ? "interrupted" : "failed";
+    o.status = g_stop ? OutcomeStatus::Interrupted : OutcomeStatus::Failed;
   return o;
 }
 
@@ -162,8 +182,9 @@ std::string manifest_csv(const Sweep& sweep, const std::map<int, RunOutcome>& ou
     auto it = outcomes.find(run.index);
     bool known = it != outcomes.end();
     // A running child's file is half-written: its numbers are not worth a read.
-    auto file = known && it->second.status == "running" ? std::nullopt : read_run_file(run_path(sweep, run));
-    std::string status = known ? it->second.status : (file ? file->status : "pending");
+    auto file =
+        known && it->second.status == OutcomeStatus::Running ? std::nullopt : read_run_file(run_path(sweep, run));
+    std::string status = known ? outcome_name(it->second.status) : (file ? file->status : "pending");
     if (status.empty()) status = "unreadable";
     text += "," + status + "," + (known && it->second.exit_code >= 0 ? std::to_string(it->second.exit_code) : "");
     RunFile r = file.value_or(RunFile{});
@@ -211,7 +232,7 @@ int run_sweep(const Sweep& sweep, const SweepOptions& options, std::ostream& log
       const SweepRun* run = queue.front();
       queue.pop_front();
       running[spawn_run(sweep, *run, options, threads)] = run;
-      outcomes[run->index] = {"running", -1};
+      outcomes[run->index] = {OutcomeStatus::Running, -1};
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, 0);
@@ -231,14 +252,15 @@ int run_sweep(const Sweep& sweep, const SweepOptions& options, std::ostream& log
     running.erase(it);
     RunOutcome outcome = outcome_of(status, run_path(sweep, *run));
     outcomes[run->index] = outcome;
-    all_completed = all_completed && outcome.status == "completed";
+    all_completed = all_completed && outcome.status == OutcomeStatus::Completed;
     ++done, ++finished_here;
     write_manifest(sweep, outcomes);
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double eta = elapsed / finished_here * static_cast<double>(total - done);
     char line[128];
     std::snprintf(line, sizeof line, " (exit %d)  elapsed %.0f s  ETA %.0f s", outcome.exit_code, elapsed, eta);
-    log << "sweep: [" << done << "/" << total << "] " << run->name << " " << outcome.status << line << "\n";
+    log << "sweep: [" << done << "/" << total << "] " << run->name << " " << outcome_name(outcome.status) << line
+        << "\n";
     log.flush();
   }
   sigaction(SIGINT, &old_int, nullptr);

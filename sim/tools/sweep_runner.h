@@ -23,9 +23,13 @@ struct SweepOptions {
   std::function<int(std::vector<std::string>)> child_main;
 };
 
-// What this invocation saw of a run it started.
+// What this invocation saw of a run it started: a run file's statuses, and interrupted (stopped
+// by the sweep's own SIGINT or SIGTERM).
+enum class OutcomeStatus { Running, Completed, Diverged, Failed, Interrupted };
+const char* outcome_name(OutcomeStatus status);
+
 struct RunOutcome {
-  std::string status;  // running | completed | diverged | failed | interrupted
+  OutcomeStatus status = OutcomeStatus::Running;
   int exit_code = -1;  // -1 while running; 128 + signal when the child was killed
 };
 

@@ -46,7 +46,7 @@ double run(Backend backend, const Topology& topology, const CollectivePlan& plan
 
 Topology topology(const std::string& kind, int hosts) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {1e9, 50e-6, 0};  // 1 Gbps, 50 us
   s.fat_tree_k = 4;
@@ -56,7 +56,7 @@ Topology topology(const std::string& kind, int hosts) {
 // Hosts of four GPUs: local links of `local_bps` (1 us), a 10 Gb/s NIC (5 us) each to one switch.
 Topology gpu_hosts(int gpus, double local_bps) {
   TopologySpec spec;
-  spec.kind = "gpu_hosts";
+  spec.kind = TopologyKind::GpuHosts;
   spec.hosts = gpus;
   spec.gpus_per_host = 4;
   spec.link = {10e9, 5e-6, 0};

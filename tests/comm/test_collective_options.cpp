@@ -53,7 +53,7 @@ TEST(CollectiveOptions, EachRanksClusterIsItsNodes) {
 // (it once lacked link_bytes and the lane calls).
 TEST(TimedNetwork, ForwardsWhatTheNetworkBeneathOffers) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 3;
   spec.link = {1e9, 0, 0};
   const Topology topology = build_topology(spec);

@@ -135,7 +135,7 @@ std::vector<RingCase> generated_cases() {
     cases.push_back(c);
   };
   TopologySpec ring;
-  ring.kind = "ring";
+  ring.kind = TopologyKind::Ring;
   ring.hosts = 7;
   ring.link = {1e9, 50e-6, 0};
   std::vector<int> seven{0, 1, 2, 3, 4, 5, 6};
@@ -146,7 +146,7 @@ std::vector<RingCase> generated_cases() {
   // step brings a different count of pieces than the chunk before it.
   add("ring of 7, 20 elements, 3 slices", ring, seven, 20, 4, 3);
   TopologySpec gpus;
-  gpus.kind = "gpu_hosts";
+  gpus.kind = TopologyKind::GpuHosts;
   gpus.hosts = 16;
   gpus.gpus_per_host = 4;
   gpus.link = {10e9, 5e-6, 0};
@@ -156,7 +156,7 @@ std::vector<RingCase> generated_cases() {
   add("16 GPUs on 4 hosts, bf16, 1 slice", gpus, sixteen, 4'000'000, 2, 1);
   add("16 GPUs on 4 hosts, fp32, 2 slices", gpus, sixteen, 999'999, 4, 2);
   TopologySpec fat;
-  fat.kind = "fat_tree";
+  fat.kind = TopologyKind::FatTree;
   fat.fat_tree_k = 4;
   fat.hosts = 16;
   fat.link = {100e9, 1e-6, 0};
@@ -192,7 +192,7 @@ TEST(RingLanes, EqualEveryMessageAsAFlowToTheTick) {
 // each last bit rounded to a tick (at most half a nanosecond a step).
 TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   TopologySpec spec;
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   spec.hosts = 8;
   spec.link = {1e9, 50e-6, 0};
   const Topology topology = build_topology(spec);
@@ -237,7 +237,7 @@ TEST(RingLanes, BytesAndMessagesWithoutThePlan) {
 // held, a message 0->2 (through 0->1, lane 0's link) is a logic error.
 TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 4;
   spec.link = {1e9, 50e-6, 0};
   std::vector<Lane> lanes;
@@ -250,7 +250,7 @@ TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
     EXPECT_TRUE(network->hold()->hold_lanes({{0, 1}, {2, 3}}, lanes)) << "refusing nothing would pass the two above";
     network.reset();
   }
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   const Topology topology = build_topology(spec);
   EventClock clock;
   auto network = make_flow_network(clock, topology);

@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   testbed::TopologySpec spec;
-  spec.kind = "graphml";
+  spec.kind = TopologyKind::Graphml;
   spec.hosts = 3;
   spec.file = testbed::fuzz::scratch_file(".graphml", testbed::fuzz::text(data, size));
   try {

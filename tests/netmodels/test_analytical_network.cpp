@@ -16,7 +16,7 @@ namespace {
 
 Topology make(const std::string& kind, int hosts, double bandwidth, double latency) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {bandwidth, latency, 0};
   return build_topology(s);
@@ -34,7 +34,7 @@ std::vector<Delivery> simulate(bool analytical, const Topology& topology, const 
 TEST(AnalyticalNetwork, MessageTimeIsLatencyPlusBytesAtTheBottleneck) {
   // A line 0-1-2 whose second link is slower: the route 0->2 has two hops.
   TopologySpec s;
-  s.kind = "line";
+  s.kind = TopologyKind::Line;
   s.hosts = 3;
   s.link = {1e9, 0.002, 0};
   s.overrides = {{1, 2, 1e8, 0.005, -1}};

@@ -26,7 +26,7 @@ constexpr double kOverhead = (9000.0 + 2) / (9000 - 52);  // wire bytes per payl
 Topology make(const std::string& kind, int hosts, double bandwidth, double latency,
               std::vector<LinkOverride> overrides = {}) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {bandwidth, latency, 0};
   s.overrides = std::move(overrides);
@@ -498,7 +498,7 @@ TEST(FlowNetwork, ComponentSolveEqualsGlobalSolveOnGeneratedTraffic) {
   for (int trial = 0; trial < 28; ++trial) {
     const auto& [kind, hosts] = kinds[trial % kinds.size()];
     TopologySpec spec;
-    spec.kind = kind;
+    spec.kind = topology_kind(kind);
     spec.hosts = hosts;
     spec.fat_tree_k = 4;
     spec.link = {1e9 * (1 + rng() % 10), 1e-6 * (rng() % 50), 0};

@@ -109,7 +109,7 @@ TEST(Jitter, PacketsOfADirectionStayInOrder) {
 // Delivery times of 20 small messages 0 -> 1, 50 ms apart, over one jittery 100 Mbps / 10 ms link.
 std::vector<double> small_message_times(double jitter_s, uint64_t seed) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   spec.link = {kRate, kLatency, 0};
   spec.link.jitter_s = jitter_s;
@@ -150,7 +150,7 @@ TEST(Jitter, BulkTcpTransferIsNotDisrupted) {
   // overflows the queue (without the FIFO clamp this run took 0.863 s against 0.915 s clean).
   auto transfer = [](double jitter_s) {
     TopologySpec spec;
-    spec.kind = "line";
+    spec.kind = TopologyKind::Line;
     spec.hosts = 2;
     spec.link = {kRate, kLatency, 0};
     spec.link.jitter_s = jitter_s;
@@ -173,7 +173,7 @@ TEST(Jitter, BulkTcpTransferIsNotDisrupted) {
 
 TEST(Jitter, MakesLinksVary) {
   TopologySpec spec;
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   spec.hosts = 3;
   EXPECT_TRUE(static_links(build_topology(spec), {}));
   spec.link.jitter_s = 0.001;
@@ -182,7 +182,7 @@ TEST(Jitter, MakesLinksVary) {
 
 TEST(Jitter, NegativeJitterIsRejected) {
   TopologySpec spec;
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   spec.hosts = 3;
   spec.link.jitter_s = -0.001;
   EXPECT_THROW(build_topology(spec), std::invalid_argument);

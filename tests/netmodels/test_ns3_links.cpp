@@ -51,7 +51,7 @@ const Delivery& find(const std::vector<Delivery>& deliveries, uint64_t id) {
 // queue of host 1's device towards 2 full; a small message 1 -> 2 waits behind that queue.
 double probe_delay(const Ns3Options& options) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 3;
   spec.link = {100e6, kLatency, 0};
   LinkOverride slow;
@@ -96,7 +96,7 @@ TEST(Ns3Links, QueueBytesAreHonoured) {
 // Two hosts joined by a link of `forward` bps from 0 to 1 and `reverse` back.
 Topology asymmetric_pair(double forward, double reverse) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   spec.link = {forward, kLatency, 0};
   LinkOverride o;
@@ -113,7 +113,7 @@ TEST(AsymmetricLinks, RoutingUsesTheDirectionsRate) {
 
 TEST(AsymmetricLinks, OverrideNamedBackwardsSwapsDirections) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   LinkOverride o;
   o.a = 1, o.b = 0, o.bandwidth_bps = 40e6, o.reverse_bandwidth_bps = 4e6;  // 1 -> 0 at 40 Mbps
@@ -156,7 +156,7 @@ TEST(AsymmetricLinks, AnalyticalEachDirectionAtItsRate) {
 
 TEST(StaticLinks, LossMakesLinksVary) {
   TopologySpec spec;
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   spec.hosts = 3;
   EXPECT_TRUE(static_links(build_topology(spec), {}));
   spec.link.loss = 0.01;
@@ -166,7 +166,7 @@ TEST(StaticLinks, LossMakesLinksVary) {
 // A ring of 4 hosts, 100 Mbps / 10 ms links, with `faults`.
 Topology ring4() {
   TopologySpec spec;
-  spec.kind = "ring";
+  spec.kind = TopologyKind::Ring;
   spec.hosts = 4;
   spec.link = {100e6, kLatency, 0};
   return build_topology(spec);
@@ -203,7 +203,7 @@ TEST(Faults, TransferInFlightMovesToTheOtherPath) {
 
 TEST(Faults, OnlyLinkDownWaitsForItsReturn) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   spec.link = {100e6, kLatency, 0};
   const Topology t = build_topology(spec);
@@ -260,7 +260,7 @@ TEST(LossModels, GilbertElliottDropsItsStationaryLoss) {
 
 TEST(LossModels, GilbertElliottSlowsTcpLikeLoss) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   spec.link = {100e6, kLatency, 0};
   const Topology clean = build_topology(spec);

@@ -21,7 +21,7 @@ constexpr double kGoodput = (kMtu - 52.0) / (kMtu + 2.0);
 // Two hosts joined by one link of `bps` that follows `trace`.
 Topology pair_with_trace(double bps, std::vector<RateChange> trace) {
   TopologySpec spec;
-  spec.kind = "line";
+  spec.kind = TopologyKind::Line;
   spec.hosts = 2;
   spec.link = {bps, kLatency, 0};
   spec.link.trace = std::move(trace);
@@ -118,7 +118,7 @@ TEST(Ns3Background, BulkFlowTakesAboutHalfTheLink) {
   const double bytes = 10e6;
   const Topology t = pair_with_trace(100e6, {});
   Ns3Options options;
-  options.background = {{0, 1, "bulk", 0, 1, 1, 0, 10}};
+  options.background = {{0, 1, BackgroundKind::Bulk, 0, 1, 1, 0, 10}};
   const double measured = transfer_times(t, {static_cast<uint64_t>(bytes)}, {1.0}, options).at(0);
   const double payload_bps = 100e6 * kGoodput;
   const double share = bytes * 8 / payload_bps / measured;
@@ -142,7 +142,7 @@ TEST(Ns3Background, OnOffFlowSlowsATransferOnlyWhileOn) {
   const double bytes = 2e6;
   const Topology t = pair_with_trace(100e6, {});
   Ns3Options options;
-  options.background = {{0, 1, "onoff", 60e6, 1, 1, 0, 10}};
+  options.background = {{0, 1, BackgroundKind::OnOff, 60e6, 1, 1, 0, 10}};
   const auto taken =
       transfer_times(t, std::vector<uint64_t>(4, static_cast<uint64_t>(bytes)), {0.1, 1.1, 2.1, 3.1}, options);
   const double alone = kLatency + bytes * 8 / (100e6 * kGoodput);
@@ -165,16 +165,16 @@ TEST(Ns3Background, OnOffFlowSlowsATransferOnlyWhileOn) {
 TEST(Ns3Background, StaticLinksIsFalseWithBackgroundTraffic) {
   Ns3Options options;
   EXPECT_TRUE(static_links(pair_with_trace(100e6, {}), options));
-  options.background = {{0, 1, "bulk", 0, 1, 1, 0, 10}};
+  options.background = {{0, 1, BackgroundKind::Bulk, 0, 1, 1, 0, 10}};
   EXPECT_FALSE(static_links(pair_with_trace(100e6, {}), options));
 }
 
 TEST(Ns3Background, NetworkRejectsBadFlows) {
   const Topology t = pair_with_trace(100e6, {});
-  for (const BackgroundFlow& bad : std::vector<BackgroundFlow>{{0, 2, "bulk", 0, 1, 1, 0, 10},
-                                                               {0, 1, "bulk", 0, 1, 1, 5, 5},
-                                                               {1, 1, "bulk", 0, 1, 1, 0, 10},
-                                                               {0, 1, "onoff", 0, 1, 1, 0, 10}}) {
+  for (const BackgroundFlow& bad : std::vector<BackgroundFlow>{{0, 2, BackgroundKind::Bulk, 0, 1, 1, 0, 10},
+                                                               {0, 1, BackgroundKind::Bulk, 0, 1, 1, 5, 5},
+                                                               {1, 1, BackgroundKind::Bulk, 0, 1, 1, 0, 10},
+                                                               {0, 1, BackgroundKind::OnOff, 0, 1, 1, 0, 10}}) {
     EventClock clock;
     Ns3Options options;
     options.background = {bad};

@@ -23,7 +23,7 @@ constexpr double kMss = 9000 - 52;     // MTU 9000 less IPv4, TCP and timestamp 
 
 Topology make(const std::string& kind, int hosts, double loss, double latency = kLatency) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {kBandwidth, latency, loss};
   return build_topology(s);

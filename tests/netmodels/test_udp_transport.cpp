@@ -22,7 +22,7 @@ constexpr int kPpp = 2;     // point-to-point framing ns-3 adds to every packet
 
 Topology line(int hosts, double loss = 0) {
   TopologySpec s;
-  s.kind = "line";
+  s.kind = TopologyKind::Line;
   s.hosts = hosts;
   s.link = {kBandwidth, kLatency, loss};
   return build_topology(s);
@@ -30,7 +30,7 @@ Topology line(int hosts, double loss = 0) {
 
 Ns3Options udp(int mtu = 9000, uint64_t seed = 0) {
   Ns3Options o;
-  o.transport = "udp";
+  o.transport = Transport::Udp;
   o.mtu = mtu;
   o.seed = seed;
   return o;

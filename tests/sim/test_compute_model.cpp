@@ -42,7 +42,7 @@ TEST(ComputeModel, FlopsUsesDevicePreset) {
   EXPECT_DOUBLE_EQ(m.step_seconds(0, 0, 0.0), flops / (19.5e12 * 0.5));  // fp32 by default
   EXPECT_DOUBLE_EQ(m.step_seconds(1, 5, 9.0), flops / (19.5e12 * 0.5));
   EXPECT_EQ(m.flops_per_step(), flops);
-  c.dtype = "bf16";
+  c.dtype = Precision::Bf16;
   EXPECT_DOUBLE_EQ(ComputeModel(c, flops, 2, 1).step_seconds(0, 0, 0.0), flops / (312e12 * 0.5));
 }
 

@@ -225,13 +225,13 @@ TEST(DeviceMemory, FlashAttentionKeepsNoScores) {
 TEST(DeviceMemory, SecondOrderStateOnTheBusiestGpu) {
   const std::vector<SecondOrderLayer> layers = {{"a", 0, 3, 2, 1}, {"b", 2, 5, 4, 1}, {"c", 4, 2, 2, 1}};
   OptimizerSection o;
-  o.name = "eva";
+  o.name = OptimizerKind::Eva;
   EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 3 + 2 + 5 + 4 + 2 + 2);
-  o.name = "kfac";
+  o.name = OptimizerKind::Kfac;
   EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 2 * (9 + 4 + 25 + 16 + 4 + 4) + 30);
-  o.name = "dp_kfac";
+  o.name = OptimizerKind::DpKfac;
   EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 82 + 30);
-  o.name = "adamw";
+  o.name = OptimizerKind::AdamW;
   EXPECT_DOUBLE_EQ(second_order_floats_per_gpu(o, layers, 2), 0);
 }
 

@@ -31,7 +31,7 @@ constexpr int64_t kD = 3300;  // the reference MLP's parameters
 Scenario fed_scenario(int clients, int steps, const std::string& algorithm, const std::vector<std::string>& sets = {}) {
   Scenario s = reference_scenario(7, clients, steps, "{kind: star, link: {bandwidth: 1Gbps, latency: 1ms}}",
                                   "{name: sgd, lr: 0.05, momentum: 0.9}", algorithm, sets);
-  s.workload.partition.kind = "dirichlet";
+  s.workload.partition.kind = PartitionKind::Dirichlet;
   s.workload.partition.alpha = 0.5;
   return s;
 }

@@ -38,7 +38,7 @@ TrainingWork four_layers() {
   TrainingWork w;
   w.layers = {layer("stem", 1e9, true), layer("block.a", 1e9, false), layer("block.b", 3e9, false),
               layer("loss", 0, false)};
-  w.optimizer = "sgd";
+  w.optimizer = OptimizerKind::Sgd;
   return w;
 }
 

@@ -20,7 +20,7 @@ namespace {
 // Counting roof: 1 FLOP/s, 1 B/s, no launches; fp32 elements.
 const Roof kCount{1, 1, 0, 4};
 
-StepCost cost_of(const Model& model, int batch, const std::string& optimizer = "adamw") {
+StepCost cost_of(const Model& model, int batch, OptimizerKind optimizer = OptimizerKind::AdamW) {
   return roofline(TrainingWork{model.layer_costs(), batch, optimizer, false}, kCount);
 }
 
@@ -187,7 +187,7 @@ TEST(Roofline, SecondsByPassInStepOrder) {
   LayerCost a = layer(1e9, 1, 1), b = layer(1e3, 1e6, 1e6);
   a.weights = 100, a.tensors = 2, a.trains = true;
   b.weights = 10, b.tensors = 1, b.trains = true;
-  const TrainingWork work{{a, b}, 2, "sgd", false};
+  const TrainingWork work{{a, b}, 2, OptimizerKind::Sgd, false};
   const StepCost c = roofline(work, roof);
   ASSERT_EQ(c.forward.size(), 2u);
   ASSERT_EQ(c.backward.size(), 2u);
@@ -251,9 +251,9 @@ TEST(Roofline, GradientLayersFollowTheModelsTensors) {
     if (names[t] == "blocks.0.ln2.weight") EXPECT_EQ(layer, "blocks.0.ln2");
   }
   AdapterConfig lora;
-  lora.kind = "lora";
+  lora.kind = AdapterKind::Lora;
   AdapterConfig lora_fa;
-  lora_fa.kind = "lora_fa";
+  lora_fa.kind = AdapterKind::LoraFa;
   for (const auto& model :
        {cnn, make_mlp(784, 128, 10), gpt, make_mlp(784, 128, 10, lora), make_mlp(784, 128, 10, lora_fa)}) {
     const auto layers = model->layer_costs();
@@ -292,7 +292,7 @@ TEST(Roofline, FrozenLayersCostNoWeightGradient) {
 // LoRA-FA on make_mlp: bases and A factors frozen, only the B factors get weight gradients.
 TEST(Roofline, LoraFaMlpChargesOnlyAdapterWeightGradients) {
   AdapterConfig a;
-  a.kind = "lora_fa";
+  a.kind = AdapterKind::LoraFa;
   a.rank = 4;
   auto model = make_mlp(784, 128, 10, a);
   const double r = 4, B = 16;
@@ -304,20 +304,20 @@ TEST(Roofline, LoraFaMlpChargesOnlyAdapterWeightGradients) {
   EXPECT_DOUBLE_EQ(cost_of(*model, 16).flops, B * (forward + weight_grad + input_grad));
   // the optimizer moves only B factors
   const double b_factors = 256 * r + 128 * r + 10 * r;
-  EXPECT_DOUBLE_EQ(cost_of(*model, 16, "adamw").bytes - cost_of(*model, 16, "sgd").bytes, (32 - 16) * b_factors);
+  EXPECT_DOUBLE_EQ(cost_of(*model, 16, OptimizerKind::AdamW).bytes - cost_of(*model, 16, OptimizerKind::Sgd).bytes,
+                   (32 - 16) * b_factors);
 }
 
 TEST(Roofline, OptimizerBytesPerParameter) {
-  EXPECT_EQ(optimizer_bytes_per_parameter("adamw", false), 32);  // 16 read, 12 written, 4 zeroed
-  EXPECT_EQ(optimizer_bytes_per_parameter("adam", false), 32);
-  EXPECT_EQ(optimizer_bytes_per_parameter("sgd", false), 16);
-  EXPECT_EQ(optimizer_bytes_per_parameter("sgd", true), 24);
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::AdamW, false), 32);  // 16 read, 12 written, 4 zeroed
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::Adam, false), 32);
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::Sgd, false), 16);
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::Sgd, true), 24);
   // Eva's nine unfused kernels over the gradient, counted from the reference's statements:
   // reads and writes of 4 bytes, 1 + 1 + 2 + 3 + 2 + 3 + 1 + 2 + 2 = 17 of them.
-  EXPECT_EQ(optimizer_bytes_per_parameter("eva", true), 24 + 17 * 4);
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::Eva, true), 24 + 17 * 4);
   // K-FAC's five kernels: 3 + 2 + 1 + 2 + 2 = 10 accesses of 4 bytes.
-  EXPECT_EQ(optimizer_bytes_per_parameter("kfac", true), 24 + 10 * 4);
-  EXPECT_THROW(optimizer_bytes_per_parameter("lion", false), std::invalid_argument);
+  EXPECT_EQ(optimizer_bytes_per_parameter(OptimizerKind::Kfac, true), 24 + 10 * 4);
 }
 
 // --- device presets, dtype and overrides ------------------------------------------------
@@ -331,7 +331,7 @@ TEST(Roofline, Bf16UsesTheBf16PeakAndHalfTheBytes) {
   EXPECT_DOUBLE_EQ(fp32.memory_bandwidth, 2.039e12);
   EXPECT_DOUBLE_EQ(fp32.launch_latency, 5e-6);
   EXPECT_EQ(fp32.bytes_per_element, 4);
-  s.dtype = "bf16";
+  s.dtype = Precision::Bf16;
   Roof bf16 = compute_roof(s);
   EXPECT_DOUBLE_EQ(bf16.flops, 312e12 * 0.5);
   EXPECT_EQ(bf16.bytes_per_element, 2);
@@ -340,7 +340,7 @@ TEST(Roofline, Bf16UsesTheBf16PeakAndHalfTheBytes) {
   s.model = ComputeKind::Flops;
   TrainingWork work{{layer(1e10, 1, 1, 0)}, 1};
   EXPECT_DOUBLE_EQ(ComputeModel(s, work, 1, 0).step_seconds(0, 0, 0), 1e10 / (312e12 * 0.5));
-  s.dtype = "fp32";
+  s.dtype = Precision::Fp32;
   EXPECT_DOUBLE_EQ(ComputeModel(s, work, 1, 0).step_seconds(0, 0, 0), 1e10 / (19.5e12 * 0.5));
 }
 
@@ -351,26 +351,26 @@ TEST(Roofline, EveryDtypeTakesItsOwnPeak) {
   s.mfu = 1;
   struct Case {
     const char* device;
-    const char* dtype;
+    Precision dtype;
     double peak;
     int bytes;
   };
-  for (const Case& c :
-       {Case{"a100", "tf32", 156e12, 4}, Case{"a100", "fp16", 312e12, 2}, Case{"h200", "bf16", 989.5e12, 2},
-        Case{"b200", "tf32", 1.1e15, 4}, Case{"mi300x", "fp16", 1307.4e12, 2}, Case{"v100", "fp16", 125e12, 2},
-        Case{"a100_40gb", "fp32", 19.5e12, 4}}) {
+  for (const Case& c : {Case{"a100", Precision::Tf32, 156e12, 4}, Case{"a100", Precision::Fp16, 312e12, 2},
+                        Case{"h200", Precision::Bf16, 989.5e12, 2}, Case{"b200", Precision::Tf32, 1.1e15, 4},
+                        Case{"mi300x", Precision::Fp16, 1307.4e12, 2}, Case{"v100", Precision::Fp16, 125e12, 2},
+                        Case{"a100_40gb", Precision::Fp32, 19.5e12, 4}}) {
     s.device = c.device;
     s.dtype = c.dtype;
     const Roof roof = compute_roof(s);
-    EXPECT_EQ(roof.flops, c.peak) << c.device << " " << c.dtype;
-    EXPECT_EQ(roof.bytes_per_element, c.bytes) << c.device << " " << c.dtype;
+    EXPECT_EQ(roof.flops, c.peak) << c.device << " " << enum_name(c.dtype);
+    EXPECT_EQ(roof.bytes_per_element, c.bytes) << c.device << " " << enum_name(c.dtype);
   }
   s.device = "a100_40gb";
   EXPECT_EQ(compute_roof(s).memory_bandwidth, 1.555e12);
   s.device = "a100_pcie";
   EXPECT_EQ(compute_roof(s).memory_bandwidth, 1.935e12);
   s.device = "v100";
-  s.dtype = "bf16";
+  s.dtype = Precision::Bf16;
   EXPECT_THROW(compute_roof(s), std::invalid_argument);
   s.peak_flops = FlopRate{1e14};  // an explicit peak needs no datasheet figure
   EXPECT_EQ(compute_roof(s).flops, 1e14);
@@ -402,7 +402,7 @@ TEST(Roofline, OverridesReplacePresetFigures) {
 TEST(Roofline, CalibratedRoofIsThePresetsFigures) {
   ComputeSection s;
   s.device = "a100";
-  s.dtype = "bf16";
+  s.dtype = Precision::Bf16;
   const Roof r = compute_roof(s);
   EXPECT_DOUBLE_EQ(r.flops, 312e12 * 0.661);
   EXPECT_DOUBLE_EQ(r.convolution_flops, 312e12 * 0.661 * 0.727);
@@ -413,7 +413,7 @@ TEST(Roofline, CalibratedRoofIsThePresetsFigures) {
   s.memory_format = MemoryFormat::ChannelsLast;
   EXPECT_FALSE(compute_roof(s).convolution_transposes);
   s.memory_format = MemoryFormat::Nchw;
-  s.dtype = "fp32";  // CUDA cores: the fp32 figure, NCHW as it is
+  s.dtype = Precision::Fp32;  // CUDA cores: the fp32 figure, NCHW as it is
   EXPECT_DOUBLE_EQ(compute_roof(s).flops, 19.5e12 * 0.92);
   EXPECT_FALSE(compute_roof(s).convolution_transposes);
   s.gemm_efficiency = 0.5;  // an override replaces the preset's figure, the convolution's follows
@@ -450,7 +450,7 @@ TEST(Roofline, EachKindOfKernelAtItsRate) {
   roof.wave_flops = 1e6;
   LayerCost linear = linear_cost("fc", 64, 256, 1, false, true);  // forward K 64, input gradient K 256
   const double B = 1000;
-  TrainingWork work{{layer(0, 1, 1), linear}, static_cast<int>(B), "sgd", false};
+  TrainingWork work{{layer(0, 1, 1), linear}, static_cast<int>(B), OptimizerKind::Sgd, false};
   work.layers[0].trains = true;  // so the Linear's input gradient runs
   work.layers[0].weights = 1;
   const StepCost c = roofline(work, roof);
@@ -459,7 +459,7 @@ TEST(Roofline, EachKindOfKernelAtItsRate) {
   EXPECT_DOUBLE_EQ(c.backward[1], F / (1e12 * 256 / (256 + 128)) + F / 1e12);  // input gradient, weight gradient
   // A product smaller than a wave takes the wave's time.
   LayerCost tiny = linear_cost("tiny", 2, 2, 1, false, false);
-  const StepCost t = roofline(TrainingWork{{tiny}, 1, "sgd", false}, roof);
+  const StepCost t = roofline(TrainingWork{{tiny}, 1, OptimizerKind::Sgd, false}, roof);
   EXPECT_DOUBLE_EQ(t.forward[0], 1e6 / (1e12 * 2 / (2 + 128)));
   // A convolution (K = 3 x 3 x 8 = 72 forward, 3 x 3 x 16 = 144 backward) under NCHW.
   LayerCost conv;
@@ -474,7 +474,7 @@ TEST(Roofline, EachKindOfKernelAtItsRate) {
   conv.trains = true;
   conv.tensors = 1;
   roof.convolution_transposes = true;
-  const StepCost v = roofline(TrainingWork{{layer(0, 1, 1), conv}, 10, "sgd", false}, roof);
+  const StepCost v = roofline(TrainingWork{{layer(0, 1, 1), conv}, 10, OptimizerKind::Sgd, false}, roof);
   const double transpose = 2 * 2 * 10 * (1e3 + 2e3) / 1e11;
   EXPECT_DOUBLE_EQ(v.forward[1], 10 * 1e9 / (5e11 * 72 / 200) + transpose);
   EXPECT_DOUBLE_EQ(v.backward[1], 10 * 1e9 / 5e11 + transpose);  // weight gradient only: nothing earlier trains
@@ -526,8 +526,9 @@ TEST(Roofline, FlashAttentionFusesTheScoresAndRecomputesThemInBackward) {
   const auto bert = fused_attention(make_bert(bert_preset("tiny"))->layer_costs());
   for (const auto& l : bert)
     if (l.name == "layers.0.attention.flash") EXPECT_DOUBLE_EQ(l.flops, 4 * T * T * C);
-  const StepCost cost = roofline(TrainingWork{{linear_cost("w", 4, 4, 1, false, true), *fused}, 3, "sgd", false},
-                                 Roof{1, std::numeric_limits<double>::infinity(), 0, 4});
+  const StepCost cost =
+      roofline(TrainingWork{{linear_cost("w", 4, 4, 1, false, true), *fused}, 3, OptimizerKind::Sgd, false},
+               Roof{1, std::numeric_limits<double>::infinity(), 0, 4});
   EXPECT_DOUBLE_EQ(cost.forward[1], 3 * fused->flops);
   EXPECT_DOUBLE_EQ(cost.backward[1], 3 * (2 * 4 * T * T * C / 2 + 2 * T * T * C / 2));
 }

@@ -95,7 +95,7 @@ std::string text(const Links& links) {
 
 TopologySpec spec(const std::string& kind, int hosts) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {1e9, 10e-6, 0};
   return s;

@@ -22,7 +22,7 @@ namespace {
 
 TopologySpec spec(const std::string& kind, int hosts) {
   TopologySpec s;
-  s.kind = kind;
+  s.kind = topology_kind(kind);
   s.hosts = hosts;
   s.link = {100e6, 0.01, 0.0};
   return s;
@@ -203,7 +203,7 @@ TEST(Routing, StarGoesThroughSwitch) {
 TEST(Routing, HostNeighbours) {
   auto build = [](const std::string& kind, int hosts) {
     TopologySpec s;
-    s.kind = kind;
+    s.kind = topology_kind(kind);
     s.hosts = hosts;
     return host_neighbours(build_topology(s));
   };
@@ -408,10 +408,8 @@ TEST(Describe, PairsAndPathsUnderTheRouting) {
 }
 
 TEST(Ecmp, PolicyNames) {
-  EXPECT_EQ(routing_policy("shortest"), RoutingPolicy::Shortest);
-  EXPECT_EQ(routing_policy("ecmp"), RoutingPolicy::Ecmp);
+  EXPECT_EQ(routing_name(RoutingPolicy::Shortest), "shortest");
   EXPECT_EQ(routing_name(RoutingPolicy::Ecmp), "ecmp");
-  EXPECT_THROW(routing_policy("spray"), std::invalid_argument);
 }
 
 // ---- fat-tree ----

@@ -96,7 +96,7 @@ TEST_F(Algorithms, SpartaWithPOneAndLocalSgdWithHOneAreFullAveraging) {
 TEST_F(Algorithms, GossipOnACompleteGraphIsFullAveraging) {
   const int nodes = 4, steps = 3;
   Scenario s = scenario(nodes, steps, "{name: gossip}");
-  s.topology.kind = "mesh";  // Metropolis-Hastings weights on K4: 1/4 each, self included
+  s.topology.kind = TopologyKind::Mesh;  // Metropolis-Hastings weights on K4: 1/4 each, self included
   auto expected = replicas(s);
   for (int step = 0; step < steps; ++step) {
     for (auto& r : expected) local_step(*r, 16);
@@ -444,7 +444,7 @@ TEST_F(Algorithms, ReplicaCorrelationFollowsHowMuchIsShared) {
     Scenario s = scenario(nodes, steps, algorithm);
     s.workload.eval_every = 20;
     s.workload.init = init;
-    s.optimizer.name = "adamw";
+    s.optimizer.name = OptimizerKind::AdamW;
     s.optimizer.lr = 1e-3;
     return run(s);
   };

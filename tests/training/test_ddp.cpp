@@ -76,7 +76,7 @@ std::pair<double, double> ddp_vs_large_batch(Scenario s, const Dataset& data) {
 
 TEST_F(DdpTest, MatchesOneReplicaOnTheNTimesLargerBatchWithSgd) {
   Scenario s = small_ddp(4);
-  s.optimizer.name = "sgd";
+  s.optimizer.name = OptimizerKind::Sgd;
   s.optimizer.lr = 0.05;
   s.optimizer.momentum = 0.9;
   auto [difference, moved] = ddp_vs_large_batch(s, *data_);
@@ -172,7 +172,7 @@ TEST_F(DdpTest, FlopsComputeModelUsesDevicePeak) {
 
 TEST_F(DdpTest, DivergenceStopsTheRunAndSaysSo) {
   Scenario s = small_ddp(2);
-  s.optimizer.name = "sgd";
+  s.optimizer.name = OptimizerKind::Sgd;
   s.optimizer.lr = 1e6;
   s.workload.steps = 50;
   MemoryRecorder rec;

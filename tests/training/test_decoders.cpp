@@ -124,8 +124,9 @@ TEST(Gpt2, TiedHeadIsUpdatedOnce) {
   const ModelShapes m = shapes_of(*make_gpt(c));
   const int64_t C = c.width, by_hand = c.layers * (12 * C * C + 13 * C) + 300 * C + c.context * C + 2 * C;
   ASSERT_EQ(m.parameters, by_hand);
-  const StepCost cost = roofline(TrainingWork{m.layers, 1, "adamw", false}, Roof{1e15, 1, 0, 4});
-  EXPECT_DOUBLE_EQ(cost.update, static_cast<double>(by_hand) * optimizer_bytes_per_parameter("adamw", false));
+  const StepCost cost = roofline(TrainingWork{m.layers, 1, OptimizerKind::AdamW, false}, Roof{1e15, 1, 0, 4});
+  EXPECT_DOUBLE_EQ(cost.update,
+                   static_cast<double>(by_hand) * optimizer_bytes_per_parameter(OptimizerKind::AdamW, false));
 }
 
 // Llama 2 7B: 6 738 415 616 parameters (the checkpoint's), by hand: per layer 4 C^2 attention, 3 C F

@@ -118,7 +118,7 @@ TEST(Gpt, SmallPresetRuns) {
 TEST(Gpt, LoraFaTrainsOnlyTheBFactors) {
   torch::manual_seed(4);
   GptConfig c = gpt_preset("tiny");
-  c.adapter.kind = "lora_fa";
+  c.adapter.kind = AdapterKind::LoraFa;
   c.adapter.rank = 4;
   auto model = make_gpt(c);
 

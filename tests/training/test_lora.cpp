@@ -21,7 +21,7 @@ std::vector<Dense> dense_layers(Model& model) {
 
 TEST(Lora, LoraFaTrainsOnlyBWithDoutTimesRankEach) {
   torch::manual_seed(0);
-  auto model = make_mlp(32, 16, 10, {"lora_fa", 4, 0});
+  auto model = make_mlp(32, 16, 10, {AdapterKind::LoraFa, 4, 0});
   int64_t expected = 0;
   for (auto& d : dense_layers(*model)) expected += d->out_features() * 4;
   auto trainable = trainable_parameters(*model);
@@ -33,13 +33,13 @@ TEST(Lora, LoraFaTrainsOnlyBWithDoutTimesRankEach) {
 
 TEST(Lora, LoraTrainsAAndB) {
   torch::manual_seed(0);
-  auto model = make_mlp(32, 16, 10, {"lora", 2, 0});
+  auto model = make_mlp(32, 16, 10, {AdapterKind::Lora, 2, 0});
   EXPECT_EQ(trainable_parameters(*model).size(), 6u);
 }
 
 TEST(Lora, RankLargerThanTheLayerThrows) {
-  EXPECT_THROW(make_mlp(32, 16, 10, {"lora", 11, 0}), std::invalid_argument);
-  EXPECT_NO_THROW(make_mlp(32, 16, 10, {"lora", 10, 0}));
+  EXPECT_THROW(make_mlp(32, 16, 10, {AdapterKind::Lora, 11, 0}), std::invalid_argument);
+  EXPECT_NO_THROW(make_mlp(32, 16, 10, {AdapterKind::Lora, 10, 0}));
 }
 
 // Sets every trainable factor of a model to fresh random values (as training would).
@@ -50,7 +50,7 @@ void perturb(Model& model, uint64_t seed) {
 }
 
 // Two replicas built from the same seed, then trained apart.
-std::pair<std::shared_ptr<Model>, std::shared_ptr<Model>> diverged_pair(const std::string& kind) {
+std::pair<std::shared_ptr<Model>, std::shared_ptr<Model>> diverged_pair(AdapterKind kind) {
   torch::manual_seed(7);
   auto a = make_mlp(8, 6, 4, {kind, 3, 0});
   torch::manual_seed(7);
@@ -61,7 +61,7 @@ std::pair<std::shared_ptr<Model>, std::shared_ptr<Model>> diverged_pair(const st
 }
 
 TEST(Lora, LoraFaAveragingIsExact) {
-  auto [a, b] = diverged_pair("lora_fa");
+  auto [a, b] = diverged_pair(AdapterKind::LoraFa);
   for (int layer = 0; layer < 3; ++layer) {
     auto da = dense_layers(*a)[layer], db = dense_layers(*b)[layer];
     ASSERT_TRUE(torch::equal(da->lora_a, db->lora_a));  // A is shared through the seed
@@ -72,7 +72,7 @@ TEST(Lora, LoraFaAveragingIsExact) {
 }
 
 TEST(Lora, PlainLoraAveragingIsNotExact) {
-  auto [a, b] = diverged_pair("lora");
+  auto [a, b] = diverged_pair(AdapterKind::Lora);
   auto da = dense_layers(*a)[0], db = dense_layers(*b)[0];
   auto mean_of_products = (da->lora_b.matmul(da->lora_a) + db->lora_b.matmul(db->lora_a)) / 2;
   auto product_of_means = ((da->lora_b + db->lora_b) / 2).matmul((da->lora_a + db->lora_a) / 2);

@@ -105,7 +105,7 @@ TEST(ResNet, ScenarioModelsAreTheCifarForm) {
     EXPECT_EQ(parameters(*m), expected) << p.depth;
   }
   AdapterConfig lora;
-  lora.kind = "lora";
+  lora.kind = AdapterKind::Lora;
   EXPECT_THROW(make_image_model("resnet18", 10, lora), std::invalid_argument);
 }
 

@@ -416,7 +416,7 @@ TEST_F(ReferenceOuter, LocalSgdWeighsOnlyTheRoundsChosenNodesByShardSize) {
   const int nodes = 4, H = 3, steps = 12;
   const double fraction = 0.5;
   Scenario skewed = scenario(nodes, steps, "{name: local_sgd, H: 3, fraction: 0.5}");
-  skewed.workload.partition.kind = "dirichlet";
+  skewed.workload.partition.kind = PartitionKind::Dirichlet;
   skewed.workload.partition.alpha = 0.5;
   auto reps = replicas(skewed);
   std::vector<double> shard;

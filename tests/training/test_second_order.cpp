@@ -200,7 +200,7 @@ TEST(Eva, CnnTrainsAsAPlainReimplementationOverSeveralSteps) {
   }
   ASSERT_EQ(w.size(), 4u);
   OptimizerConfig config;
-  config.name = "eva";
+  config.name = OptimizerKind::Eva;
   config.lr = lr;
   config.momentum = momentum;
   config.weight_decay = weight_decay;
@@ -462,7 +462,7 @@ TEST(Kfac, CnnStepsAsAPlainReimplementationInBothVariants) {
     for (const auto& p : model->named_parameters())
       (p.key().find("bias") != std::string::npos ? b : w).push_back(p.value().detach().clone());
     OptimizerConfig config;
-    config.name = "kfac";
+    config.name = OptimizerKind::Kfac;
     config.lr = lr;
     config.momentum = momentum;
     config.weight_decay = weight_decay;

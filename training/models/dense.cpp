@@ -27,8 +27,8 @@ void DenseImpl::reset() {
   if (!has_adapter()) return;
   weight.set_requires_grad(false);
   bias.set_requires_grad(false);
-  lora_a =
-      register_parameter("lora_a", torch::empty({adapter_.rank, in_}).uniform_(-bound, bound), adapter_.kind == "lora");
+  lora_a = register_parameter("lora_a", torch::empty({adapter_.rank, in_}).uniform_(-bound, bound),
+                              adapter_.kind == AdapterKind::Lora);
   lora_b = register_parameter("lora_b", torch::zeros({out_, adapter_.rank}));
 }
 

@@ -9,13 +9,14 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "training/models/adapter_kind.h"
 #include "training/models/layer_cost.h"
 #include "training/models/layer_tap.h"
 
 namespace testbed {
 
 struct AdapterConfig {
-  std::string kind = "none";  // none | lora | lora_fa
+  AdapterKind kind = AdapterKind::None;
   int rank = 4;
   double alpha = 0;  // scale = alpha / rank; 0 means 1
 };
@@ -32,7 +33,7 @@ class DenseImpl : public torch::nn::Cloneable<DenseImpl> {
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
-  bool has_adapter() const { return adapter_.kind != "none"; }
+  bool has_adapter() const { return adapter_.kind != AdapterKind::None; }
   // Appends this layer's costs for `rows` input rows per sample: the base product (frozen
   // under an adapter), then the adapter's x A^T, its B^T product and the scaled add.
   void append_costs(std::vector<LayerCost>& costs, const std::string& name, double rows = 1) const;

@@ -215,7 +215,7 @@ class Gpt : public Model {
     if (config.layer < 1 || config.layer > config_.layers)
       throw std::invalid_argument("split layer " + std::to_string(config.layer) + " is not a block of this GPT (1.." +
                                   std::to_string(config_.layers) + ")");
-    if (config_.adapter.kind != "none")
+    if (config_.adapter.kind != AdapterKind::None)
       throw std::invalid_argument("split fine-tuning trains the SVD factors, not adapters");
     if (cut_.back_first.size()) throw std::logic_error("GPT: already split");
     auto& block = block_list_[config.layer - 1];
@@ -315,7 +315,7 @@ std::shared_ptr<Model> make_gpt(const GptConfig& config) {
   }
   if (config.dropout < 0 || config.dropout >= 1) throw std::invalid_argument("GPT dropout must be in [0, 1)");
   auto model = std::make_shared<Gpt>(config);
-  if (config.adapter.kind != "none") freeze_all_but_adapters(*model);
+  if (config.adapter.kind != AdapterKind::None) freeze_all_but_adapters(*model);
   return model;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "training/optimizers/optimizer_kind.h"
+
 namespace testbed {
 
 // One layer's work, described by the model that owns it (element counts, not bytes, so the
@@ -41,9 +43,9 @@ struct LayerCost {
 struct TrainingWork {
   std::vector<LayerCost> layers;
   int batch = 1;
-  std::string optimizer = "adamw";  // adamw | adam | sgd
-  bool momentum = false;            // sgd keeps a momentum buffer
-  int optimizer_shards = 1;         // GPUs the optimizer's state is sharded over (ZeRO): each updates its slice
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  bool momentum = false;     // sgd keeps a momentum buffer
+  int optimizer_shards = 1;  // GPUs the optimizer's state is sharded over (ZeRO): each updates its slice
 };
 
 // Work a step does besides the model's passes (an algorithm compressing what it sends: top-k,

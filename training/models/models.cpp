@@ -134,7 +134,7 @@ void freeze_all_but_adapters(Model& model) {
 
 std::shared_ptr<Model> make_mlp(int64_t inputs, int64_t hidden, int64_t outputs, const AdapterConfig& adapter) {
   auto model = std::make_shared<Mlp>(inputs, hidden, outputs, adapter);
-  if (adapter.kind != "none") freeze_all_but_adapters(*model);
+  if (adapter.kind != AdapterKind::None) freeze_all_but_adapters(*model);
   return model;
 }
 
@@ -142,13 +142,14 @@ std::shared_ptr<Model> make_image_model(const std::string& name, int classes, co
   if (name == "mlp") return make_mlp(784, 128, classes, adapter);
   if (name == "cnn") {
     auto model = std::make_shared<Cnn>(classes, adapter);
-    if (adapter.kind != "none") freeze_all_but_adapters(*model);
+    if (adapter.kind != AdapterKind::None) freeze_all_but_adapters(*model);
     return model;
   }
   // The ResNets in their CIFAR form (a 3 x 3 stem, no pool) on the 28 x 28 grey images.
   for (int depth : {18, 34, 50, 101, 152}) {
     if (name != "resnet" + std::to_string(depth)) continue;
-    if (adapter.kind != "none") throw std::invalid_argument(name + " takes no adapter (its layers are convolutions)");
+    if (adapter.kind != AdapterKind::None)
+      throw std::invalid_argument(name + " takes no adapter (its layers are convolutions)");
     return make_resnet({depth, classes, 1, 28, false});
   }
   throw std::invalid_argument("unknown image model '" + name + "'");

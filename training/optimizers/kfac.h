@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "training/models/layer_tap.h"
+#include "training/optimizers/optimizer_kind.h"
 #include "training/optimizers/preconditioner.h"
 
 namespace testbed {
-
-enum class KfacVariant { Inverse, Eigen };
 
 struct KfacOptions {
   KfacVariant variant = KfacVariant::Inverse;

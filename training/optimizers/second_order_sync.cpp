@@ -15,10 +15,10 @@ SecondOrderSync::SecondOrderSync(int nodes, int batch_size, std::vector<int> ten
     : nodes_(nodes),
       batch_size_(batch_size),
       tensor_layers_(std::move(tensor_layers)),
-      kfac_(optimizer.name == "kfac" || optimizer.name == "dp_kfac"),
+      kfac_(optimizer.name == OptimizerKind::Kfac || optimizer.name == OptimizerKind::DpKfac),
       kfac_options_(optimizer.kfac),
       kfac_round_(nodes, -1) {
-  if (optimizer.name == "eva") eva_layers_ = layers;
+  if (optimizer.name == OptimizerKind::Eva) eva_layers_ = layers;
   if (kfac_) kfac_layers_ = std::move(layers);
 }
 

@@ -33,24 +33,27 @@ std::string num(double x) {
 
 }  // namespace
 
-double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum) {
+double optimizer_bytes_per_parameter(OptimizerKind optimizer, bool momentum) {
   // Optimizer state stays fp32 whatever the training dtype (mixed precision keeps fp32 master
   // weights and moments), and the update is assumed fused: one read of each input, one write of
   // each output. Every step also zeroes the flat gradient buffer (4 bytes written).
   constexpr double zero_grad = 4;
-  if (optimizer == "adamw" || optimizer == "adam") return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
-  if (optimizer == "sgd") return (momentum ? 12 + 8 : 8 + 4) + zero_grad;       // reads p g [buf], writes p [buf]
+  if (optimizer == OptimizerKind::AdamW || optimizer == OptimizerKind::Adam)
+    return 16 + 12 + zero_grad;  // reads p g m v, writes p m v
+  if (optimizer == OptimizerKind::Sgd)
+    return (momentum ? 12 + 8 : 8 + 4) + zero_grad;  // reads p g [buf], writes p [buf]
   // Eva's preconditioning before SGD, kernel by kernel as the reference runs it (unfused, 4-byte
   // elements): g^T grad a reads grad (4); the outer product g a^T writes v (4); scaling it
   // reads and writes v (8); adding grad reads both, writes v (12); dividing by the damping (8);
   // KL's v . grad reads both and writes the product (12), its sum reads it (4); the copy into
   // grad (8); the scale by nu (8). Its vectors come from 16 samples a layer: not counted.
-  if (optimizer == "eva") return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 4 + 4 + 8 + 12 + 8 + 12 + 4 + 8 + 8;
+  if (optimizer == OptimizerKind::Eva)
+    return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 4 + 4 + 8 + 12 + 8 + 12 + 4 + 8 + 8;
   // K-FAC's in-place update after its GEMMs (which its rounds charge): KL's v . grad reads both
   // and writes (12), times lr^2 (8), its sum (4); the copy into grad (8); the scale by nu (8).
-  if (optimizer == "kfac" || optimizer == "dp_kfac")
+  if (optimizer == OptimizerKind::Kfac || optimizer == OptimizerKind::DpKfac)
     return (momentum ? 12 + 8 : 8 + 4) + zero_grad + 12 + 8 + 4 + 8 + 8;
-  throw std::invalid_argument("compute model: unknown optimizer '" + optimizer + "'");
+  throw std::invalid_argument("compute model: unknown optimizer " + std::to_string(static_cast<int>(optimizer)));
 }
 
 StepCost roofline(const TrainingWork& work, const Roof& roof) {
@@ -170,7 +173,7 @@ Roof compute_roof(const ComputeSection& section) {
   if (!(peak > 0)) {
     peak = preset_peak(from_preset("peak_flops"), section.dtype);
     if (!(peak > 0))
-      throw std::invalid_argument("compute.dtype: " + section.device + " has no " + section.dtype +
+      throw std::invalid_argument("compute.dtype: " + section.device + " has no " + enum_name(section.dtype) +
                                   " arithmetic (it has " + preset_dtypes(*preset) + "; or set compute.peak_flops)");
   }
   auto share = [](const char* key, double x) {
@@ -193,7 +196,7 @@ Roof compute_roof(const ComputeSection& section) {
                                     "' has no calibrated efficiencies: set compute." + key + " (or compute.mfu)");
       return calibrated;
     };
-    const bool tensor = section.dtype != "fp32";
+    const bool tensor = section.dtype != Precision::Fp32;
     const double gemm = figure("gemm_efficiency", section.gemm_efficiency, e ? (tensor ? e->tensor : e->fp32) : 0);
     roof.flops = peak * gemm;
     roof.convolution_flops =
@@ -202,7 +205,7 @@ Roof compute_roof(const ComputeSection& section) {
     if (e) roof.wave_flops = e->sms * 2.0 * 128 * 128 * 128;
     roof.tile_depth = 128;
   }
-  roof.convolution_transposes = section.memory_format == MemoryFormat::Nchw && section.dtype != "fp32";
+  roof.convolution_transposes = section.memory_format == MemoryFormat::Nchw && section.dtype != Precision::Fp32;
   roof.launch_latency =
       section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
   if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))

@@ -72,7 +72,7 @@ StepShares step_shares(const StepCost& cost);
 inline Roof flop_count_roof() { return Roof{1, std::numeric_limits<double>::infinity(), 0, 4}; }
 
 // Bytes the optimizer moves per trainable parameter, zeroing the gradient buffer included.
-double optimizer_bytes_per_parameter(const std::string& optimizer, bool momentum);
+double optimizer_bytes_per_parameter(OptimizerKind optimizer, bool momentum);
 
 // The roofline: each layer's forward, input-gradient and weight-gradient passes take
 // max(max(FLOPs, one wave) / rate, bytes / bandwidth), the rate a GEMM's or a convolution's

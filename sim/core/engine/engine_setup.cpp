@@ -80,7 +80,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   if (cloud_compute_ && hooks_.group)
     throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
-  if (scenario.optimizer.name == "kfac" && !OptimizerSection::sends_second_order_messages(scenario.algorithm.name)) {
+  if (scenario.optimizer.name == OptimizerKind::Kfac &&
+      !OptimizerSection::sends_second_order_messages(scenario.algorithm.name)) {
     local_second_order_ = shapes.second_order;
     local_kfac_ = optimizer_config(scenario).kfac;
   }
