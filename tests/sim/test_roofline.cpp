@@ -481,6 +481,29 @@ TEST(Roofline, EachKindOfKernelAtItsRate) {
   EXPECT_EQ(v.kernels, 1 + 1 + 2 + 1 + 2 + 2);  // layer 0, conv forward + 2, weight gradient + 2, update and zeroing
 }
 
+// A convolution whose channels differ (16 in, 64 out, 3 x 3, 8 x 8, padded) built from its shape
+// and timed behind a layer that trains, so both backward passes run. By hand: each output is a
+// dot product over in x 3 x 3 = 144 inputs (the forward implicit GEMM's K); the data gradient's
+// each input over out x 3 x 3 = 576 (its K); the weight gradient's K is the batch's positions,
+// long enough to run at the full convolution rate. Every pass is compute-bound on this roof.
+// Slip caught: the data gradient's K taken from the input channels (144, as forward's) instead
+// of the output channels, which makes its pass 1.54x slower here.
+TEST(Roofline, ConvolutionBackwardTakesKFromTheOutputChannels) {
+  Roof roof{1e12, 1e11, 0, 2};
+  roof.convolution_flops = 5e11;
+  roof.tile_depth = 128;
+  const LayerCost conv = convolution_cost("conv", Conv2dShape{16, 64, 3, 3, 1, 1, 1, 1, false}, 8, 8, true);
+  LayerCost before = layer(0, 1, 1);
+  before.trains = true;
+  before.weights = 1;
+  const double B = 4;
+  const StepCost c = roofline(TrainingWork{{before, conv}, static_cast<int>(B), OptimizerKind::Sgd, false}, roof);
+  const double F = B * 2 * 64 * (8 * 8) * (16 * 3 * 3);  // 2 x out channels x positions x K
+  const double k_forward = 16 * 3 * 3, k_data = 64 * 3 * 3;
+  EXPECT_DOUBLE_EQ(c.forward[1], F / (5e11 * k_forward / (k_forward + 128)));
+  EXPECT_DOUBLE_EQ(c.backward[1], F / (5e11 * k_data / (k_data + 128)) + F / 5e11);
+}
+
 TEST(Roofline, EveryPresetHasPositiveFiguresAndBf16AtLeastFp32) {
   for (const auto& p : device_presets()) {
     EXPECT_GT(p.fp32_flops, 0) << p.name;
