@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "comm/library_costs.h"
 #include "comm/plans/collectives.h"
 
 namespace testbed {
@@ -14,6 +15,7 @@ struct CollectiveChoice {
   int slices = 1;                 // ring pipelining
   int server_node = 0;            // parameter_server: the server's node index
   std::vector<int> node_cluster;  // hierarchical: each node's cluster (empty: none)
+  LibraryCosts library;           // the library's own time on every collective's messages
 };
 
 // The server's rank is rank 0 when the server node does not take part.

@@ -30,16 +30,33 @@ PlanRunner::PlanRunner(std::shared_ptr<const CollectivePlan> plan, std::vector<i
   }
 }
 
+void PlanRunner::later(double seconds, std::function<void()> then) {
+  if (!hooks_.later)
+    throw std::logic_error("plan runner: " + std::to_string(seconds) + " s to wait but no clock was given");
+  hooks_.later(seconds, std::move(then));
+}
+
 void PlanRunner::enter(int rank) {
+  const double launch = transport_.library.launch_s;
+  if (launch <= 0) return launched(rank);
+  later(launch, [this, rank] { launched(rank); });
+}
+
+void PlanRunner::launched(int rank) {
   entered_[rank] = true;
   try_send(rank);
 }
 
 void PlanRunner::enter_all() {
-  entered_.assign(plan_->ranks, true);
-  for (size_t i = 0; i < plan_->messages.size(); ++i) {
-    if (!sent_[i] && unmet_[i] == 0) send(static_cast<int>(i));
-  }
+  auto all = [this] {
+    entered_.assign(plan_->ranks, true);
+    for (size_t i = 0; i < plan_->messages.size(); ++i) {
+      if (!sent_[i] && unmet_[i] == 0) send(static_cast<int>(i));
+    }
+  };
+  const double launch = transport_.library.launch_s;
+  if (launch <= 0) return all();
+  later(launch, all);
 }
 
 void PlanRunner::try_send(int rank) {
@@ -51,11 +68,9 @@ void PlanRunner::try_send(int rank) {
 
 void PlanRunner::send(int message) {
   sent_[message] = true;
-  const double hold = plan_->hold_s.empty() ? 0 : plan_->hold_s[message];
+  const double hold = (plan_->hold_s.empty() ? 0 : plan_->hold_s[message]) + transport_.library.message_s;
   if (hold <= 0) return transmit(message);
-  if (!hooks_.later)
-    throw std::logic_error("plan runner: a message holds for " + std::to_string(hold) + " s but no clock was given");
-  hooks_.later(hold, [this, message] { transmit(message); });
+  later(hold, [this, message] { transmit(message); });
 }
 
 void PlanRunner::transmit(int message) {
@@ -68,6 +83,12 @@ void PlanRunner::transmit(int message) {
 }
 
 void PlanRunner::arrive(int message, const Delivery& delivery) {
+  const double handover = transport_.library.message_s;
+  if (handover <= 0) return handed_over(message, delivery);
+  later(handover, [this, message, delivery] { handed_over(message, delivery); });
+}
+
+void PlanRunner::handed_over(int message, const Delivery& delivery) {
   ++delivered_;
   if (hooks_.delivered) hooks_.delivered(message, delivery);
   // Only the dependents this arrival completes can leave now, and they leave in plan order
@@ -79,14 +100,20 @@ void PlanRunner::arrive(int message, const Delivery& delivery) {
   if (hooks_.settled) hooks_.settled(plan_->messages[message].dst);
 }
 
-double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& plan, const std::vector<int>& hosts) {
+double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& plan, const std::vector<int>& hosts,
+                     const LibraryCosts& library) {
   const double start = clock.now();
   double last = start;
   uint64_t next_id = 0;
   PlanRunner::Hooks hooks;
-  hooks.delivered = [&last](int, const Delivery& d) { last = std::max(last, d.t_recv); };
+  // With library costs a message counts once handed over, after its last byte (t_recv).
+  hooks.delivered = [&last, &clock, &library](int, const Delivery& d) {
+    last = std::max(last, library.any() ? clock.now() : d.t_recv);
+  };
   hooks.later = [&clock](double seconds, std::function<void()> then) { clock.schedule(seconds, std::move(then)); };
-  PlanRunner runner(std::make_shared<const CollectivePlan>(plan), hosts, network, next_id, {}, std::move(hooks));
+  MessageTransport transport;
+  transport.library = library;
+  PlanRunner runner(std::make_shared<const CollectivePlan>(plan), hosts, network, next_id, transport, std::move(hooks));
   clock.schedule(0, [&] { runner.enter_all(); });
   clock.run();
   if (!runner.all_delivered())

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/library_costs.h"
 #include "comm/plans/collectives.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/network.h"
@@ -20,6 +21,7 @@ namespace testbed {
 struct MessageTransport {
   bool datagrams = false;    // Message::datagrams: the network may lose parts
   double element_bytes = 4;  // wire bytes per element, so datagrams split on elements
+  LibraryCosts library;      // the collective library's own time (library_costs.h)
 };
 
 class PlanRunner {
@@ -29,14 +31,16 @@ class PlanRunner {
     std::function<void(int message, const Delivery&)> delivered;  // it arrived, before dependents leave
     std::function<void(int rank)> settled;                        // after an arrival at rank was handled
     // Calls the function `seconds` later on the clock: a message with a hold
-    // (CollectivePlan::hold_s) leaves then. Needed only by plans with holds.
+    // (CollectivePlan::hold_s) leaves then, and the library's costs pass so. Needed only by
+    // plans with holds and by runs with library costs.
     std::function<void(double seconds, std::function<void()>)> later;
   };
   // `hosts[r]` is the network host of rank r; `next_message_id` numbers messages run-wide.
   PlanRunner(std::shared_ptr<const CollectivePlan> plan, std::vector<int> hosts, Network& network,
              uint64_t& next_message_id, MessageTransport transport, Hooks hooks);
 
-  // The rank is ready: its messages whose dependencies have arrived leave now.
+  // The rank is ready: its messages whose dependencies have arrived leave now (after the
+  // library's launch, when it has one).
   void enter(int rank);
   // Every rank is ready at once: the messages without dependencies leave in plan order.
   void enter_all();
@@ -44,10 +48,13 @@ class PlanRunner {
   const CollectivePlan& plan() const { return *plan_; }
 
  private:
+  void launched(int rank);
   void try_send(int rank);
   void send(int message);
   void transmit(int message);  // onto the network, once its hold has passed
   void arrive(int message, const Delivery& delivery);
+  void handed_over(int message, const Delivery& delivery);  // the receiver's library has it
+  void later(double seconds, std::function<void()> then);
 
   std::shared_ptr<const CollectivePlan> plan_;
   std::vector<int> hosts_;
@@ -64,7 +71,8 @@ class PlanRunner {
 };
 
 // Starts every rank at the clock's current time and runs the clock until every message of
-// the plan is delivered. Returns the elapsed simulated seconds.
-double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& plan, const std::vector<int>& hosts);
+// the plan is delivered (and, with library costs, handed over). Returns the elapsed simulated seconds.
+double simulate_plan(EventClock& clock, Network& network, const CollectivePlan& plan, const std::vector<int>& hosts,
+                     const LibraryCosts& library = {});
 
 }  // namespace testbed

@@ -115,6 +115,7 @@ void Communicator::start_plan(Collective& slot, const Key& key, int node, const 
   // reduction or gather needs every byte and stays on TCP whatever network.transport says.
   slot.transport.datagrams = op.kind == CommKind::NeighbourExchange && settings_.datagrams;
   slot.transport.element_bytes = op.bytes_per_element;
+  slot.transport.library = settings_.choice.library;
   // The step's first collective opens its phase; the others take the same channel.
   if (step != phase_step_ || !phase_) {
     PhaseEntry entry = callbacks_.phase_entry(node, step);

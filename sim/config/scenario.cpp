@@ -149,6 +149,7 @@ CollectiveChoice collective_choice(const Scenario& scenario) {
   c.slices = scenario.collective.slices;
   c.server_node = scenario.collective.server;
   c.node_cluster = node_clusters(scenario);
+  c.library = {scenario.collective.launch_latency.s, scenario.collective.message_latency.s};
   return c;
 }
 

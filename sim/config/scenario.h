@@ -203,12 +203,19 @@ struct CollectiveSection {
   int slices = 1;  // ring pipelining: messages per chunk (README, Collectives: why 1)
   int server = 0;  // parameter_server: the server's node index
   std::vector<std::vector<int>> clusters;
+  // The collective library's own time (comm/library_costs.h), on every backend: per collective
+  // and rank before its first message may leave, and per message at the sender and again at
+  // the receiver. 0: the network's time alone (line rate, link latency).
+  Duration launch_latency{0};
+  Duration message_latency{0};
   template <class V>
   void fields(V& v) {
     v.field("algorithm", algorithm);
     v.field("slices", slices, Range{1, 1 << 20});
     v.field("server", server, Range{0, 1e5});
     v.field("clusters", clusters);
+    v.field("launch_latency", launch_latency, Range{0, 10});
+    v.field("message_latency", message_latency, Range{0, 10});
   }
 };
 

@@ -254,6 +254,13 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                         ", which only all-reduces"});
   }
 
+  // The library's costs ride every plan the comm layer runs (neighbour exchanges and a split's
+  // cut included), not a federated run's own sends.
+  for (const auto& [key, given] : {std::pair{"collective.launch_latency", !(col.launch_latency == dcol.launch_latency)},
+                                   {"collective.message_latency", !(col.message_latency == dcol.message_latency)}})
+    keys.push_back({key, given, !federated, "an algorithm whose messages the comm layer runs (all but fedavg's)",
+                    "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
+
   // A collective's server and clusters belong to the algorithm that uses them.
   keys.push_back({"collective.server", col.server != CollectiveSection{}.server,
                   col.algorithm == CollectiveAlgorithm::ParameterServer, "collective.algorithm: parameter_server",

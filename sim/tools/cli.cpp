@@ -99,6 +99,9 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
     std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
                 collective == "p2p" ? "-" : enum_name(scenario.collective.algorithm).c_str(),
                 scenario.collective.slices);
+    if (const LibraryCosts library = collective_choice(scenario).library; library.any())
+      std::printf("library costs     launch %.1f us, %.1f us a message at each end (not in the bound)\n",
+                  library.launch_s * 1e6, library.message_s * 1e6);
     std::printf("simulated         %.6f s\n", r.simulated_s);
     std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
     std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);

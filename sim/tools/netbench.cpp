@@ -210,7 +210,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
   {
     EventClock clock;
     auto network = make_network(scenario, clock, topology);
-    r.simulated_s = simulate_plan(clock, *network, plan, hosts);
+    r.simulated_s = simulate_plan(clock, *network, plan, hosts, collective_choice(scenario).library);
     network.reset();  // before the clock, as ns-3 requires
   }
   r.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

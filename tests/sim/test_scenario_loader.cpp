@@ -1082,6 +1082,12 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "slices: ", "'collective.slices' has no effect with collective.algorithm direct"},
       {"collective.algorithm", "algorithm: {name: fedavg}\ncollective: {algorithm: tree}\n", "collective: {algorithm: ",
        "'collective.algorithm' has no effect with algorithm fedavg, whose server and clients exchange models directly"},
+      {"collective.launch_latency", "algorithm: {name: fedavg}\ncollective: {launch_latency: 20us}\n",
+       "collective: {launch_latency: ",
+       "'collective.launch_latency' has no effect with algorithm fedavg, whose server and clients exchange models "
+       "directly"},
+      {"collective.message_latency", "algorithm: {name: fedavg}\ncollective: {message_latency: 5us}\n",
+       "collective: {message_latency: ", "'collective.message_latency' has no effect with algorithm fedavg"},
       {"collective.server", "collective: {server: 1}\n",
        "server: ", "read only with collective.algorithm: parameter_server"},
       {"collective.clusters", "collective: {clusters: [[0, 1], [2, 3]]}\n",

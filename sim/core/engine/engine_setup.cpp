@@ -101,8 +101,9 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // its first leaves.
   // Only the packet-level backend can replay (Network::held_state): elsewhere planning
   // the phases would only build plans.
+  // Nor, yet, with a library's costs: a replayed phase would be held to sends the costs moved.
   memo_steps_ = scenario.network.memoize && scenario.network.backend == Backend::Ns3 && compute_->deterministic() &&
-                !algorithm_->has_rounds() && !cloud_compute_;
+                !algorithm_->has_rounds() && !cloud_compute_ && !collective_choice(scenario).library.any();
   summary_.model_parameters = parameters_;
 
   CommSettings comm;
@@ -110,7 +111,8 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   comm.choice = collective_choice(scenario);
   comm.host_neighbours = host_neighbours_;
   comm.projection = projection_;
-  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread();
+  // Lanes time a ring at line rate in closed form; with a library's costs every message goes as a flow.
+  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread() && !comm.choice.library.any();
   comm.datagrams = scenario.network.transport == Transport::Udp;
   // The cloud's hold: the back half's forward and backward (its update overlaps the return).
   if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
