@@ -30,7 +30,7 @@ void for_each_piece(int p, int c, int64_t elements, double element_bytes, int sl
 }  // namespace
 
 RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::vector<int64_t>& enter_tick,
-                                     int64_t elements, double element_bytes, int slices) {
+                                     int64_t elements, double element_bytes, int slices, const LibraryCosts& library) {
   const int p = static_cast<int>(lanes.size());
   if (p < 2 || static_cast<int>(enter_tick.size()) != p)
     throw std::invalid_argument("ring_all_reduce_on_lanes: one lane and one entry per rank, two ranks at least");
@@ -62,6 +62,10 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
       lag[r * m + i] = EventClock::ticks(lanes[r].lag.seconds(sizes[i]));
     }
 
+  // The library's costs in the ticks the plan runner's waits take (EventClock::ticks).
+  const int64_t launch = library.launch_s > 0 ? EventClock::ticks(library.launch_s) : 0;
+  const int64_t handling = library.message_s > 0 ? EventClock::ticks(library.message_s) : 0;
+
   RingOnLanes out;
   std::vector<int64_t> free(p);
   for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick;
@@ -72,7 +76,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     int c = (p - k % p) % p;  // the chunk rank 0 sends in step k; rank r sends c + r
     for (int r = 0; r < p; ++r, c = c + 1 == p ? 0 : c + 1) {
       const int to = r + 1 == p ? 0 : r + 1;
-      const int64_t entered = enter_tick[r];
+      const int64_t entered = enter_tick[r] + launch;
       const int64_t* took = &duration[r * m];
       const int64_t* lags = &lag[r * m];
       const uint8_t* size = &piece_size[c * width];
@@ -80,7 +84,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
       int64_t* after = &arriving[to * width];
       int64_t lane_free = free[r];
       for (int j = 0; j < pieces[c]; ++j) {
-        const int64_t sent = k == 0 ? entered : std::max(entered, before[j]);
+        const int64_t sent = (k == 0 ? entered : std::max(entered, before[j] + handling)) + handling;
         const int64_t start = std::max(sent, lane_free);
         int64_t last_bit = start;
         if (sizes[size[j]] > 0) last_bit = lane_free = start + took[size[j]];  // an empty one takes no turn
@@ -93,9 +97,9 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   out.done_tick = enter_tick;
   int64_t first_send = std::numeric_limits<int64_t>::max(), last_arrival = 0;
   for (int r = 0; r < p; ++r) {
-    first_send = std::min(first_send, enter_tick[r]);  // step 0 leaves at entry, the rest later
-    for (int j = 0; j < pieces[(r + 2) % p]; ++j)      // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
-      out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j]);
+    first_send = std::min(first_send, enter_tick[r] + launch + handling);  // step 0 leaves first, the rest later
+    for (int j = 0; j < pieces[(r + 2) % p]; ++j)  // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
+      out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j] + handling);
     last_arrival = std::max(last_arrival, out.done_tick[r]);
   }
   out.lane_bytes = ring_all_reduce_bytes_per_rank(p, elements, element_bytes, slices);
@@ -134,7 +138,7 @@ uint64_t ring_all_reduce_messages(int ranks, int64_t elements, int slices) {
 
 RingLaneRunner::RingLaneRunner(EventClock& clock, NetworkHold& network, std::vector<HostPair> pairs,
                                std::vector<Lane> lanes, int64_t elements, double element_bytes, int slices,
-                               std::function<void(int rank)> rank_done)
+                               std::function<void(int rank)> rank_done, LibraryCosts library)
     : clock_(clock),
       network_(network),
       pairs_(std::move(pairs)),
@@ -143,6 +147,7 @@ RingLaneRunner::RingLaneRunner(EventClock& clock, NetworkHold& network, std::vec
       element_bytes_(element_bytes),
       slices_(slices),
       rank_done_(std::move(rank_done)),
+      library_(library),
       enter_tick_(pairs_.size(), -1) {
   if (lanes_.size() != pairs_.size()) throw std::invalid_argument("ring lane runner: one lane per pair is needed");
 }
@@ -153,7 +158,7 @@ void RingLaneRunner::enter(int rank) {
   const int64_t now = clock_.now_ticks();
   enter_tick_[rank] = now;
   if (++entered_ < static_cast<int>(pairs_.size())) return;
-  result_ = ring_all_reduce_on_lanes(lanes_, enter_tick_, elements_, element_bytes_, slices_);
+  result_ = ring_all_reduce_on_lanes(lanes_, enter_tick_, elements_, element_bytes_, slices_, library_);
   network_.release_lanes(pairs_, result_.free_tick, result_.lane_bytes);
   // Ranks done at one tick finish in rank order.
   std::vector<int> order(pairs_.size());

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "comm/library_costs.h"
 #include "netmodels/event_clock.h"
 #include "netmodels/network_hold.h"
 
@@ -19,7 +20,9 @@ namespace testbed {
 // connection a pair, in send order); its last bit crosses transmission_ticks(bits, rate)
 // (network_hold.h) after it starts, and it arrives the lane's latency later. Every time is in clock
 // ticks and every rounding is the flow backend's, so the result is the per-message path's to
-// the tick.
+// the tick. A library's costs (library_costs.h) move the sends as the plan runner does: a rank
+// may send launch after it entered, a message leaves message latency after it may, and a piece
+// counts at its receiver message latency after it arrived.
 struct RingOnLanes {
   std::vector<int64_t> done_tick;    // per rank: its last message arrived (the result is there)
   std::vector<int64_t> free_tick;    // per lane: its last bit crossed (NetworkHold::release_lanes)
@@ -28,7 +31,8 @@ struct RingOnLanes {
   uint64_t messages = 0;
 };
 RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::vector<int64_t>& enter_tick,
-                                     int64_t elements, double element_bytes, int slices);
+                                     int64_t elements, double element_bytes, int slices,
+                                     const LibraryCosts& library = {});
 
 // Payload bytes each rank sends in ring_all_reduce(ranks, elements, element_bytes, slices),
 // without building it.
@@ -45,7 +49,8 @@ uint64_t ring_all_reduce_messages(int ranks, int64_t elements, int slices);
 class RingLaneRunner {
  public:
   RingLaneRunner(EventClock& clock, NetworkHold& network, std::vector<HostPair> pairs, std::vector<Lane> lanes,
-                 int64_t elements, double element_bytes, int slices, std::function<void(int rank)> rank_done);
+                 int64_t elements, double element_bytes, int slices, std::function<void(int rank)> rank_done,
+                 LibraryCosts library = {});
   void enter(int rank);  // the rank is ready now
   bool all_entered() const { return entered_ == static_cast<int>(pairs_.size()); }
   bool finished() const { return done_ == static_cast<int>(pairs_.size()); }
@@ -60,6 +65,7 @@ class RingLaneRunner {
   double element_bytes_;
   int slices_;
   std::function<void(int)> rank_done_;
+  LibraryCosts library_;
   std::vector<int64_t> enter_tick_;
   int entered_ = 0, done_ = 0;
   RingOnLanes result_;

@@ -159,9 +159,9 @@ void Communicator::enter(const Key& key, int rank, const torch::Tensor& work, co
         HostTimer timer(times_.engine);
         rank_done(key, participants[r], true);
       };
-      c.lanes =
-          std::make_unique<RingLaneRunner>(clock_, *hold, std::move(pairs), std::move(lanes), ring.op.buffer.numel(),
-                                           ring.op.bytes_per_element, ring.slices, std::move(lane_done));
+      c.lanes = std::make_unique<RingLaneRunner>(clock_, *hold, std::move(pairs), std::move(lanes),
+                                                 ring.op.buffer.numel(), ring.op.bytes_per_element, ring.slices,
+                                                 std::move(lane_done), settings_.choice.library);
     } else {
       start_plan(c, key, ring.node, ring.op, ring.participants);
     }

@@ -33,6 +33,7 @@ struct RingCase {
   std::vector<int64_t> enter_second;  // ticks after its first ring is done each enters the second
   int64_t extra_after = 0;            // ticks after rank 0 is done with the second ring: a message on its lane
   uint64_t extra_bytes = 0;
+  LibraryCosts library;  // a collective library's own time (comm/library_costs.h)
 };
 
 // What one run gives: each rank's done tick in both rings, the extra message's arrival, and the
@@ -80,9 +81,9 @@ Outcome run(const RingCase& c, bool lanes) {
     if (!runners[ring]) {
       std::vector<Lane> held;
       if (!network->hold()->hold_lanes(ring_pairs(c.hosts), held)) throw std::runtime_error(c.name + ": lanes refused");
-      runners[ring] =
-          std::make_unique<RingLaneRunner>(clock, *network->hold(), ring_pairs(c.hosts), held, c.elements,
-                                           c.element_bytes, c.slices, [&done, ring](int r) { done(ring, r); });
+      runners[ring] = std::make_unique<RingLaneRunner>(
+          clock, *network->hold(), ring_pairs(c.hosts), held, c.elements, c.element_bytes, c.slices,
+          [&done, ring](int r) { done(ring, r); }, c.library);
     }
     runners[ring]->enter(rank);
   };
@@ -100,7 +101,10 @@ Outcome run(const RingCase& c, bool lanes) {
         const int dst = plan->messages[m].dst;
         if (++plans[ring].arrived[dst] == plan->inbox[dst].size()) done(ring, dst);
       };
-      plans[ring].runner = std::make_unique<PlanRunner>(plan, c.hosts, *network, id, MessageTransport{}, hooks);
+      hooks.later = [&clock](double seconds, std::function<void()> then) { clock.schedule(seconds, std::move(then)); };
+      MessageTransport transport;
+      transport.library = c.library;
+      plans[ring].runner = std::make_unique<PlanRunner>(plan, c.hosts, *network, id, transport, hooks);
     }
   }
   for (int r = 0; r < p; ++r) clock.schedule_ticks(c.enter[r], [&enter, r] { enter(0, r); });
@@ -163,6 +167,14 @@ std::vector<RingCase> generated_cases() {
   add("fat-tree k 4, 16 hosts, fp32", fat, sixteen, 2'500'007, 4, 1);
   std::vector<int> two{3, 12};
   add("fat-tree k 4, two hosts in other pods", fat, two, 1'000'000, 4, 1);
+  // A library's costs: a launch per rank and a latency at each end of every message, with
+  // sizes and slices whose pieces arrive before, and after, a rank's launch has passed.
+  add("ring of 7, library costs, 2 slices", ring, seven, 1'000'003, 4, 2);
+  cases.back().library = {30e-6, 7.5e-6};
+  add("16 GPUs on 4 hosts, library costs", gpus, sixteen, 3'000'001, 2, 1);
+  cases.back().library = {0, 20e-6};
+  add("fat-tree k 4, launch only", fat, sixteen, 2'500'007, 4, 3);
+  cases.back().library = {120e-6, 0};
   return cases;
 }
 
@@ -209,6 +221,16 @@ TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   }
   EXPECT_EQ(ring.messages, 14u * 8u);
   EXPECT_EQ(ring.first_send_tick, 0);
+  // With a library's launch L and message latency m: the first pieces leave at L + m, each
+  // later one 2 m after the one before arrived, and the last counts m after it lands, so every
+  // rank is done at L + 14 (step + 2 m). Slip caught: the receiver's m left out of the last
+  // arrival (every rank done m early).
+  const LibraryCosts library{40e-6, 10e-6};
+  const RingOnLanes costly = ring_all_reduce_on_lanes(lanes, std::vector<int64_t>(8, 0), 8000, 4, 1, library);
+  for (int r = 0; r < 8; ++r)
+    EXPECT_NEAR(static_cast<double>(costly.done_tick[r]), (40e-6 + 14 * (step_s + 20e-6)) * 1e9, 14 * 0.5 + 1e-6)
+        << "rank " << r;
+  EXPECT_EQ(costly.first_send_tick, 50'000);
   network->hold()->release_lanes(ring_pairs(hosts), ring.free_tick, ring.lane_bytes);
   network.reset();
 }

@@ -111,8 +111,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   comm.choice = collective_choice(scenario);
   comm.host_neighbours = host_neighbours_;
   comm.projection = projection_;
-  // Lanes time a ring at line rate in closed form; with a library's costs every message goes as a flow.
-  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread() && !comm.choice.library.any();
+  comm.lanes = projection_ && scenario.network.flow_lanes && !placement_.spread();
   comm.datagrams = scenario.network.transport == Transport::Udp;
   // The cloud's hold: the back half's forward and backward (its update overlaps the return).
   if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
