@@ -66,9 +66,14 @@ void PlanRunner::try_send(int rank) {
   }
 }
 
+const TransportCosts& PlanRunner::costs(int message) const {
+  const auto& msg = plan_->messages[message];
+  return transport_.library.between(hosts_[msg.src], hosts_[msg.dst]);
+}
+
 void PlanRunner::send(int message) {
   sent_[message] = true;
-  const double hold = (plan_->hold_s.empty() ? 0 : plan_->hold_s[message]) + transport_.library.message_s;
+  const double hold = (plan_->hold_s.empty() ? 0 : plan_->hold_s[message]) + costs(message).message_s;
   if (hold <= 0) return transmit(message);
   later(hold, [this, message] { transmit(message); });
 }
@@ -79,11 +84,12 @@ void PlanRunner::transmit(int message) {
   Message wire{next_message_id_++, hosts_[msg.src], hosts_[msg.dst], msg.bytes};
   wire.datagrams = transport_.datagrams;
   wire.element_bytes = transport_.element_bytes;
+  wire.rate_limit = costs(message).rate;
   network_.send(wire, [this, message](const Delivery& d) { arrive(message, d); });
 }
 
 void PlanRunner::arrive(int message, const Delivery& delivery) {
-  const double handover = transport_.library.message_s;
+  const double handover = costs(message).message_s;
   if (handover <= 0) return handed_over(message, delivery);
   later(handover, [this, message, delivery] { handed_over(message, delivery); });
 }

@@ -55,6 +55,7 @@ class PlanRunner {
   void arrive(int message, const Delivery& delivery);
   void handed_over(int message, const Delivery& delivery);  // the receiver's library has it
   void later(double seconds, std::function<void()> then);
+  const TransportCosts& costs(int message) const;  // the library's transport between its ranks' hosts
 
   std::shared_ptr<const CollectivePlan> plan_;
   std::vector<int> hosts_;

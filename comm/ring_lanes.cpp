@@ -30,12 +30,14 @@ void for_each_piece(int p, int c, int64_t elements, double element_bytes, int sl
 }  // namespace
 
 RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::vector<int64_t>& enter_tick,
-                                     int64_t elements, double element_bytes, int slices, const LibraryCosts& library) {
+                                     int64_t elements, double element_bytes, int slices, const LaneCosts& costs) {
   const int p = static_cast<int>(lanes.size());
   if (p < 2 || static_cast<int>(enter_tick.size()) != p)
     throw std::invalid_argument("ring_all_reduce_on_lanes: one lane and one entry per rank, two ranks at least");
   plan_builder::check_sizes("ring_all_reduce_on_lanes", p, elements, element_bytes);
   if (slices < 1) throw std::invalid_argument("ring_all_reduce_on_lanes: slices must be at least 1");
+  if (!costs.message_s.empty() && static_cast<int>(costs.message_s.size()) != p)
+    throw std::invalid_argument("ring_all_reduce_on_lanes: one message latency per lane, or none");
   // Each chunk's pieces, as indices into the few distinct sizes they come in (near-equal parts
   // of near-equal chunks), and each lane's transmission ticks for each size: the walk below is
   // then integer maxima and sums, a few nanoseconds a message.
@@ -63,8 +65,10 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     }
 
   // The library's costs in the ticks the plan runner's waits take (EventClock::ticks).
-  const int64_t launch = library.launch_s > 0 ? EventClock::ticks(library.launch_s) : 0;
-  const int64_t handling = library.message_s > 0 ? EventClock::ticks(library.message_s) : 0;
+  const int64_t launch = costs.launch_s > 0 ? EventClock::ticks(costs.launch_s) : 0;
+  std::vector<int64_t> handling(p, 0);  // per lane: at its sender, and at its receiver
+  for (size_t r = 0; r < costs.message_s.size(); ++r)
+    if (costs.message_s[r] > 0) handling[r] = EventClock::ticks(costs.message_s[r]);
 
   RingOnLanes out;
   std::vector<int64_t> free(p);
@@ -76,6 +80,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     int c = (p - k % p) % p;  // the chunk rank 0 sends in step k; rank r sends c + r
     for (int r = 0; r < p; ++r, c = c + 1 == p ? 0 : c + 1) {
       const int to = r + 1 == p ? 0 : r + 1;
+      const int64_t sending = handling[r], receiving = handling[r == 0 ? p - 1 : r - 1];
       const int64_t entered = enter_tick[r] + launch;
       const int64_t* took = &duration[r * m];
       const int64_t* lags = &lag[r * m];
@@ -84,7 +89,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
       int64_t* after = &arriving[to * width];
       int64_t lane_free = free[r];
       for (int j = 0; j < pieces[c]; ++j) {
-        const int64_t sent = (k == 0 ? entered : std::max(entered, before[j] + handling)) + handling;
+        const int64_t sent = (k == 0 ? entered : std::max(entered, before[j] + receiving)) + sending;
         const int64_t start = std::max(sent, lane_free);
         int64_t last_bit = start;
         if (sizes[size[j]] > 0) last_bit = lane_free = start + took[size[j]];  // an empty one takes no turn
@@ -97,9 +102,10 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   out.done_tick = enter_tick;
   int64_t first_send = std::numeric_limits<int64_t>::max(), last_arrival = 0;
   for (int r = 0; r < p; ++r) {
-    first_send = std::min(first_send, enter_tick[r] + launch + handling);  // step 0 leaves first, the rest later
+    first_send = std::min(first_send, enter_tick[r] + launch + handling[r]);  // step 0 leaves first, the rest later
+    const int64_t receiving = handling[r == 0 ? p - 1 : r - 1];
     for (int j = 0; j < pieces[(r + 2) % p]; ++j)  // the last step brings r chunk (r - 1) - (2p - 3) = r + 2
-      out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j] + handling);
+      out.done_tick[r] = std::max(out.done_tick[r], arrived[r * width + j] + receiving);
     last_arrival = std::max(last_arrival, out.done_tick[r]);
   }
   out.lane_bytes = ring_all_reduce_bytes_per_rank(p, elements, element_bytes, slices);
@@ -108,6 +114,28 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   out.first_send_tick = first_send;
   out.last_arrival_tick = last_arrival;
   return out;
+}
+
+LaneCosts lane_costs(const LibraryCosts& library, const std::vector<HostPair>& pairs) {
+  LaneCosts costs{library.launch_s, {}};
+  bool any = false;
+  for (const auto& [src, dst] : pairs) {
+    costs.message_s.push_back(library.between(src, dst).message_s);
+    any = any || costs.message_s.back() > 0;
+  }
+  if (!any) costs.message_s.clear();
+  return costs;
+}
+
+std::vector<RateLimit> lane_rate_limits(const LibraryCosts& library, const std::vector<HostPair>& pairs) {
+  std::vector<RateLimit> limits;
+  bool any = false;
+  for (const auto& [src, dst] : pairs) {
+    limits.push_back(library.between(src, dst).rate);
+    any = any || limits.back().any();
+  }
+  if (!any) limits.clear();
+  return limits;
 }
 
 // Each chunk's pieces' bytes. In steps 0 .. 2p - 3 rank r sends chunks r, r - 1, ..., every
@@ -147,7 +175,7 @@ RingLaneRunner::RingLaneRunner(EventClock& clock, NetworkHold& network, std::vec
       element_bytes_(element_bytes),
       slices_(slices),
       rank_done_(std::move(rank_done)),
-      library_(library),
+      costs_(lane_costs(library, pairs_)),
       enter_tick_(pairs_.size(), -1) {
   if (lanes_.size() != pairs_.size()) throw std::invalid_argument("ring lane runner: one lane per pair is needed");
 }
@@ -158,7 +186,7 @@ void RingLaneRunner::enter(int rank) {
   const int64_t now = clock_.now_ticks();
   enter_tick_[rank] = now;
   if (++entered_ < static_cast<int>(pairs_.size())) return;
-  result_ = ring_all_reduce_on_lanes(lanes_, enter_tick_, elements_, element_bytes_, slices_, library_);
+  result_ = ring_all_reduce_on_lanes(lanes_, enter_tick_, elements_, element_bytes_, slices_, costs_);
   network_.release_lanes(pairs_, result_.free_tick, result_.lane_bytes);
   // Ranks done at one tick finish in rank order.
   std::vector<int> order(pairs_.size());

@@ -21,8 +21,18 @@ namespace testbed {
 // (network_hold.h) after it starts, and it arrives the lane's latency later. Every time is in clock
 // ticks and every rounding is the flow backend's, so the result is the per-message path's to
 // the tick. A library's costs (library_costs.h) move the sends as the plan runner does: a rank
-// may send launch after it entered, a message leaves message latency after it may, and a piece
-// counts at its receiver message latency after it arrived.
+// may send launch after it entered, a message leaves its lane's message latency after it may,
+// and a piece counts at its receiver that lane's message latency after it arrived. (A library's
+// rate limit is the lane's: NetworkHold::hold_lanes holds its rate to it.)
+struct LaneCosts {
+  double launch_s = 0;
+  std::vector<double> message_s;  // per lane (empty: none), its pair's transport's
+};
+// The costs each lane of `pairs` meets under `library` (LibraryCosts::between).
+LaneCosts lane_costs(const LibraryCosts& library, const std::vector<HostPair>& pairs);
+// Each pair's rate limit under `library`, for NetworkHold::hold_lanes (empty when none has one).
+std::vector<RateLimit> lane_rate_limits(const LibraryCosts& library, const std::vector<HostPair>& pairs);
+
 struct RingOnLanes {
   std::vector<int64_t> done_tick;    // per rank: its last message arrived (the result is there)
   std::vector<int64_t> free_tick;    // per lane: its last bit crossed (NetworkHold::release_lanes)
@@ -31,8 +41,7 @@ struct RingOnLanes {
   uint64_t messages = 0;
 };
 RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::vector<int64_t>& enter_tick,
-                                     int64_t elements, double element_bytes, int slices,
-                                     const LibraryCosts& library = {});
+                                     int64_t elements, double element_bytes, int slices, const LaneCosts& costs = {});
 
 // Payload bytes each rank sends in ring_all_reduce(ranks, elements, element_bytes, slices),
 // without building it.
@@ -65,7 +74,7 @@ class RingLaneRunner {
   double element_bytes_;
   int slices_;
   std::function<void(int)> rank_done_;
-  LibraryCosts library_;
+  LaneCosts costs_;
   std::vector<int64_t> enter_tick_;
   int entered_ = 0, done_ = 0;
   RingOnLanes result_;

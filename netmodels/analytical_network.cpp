@@ -1,4 +1,5 @@
-// Alpha-beta per message along the route: latency sum + bytes / bottleneck, no queues.
+// Alpha-beta per message along the route: latency sum + bytes / bottleneck (or the sender's
+// lower rate limit), no queues.
 #include "netmodels/analytical_network.h"
 
 #include <map>
@@ -21,11 +22,14 @@ class AnalyticalNetwork final : public Network {
     if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
       throw std::invalid_argument("analytical network: message " + std::to_string(message.id) +
                                   " names a vertex outside 0.." + std::to_string(vertices - 1));
+    check_rate_limit(message, "analytical network");
     const double t_send = clock_.now();
     double took = 0;
     if (message.src != message.dst) {
       const Route& r = route_of(message.src, message.dst);
-      took = r.properties.latency_s + static_cast<double>(message.bytes) * 8.0 / r.properties.bottleneck_bps;
+      const double rate =
+          message.rate_limit.any() ? message.rate_limit.of(r.properties.bottleneck_bps) : r.properties.bottleneck_bps;
+      took = r.properties.latency_s + static_cast<double>(message.bytes) * 8.0 / rate;
       for (size_t i = 0; i + 1 < r.path.size(); ++i) link_bytes_[{r.path[i], r.path[i + 1]}] += message.bytes;
     }
     // Delivered in an event of its own, as the packet-level backend does, so a callback

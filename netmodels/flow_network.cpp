@@ -39,6 +39,12 @@ struct Flow {
   double since = 0;
   double rate_bps = 0;
   uint64_t order = 0;  // start order: the solver visits flows in it, whatever their slots
+  // A sender's transport below line rate (Message::rate_limit): the flow's rate stops at
+  // cap_bps (RateLimit::of the route's bottleneck, in wire bits), as if frozen by a
+  // link of that rate at its first hop (the sender paces it; every hop after stores and
+  // forwards its last packet).
+  bool capped = false;
+  double cap_bps = 0;
   // The hop of its route that holds its rate (the first saturated one at its last solve): its
   // last packet is stored and forwarded by every hop after it.
   size_t bottleneck_hop = 0;
@@ -53,6 +59,7 @@ struct Flow {
 struct Pair {
   int64_t key = 0;                          // src * vertices + dst
   std::vector<int> links;                   // directed link ids along the route
+  double bottleneck_bps = 0;                // the least capacity along it
   ArrivalLag lag;                           // propagation; its seconds_per_bit is set by the bottleneck hop
   std::vector<double> after_hop_s_per_bit;  // [h]: 1 / rate summed over the hops after hop h
   double weight = 1;                        // FlowSharing
@@ -102,6 +109,7 @@ class FlowNetwork final : public Network, public NetworkHold {
     if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
       throw std::invalid_argument("flow network: message " + std::to_string(message.id) +
                                   " names a vertex outside 0.." + std::to_string(vertices - 1));
+    check_rate_limit(message, "flow network");
     Flow f;
     f.message = message;
     f.on_delivered = std::move(on_delivered);
@@ -117,6 +125,8 @@ class FlowNetwork final : public Network, public NetworkHold {
     }
     for (int l : pair.links) link_bytes_[l] += message.bytes, link_used_[l] = true;
     f.pair = &pair;
+    f.capped = message.rate_limit.any();
+    if (f.capped) f.cap_bps = message.rate_limit.of(pair.bottleneck_bps);
     f.remaining_bits = static_cast<double>(message.bytes) * 8.0 * overhead_;
     if (pair.busy) return pair.waiting.push_back(std::move(f));
     if (pair.lane_free_tick > now) {
@@ -134,7 +144,8 @@ class FlowNetwork final : public Network, public NetworkHold {
 
   NetworkHold* hold() override { return this; }
 
-  bool hold_lanes(const std::vector<HostPair>& pairs, std::vector<Lane>& lanes) override {
+  bool hold_lanes(const std::vector<HostPair>& pairs, const std::vector<RateLimit>& limits,
+                  std::vector<Lane>& lanes) override {
     lanes.clear();
     const int64_t now = clock_.now_ticks();
     ++mark_;
@@ -148,14 +159,17 @@ class FlowNetwork final : public Network, public NetworkHold {
         if (!on_link_[l].empty() || lane_bars(l, pair, now)) return false;
       }
     }
-    for (auto [src, dst] : pairs) {
-      Pair& pair = pair_of(src, dst);
-      // A flow alone on its route, as solve() fills it: its weight times the least raise.
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      Pair& pair = pair_of(pairs[i].first, pairs[i].second);
+      // A flow alone on its route, as solve() fills it: its weight times the least raise, or
+      // what its cap leaves (a rate limit).
       double step = std::numeric_limits<double>::infinity();
       for (int l : pair.links) step = std::min(step, capacity_[l] / pair.weight);
+      if (!limits.empty() && limits.at(i).any()) step = std::min(step, limits[i].of(pair.bottleneck_bps) / pair.weight);
       // Alone on its route, a flow is held where solve() would freeze it: the first hop its
-      // rate fills.
-      const size_t hop = held_at(pair.links, [&](int l) { return capacity_[l] - step * pair.weight; });
+      // rate fills, or its first hop when its cap holds it.
+      size_t hop = held_at(pair.links, [&](int l) { return capacity_[l] - step * pair.weight; });
+      if (hop == pair.links.size()) hop = 0;
       lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_, std::max(now, pair.lane_free_tick)});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
@@ -213,6 +227,8 @@ class FlowNetwork final : public Network, public NetworkHold {
     pair.after_hop_s_per_bit.assign(rates.size(), 0);
     for (size_t h = rates.size(); h-- > 1;)
       pair.after_hop_s_per_bit[h - 1] = pair.after_hop_s_per_bit[h] + 1 / rates[h];
+    pair.bottleneck_bps = std::numeric_limits<double>::infinity();
+    for (int l : pair.links) pair.bottleneck_bps = std::min(pair.bottleneck_bps, capacity_[l]);
     pair.lag.segment_bytes = mtu_ - static_cast<int64_t>(kHeaderBytes);
     pair.lag.header_bytes = kHeaderBytes + kLinkHeaderBytes;
     if (sharing_ == FlowSharing::Rtt) pair.weight = 1 / rtt;
@@ -305,12 +321,21 @@ class FlowNetwork final : public Network, public NetworkHold {
       }
     }
     frozen_.assign(flows.size(), false);
+    bool any_capped = false;
+    for (int s : flows) any_capped = any_capped || slots_[s].capped;
     size_t remaining = flows.size();
     while (remaining > 0) {
-      // The smallest raise of the fill level (rate per unit weight) that saturates some link.
+      // The smallest raise of the fill level (rate per unit weight) that saturates some link,
+      // or brings some flow to its cap.
       double step = std::numeric_limits<double>::infinity();
       for (int l : used_links_)
         if (unfrozen_on_[l] > 0) step = std::min(step, left_[l] / weight_on_[l]);
+      if (any_capped) {
+        for (size_t i = 0; i < flows.size(); ++i) {
+          const Flow& f = slots_[flows[i]];
+          if (!frozen_[i] && f.capped) step = std::min(step, (f.cap_bps - f.rate_bps) / f.pair->weight);
+        }
+      }
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
         Flow& f = slots_[flows[i]];
@@ -322,8 +347,11 @@ class FlowNetwork final : public Network, public NetworkHold {
       for (size_t i = 0; i < flows.size(); ++i) {
         if (frozen_[i]) continue;
         Flow& f = slots_[flows[i]];
-        const size_t hop = held_at(f.pair->links, [&](int l) { return left_[l]; });
-        if (hop == f.pair->links.size()) continue;
+        size_t hop = held_at(f.pair->links, [&](int l) { return left_[l]; });
+        if (hop == f.pair->links.size()) {
+          if (!f.capped || f.cap_bps - f.rate_bps > 1e-9 * f.cap_bps) continue;
+          hop = 0;  // held by its cap, paced from the sender
+        }
         f.bottleneck_hop = hop;
         frozen_[i] = true;
         --remaining;

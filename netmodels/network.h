@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,21 @@
 namespace testbed {
 
 class NetworkHold;
+
+// How fast a sender's transport can put a message out, below line rate (a collective
+// library's, comm/library_costs.h): at no more than `share` of its route's bottleneck rate, in
+// (0, 1], and no more than `cap_bps` (0: no cap), each in the bits the backend counts that
+// bottleneck in (the flow backend's wire bits, headers included; the analytical's payload).
+struct RateLimit {
+  double share = 1;
+  double cap_bps = 0;
+  bool any() const { return share < 1 || cap_bps > 0; }
+  // The most a message goes at on a route whose bottleneck carries `bottleneck_bps`.
+  double of(double bottleneck_bps) const {
+    const double shared = share * bottleneck_bps;
+    return cap_bps > 0 && cap_bps < shared ? cap_bps : shared;
+  }
+};
 
 struct Message {
   uint64_t id = 0;     // unique per run, chosen by the sender
@@ -23,8 +39,19 @@ struct Message {
   // The sender tolerates loss: a backend with a datagram transport may split the message
   // into datagrams of whole elements and deliver whatever arrived. False: every byte, reliably.
   bool datagrams = false;
-  double element_bytes = 1;  // wire bytes per element (0.5 for fp4), so datagrams split on elements
+  double element_bytes = 1;   // wire bytes per element (0.5 for fp4), so datagrams split on elements
+  RateLimit rate_limit = {};  // none: line rate
 };
+
+// Throws std::invalid_argument unless the message's rate limit is a share in (0, 1] and a cap
+// that is not negative.
+inline void check_rate_limit(const Message& message, const char* backend) {
+  const RateLimit& r = message.rate_limit;
+  if (!(r.share > 0 && r.share <= 1) || !(r.cap_bps >= 0))
+    throw std::invalid_argument(std::string(backend) + ": message " + std::to_string(message.id) + " has rate share " +
+                                std::to_string(r.share) + " (outside (0, 1]) or rate cap " + std::to_string(r.cap_bps) +
+                                " bit/s (negative)");
+}
 
 // Elements [begin, end) of a message, counted from its first element.
 struct ElementRange {

@@ -55,7 +55,7 @@ struct ArrivalLag {
 };
 
 struct Lane {
-  double rate_bps = 0;    // what a flow alone on the route gets
+  double rate_bps = 0;    // what a flow alone on the route gets (at most its rate limit)
   ArrivalLag lag;         // from a message's last bit to its delivery
   double overhead = 1;    // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
   int64_t free_tick = 0;  // when the pair's previous message's last bit crosses
@@ -98,9 +98,12 @@ class NetworkHold {
   // rank r's host to rank r + 1's) fills `lanes` and holds their links from now until
   // release_lanes; false otherwise (shared links, live traffic, or no such promise). While
   // held, a message of another pair crossing those links is a std::logic_error: the caller
-  // chose lanes for traffic that has the network to itself.
-  virtual bool hold_lanes(const std::vector<HostPair>& pairs, std::vector<Lane>& lanes) {
+  // chose lanes for traffic that has the network to itself. limits[i]: pair i's messages'
+  // Message::rate_limit (empty: none), which its lane's rate holds to.
+  virtual bool hold_lanes(const std::vector<HostPair>& pairs, const std::vector<RateLimit>& limits,
+                          std::vector<Lane>& lanes) {
     (void)pairs;
+    (void)limits;
     (void)lanes;
     return false;
   }

@@ -154,7 +154,7 @@ void Communicator::enter(const Key& key, int rank, const torch::Tensor& work, co
     for (int r = 0; r < p; ++r) pairs.emplace_back(ring.participants[r], ring.participants[(r + 1) % p]);
     std::vector<Lane> lanes;
     NetworkHold* hold = network_.hold();
-    if (hold && hold->hold_lanes(pairs, lanes)) {
+    if (hold && hold->hold_lanes(pairs, lane_rate_limits(settings_.choice.library, pairs), lanes)) {
       auto lane_done = [this, key, participants = ring.participants](int r) {
         HostTimer timer(times_.engine);
         rank_done(key, participants[r], true);

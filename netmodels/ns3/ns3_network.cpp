@@ -97,6 +97,7 @@ class Ns3Network final : public Network, public NetworkHold {
     uint64_t end = 0;  // cumulative byte offset on the connection where it ends
     double t_send = 0;
     OnDelivered on_delivered;
+    double not_before = 0;  // a transport below line rate could not have handed it over earlier (paced_arrival)
   };
   // An ACK on its way back to the sender (ns-3 times), seen leaving the receiver.
   struct AckInFlight {
@@ -117,6 +118,7 @@ class Ns3Network final : public Network, public NetworkHold {
     uint64_t written = 0;   // bytes handed to the socket
     uint64_t received = 0;  // bytes read at the receiver
     std::deque<Pending> pending;
+    double paced_until = 0;           // when a transport below line rate has put out what it was given (paced_arrival)
     ns3::Ptr<LinuxTcpBehaviour> tcp;  // its congestion control, and the state memoization reads
     std::shared_ptr<AckTail> tail = std::make_shared<AckTail>();  // shared with the sockets' traces
   };
@@ -129,6 +131,11 @@ class Ns3Network final : public Network, public NetworkHold {
   void on_accept(int dst, ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
   void on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket);
   void deliver_later(Pending p, double delay_s);
+  // A message whose sender's transport reaches less than its route's bottleneck
+  // (Message::rate_limit): the packets still cross at line rate, but the library could not hand
+  // it over before its wire bytes had gone at that rate after `paced_until` (moved on: the
+  // connection's stream), plus the route's latency. The earliest handover, in seconds.
+  double paced_arrival(const Message& message, double& paced_until);
   // Holds the clock: the held world stands for now.
   void hold_clock();
   // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
@@ -447,7 +454,8 @@ void Ns3Network::on_receive(Connection& c, ns3::Ptr<ns3::Socket> socket) {
     c.received += packet->GetSize();
   }
   while (!c.pending.empty() && c.received >= c.pending.front().end) {
-    deliver_later(std::move(c.pending.front()), 0);
+    const double wait = std::max(0.0, c.pending.front().not_before - clock_.now());
+    deliver_later(std::move(c.pending.front()), wait);
     c.pending.pop_front();
   }
 }
@@ -473,6 +481,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   if (message.src < 0 || message.src >= vertices || message.dst < 0 || message.dst >= vertices)
     throw std::invalid_argument("ns3 network: message " + std::to_string(message.id) + " names a vertex outside 0.." +
                                 std::to_string(vertices - 1));
+  check_rate_limit(message, "ns3 network");
   // A held network first catches up with the time it has been held.
   if (clock_.network_held()) clock_.resume_network();
   Pending p{message, 0, clock_.now(), std::move(on_delivered)};
@@ -490,18 +499,42 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
     return;
   }
   if (message.datagrams && datagrams_) {
-    datagrams_->send(message, [this, alive = alive_, on_delivered = std::move(p.on_delivered)](const Delivery& d) {
-      if (*alive) --undelivered_;
-      on_delivered(d);
+    double unpaced = clock_.now();
+    const double not_before = message.rate_limit.any() ? paced_arrival(message, unpaced) : 0;
+    datagrams_->send(message, [this, alive = alive_, not_before,
+                               on_delivered = std::move(p.on_delivered)](const Delivery& d) mutable {
+      if (!*alive) return on_delivered(d);
+      const double wait = not_before - clock_.now();
+      if (wait <= 0) {
+        --undelivered_;
+        return on_delivered(d);
+      }
+      ns3::Simulator::Schedule(ns3::Seconds(wait), [this, alive, d, on_delivered = std::move(on_delivered)]() {
+        if (*alive) --undelivered_;
+        Delivery late = d;
+        late.t_recv = clock_.now();
+        on_delivered(late);
+      });
     });
     return;
   }
   if (message.dst >= hosts_) listen_at(message.dst);
   Connection& c = connection(message.src, message.dst);
+  if (message.rate_limit.any()) p.not_before = paced_arrival(message, c.paced_until);
   c.enqueued += message.bytes;
   p.end = c.enqueued;
   c.pending.push_back(std::move(p));
   fill(c);
+}
+
+double Ns3Network::paced_arrival(const Message& message, double& paced_until) {
+  const PathProperties path = path_properties(topology_, route(topology_, message.src, message.dst, options_.routing));
+  // Wire bytes as TCP puts them out: each segment of payload with its IPv4, TCP and
+  // point-to-point headers.
+  const double wire_bytes = static_cast<double>(message.bytes) * (options_.mtu + 2.0) /
+                            (options_.mtu - static_cast<double>(kTcpIpHeaderBytes));
+  paced_until = std::max(paced_until, clock_.now()) + wire_bytes * 8 / message.rate_limit.of(path.bottleneck_bps);
+  return paced_until + path.latency_s;
 }
 
 std::optional<HeldState> Ns3Network::held_state(const std::vector<HostPair>& pairs) const {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/library_presets.h"
 #include "comm/plans/collectives.h"
 #include "netmodels/ns3_choices.h"
 #include "sim/config/device_presets.h"
@@ -49,6 +50,34 @@ struct EnumNames<Transport> {
   static const std::vector<std::pair<Transport, std::string>>& all() {
     static const std::vector<std::pair<Transport, std::string>> names = {{Transport::Tcp, "tcp"},
                                                                          {Transport::Udp, "udp"}};
+    return names;
+  }
+};
+
+// The collective libraries and their transports (comm/library_presets.h).
+template <>
+struct EnumNames<CollectiveLibrary> {
+  static const std::vector<std::pair<CollectiveLibrary, std::string>>& all() {
+    static const std::vector<std::pair<CollectiveLibrary, std::string>> names = {
+        {CollectiveLibrary::None, "none"}, {CollectiveLibrary::Nccl, "nccl"}, {CollectiveLibrary::Gloo, "gloo"}};
+    return names;
+  }
+};
+
+template <>
+struct EnumNames<NetworkTransport> {
+  static const std::vector<std::pair<NetworkTransport, std::string>>& all() {
+    static const std::vector<std::pair<NetworkTransport, std::string>> names = {{NetworkTransport::Socket, "socket"},
+                                                                                {NetworkTransport::Ib, "ib"}};
+    return names;
+  }
+};
+
+template <>
+struct EnumNames<LocalTransport> {
+  static const std::vector<std::pair<LocalTransport, std::string>>& all() {
+    static const std::vector<std::pair<LocalTransport, std::string>> names = {{LocalTransport::P2p, "p2p"},
+                                                                              {LocalTransport::Shm, "shm"}};
     return names;
   }
 };

@@ -36,11 +36,12 @@ const std::vector<DevicePreset>& device_presets() {
       // HBM3 5.3 TB/s.
       {"mi300x", 163.4e12, 653.7e12, 1307.4e12, 1307.4e12, 5.3e12, 5e-6, 192},
       // NVIDIA Ada (AD102) whitepaper, GeForce RTX 4090: FP32 82.6, TF32 82.6, BF16 and FP16
-      // with FP32 accumulate 165.2 dense; GDDR6X 1008 GB/s.
-      {"rtx4090", 82.6e12, 82.6e12, 165.2e12, 165.2e12, 1.008e12, 5e-6, 24},
+      // with FP32 accumulate 165.2 dense; GDDR6X 1008 GB/s. GeForce: no PCIe peer-to-peer.
+      {"rtx4090", 82.6e12, 82.6e12, 165.2e12, 165.2e12, 1.008e12, 5e-6, 24, false},
       // NVIDIA RTX 2080 Ti (Turing TU102) whitepaper: FP32 13.4, FP16 tensor with FP32 accumulate
-      // 53.8 (DeAR's and ACP-SGD's testbeds); no TF32, no BF16; GDDR6 616 GB/s.
-      {"rtx2080ti", 13.4e12, 0, 0, 53.8e12, 616e9, 5e-6, 11},
+      // 53.8 (DeAR's and ACP-SGD's testbeds); no TF32, no BF16; GDDR6 616 GB/s. GeForce: no PCIe
+      // peer-to-peer (only over an NVLink bridge of two cards).
+      {"rtx2080ti", 13.4e12, 0, 0, 53.8e12, 616e9, 5e-6, 11, false},
       // NVIDIA V100 SXM2 datasheet: FP32 15.7, FP16 tensor 125; no TF32, no BF16; HBM2 900 GB/s.
       {"v100", 15.7e12, 0, 0, 125e12, 900e9, 5e-6, 32},
       // NVIDIA T4 datasheet: FP32 8.1, FP16 tensor 65; no TF32, no BF16; GDDR6 320 GB/s.

@@ -18,6 +18,9 @@ struct DevicePreset {
   double memory_bandwidth;  // bytes per second
   double launch_latency;    // seconds per kernel launch
   double memory_gib;        // device memory, the datasheet's GB read as GiB (as nvidia-smi shows them)
+  // Whether GPUs of this kind reach each other peer-to-peer over PCIe (GeForce cards do not:
+  // NCCL stages their traffic through host memory, collective.local_transport shm).
+  bool pcie_peer_to_peer = true;
 };
 
 const std::vector<DevicePreset>& device_presets();

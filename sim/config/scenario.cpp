@@ -149,8 +149,35 @@ CollectiveChoice collective_choice(const Scenario& scenario) {
   c.slices = scenario.collective.slices;
   c.server_node = scenario.collective.server;
   c.node_cluster = node_clusters(scenario);
-  c.library = {scenario.collective.launch_latency.s, scenario.collective.message_latency.s};
+  c.library = library_costs(scenario);
   return c;
+}
+
+LocalTransport local_transport(const Scenario& scenario) {
+  if (scenario.collective.local_transport) return *scenario.collective.local_transport;
+  if (scenario.topology.interconnect.rfind("nvlink", 0) == 0) return LocalTransport::P2p;
+  for (const auto& p : device_presets())
+    if (p.name == scenario.compute.device) return p.pcie_peer_to_peer ? LocalTransport::P2p : LocalTransport::Shm;
+  return LocalTransport::P2p;
+}
+
+LibraryCosts library_costs(const Scenario& scenario) {
+  const CollectiveSection& col = scenario.collective;
+  LibraryCosts costs = preset_costs(col.library, col.transport, local_transport(scenario));
+  if (col.launch_latency) costs.launch_s = col.launch_latency->s;
+  if (col.message_latency) costs.network.message_s = col.message_latency->s;
+  if (col.bandwidth_share) costs.network.rate.share = *col.bandwidth_share;
+  if (col.max_rate) costs.network.rate.cap_bps = col.max_rate->bps;
+  if (col.local_message_latency) costs.local.message_s = col.local_message_latency->s;
+  if (col.local_bandwidth_share) costs.local.rate.share = *col.local_bandwidth_share;
+  if (col.local_max_rate) costs.local.rate.cap_bps = col.local_max_rate->bps;
+  // The GPUs of one gpu_hosts host share a machine (their messages take the local transport).
+  if (scenario.topology.kind == TopologyKind::GpuHosts) {
+    auto machine = std::make_shared<std::vector<int>>(scenario.nodes);
+    for (int n = 0; n < scenario.nodes; ++n) (*machine)[n] = n / std::max(1, scenario.topology.gpus_per_host);
+    costs.machine_of_host = std::move(machine);
+  }
+  return costs;
 }
 
 std::string fsdp_unit_pattern(const Scenario& scenario) {

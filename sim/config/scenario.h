@@ -203,19 +203,36 @@ struct CollectiveSection {
   int slices = 1;  // ring pipelining: messages per chunk (README, Collectives: why 1)
   int server = 0;  // parameter_server: the server's node index
   std::vector<std::vector<int>> clusters;
-  // The collective library's own time (comm/library_costs.h), on every backend: per collective
-  // and rank before its first message may leave, and per message at the sender and again at
-  // the receiver. 0: the network's time alone (line rate, link latency).
-  Duration launch_latency{0};
-  Duration message_latency{0};
+  // The collective library (comm/library_presets.h; docs/network.md#library-presets) and its
+  // transports: between machines, and between GPUs of one gpu_hosts host (unset: p2p over
+  // NVLink, and over PCIe where the device has PCIe peer-to-peer; shm otherwise). none: the
+  // network's time alone (line rate, link latency).
+  CollectiveLibrary library = CollectiveLibrary::None;
+  NetworkTransport transport = NetworkTransport::Socket;
+  std::optional<LocalTransport> local_transport;
+  // Each of the preset's figures, overridden when set (comm/library_costs.h): the launch per
+  // collective and rank; per message at each end; the share of the route's rate a message
+  // reaches and a cap on it; the network transport's, and the local_ ones inside a host.
+  std::optional<Duration> launch_latency;
+  std::optional<Duration> message_latency, local_message_latency;
+  std::optional<double> bandwidth_share, local_bandwidth_share;
+  std::optional<Bandwidth> max_rate, local_max_rate;
   template <class V>
   void fields(V& v) {
     v.field("algorithm", algorithm);
     v.field("slices", slices, Range{1, 1 << 20});
     v.field("server", server, Range{0, 1e5});
     v.field("clusters", clusters);
+    v.field("library", library);
+    v.field("transport", transport);
+    v.field("local_transport", local_transport);
     v.field("launch_latency", launch_latency, Range{0, 10});
     v.field("message_latency", message_latency, Range{0, 10});
+    v.field("bandwidth_share", bandwidth_share, Range{0, 1, true});
+    v.field("max_rate", max_rate, Range{0, 1e15, true});
+    v.field("local_message_latency", local_message_latency, Range{0, 10});
+    v.field("local_bandwidth_share", local_bandwidth_share, Range{0, 1, true});
+    v.field("local_max_rate", local_max_rate, Range{0, 1e15, true});
   }
 };
 
@@ -500,6 +517,12 @@ int clients_per_cluster(const Scenario& scenario);
 
 // Each node's cluster for the hierarchical collective: collective.clusters when given, else
 // the hierarchical topology's clusters or the fat-tree's pods; empty when there are none.
+// The collective library's costs as the scenario sets them: its preset's figures for the
+// chosen transports, each override applied, and each gpu_hosts GPU's machine.
+LibraryCosts library_costs(const Scenario& scenario);
+// Between GPUs of one host: collective.local_transport, or when unset p2p over NVLink and over
+// PCIe where compute.device has PCIe peer-to-peer, shm otherwise.
+LocalTransport local_transport(const Scenario& scenario);
 std::vector<int> node_clusters(const Scenario& scenario);
 // A split model's cloud (algorithm.cloud): the flops model on that device at the scenario's
 // precision, efficiencies and memory format; none of the fleet's own settings (speeds,

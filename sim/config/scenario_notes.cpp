@@ -48,6 +48,31 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
     if (!c.launch_latency)
       notes["compute.launch_latency"] = "unset: the preset's, " + format_duration(p->launch_latency);
   }
+  if (s.collective.library != CollectiveLibrary::None) {
+    // The preset's figures for the chosen transports, where the scenario does not set them.
+    const CollectiveSection& col = s.collective;
+    const LocalTransport local = local_transport(s);
+    const LibraryCosts preset = preset_costs(col.library, col.transport, local);
+    const std::string net = "unset: " + enum_name(col.library) + " over " + enum_name(col.transport) + "'s, ";
+    const std::string in = "unset: " + enum_name(col.library) + " over " + enum_name(local) + "'s, ";
+    auto cap = [](const RateLimit& r) { return r.cap_bps > 0 ? format_bandwidth(r.cap_bps) : std::string("none"); };
+    if (!col.launch_latency)
+      notes["collective.launch_latency"] =
+          "unset: " + enum_name(col.library) + "'s, " + format_duration(preset.launch_s);
+    if (!col.message_latency) notes["collective.message_latency"] = net + format_duration(preset.network.message_s);
+    if (!col.bandwidth_share) notes["collective.bandwidth_share"] = net + format_number(preset.network.rate.share);
+    if (!col.max_rate) notes["collective.max_rate"] = net + cap(preset.network.rate);
+    if (s.topology.kind == TopologyKind::GpuHosts) {
+      if (!col.local_transport)
+        notes["collective.local_transport"] =
+            "unset: " + enum_name(local) + (local == LocalTransport::P2p ? " (peer-to-peer)" : " (no peer-to-peer)");
+      if (!col.local_message_latency)
+        notes["collective.local_message_latency"] = in + format_duration(preset.local.message_s);
+      if (!col.local_bandwidth_share)
+        notes["collective.local_bandwidth_share"] = in + format_number(preset.local.rate.share);
+      if (!col.local_max_rate) notes["collective.local_max_rate"] = in + cap(preset.local.rate);
+    }
+  }
   if (s.workload.eval_samples == 0) notes["workload.eval_samples"] = "0: the whole test split";
   const TopologySection& t = s.topology;
   if (t.kind == TopologyKind::Hierarchical && t.per_cluster == 0)

@@ -254,12 +254,35 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                         ", which only all-reduces"});
   }
 
-  // The library's costs ride every plan the comm layer runs (neighbour exchanges and a split's
-  // cut included), not a federated run's own sends.
-  for (const auto& [key, given] : {std::pair{"collective.launch_latency", !(col.launch_latency == dcol.launch_latency)},
-                                   {"collective.message_latency", !(col.message_latency == dcol.message_latency)}})
-    keys.push_back({key, given, !federated, "an algorithm whose messages the comm layer runs (all but fedavg's)",
-                    "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
+  // The library rides every plan the comm layer runs (neighbour exchanges and a split's cut
+  // included), not a federated run's own sends. Its transports belong to a library, the local
+  // one and its figures to GPUs that share a host.
+  const bool gpu_hosts = s.topology.kind == TopologyKind::GpuHosts;
+  const std::string direct = "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly";
+  const std::string comm_layer = "an algorithm whose messages the comm layer runs (all but fedavg's)";
+  for (const auto& [key, given] : {std::pair{"collective.library", col.library != dcol.library},
+                                   {"collective.launch_latency", col.launch_latency.has_value()},
+                                   {"collective.message_latency", col.message_latency.has_value()},
+                                   {"collective.bandwidth_share", col.bandwidth_share.has_value()},
+                                   {"collective.max_rate", col.max_rate.has_value()}})
+    keys.push_back({key, given, !federated, comm_layer, direct});
+  keys.push_back({"collective.transport", col.transport != dcol.transport,
+                  !federated && col.library != CollectiveLibrary::None, "collective.library nccl or gloo",
+                  federated ? direct : "collective.library none"});
+  keys.push_back({"collective.local_transport", col.local_transport.has_value(),
+                  !federated && gpu_hosts && col.library != CollectiveLibrary::None,
+                  "collective.library nccl or gloo, on topology.kind gpu_hosts",
+                  federated ? direct
+                  : !gpu_hosts
+                      ? "topology.kind " + enum_name(s.topology.kind) + ", whose nodes are machines of their own"
+                      : "collective.library none"});
+  for (const auto& [key, given] : {std::pair{"collective.local_message_latency", col.local_message_latency.has_value()},
+                                   {"collective.local_bandwidth_share", col.local_bandwidth_share.has_value()},
+                                   {"collective.local_max_rate", col.local_max_rate.has_value()}})
+    keys.push_back({key, given, !federated && gpu_hosts, "topology.kind gpu_hosts (GPUs that share a host)",
+                    federated
+                        ? direct
+                        : "topology.kind " + enum_name(s.topology.kind) + ", whose nodes are machines of their own"});
 
   // A collective's server and clusters belong to the algorithm that uses them.
   keys.push_back({"collective.server", col.server != CollectiveSection{}.server,
@@ -294,6 +317,10 @@ void check_collective(const Scenario& s, const Origins& origins) {
     for (int n = 0; n < s.nodes; ++n)
       if (owner[n] < 0) fail(origins.where("collective.clusters"), "node " + std::to_string(n) + " is in no cluster");
   }
+  // NCCL runs on GPUs: a CPU device is Gloo's (or MPI's).
+  if (c.library == CollectiveLibrary::Nccl && s.compute.reads_device() && s.compute.device == "cpu")
+    fail(origins.where("collective.library"),
+         "nccl runs on GPUs, and compute.device is cpu: use collective.library gloo for CPU tensors");
   if (c.algorithm == CollectiveAlgorithm::Hierarchical && node_clusters(s).empty())
     fail(origins.where("collective.algorithm"),
          "the hierarchical collective needs clusters: use topology.kind hierarchical or fat_tree, or give "

@@ -99,9 +99,18 @@ int netbench_command(const std::string& path, const std::vector<std::string>& se
     std::printf("collective        %s of %s (%s, %d slices)\n", collective.c_str(), human_bytes(*bytes).c_str(),
                 collective == "p2p" ? "-" : enum_name(scenario.collective.algorithm).c_str(),
                 scenario.collective.slices);
-    if (const LibraryCosts library = collective_choice(scenario).library; library.any())
-      std::printf("library costs     launch %.1f us, %.1f us a message at each end (not in the bound)\n",
-                  library.launch_s * 1e6, library.message_s * 1e6);
+    if (const LibraryCosts library = collective_choice(scenario).library; library.any()) {
+      // Only the library's costs, not its name: each figure may be overridden.
+      auto rate = [](const RateLimit& r) {
+        std::string text = r.share < 1 ? ", " + format_number(r.share) + " of line rate" : "";
+        return text + (r.cap_bps > 0 ? ", at most " + format_bandwidth(r.cap_bps) : "");
+      };
+      std::printf("library costs     launch %.1f us; between hosts %.1f us a message at each end%s",
+                  library.launch_s * 1e6, library.network.message_s * 1e6, rate(library.network.rate).c_str());
+      if (library.machine_of_host)
+        std::printf("; inside a host %.1f us%s", library.local.message_s * 1e6, rate(library.local.rate).c_str());
+      std::printf(" (not in the bound)\n");
+    }
     std::printf("simulated         %.6f s\n", r.simulated_s);
     std::printf("alpha-beta bound  %.6f s\n", r.bound_s);
     std::printf("ratio             %.3f\n", r.bound_s > 0 ? r.simulated_s / r.bound_s : 1.0);

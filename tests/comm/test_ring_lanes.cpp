@@ -80,7 +80,8 @@ Outcome run(const RingCase& c, bool lanes) {
     if (!lanes) return plans[ring].runner->enter(rank);
     if (!runners[ring]) {
       std::vector<Lane> held;
-      if (!network->hold()->hold_lanes(ring_pairs(c.hosts), held)) throw std::runtime_error(c.name + ": lanes refused");
+      if (!network->hold()->hold_lanes(ring_pairs(c.hosts), lane_rate_limits(c.library, ring_pairs(c.hosts)), held))
+        throw std::runtime_error(c.name + ": lanes refused");
       runners[ring] = std::make_unique<RingLaneRunner>(
           clock, *network->hold(), ring_pairs(c.hosts), held, c.elements, c.element_bytes, c.slices,
           [&done, ring](int r) { done(ring, r); }, c.library);
@@ -175,6 +176,19 @@ std::vector<RingCase> generated_cases() {
   cases.back().library = {0, 20e-6};
   add("fat-tree k 4, launch only", fat, sixteen, 2'500'007, 4, 3);
   cases.back().library = {120e-6, 0};
+  // A library below line rate, and one whose GPUs of a host talk through another transport
+  // than the hosts do (local costs on the lanes inside a host, network ones on the two that
+  // leave it): a share, a cap, both, and per-lane latencies.
+  add("ring of 7, half the line rate", ring, seven, 1'000'003, 4, 2);
+  cases.back().library.network.rate = {0.5, 0};
+  add("fat-tree k 4, a rate cap and latency", fat, sixteen, 2'500'007, 4, 1);
+  cases.back().library.network = {12e-6, {1, 30e9}};
+  add("16 GPUs on 4 hosts, local and network transports", gpus, sixteen, 3'000'001, 2, 2);
+  cases.back().library.launch_s = 3e-6;
+  cases.back().library.network = {18e-6, {0.5, 0}};
+  cases.back().library.local = {2e-6, {0.49, 40e9}};
+  cases.back().library.machine_of_host =
+      std::make_shared<std::vector<int>>(std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
   return cases;
 }
 
@@ -212,7 +226,7 @@ TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   auto network = make_flow_network(clock, topology);
   std::vector<int> hosts{0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<Lane> lanes;
-  ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs(hosts), lanes));
+  ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs(hosts), {}, lanes));
   const RingOnLanes ring = ring_all_reduce_on_lanes(lanes, std::vector<int64_t>(8, 0), 8000, 4, 1);
   const double step_s = 4000 * 8 * 9002.0 / 8948.0 / 1e9 + 50e-6;
   for (int r = 0; r < 8; ++r) {
@@ -225,7 +239,7 @@ TEST(RingLanes, AnEvenRingTakesEachStepAtTheLaneRate) {
   // later one 2 m after the one before arrived, and the last counts m after it lands, so every
   // rank is done at L + 14 (step + 2 m). Slip caught: the receiver's m left out of the last
   // arrival (every rank done m early).
-  const LibraryCosts library{40e-6, 10e-6};
+  const LaneCosts library{40e-6, std::vector<double>(8, 10e-6)};
   const RingOnLanes costly = ring_all_reduce_on_lanes(lanes, std::vector<int64_t>(8, 0), 8000, 4, 1, library);
   for (int r = 0; r < 8; ++r)
     EXPECT_NEAR(static_cast<double>(costly.done_tick[r]), (40e-6 + 14 * (step_s + 20e-6)) * 1e9, 14 * 0.5 + 1e-6)
@@ -267,9 +281,10 @@ TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
     const Topology line = build_topology(spec);
     EventClock clock;
     auto network = make_flow_network(clock, line);
-    EXPECT_FALSE(network->hold()->hold_lanes({{0, 2}, {1, 3}}, lanes));
-    EXPECT_FALSE(network->hold()->hold_lanes({{0, 0}, {1, 2}}, lanes));
-    EXPECT_TRUE(network->hold()->hold_lanes({{0, 1}, {2, 3}}, lanes)) << "refusing nothing would pass the two above";
+    EXPECT_FALSE(network->hold()->hold_lanes({{0, 2}, {1, 3}}, {}, lanes));
+    EXPECT_FALSE(network->hold()->hold_lanes({{0, 0}, {1, 2}}, {}, lanes));
+    EXPECT_TRUE(network->hold()->hold_lanes({{0, 1}, {2, 3}}, {}, lanes))
+        << "refusing nothing would pass the two above";
     network.reset();
   }
   spec.kind = TopologyKind::Ring;
@@ -279,10 +294,10 @@ TEST(RingLanes, LanesOnlyForLinksOfTheirOwn) {
   bool checked = false;
   clock.schedule(0, [&] {
     network->send(Message{1, 3, 0, 1'000'000}, [](const Delivery&) {});
-    EXPECT_FALSE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes)) << "3->0 carries a flow";
+    EXPECT_FALSE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), {}, lanes)) << "3->0 carries a flow";
   });
   clock.schedule(1.0, [&] {
-    ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), lanes));
+    ASSERT_TRUE(network->hold()->hold_lanes(ring_pairs({0, 1, 2, 3}), {}, lanes));
     EXPECT_EQ(lanes.size(), 4u);
     EXPECT_THROW(network->send(Message{2, 0, 2, 1000}, [](const Delivery&) {}), std::logic_error);
     checked = true;

@@ -201,6 +201,23 @@ TEST_F(Cli, ValidatePrintsHumanUnitsAndWhatDefaultsResolveTo) {
   EXPECT_EQ(r.out.find("e-0"), std::string::npos) << r.out;
 }
 
+// validate prints the chosen library's figures beside the keys that leave them to the preset.
+// Slip caught: the local transport's figures printed for the network's keys.
+TEST_F(Cli, ValidatePrintsTheCollectiveLibrarysFigures) {
+  fs::path good = write("nccl.yaml",
+                        "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, interconnect: pcie3}\n"
+                        "compute: {device: rtx2080ti}\ncollective: {library: nccl, message_latency: 25us}\n");
+  Result r = run("validate '" + good.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line :
+       {"  library: nccl\n", "  transport: socket\n", "  message_latency: 25us\n",
+        "# launch_latency: unset: nccl's, 3us\n", "# bandwidth_share: unset: nccl over socket's, 0.5\n",
+        "# local_transport: unset: shm (no peer-to-peer)\n",
+        "# local_message_latency: unset: nccl over shm's, 2.34us\n",
+        "# local_bandwidth_share: unset: nccl over shm's, 0.49\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+}
+
 // A quantity carries its unit: a bare number other than 0 is exit 2 at the key, with the two
 // readings it most likely meant, in files and in --set; 0 stays bare. Slip caught: bare
 // numbers read in the base unit again (`latency: 50` fifty seconds without a word).

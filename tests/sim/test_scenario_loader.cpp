@@ -421,6 +421,67 @@ TEST(ScenarioErrors, UnknownEnumValues) {
   EXPECT_EQ(names.rfind("ddp, lofi, local_sgd, fedavg, diloco", 0), 0u);  // the order is the registry's, as listed
 }
 
+// The collective library: an unknown one or transport, a share outside (0, 1], NCCL on a CPU.
+TEST(ScenarioErrors, CollectiveLibraryKeys) {
+  expect_error("collective: {library: ncl}\n", "s.yaml:1:23",
+               "'ncl' is not one of: none, nccl, gloo (did you mean 'nccl'?)");
+  expect_error("collective: {library: nccl, transport: rdma}\n", "s.yaml:1:40", "'rdma' is not one of: socket, ib");
+  expect_error("collective: {bandwidth_share: 0}\n", "s.yaml:1:31", "out of range");
+  expect_error("collective: {bandwidth_share: 1.5}\n", "s.yaml:1:31", "out of range");
+  expect_error("compute: {device: cpu}\ncollective: {library: nccl}\n", "s.yaml:2:23",
+               "nccl runs on GPUs, and compute.device is cpu: use collective.library gloo");
+  EXPECT_EQ(error_of("compute: {device: cpu}\ncollective: {library: gloo}\n"), "");
+}
+
+// The library's costs as a run gets them: the preset's figures for the chosen transports,
+// overrides on top, and the GPUs of a gpu_hosts host on one machine. The preset figures are
+// the calibrated ones (comm/library_presets.cpp); here only which one lands where. Slips
+// caught: the local transport defaulting to p2p on GeForce cards over PCIe (they have none),
+// an override applied to the other transport, GPUs given a machine each.
+TEST(ScenarioLoader, CollectiveLibraryCostsFollowPresetTransportsAndOverrides) {
+  const std::string hosts = "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, interconnect: pcie3}\n";
+  const Scenario geforce =
+      parse_scenario(hosts + "compute: {device: rtx2080ti}\ncollective: {library: nccl}\n", "s.yaml");
+  EXPECT_EQ(local_transport(geforce), LocalTransport::Shm);
+  const LibraryCosts a = library_costs(geforce);
+  const LibraryPreset& nccl = library_preset(CollectiveLibrary::Nccl);
+  EXPECT_EQ(a.launch_s, nccl.launch_s);
+  EXPECT_EQ(a.network.message_s, nccl.socket.message_s);
+  EXPECT_EQ(a.network.rate.share, nccl.socket.rate.share);
+  EXPECT_EQ(a.local.message_s, nccl.shm.message_s);
+  ASSERT_TRUE(a.machine_of_host);
+  EXPECT_EQ(*a.machine_of_host, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(&a.between(1, 3), &a.local);
+  EXPECT_EQ(&a.between(3, 4), &a.network);
+  EXPECT_EQ(&a.between(8, 0), &a.network) << "a switch as an endpoint is no GPU of host 0";
+  const Scenario datacenter =
+      parse_scenario(hosts + "compute: {device: a100}\ncollective: {library: nccl, transport: ib}\n", "s.yaml");
+  EXPECT_EQ(local_transport(datacenter), LocalTransport::P2p);
+  EXPECT_EQ(library_costs(datacenter).network.rate.share, nccl.ib.rate.share);
+  const Scenario nvlink = parse_scenario(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, interconnect: nvlink3}\ncompute: {device: rtx4090}\n"
+      "collective: {library: nccl}\n",
+      "s.yaml");
+  EXPECT_EQ(local_transport(nvlink), LocalTransport::P2p);
+  const Scenario tuned =
+      parse_scenario(hosts +
+                         "collective: {library: nccl, launch_latency: 7us, message_latency: 30us, "
+                         "bandwidth_share: 0.8, max_rate: 10Gbps, local_message_latency: 1us, "
+                         "local_bandwidth_share: 0.6, local_max_rate: 20Gbps, local_transport: p2p}\n",
+                     "s.yaml");
+  const LibraryCosts t = library_costs(tuned);
+  EXPECT_EQ(t.launch_s, 7e-6);
+  EXPECT_EQ(t.network.message_s, 30e-6);
+  EXPECT_EQ(t.network.rate.share, 0.8);
+  EXPECT_EQ(t.network.rate.cap_bps, 10e9);
+  EXPECT_EQ(t.local.message_s, 1e-6);
+  EXPECT_EQ(t.local.rate.share, 0.6);
+  EXPECT_EQ(t.local.rate.cap_bps, 20e9);
+  // none: no costs at all, so every run without a library keeps its bits.
+  EXPECT_FALSE(library_costs(parse_scenario("nodes: 4\n", "s.yaml")).any());
+  EXPECT_FALSE(library_costs(parse_scenario(hosts, "s.yaml")).any());
+}
+
 TEST(ScenarioErrors, InvalidYamlSyntax) {
   expect_error("nodes: 4\nseed: [1, 2\n", "s.yaml:3:1", "invalid YAML");
   expect_error("nodes: 4\n  seed: 1\n", "s.yaml:2:7", "invalid YAML");
@@ -1088,6 +1149,22 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "directly"},
       {"collective.message_latency", "algorithm: {name: fedavg}\ncollective: {message_latency: 5us}\n",
        "collective: {message_latency: ", "'collective.message_latency' has no effect with algorithm fedavg"},
+      {"collective.library", "algorithm: {name: fedavg}\ncollective: {library: gloo}\n",
+       "collective: {library: ", "'collective.library' has no effect with algorithm fedavg"},
+      {"collective.transport", "collective: {transport: ib}\n",
+       "transport: ", "'collective.transport' has no effect with collective.library none"},
+      {"collective.local_transport", "collective: {library: nccl, local_transport: shm}\n", "local_transport: ",
+       "'collective.local_transport' has no effect with topology.kind ring, whose nodes are machines of their own"},
+      {"collective.local_message_latency", "collective: {local_message_latency: 2us}\n",
+       "local_message_latency: ", "read only with topology.kind gpu_hosts"},
+      {"collective.local_bandwidth_share", "collective: {local_bandwidth_share: 0.5}\n",
+       "local_bandwidth_share: ", "read only with topology.kind gpu_hosts"},
+      {"collective.local_max_rate", "collective: {local_max_rate: 10Gbps}\n",
+       "local_max_rate: ", "read only with topology.kind gpu_hosts"},
+      {"collective.bandwidth_share", "algorithm: {name: fedavg}\ncollective: {bandwidth_share: 0.5}\n",
+       "collective: {bandwidth_share: ", "'collective.bandwidth_share' has no effect with algorithm fedavg"},
+      {"collective.max_rate", "algorithm: {name: fedavg}\ncollective: {max_rate: 1Gbps}\n",
+       "collective: {max_rate: ", "'collective.max_rate' has no effect with algorithm fedavg"},
       {"collective.server", "collective: {server: 1}\n",
        "server: ", "read only with collective.algorithm: parameter_server"},
       {"collective.clusters", "collective: {clusters: [[0, 1], [2, 3]]}\n",

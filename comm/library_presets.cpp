@@ -1,0 +1,53 @@
+// The libraries' figures. Each is fitted to, or read from, a published measurement named in
+// docs/network.md#library-presets (ids such as B4, L15); the rows that check rather than fit
+// are held beside them by tests/comm/test_library_calibration.cpp.
+#include "comm/library_presets.h"
+
+#include <stdexcept>
+
+namespace testbed {
+
+const LibraryPreset& library_preset(CollectiveLibrary library) {
+  static const LibraryPreset none{};
+  // NCCL, its Simple protocol's costs (what the large buckets of training run under).
+  static const LibraryPreset nccl = [] {
+    LibraryPreset p;
+    p.launch_s = 3.0e-6;             // L19: a collective's launch, what CUDA graphs save (3.5 -> 0.5 us)
+    p.p2p = {0.7125e-6, {0.74, 0}};  // L5 (2 A100, 8 B: 9.85 us); B1, B16 (ring busbw 370 of 450, 208 of 300 GB/s)
+    p.shm = {2.34e-6, {0.49, 0}};  // L8 (2 T4 across sockets, 8 B: 20.36 us); B13 (8 and 4 RTX 5090: 28, 35 of 64 GB/s)
+    p.socket = {20.41e-6,
+                {0.50, 0}};  // L13 (25 GbE, 8 B broadcast: 45.82 us); B8, B7 (1.7 GB/s of 25 GbE, 14.7 of 32 Gb/s)
+    p.ib = {6.87e-6, {0.964, 0}};  // L4 (200 Gb/s RoCE, 8 KB: 35.15 us); B4 (24 GB/s of each 200 Gb/s NIC)
+    return p;
+  }();
+  // Gloo on CPU tensors over TCP (or ibverbs): no kernel launch; one thread's copies and
+  // reductions cap a message's rate whatever the wire.
+  static const LibraryPreset gloo = [] {
+    LibraryPreset p;
+    p.socket = {20.9e-6, {1, 23.2e9}};  // L15 (4 machines, 40 GbE: 4 B in 263 us, 20 MB in 10 608 us)
+    p.ib = {8.75e-6, {1, 0}};           // L14 (2 servers, ibverbs 100 Gb/s: 1 KB in 39 us)
+    p.p2p = p.socket;                   // one machine's ranks talk TCP over loopback
+    p.shm = p.socket;
+    return p;
+  }();
+  switch (library) {
+    case CollectiveLibrary::None:
+      return none;
+    case CollectiveLibrary::Nccl:
+      return nccl;
+    case CollectiveLibrary::Gloo:
+      return gloo;
+  }
+  throw std::invalid_argument("unknown collective library " + std::to_string(static_cast<int>(library)));
+}
+
+LibraryCosts preset_costs(CollectiveLibrary library, NetworkTransport network, LocalTransport local) {
+  const LibraryPreset& p = library_preset(library);
+  LibraryCosts costs;
+  costs.launch_s = p.launch_s;
+  costs.network = network == NetworkTransport::Ib ? p.ib : p.socket;
+  costs.local = local == LocalTransport::Shm ? p.shm : p.p2p;
+  return costs;
+}
+
+}  // namespace testbed
