@@ -9,24 +9,33 @@ namespace testbed {
 
 const LibraryPreset& library_preset(CollectiveLibrary library) {
   static const LibraryPreset none{};
-  // NCCL, its Simple protocol's costs (what the large buckets of training run under).
+  // NCCL, its Simple protocol's costs (what the large buckets of training run under). Each
+  // transport: its message latency, then its rate limit (a share of the link, a cap).
   static const LibraryPreset nccl = [] {
     LibraryPreset p;
-    p.launch_s = 3.0e-6;             // L19: a collective's launch, what CUDA graphs save (3.5 -> 0.5 us)
-    p.p2p = {0.7125e-6, {0.74, 0}};  // L5 (2 A100, 8 B: 9.85 us); B1, B16 (ring busbw 370 of 450, 208 of 300 GB/s)
-    p.shm = {2.34e-6, {0.49, 0}};  // L8 (2 T4 across sockets, 8 B: 20.36 us); B13 (8 and 4 RTX 5090: 28, 35 of 64 GB/s)
-    p.socket = {20.41e-6,
-                {0.50, 0}};  // L13 (25 GbE, 8 B broadcast: 45.82 us); B8, B7 (1.7 GB/s of 25 GbE, 14.7 of 32 Gb/s)
-    p.ib = {6.87e-6, {0.964, 0}};  // L4 (200 Gb/s RoCE, 8 KB: 35.15 us); B4 (24 GB/s of each 200 Gb/s NIC)
+    // L19: a collective's launch, what CUDA graphs save (3.5 -> 0.5 us a call).
+    p.launch_s = 3.0e-6;
+    // L5 (2 A100, 8 B: 9.85 us); B1, B16 (ring busbw 370 of 450 GB/s, 208 of 300).
+    p.p2p = {0.7125e-6, {0.74, 0}};
+    // L8 (2 T4 across sockets, 8 B: 20.36 us); B13 (8 and 4 RTX 5090: 28 and 35 of 64 GB/s).
+    p.shm = {2.34e-6, {0.49, 0}};
+    // L13 (25 GbE, 8 B broadcast: 45.82 us); B8, B7 (1.7 GB/s on 25 GbE, 14.7 Gb/s on 32 GbE:
+    // the socket threads' rate, not a share of the wire; slower Ethernet runs at line rate).
+    p.socket = {20.41e-6, {1, 14.2e9}};
+    // L4 (200 Gb/s RoCE, 8 KB: 35.15 us); B4 (24 GB/s of each 200 Gb/s NIC).
+    p.ib = {6.87e-6, {0.964, 0}};
     return p;
   }();
   // Gloo on CPU tensors over TCP (or ibverbs): no kernel launch; one thread's copies and
   // reductions cap a message's rate whatever the wire.
   static const LibraryPreset gloo = [] {
     LibraryPreset p;
-    p.socket = {20.9e-6, {1, 23.2e9}};  // L15 (4 machines, 40 GbE: 4 B in 263 us, 20 MB in 10 608 us)
-    p.ib = {8.75e-6, {1, 0}};           // L14 (2 servers, ibverbs 100 Gb/s: 1 KB in 39 us)
-    p.p2p = p.socket;                   // one machine's ranks talk TCP over loopback
+    // L15 (4 machines, 40 GbE: 4 B in 263 us, 20 MB in 10 608 us).
+    p.socket = {20.9e-6, {1, 23.2e9}};
+    // L14 (2 servers, ibverbs 100 Gb/s: 1 KB in 39 us).
+    p.ib = {8.75e-6, {1, 0}};
+    // One machine's ranks talk TCP over loopback.
+    p.p2p = p.socket;
     p.shm = p.socket;
     return p;
   }();

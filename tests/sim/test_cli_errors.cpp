@@ -211,8 +211,8 @@ TEST_F(Cli, ValidatePrintsTheCollectiveLibrarysFigures) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line :
        {"  library: nccl\n", "  transport: socket\n", "  message_latency: 25us\n",
-        "# launch_latency: unset: nccl's, 3us\n", "# bandwidth_share: unset: nccl over socket's, 0.5\n",
-        "# local_transport: unset: shm (no peer-to-peer)\n",
+        "# launch_latency: unset: nccl's, 3us\n", "# bandwidth_share: unset: nccl over socket's, 1\n",
+        "# max_rate: unset: nccl over socket's, 14.2Gbps\n", "# local_transport: unset: shm (no peer-to-peer)\n",
         "# local_message_latency: unset: nccl over shm's, 2.34us\n",
         "# local_bandwidth_share: unset: nccl over shm's, 0.49\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
