@@ -244,12 +244,26 @@ Generated generate(int index) {
   y << "}\n";
   // A neighbour exchange runs no collective, and would refuse the key (drawn first all the same,
   // so that the corpus's other draws stay as they were).
-  if (!restart && chance(rng, 10) && !neighbour) y << "collective: {slices: 2}\n";
+  const bool slices = !restart && chance(rng, 10) && !neighbour;
   y << "workload: {model: mlp, dataset: synthetic, synthetic: {inputs: " << inputs << ", hidden: " << hidden
     << ", outputs: " << outputs << ", train_samples: " << 64 * nodes << ", test_samples: 64},\n"
     << "           batch_size: 8, steps: " << steps << ", eval_every: " << (steps + 1) / 2 << "}\n"
     << "compute: {model: fixed, step_time: " << step_time << "s" << speeds << "}\n"
     << "algorithm: " << a.str() << "\n";
+  // A collective library's costs (drawn after everything else, so that the corpus's other draws
+  // stay as they were): NCCL's preset, or latencies and a rate below the link's of their own.
+  std::string library;
+  const int lib = draw(rng, 0, 99);
+  if (lib < 15) {
+    library = "library: nccl";
+  } else if (lib < 35) {
+    library = "launch_latency: " + pick<std::string>(rng, {"0us", "20us"}) +
+              ", message_latency: " + pick<std::string>(rng, {"5us", "50us", "200us"});
+    if (chance(rng, 50)) library += ", bandwidth_share: " + pick<std::string>(rng, {"0.5", "0.8"});
+  }
+  if (slices || !library.empty()) {
+    y << "collective: {" << (slices ? "slices: 2" : "") << (slices && !library.empty() ? ", " : "") << library << "}\n";
+  }
   Generated g;
   g.yaml = y.str();
   std::ostringstream label;
@@ -259,7 +273,7 @@ Generated generate(int index) {
                       : "repeating")
         << " " << a.str() << " n=" << nodes << " " << topology << " " << bandwidth << "/" << latency << " mtu " << mtu
         << " step " << step_time << speeds << " d=" << mlp_parameters(inputs, hidden, outputs)
-        << (even ? "" : " uneven");
+        << (even ? "" : " uneven") << (library.empty() ? "" : " {" + library + "}");
   g.label = label.str();
   return g;
 }

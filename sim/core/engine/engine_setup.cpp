@@ -100,10 +100,10 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
   // its first leaves.
   // Only the packet-level backend can replay (Network::held_state): elsewhere planning
-  // the phases would only build plans.
-  // Nor, yet, with a library's costs: a replayed phase would be held to sends the costs moved.
+  // the phases would only build plans. A library's costs move sends and hand-overs by fixed
+  // amounts after what the network does, so a replay's deliveries move them the same way.
   memo_steps_ = scenario.network.memoize && scenario.network.backend == Backend::Ns3 && compute_->deterministic() &&
-                !algorithm_->has_rounds() && !cloud_compute_ && !collective_choice(scenario).library.any();
+                !algorithm_->has_rounds() && !cloud_compute_;
   summary_.model_parameters = parameters_;
 
   CommSettings comm;
