@@ -385,6 +385,11 @@ struct ComputeSection {
   // stages, as FSDP's default units): a block keeps only its input for backward, and its
   // forward runs again before its backward.
   bool activation_checkpointing = false;
+  // Compute beside communication (docs/compute.md#overlap-slowdown): the passes from a step's
+  // first op that leaves before backward ends (a DDP bucket) to backward's end take
+  // 1 + overlap_slowdown as long, the communication's kernels and copies taking SMs and
+  // memory bandwidth from them. Fixed by the op schedule. 0: no slowdown.
+  double overlap_slowdown = 0;
   template <class V>
   void fields(V& v) {
     v.field("model", model);
@@ -408,6 +413,7 @@ struct ComputeSection {
     v.field("attention", attention);
     v.field("memory_format", memory_format);
     v.field("activation_checkpointing", activation_checkpointing);
+    v.field("overlap_slowdown", overlap_slowdown, Range{0, 10});
   }
   static std::vector<std::string> device_presets();
   // The models that time a step on compute.device's roof (profile splits its rows by it).

@@ -990,6 +990,12 @@ void compute_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   device_key("compute.memory_format", c.memory_format != dc.memory_format);
   device_key("compute.activation_checkpointing", c.activation_checkpointing != dc.activation_checkpointing);
   compute_key("compute.measured_scale", ComputeKind::Measured, c.measured_scale != dc.measured_scale);
+  // Communication beside compute is the comm layer's, which a federated run's sends are not.
+  const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
+  const bool federated = entry && entry->federated;
+  keys.push_back({"compute.overlap_slowdown", c.overlap_slowdown != dc.overlap_slowdown, !federated,
+                  "an algorithm whose messages the comm layer runs (all but fedavg's)",
+                  "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.
   for (const auto& [key, given] : {std::pair{"compute.speed_min", c.speed_min != dc.speed_min},
                                    {"compute.speed_max", c.speed_max != dc.speed_max}})

@@ -388,5 +388,50 @@ TEST(RingChains, AnUnevenRingDriftsApartByItsChunksDifference) {
   EXPECT_GT(even.summary.phases_replayed, 0);
 }
 
+// compute.overlap_slowdown stretches the passes that share the GPU with communication. By hand,
+// for a fixed step time T (under `fixed` the update takes no share, so backward ends at T) and
+// the step's first bucket leaving at t0 (its first message's send, on the analytical backend
+// with no library): step 0's compute is T + s (T - t0), and each later bucket leaves at
+// t0 + (t - t0)(1 + s), t its time without the slowdown. Slips caught: the slowdown applied
+// from backward's start instead of the first bucket, to the buckets' own times not at all, or
+// left out of /train's compute time.
+TEST(OverlapSlowdown, StretchesThePassesFromTheFirstBucketToBackwardsEnd) {
+  auto projection = [](const std::string& slowdown) {
+    const Scenario s = parse_scenario(
+        "name: slow\nnodes: 2\nthreads: 1\n"
+        "topology: {kind: ring, link: {bandwidth: 100Gbps, latency: 1us}}\n"
+        "network: {backend: analytical}\n"
+        "workload: {model: resnet18, batch_size: 8, steps: 2, train: false}\n"
+        "algorithm: {name: ddp, bucket_mb: 5}\n"
+        "compute: {model: fixed, step_time: 100ms, overlap_slowdown: " +
+            slowdown + "}\n",
+        "slow");
+    return run(s);
+  };
+  // Each bucket's first message from node 0 in step 0: a ring of two sends two a rank, the first
+  // at issue, the second once the peer's first has arrived (before the next bucket's: one stream).
+  auto bucket_sends = [](const Outcome& o) {
+    std::vector<double> sends;
+    int sent = 0;
+    for (const MessageRecord& m : o.record.messages)
+      if (m.src == 0 && m.t_send < 0.1 && sent++ % 2 == 0) sends.push_back(m.t_send);
+    return sends;
+  };
+  const double T = 0.1, slowdown = 0.25;
+  const Outcome plain = projection("0");
+  const Outcome slow = projection("0.25");
+  ASSERT_EQ(plain.summary.status, testbed::RunStatus::Completed) << plain.summary.error;
+  ASSERT_EQ(slow.summary.status, testbed::RunStatus::Completed) << slow.summary.error;
+  const std::vector<double> before = bucket_sends(plain), after = bucket_sends(slow);
+  ASSERT_GE(before.size(), 3u) << "ResNet-18's 44.7 MB in 5 MB buckets: several leave during backward";
+  ASSERT_EQ(after.size(), before.size());
+  const double t0 = before[0];
+  EXPECT_EQ(after[0], t0);
+  for (size_t b = 1; b < before.size(); ++b)
+    EXPECT_NEAR(after[b], t0 + (before[b] - t0) * (1 + slowdown), 1e-9) << "bucket " << b;
+  EXPECT_DOUBLE_EQ(plain.record.train_rows[0].compute_time[0], T);
+  EXPECT_NEAR(slow.record.train_rows[0].compute_time[0], T + slowdown * (T - t0), 1e-9);
+}
+
 }  // namespace
 }  // namespace testbed

@@ -1149,6 +1149,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "directly"},
       {"collective.message_latency", "algorithm: {name: fedavg}\ncollective: {message_latency: 5us}\n",
        "collective: {message_latency: ", "'collective.message_latency' has no effect with algorithm fedavg"},
+      {"compute.overlap_slowdown", "algorithm: {name: fedavg}\ncompute: {overlap_slowdown: 0.2}\n",
+       "compute: {overlap_slowdown: ", "'compute.overlap_slowdown' has no effect with algorithm fedavg"},
       {"collective.library", "algorithm: {name: fedavg}\ncollective: {library: gloo}\n",
        "collective: {library: ", "'collective.library' has no effect with algorithm fedavg"},
       {"collective.transport", "collective: {transport: ib}\n",

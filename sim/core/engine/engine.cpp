@@ -178,19 +178,40 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
   const double passes = s.compute_time - s.extra_time;
   s.compute_end_ticks = start + EventClock::ticks(passes * shares.backward_end() + s.extra_time);
   s.update_ticks = EventClock::ticks(s.compute_time) - (s.compute_end_ticks - start);
-  std::vector<CommOp> at_end;
-  for (auto& op : ops) {
+  // When each op leaves: with its tensor's pass, or at backward's end.
+  std::vector<int64_t> leaves;
+  for (const auto& op : ops) {
     const int tensor = op.after_forward >= 0 ? op.after_forward : op.after_gradient;
     if (tensor >= static_cast<int>(gradient_layer_.size()))
       throw std::logic_error(algorithm_->name() + "'s op '" + op.tag + "' waits for tensor " + std::to_string(tensor) +
                              " of " + std::to_string(gradient_layer_.size()));
     // A forward op of a step whose forward already ran at its gates (begin_forward) leaves now.
-    const int64_t at =
-        op.after_forward >= 0
-            ? std::max(clock_->now_ticks(),
-                       start + EventClock::ticks(passes * shares.forward_before(gradient_layer_[tensor])))
-        : op.after_gradient < 0 ? s.compute_end_ticks
-                                : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor]));
+    leaves.push_back(op.after_forward >= 0
+                         ? std::max(clock_->now_ticks(),
+                                    start + EventClock::ticks(passes * shares.forward_before(gradient_layer_[tensor])))
+                     : op.after_gradient < 0
+                         ? s.compute_end_ticks
+                         : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor])));
+  }
+  // compute.overlap_slowdown: the passes from the first op that leaves before backward ends to
+  // backward's end share the GPU with that communication (docs/compute.md#overlap-slowdown),
+  // and take 1 + slowdown as long, by the op schedule alone, whenever the network delivers.
+  const double slowdown = scenario_.compute.overlap_slowdown;
+  int64_t overlap_from = s.compute_end_ticks;
+  if (slowdown > 0)
+    for (int64_t at : leaves) overlap_from = std::min(overlap_from, at);
+  auto slowed = [&](int64_t at) {
+    return at <= overlap_from ? at : at + EventClock::ticks(EventClock::seconds(at - overlap_from) * slowdown);
+  };
+  if (overlap_from < s.compute_end_ticks) {
+    const int64_t end = slowed(s.compute_end_ticks);
+    s.compute_time += EventClock::seconds(end - s.compute_end_ticks);
+    s.compute_end_ticks = end;
+  }
+  std::vector<CommOp> at_end;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    CommOp& op = ops[i];
+    const int64_t at = slowed(leaves[i]);
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
     if (at >= s.compute_end_ticks) {
       at_end.push_back(std::move(op));
