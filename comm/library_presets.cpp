@@ -43,6 +43,7 @@ const LibraryPreset& library_preset(CollectiveLibrary library) {
     case CollectiveLibrary::None:
       return none;
     case CollectiveLibrary::Nccl:
+    case CollectiveLibrary::Horovod:
       return nccl;
     case CollectiveLibrary::Gloo:
       return gloo;

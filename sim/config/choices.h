@@ -59,7 +59,10 @@ template <>
 struct EnumNames<CollectiveLibrary> {
   static const std::vector<std::pair<CollectiveLibrary, std::string>>& all() {
     static const std::vector<std::pair<CollectiveLibrary, std::string>> names = {
-        {CollectiveLibrary::None, "none"}, {CollectiveLibrary::Nccl, "nccl"}, {CollectiveLibrary::Gloo, "gloo"}};
+        {CollectiveLibrary::None, "none"},
+        {CollectiveLibrary::Nccl, "nccl"},
+        {CollectiveLibrary::Gloo, "gloo"},
+        {CollectiveLibrary::Horovod, "horovod"}};
     return names;
   }
 };

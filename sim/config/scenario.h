@@ -217,6 +217,10 @@ struct CollectiveSection {
   std::optional<Duration> message_latency, local_message_latency;
   std::optional<double> bandwidth_share, local_bandwidth_share;
   std::optional<Bandwidth> max_rate, local_max_rate;
+  // horovod: its fusion buffer (HOROVOD_FUSION_THRESHOLD, MiB) and cycle (HOROVOD_CYCLE_TIME);
+  // the defaults are Horovod's since v0.21.0 (64 MiB and 5 ms before).
+  double fusion_mb = 128;
+  Duration cycle_time{1e-3};
   template <class V>
   void fields(V& v) {
     v.field("algorithm", algorithm);
@@ -233,6 +237,8 @@ struct CollectiveSection {
     v.field("local_message_latency", local_message_latency, Range{0, 10});
     v.field("local_bandwidth_share", local_bandwidth_share, Range{0, 1, true});
     v.field("local_max_rate", local_max_rate, Range{0, 1e15, true});
+    v.field("fusion_mb", fusion_mb, Range{0, 1e6});
+    v.field("cycle_time", cycle_time, Range{0, 10, true});
   }
 };
 

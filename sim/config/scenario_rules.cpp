@@ -266,6 +266,10 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                                    {"collective.bandwidth_share", col.bandwidth_share.has_value()},
                                    {"collective.max_rate", col.max_rate.has_value()}})
     keys.push_back({key, given, !federated, comm_layer, direct});
+  for (const auto& [key, given] : {std::pair{"collective.fusion_mb", col.fusion_mb != dcol.fusion_mb},
+                                   {"collective.cycle_time", !(col.cycle_time == dcol.cycle_time)}})
+    keys.push_back({key, given, !federated && col.library == CollectiveLibrary::Horovod, "collective.library horovod",
+                    federated ? direct : "collective.library " + enum_name(col.library)});
   keys.push_back({"collective.transport", col.transport != dcol.transport,
                   !federated && col.library != CollectiveLibrary::None, "collective.library nccl or gloo",
                   federated ? direct : "collective.library none"});
@@ -318,9 +322,11 @@ void check_collective(const Scenario& s, const Origins& origins) {
       if (owner[n] < 0) fail(origins.where("collective.clusters"), "node " + std::to_string(n) + " is in no cluster");
   }
   // NCCL runs on GPUs: a CPU device is Gloo's (or MPI's).
-  if (c.library == CollectiveLibrary::Nccl && s.compute.reads_device() && s.compute.device == "cpu")
-    fail(origins.where("collective.library"),
-         "nccl runs on GPUs, and compute.device is cpu: use collective.library gloo for CPU tensors");
+  if ((c.library == CollectiveLibrary::Nccl || c.library == CollectiveLibrary::Horovod) && s.compute.reads_device() &&
+      s.compute.device == "cpu")
+    fail(origins.where("collective.library"), enum_name(c.library) +
+                                                  " needs GPUs (NCCL), and compute.device is cpu: use "
+                                                  "collective.library gloo for CPU tensors");
   if (c.algorithm == CollectiveAlgorithm::Hierarchical && node_clusters(s).empty())
     fail(origins.where("collective.algorithm"),
          "the hierarchical collective needs clusters: use topology.kind hierarchical or fat_tree, or give "

@@ -424,13 +424,20 @@ TEST(ScenarioErrors, UnknownEnumValues) {
 // The collective library: an unknown one or transport, a share outside (0, 1], NCCL on a CPU.
 TEST(ScenarioErrors, CollectiveLibraryKeys) {
   expect_error("collective: {library: ncl}\n", "s.yaml:1:23",
-               "'ncl' is not one of: none, nccl, gloo (did you mean 'nccl'?)");
+               "'ncl' is not one of: none, nccl, gloo, horovod (did you mean 'nccl'?)");
   expect_error("collective: {library: nccl, transport: rdma}\n", "s.yaml:1:40", "'rdma' is not one of: socket, ib");
   expect_error("collective: {bandwidth_share: 0}\n", "s.yaml:1:31", "out of range");
   expect_error("collective: {bandwidth_share: 1.5}\n", "s.yaml:1:31", "out of range");
   expect_error("compute: {device: cpu}\ncollective: {library: nccl}\n", "s.yaml:2:23",
-               "nccl runs on GPUs, and compute.device is cpu: use collective.library gloo");
+               "nccl needs GPUs (NCCL), and compute.device is cpu: use collective.library gloo");
   EXPECT_EQ(error_of("compute: {device: cpu}\ncollective: {library: gloo}\n"), "");
+  expect_error("compute: {device: cpu}\ncollective: {library: horovod}\n", "s.yaml:2:23",
+               "horovod needs GPUs (NCCL), and compute.device is cpu");
+  // DDP a tensor at a time overlaps backward, and makes its own buckets.
+  expect_error("algorithm: {name: ddp, per_tensor: true, overlap: false}\n", "s.yaml:1:36",
+               "per_tensor all-reduces each gradient during backward: it needs overlap");
+  expect_error("algorithm: {name: ddp, per_tensor: true, bucket_mb: 5}\n", "s.yaml:1:53",
+               "per_tensor makes a bucket of each tensor: bucket_mb has no effect");
 }
 
 // The library's costs as a run gets them: the preset's figures for the chosen transports,
@@ -1153,6 +1160,10 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
        "compute: {overlap_slowdown: ", "'compute.overlap_slowdown' has no effect with algorithm fedavg"},
       {"collective.library", "algorithm: {name: fedavg}\ncollective: {library: gloo}\n",
        "collective: {library: ", "'collective.library' has no effect with algorithm fedavg"},
+      {"collective.fusion_mb", "collective: {library: nccl, fusion_mb: 64}\n",
+       "fusion_mb: ", "'collective.fusion_mb' has no effect with collective.library nccl"},
+      {"collective.cycle_time", "collective: {cycle_time: 5ms}\n",
+       "cycle_time: ", "'collective.cycle_time' has no effect with collective.library none"},
       {"collective.transport", "collective: {transport: ib}\n",
        "transport: ", "'collective.transport' has no effect with collective.library none"},
       {"collective.local_transport", "collective: {library: nccl, local_transport: shm}\n", "local_transport: ",

@@ -5,6 +5,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "sim/core/compute/compute_model.h"
 #include "tests/support/overlap_scenario.h"
 
@@ -101,6 +107,71 @@ TEST_F(DdpBuckets, TrainLikeOneAllReduceUpToSummationOrder) {
   // AdamW divides by sqrt(v), which magnifies rounding on tiny gradients: 1 % of one lr step.
   EXPECT_LT((with.parameters[0] - without.parameters[0]).abs().max().item<double>(), 1e-5);
   EXPECT_FALSE(torch::equal(with.parameters[0], without.parameters[0]));  // two all-reduces really ran
+}
+
+// Bytes node 0 sent in step 0 for each collective, by its tag: a ring of two sends each rank
+// the buffer once, n floats in two halves.
+std::map<std::string, uint64_t> bytes_by_tag(const EngineRun& r) {
+  std::map<std::string, uint64_t> out;
+  for (const MessageRecord& m : r.record.messages)
+    if (m.src == 0 && m.t_send < r.record.train_rows.at(0).time.at(0)) out[m.kind] += m.bytes;
+  return out;
+}
+
+// Wait-free backpropagation (per_tensor): an all-reduce a gradient tensor, in backward's order
+// (fc3's bias and weight, fc2's, fc1's; within a layer the bias first, as buckets fill), no
+// 1 MiB first bucket. Horovod (collective.library horovod) fuses what each cycle collects: with
+// a 1 us cycle a layer's two tensors (ready together) and no more; under a 1 MiB buffer a
+// tensor that would overflow it starts a new one. By hand from the MLP's tensors (fc1 524288 +
+// 1024, fc2 524288 + 512, fc3 5120 + 10 floats). Slips caught: the first bucket's cap kept
+// (fc3 and fc2 in one), tensors of two cycles fused, a buffer let past its threshold.
+TEST_F(OverlapMlp, PerTensorAndHorovodFusionFollowTheCycle) {
+  const double T = 0.05;
+  auto sizes = [](const std::map<std::string, uint64_t>& tags) {
+    std::vector<uint64_t> floats;
+    for (const auto& [tag, bytes] : tags) floats.push_back(bytes / 4);
+    std::sort(floats.begin(), floats.end());
+    return floats;
+  };
+  const EngineRun wfbp = run({"algorithm={name: ddp, per_tensor: true}"});
+  const auto tensors = bytes_by_tag(wfbp);
+  EXPECT_EQ(sizes(tensors), (std::vector<uint64_t>{10, 512, 1024, 5120, 524288, 524288}));
+  EXPECT_EQ(tensors.count("gradient.0"), 1u);
+  EXPECT_EQ(tensors.at("gradient.0"), 10u * 4) << "fc3's bias is ready first";
+
+  // NCCL's own latencies set to 0 here, so that a buffer's first message leaves at its tick.
+  const EngineRun layers =
+      run({"algorithm={name: ddp, per_tensor: true}",
+           "collective={library: horovod, cycle_time: 1us, launch_latency: 0us, message_latency: 0us}"});
+  EXPECT_EQ(sizes(bytes_by_tag(layers)), (std::vector<uint64_t>{5130, 524800, 525312}));
+  // fc3's pair leaves at the first cycle tick after its backward pass: by FLOPs, (forward +
+  // fc3's two gradient passes) of the step, rounded up to a microsecond.
+  const double f1 = 2.0 * 512 * 1024, f2 = 2.0 * 1024 * 512, f3 = 2.0 * 512 * 10;
+  const double total = (f1 + f2 + f3) + (2 * f3 + 2 * f2 + f1);
+  const double fc3_ready = T * ((f1 + f2 + f3) + 2 * f3) / total;
+  double first_send = 1;
+  for (const MessageRecord& m : layers.record.messages)
+    if (m.kind == "fused.gradient.0") first_send = std::min(first_send, m.t_send);
+  EXPECT_NEAR(first_send, std::ceil(fc3_ready * 1e6 - 1e-6) * 1e-6, 1e-9) << "ready at " << fc3_ready;
+
+  const EngineRun capped =
+      run({"algorithm={name: ddp, per_tensor: true}", "collective={library: horovod, cycle_time: 1us, fusion_mb: 1}"});
+  EXPECT_EQ(sizes(bytes_by_tag(capped)), (std::vector<uint64_t>{512, 1024, 5130, 524288, 524288}));
+}
+
+// Fusion moves values, not only bytes: each tensor gets back its own slice of the reduced
+// buffer. On two nodes every sum is a + b whatever the buffer, so training with Horovod's one
+// buffer a step (a cycle longer than the step) ends bit for bit where per-tensor all-reduces do.
+// Slip caught: a part given the wrong slice (an offset not advanced).
+TEST_F(OverlapMlp, HorovodFusionTrainsAsItsTensorsWould) {
+  const EngineRun plain = run({"algorithm={name: ddp, per_tensor: true}"});
+  const EngineRun fused =
+      run({"algorithm={name: ddp, per_tensor: true}", "collective={library: horovod, cycle_time: 1s}"});
+  ASSERT_EQ(fused.record.messages.size(), 3u * 2 * 2) << "one buffer a step: two messages a node";
+  EXPECT_EQ(fused.record.messages[0].kind, "fused.gradient.0");
+  const auto initial = flatten_parameters(*make_model(scenario()));
+  EXPECT_GT((plain.parameters[0] - initial).abs().max().item<double>(), 1e-3);
+  for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(fused.parameters[n], plain.parameters[n])) << "node " << n;
 }
 
 TEST_F(DdpBuckets, GptBucketsFollowBackward) {

@@ -22,7 +22,10 @@ Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, co
       slices_(tensor_sizes),
       applied_(nodes, 0),
       second_order_(nodes, batch_size, tensor_layers, optimizer, std::move(second_order)) {
-  if (options.overlap) buckets_ = gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
+  // A tensor a bucket: each closes with its first tensor when both caps are a byte.
+  if (options.overlap)
+    buckets_ = options.per_tensor ? gradient_buckets(tensor_sizes, tensor_layers, 1, 1)
+                                  : gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
 }
 
 std::vector<CommOp> Ddp::gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const {

@@ -208,10 +208,12 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     s.compute_time += EventClock::seconds(end - s.compute_end_ticks);
     s.compute_end_ticks = end;
   }
+  for (int64_t& at : leaves) at = slowed(at);
+  if (scenario_.collective.library == CollectiveLibrary::Horovod) fuse_by_cycle(node, start, ops, leaves);
   std::vector<CommOp> at_end;
   for (size_t i = 0; i < ops.size(); ++i) {
     CommOp& op = ops[i];
-    const int64_t at = slowed(leaves[i]);
+    const int64_t at = leaves[i];
     // Ops due when backward ends leave from compute_done, in order with the step's other ops.
     if (at >= s.compute_end_ticks) {
       at_end.push_back(std::move(op));
@@ -224,6 +226,60 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     });
   }
   return at_end;
+}
+
+// Horovod's background thread (collective.library horovod): every cycle_time it takes the
+// all-reduces submitted since the last cycle, in order, and runs them as fused buffers of at
+// most fusion_mb (a tensor larger than that alone). The cycles run from the step's first pass.
+// A fused op leaves at its cycle's tick; one due after backward ends leaves when it ends.
+void Engine::fuse_by_cycle(int node, int64_t start, std::vector<CommOp>& ops, std::vector<int64_t>& leaves) {
+  const int64_t cycle = std::max<int64_t>(1, EventClock::ticks(scenario_.collective.cycle_time.s));
+  const double threshold = scenario_.collective.fusion_mb * 1024 * 1024;
+  auto fusable = [](const CommOp& op) {
+    return op.kind == CommKind::AllReduce && op.after_gradient >= 0 && op.after_forward < 0 && op.delay == 0;
+  };
+  auto tick = [&](int64_t at) { return start + (at - start + cycle - 1) / cycle * cycle; };
+  std::vector<CommOp> out;
+  std::vector<int64_t> out_leaves;
+  std::vector<CommOp> group;  // the fusion buffer being filled
+  double group_bytes = 0;
+  int64_t group_tick = -1;
+  auto flush = [&] {
+    if (group.empty()) return;
+    if (group.size() == 1) {
+      out.push_back(std::move(group[0]));
+    } else {
+      CommOp fused = group[0];
+      fused.tag = "fused." + group[0].tag;
+      std::vector<torch::Tensor> buffers;
+      for (const CommOp& part : group) buffers.push_back(part.buffer);
+      fused.buffer = torch::cat(buffers);
+      fused_parts_[{node, state_[node].step, fused.tag}] = std::move(group);
+      out.push_back(std::move(fused));
+    }
+    out_leaves.push_back(group_tick);
+    group.clear();
+    group_bytes = 0;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!fusable(ops[i])) {
+      flush();
+      out.push_back(std::move(ops[i]));
+      out_leaves.push_back(leaves[i]);
+      continue;
+    }
+    const int64_t at = tick(leaves[i]);
+    const double bytes = static_cast<double>(ops[i].buffer.numel()) * ops[i].bytes_per_element;
+    const bool fits = !group.empty() && at == group_tick && ops[i].nodes == group[0].nodes &&
+                      ops[i].bytes_per_element == group[0].bytes_per_element && group_bytes + bytes <= threshold;
+    if (!fits) flush();
+    if (group.empty()) group_tick = at;
+    group.push_back(std::move(ops[i]));
+    group_bytes += bytes;
+  }
+  flush();
+  ops = std::move(out);
+  leaves = std::move(out_leaves);
 }
 
 void Engine::compute_done(int node) {
@@ -379,10 +435,27 @@ void Engine::apply_ops(int node, const std::function<bool(const InFlight&)>& whi
   {
     HostTimer compute_timer(times_.local_compute);
     for (auto& f : s.in_flight) {
+      if (!which(f)) continue;
+      const auto fused = fused_parts_.find({node, f.issued_step, f.op.tag});
       // A replay's ops carry no values; another process applies its own replicas'.
-      if (!which(f) || replaying_ || !replicas_[node]) continue;
+      if (replaying_ || !replicas_[node]) {
+        if (fused != fused_parts_.end()) fused_parts_.erase(fused);
+        continue;
+      }
       comm_unpack(f.op, f.work, f.blocks, f.rank, f.arrived);
-      algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+      if (fused == fused_parts_.end()) {
+        algorithm_->apply(node, f.issued_step, *replicas_[node], f.op);
+        continue;
+      }
+      // A fusion buffer (fuse_by_cycle): each part gets its own slice of the reduced buffer.
+      int64_t offset = 0;
+      for (CommOp& part : fused->second) {
+        const int64_t n = part.buffer.numel();
+        part.buffer = f.op.buffer.narrow(0, offset, n).clone();
+        offset += n;
+        algorithm_->apply(node, f.issued_step, *replicas_[node], part);
+      }
+      fused_parts_.erase(fused);
     }
   }
   std::erase_if(s.in_flight, which);

@@ -128,6 +128,7 @@ class Engine {
   void post_plan_head(int node);  // the receive of the node's next plan, posted ahead
   // Issues the ops that wait for a gradient at that layer's end of backward; returns the rest.
   std::vector<CommOp> schedule_backward_ops(int node, std::vector<CommOp> ops);
+  void fuse_by_cycle(int node, int64_t start, std::vector<CommOp>& ops, std::vector<int64_t>& leaves);
   void compute_done(int node);
   void issue(int node, CommOp op);
   // Once, at the first step with ops: on ns-3, the packets they put on the network and the
@@ -223,6 +224,8 @@ class Engine {
   };
   std::map<int64_t, ComputeBatch> compute_batches_;  // by tick
   bool step_cost_said_ = false;                      // say_step_cost has looked
+  // Horovod's fusion buffers in flight: each one's parts, by (node, step, fused tag).
+  std::map<std::tuple<int, int, std::string>, std::vector<CommOp>> fused_parts_;
   bool memo_steps_ = false;    // memoization may replay steps (network.memoize, deterministic compute)
   uint64_t issue_events_ = 0;  // events scheduled to issue ops, so far
   uint64_t total_bytes_ = 0;
