@@ -959,11 +959,18 @@ SPLIT_BERT = "scenarios/paper/split_bert.yaml"
 
 @block("full")
 def split_finetuning(tb):
-    """Split fine-tuning at rank 8 against the plain cut (rank 0): the tiny GPT trained on two
-    edges (each its own model and data) and BERT-base projected on one; bytes a step each way,
-    step time, each edge's model at the end, and the traffic ratio beside h / r."""
+    """Split fine-tuning at rank 8 against the plain cut (rank 0): the tiny GPT pre-trained by a
+    testbed run (DDP over the two edges, the same steps; no pretrained weights are on the
+    machine), then fine-tuned on two edges (each its own model and data) and BERT-base projected
+    on one; bytes a step each way, step time, each edge's model at the end, and the traffic ratio
+    beside h / r."""
     ranks = [8, 0]
-    trained = tb.runs([(SPLIT_GPT, [f"algorithm.rank={r}"]) for r in ranks])
+    start = tb.scratch / "split_pretrained.pt"
+    pre = tb.run(SPLIT_GPT, "algorithm={name: ddp}", f"output.checkpoint={start}")
+    with h5py.File(pre["path"], "r") as f:
+        pre_accuracy = float(f["eval"]["accuracy"][-1])
+        pre_loss = float(f["eval"]["loss"][-1])
+    trained = tb.runs([(SPLIT_GPT, [f"algorithm.rank={r}", f"workload.init_from={start}"]) for r in ranks])
     projected = tb.runs([(SPLIT_BERT, [f"algorithm.rank={r}"]) for r in ranks])
     rows, sent = [], {}
     for r, res in zip(ranks, trained):
@@ -971,7 +978,7 @@ def split_finetuning(tb):
             accuracy = f["eval"]["replica_accuracy"][-1]
             loss = f["eval"]["replica_loss"][-1]
             sent[("gpt", r)] = int(f["comm"]["bytes"][0][0])
-        rows.append(["tiny GPT (h 128), 2 edges, 300 steps", "plain cut" if r == 0 else f"rank {r}",
+        rows.append(["tiny GPT (h 128), 2 edges, 300 steps from the pre-trained start", "plain cut" if r == 0 else f"rank {r}",
                      mb(sent[("gpt", r)]), f"{res['projected_time_s'] / res['steps_completed'] * 1e3:.0f} ms",
                      " / ".join(f"{a:.3f}" for a in accuracy), " / ".join(f"{math.exp(l):.2f}" for l in loss)])
     for r, res in zip(ranks, projected):
@@ -979,10 +986,13 @@ def split_finetuning(tb):
         rows.append(["BERT-base (h 768), 1 edge, projected", "plain cut" if r == 0 else f"rank {r}", mb(sent[("bert", r)]),
                      f"{res['projected_time_s'] / res['steps_completed'] * 1e3:.0f} ms", "—", "—"])
     ratio = lambda m: sent[(m, 0)] / sent[(m, 8)]
-    return (command(f"build/testbed run {SPLIT_GPT} --set algorithm.rank=0",
+    return (command(f"build/testbed run {SPLIT_GPT} --set 'algorithm={{name: ddp}}' --set output.checkpoint=pre.pt",
+                    f"build/testbed run {SPLIT_GPT} --set algorithm.rank=0 --set workload.init_from=pre.pt",
                     f"build/testbed run {SPLIT_BERT} --set algorithm.rank=0")
             + table(["run", "cut", "activations an edge sends a step", "projected step", "edges' next-byte accuracy",
                      "edges' perplexity"], rows)
+            + f"\nThe pre-trained start (DDP, 300 steps): next-byte accuracy {pre_accuracy:.3f}, perplexity "
+            f"{math.exp(pre_loss):.2f}.\n"
             + f"\nThe plain cut sends {ratio('gpt'):.0f}x the rank-8 cut's bytes on the tiny GPT (h / r = 128 / 8 = 16) "
             f"and {ratio('bert'):.0f}x on BERT-base (768 / 8 = 96, the paper's 96x); the gradient coming back is the "
             "same size.\n")
