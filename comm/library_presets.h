@@ -10,10 +10,10 @@
 namespace testbed {
 
 // none: the network's time alone (line rate, link latency), the testbed's model before
-// libraries. nccl: NVIDIA's, on GPUs. gloo: PyTorch's CPU backend. horovod: Horovod over NCCL,
-// whose background thread fuses the all-reduces submitted in each cycle (the engine's
-// fuse_by_cycle); its messages cost NCCL's.
-enum class CollectiveLibrary { None, Nccl, Gloo, Horovod };
+// libraries. nccl: NVIDIA's, on GPUs. gloo: PyTorch's CPU backend. mpi: Open MPI (TCP, or UCX
+// over InfiniBand). horovod: Horovod over NCCL, whose background thread fuses the all-reduces
+// submitted in each cycle (the engine's fuse_by_cycle); its messages cost NCCL's.
+enum class CollectiveLibrary { None, Nccl, Gloo, Mpi, Horovod };
 
 // How a library reaches another machine: TCP sockets over Ethernet, or InfiniBand (RoCE) verbs.
 enum class NetworkTransport { Socket, Ib };

@@ -62,6 +62,7 @@ struct EnumNames<CollectiveLibrary> {
         {CollectiveLibrary::None, "none"},
         {CollectiveLibrary::Nccl, "nccl"},
         {CollectiveLibrary::Gloo, "gloo"},
+        {CollectiveLibrary::Mpi, "mpi"},
         {CollectiveLibrary::Horovod, "horovod"}};
     return names;
   }

@@ -424,7 +424,7 @@ TEST(ScenarioErrors, UnknownEnumValues) {
 // The collective library: an unknown one or transport, a share outside (0, 1], NCCL on a CPU.
 TEST(ScenarioErrors, CollectiveLibraryKeys) {
   expect_error("collective: {library: ncl}\n", "s.yaml:1:23",
-               "'ncl' is not one of: none, nccl, gloo, horovod (did you mean 'nccl'?)");
+               "'ncl' is not one of: none, nccl, gloo, mpi, horovod (did you mean 'nccl'?)");
   expect_error("collective: {library: nccl, transport: rdma}\n", "s.yaml:1:40", "'rdma' is not one of: socket, ib");
   expect_error("collective: {bandwidth_share: 0}\n", "s.yaml:1:31", "out of range");
   expect_error("collective: {bandwidth_share: 1.5}\n", "s.yaml:1:31", "out of range");
