@@ -71,8 +71,8 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
     if (costs.message_s[r] > 0) handling[r] = EventClock::ticks(costs.message_s[r]);
 
   RingOnLanes out;
-  std::vector<int64_t> free(p);
-  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick;
+  std::vector<int64_t> free(p), lane_arrived(p);
+  for (int r = 0; r < p; ++r) free[r] = lanes[r].free_tick, lane_arrived[r] = lanes[r].arrived_tick;
   // Arrival ticks of step k - 1's pieces at each rank (from r - 1), and step k's. A rank's
   // arrivals come in send order (one connection), so its last is in the last step.
   std::vector<int64_t> arrived(p * width, 0), arriving(p * width, 0);
@@ -93,7 +93,8 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
         const int64_t start = std::max(sent, lane_free);
         int64_t last_bit = start;
         if (sizes[size[j]] > 0) last_bit = lane_free = start + took[size[j]];  // an empty one takes no turn
-        after[j] = last_bit + lags[size[j]];
+        // No earlier than the lane's previous message (Lane::arrived_tick).
+        after[j] = lane_arrived[r] = std::max(last_bit + lags[size[j]], lane_arrived[r]);
       }
       free[r] = lane_free;
     }
@@ -111,6 +112,7 @@ RingOnLanes ring_all_reduce_on_lanes(const std::vector<Lane>& lanes, const std::
   out.lane_bytes = ring_all_reduce_bytes_per_rank(p, elements, element_bytes, slices);
   out.messages = ring_all_reduce_messages(p, elements, slices);
   out.free_tick = free;
+  out.arrival_tick = lane_arrived;
   out.first_send_tick = first_send;
   out.last_arrival_tick = last_arrival;
   return out;
@@ -187,7 +189,7 @@ void RingLaneRunner::enter(int rank) {
   enter_tick_[rank] = now;
   if (++entered_ < static_cast<int>(pairs_.size())) return;
   result_ = ring_all_reduce_on_lanes(lanes_, enter_tick_, elements_, element_bytes_, slices_, costs_);
-  network_.release_lanes(pairs_, result_.free_tick, result_.lane_bytes);
+  network_.release_lanes(pairs_, result_.free_tick, result_.arrival_tick, result_.lane_bytes);
   // Ranks done at one tick finish in rank order.
   std::vector<int> order(pairs_.size());
   for (size_t r = 0; r < order.size(); ++r) order[r] = static_cast<int>(r);

@@ -34,9 +34,10 @@ LaneCosts lane_costs(const LibraryCosts& library, const std::vector<HostPair>& p
 std::vector<RateLimit> lane_rate_limits(const LibraryCosts& library, const std::vector<HostPair>& pairs);
 
 struct RingOnLanes {
-  std::vector<int64_t> done_tick;    // per rank: its last message arrived (the result is there)
-  std::vector<int64_t> free_tick;    // per lane: its last bit crossed (NetworkHold::release_lanes)
-  std::vector<uint64_t> lane_bytes;  // per lane: payload bytes it carried
+  std::vector<int64_t> done_tick;     // per rank: its last message arrived (the result is there)
+  std::vector<int64_t> free_tick;     // per lane: its last bit crossed (NetworkHold::release_lanes)
+  std::vector<int64_t> arrival_tick;  // per lane: its last message arrived
+  std::vector<uint64_t> lane_bytes;   // per lane: payload bytes it carried
   int64_t first_send_tick = 0, last_arrival_tick = 0;
   uint64_t messages = 0;
 };

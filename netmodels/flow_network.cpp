@@ -66,6 +66,7 @@ struct Pair {
   bool busy = false;                        // a flow of this pair is on the network, or its lane's last bit is
   std::deque<Flow> waiting;                 // in send order
   int64_t lane_free_tick = 0;               // Lane::free_tick: when a ring timed on its lane lets go of it
+  int64_t delivered_tick = 0;               // its last message's delivery: a later one is delivered no earlier
 };
 
 class FlowNetwork final : public Network, public NetworkHold {
@@ -170,7 +171,8 @@ class FlowNetwork final : public Network, public NetworkHold {
       // rate fills, or its first hop when its cap holds it.
       size_t hop = held_at(pair.links, [&](int l) { return capacity_[l] - step * pair.weight; });
       if (hop == pair.links.size()) hop = 0;
-      lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_, std::max(now, pair.lane_free_tick)});
+      lanes.push_back({step * pair.weight, lag_after(pair, hop), overhead_, std::max(now, pair.lane_free_tick),
+                       pair.delivered_tick});
       for (int l : pair.links) lane_held_[l] = true, lane_holder_[l] = pair.key;
     }
     return true;
@@ -183,10 +185,11 @@ class FlowNetwork final : public Network, public NetworkHold {
   }
 
   void release_lanes(const std::vector<HostPair>& pairs, const std::vector<int64_t>& free_ticks,
-                     const std::vector<uint64_t>& bytes) override {
+                     const std::vector<int64_t>& arrival_ticks, const std::vector<uint64_t>& bytes) override {
     for (size_t i = 0; i < pairs.size(); ++i) {
       Pair& pair = pair_of(pairs[i].first, pairs[i].second);
       pair.lane_free_tick = std::max(pair.lane_free_tick, free_ticks[i]);
+      pair.delivered_tick = std::max(pair.delivered_tick, arrival_ticks[i]);
       for (int l : pair.links) {
         lane_held_[l] = false;
         lane_until_[l] = pair.lane_free_tick;
@@ -451,8 +454,18 @@ class FlowNetwork final : public Network, public NetworkHold {
     return lag;
   }
 
+  // A message arrives its lag after its last bit, and no earlier than its pair's previous one:
+  // one connection's packets cross every hop in order, so a short message cannot overtake the
+  // last packet of the one before it (nor an empty one, which carries none).
   void deliver(Flow f) {
-    const int64_t lag = f.pair ? EventClock::ticks(lag_after(*f.pair, f.bottleneck_hop).seconds(f.message.bytes)) : 0;
+    int64_t lag = 0;
+    if (f.pair) {
+      const int64_t at = std::max(
+          clock_.now_ticks() + EventClock::ticks(lag_after(*f.pair, f.bottleneck_hop).seconds(f.message.bytes)),
+          f.pair->delivered_tick);
+      f.pair->delivered_tick = at;
+      lag = at - clock_.now_ticks();
+    }
     clock_.schedule_ticks(lag, [this, f = std::move(f)] {
       f.on_delivered(Delivery{f.message, f.t_send, clock_.now(), 0, {}});
     });

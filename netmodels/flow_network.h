@@ -18,7 +18,8 @@ namespace testbed {
 // last re-solve: on an idle route of equal links, the first), then its last packet has been
 // stored and forwarded by each later hop (its wire bytes over each such hop's rate: ns-3's
 // nodes receive a packet whole before sending it on), plus the route's propagation latency
-// (ArrivalLag in network_hold.h). Without the store-and-forward term a latency-bound ring on a
+// (ArrivalLag in network_hold.h), and no earlier than its pair's previous message (a
+// connection's packets cross every hop in order). Without the store-and-forward term a latency-bound ring on a
 // fat-tree (62.5 kB steps at 100 Gb/s, 2 to 6 hops) came out 12 % faster than ns-3.
 // Loss, queues and TCP's window dynamics are not modelled. Each (src, dst) pair's messages
 // follow route(topology, src, dst, routing), one after another in send order (one connection

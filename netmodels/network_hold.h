@@ -59,6 +59,10 @@ struct Lane {
   ArrivalLag lag;         // from a message's last bit to its delivery
   double overhead = 1;    // wire bytes per payload byte (headers): bits = bytes * 8 * overhead
   int64_t free_tick = 0;  // when the pair's previous message's last bit crosses
+  // When the pair's previous message arrives: a later one arrives no earlier, its packets
+  // following the earlier one's on every hop (a small message cannot overtake a large one's
+  // last packet being stored and forwarded).
+  int64_t arrived_tick = 0;
 };
 
 // Clock ticks (nanoseconds) `bits` take at `rate_bps`, to the nearest: how the flow backend
@@ -107,13 +111,15 @@ class NetworkHold {
     (void)lanes;
     return false;
   }
-  // The ring timed on the held lanes: pair i carried bytes[i] and its last bit crosses at
-  // free_ticks[i]. A later message of that pair waits for it; one of another pair crossing
-  // those links before then is a std::logic_error.
+  // The ring timed on the held lanes: pair i carried bytes[i], its last bit crosses at
+  // free_ticks[i] and its last message arrives at arrival_ticks[i]. A later message of that
+  // pair waits for the first and is delivered no earlier than the second; one of another pair
+  // crossing those links before then is a std::logic_error.
   virtual void release_lanes(const std::vector<HostPair>& pairs, const std::vector<int64_t>& free_ticks,
-                             const std::vector<uint64_t>& bytes) {
+                             const std::vector<int64_t>& arrival_ticks, const std::vector<uint64_t>& bytes) {
     (void)pairs;
     (void)free_ticks;
+    (void)arrival_ticks;
     (void)bytes;
   }
 };

@@ -289,6 +289,22 @@ TEST(FlowNetwork, APairsMessagesGoOneAfterAnother) {
   EXPECT_NEAR(d[2].t_recv, 4 * w / c + 0.005, kExact);
 }
 
+// A pair's messages arrive in the order they were sent: line 0-1-2 at 100 Mbps, no latency,
+// A (8948 bytes, one full segment) then B (4 bytes) and C (empty) from 0 to 2, all at 0. A's
+// last bit crosses 0-1 at 9002 x 8 / c and its packet is forwarded at 1-2 in as long again; B
+// crosses 0-1 just after A but its 58-byte packet would reach 2 in 4.6 us, long before A's:
+// B and C are delivered with A, at 2 x 9002 x 8 / c. Slip caught: arrivals not kept in order
+// (B at about 725 us, C at 720 us, both before A at 1440 us).
+TEST(FlowNetwork, APairsMessagesArriveInTheOrderSent) {
+  const double c = 1e8;
+  const auto t = make("line", 3, c, 0.0, {});
+  const auto d = simulate_flow(t, {{0, {0, 0, 2, 8948}}, {0, {1, 0, 2, 4}}, {0, {2, 0, 2, 0}}});
+  const double a = 2 * 9002 * 8 / c;
+  EXPECT_NEAR(d[0].t_recv, a, kExact);
+  EXPECT_NEAR(d[1].t_recv, a, kExact);
+  EXPECT_NEAR(d[2].t_recv, a, kExact);
+}
+
 TEST(FlowNetwork, LatencyIsTheRouteSumPaidOnceAfterTheLastBit) {
   // Line 0-1-2-3 with latencies 1, 4 and 9 ms: 0->3 and 3->0 at once do not share (full
   // duplex) and each arrives W / c + 14 ms after it was sent, its last packet forwarded at the
