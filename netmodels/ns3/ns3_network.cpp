@@ -136,6 +136,8 @@ class Ns3Network final : public Network, public NetworkHold {
   // it over before its wire bytes had gone at that rate after `paced_until` (moved on: the
   // connection's stream), plus the route's latency. The earliest handover, in seconds.
   double paced_arrival(const Message& message, double& paced_until);
+  // The route's latency and bottleneck from src to dst, found at the pair's first use.
+  const PathProperties& path_of(int src, int dst);
   // Holds the clock: the held world stands for now.
   void hold_clock();
   // The RTT estimate moves with ns-3's millisecond TCP timestamps, so it is not a pure function
@@ -158,6 +160,7 @@ class Ns3Network final : public Network, public NetworkHold {
   std::set<int> listening_;  // vertices with a listener: every host, and switches sent to
   std::vector<ns3::Ptr<ns3::Socket>> accepted_;
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> connections_;
+  std::map<std::pair<int, int>, PathProperties> paths_;  // path_of's, by (src, dst)
   Ns3Options options_;
   ns3::ObjectFactory congestion_control_;
   // Whether the network's future is a function of held_state(): links that stay as they
@@ -494,8 +497,7 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   if (message.bytes == 0) {
     // An empty message carries no bytes on the connection: it costs the
     // path's one-way propagation delay and is not ordered with the stream.
-    deliver_later(std::move(p),
-                  path_properties(topology_, route(topology_, message.src, message.dst, options_.routing)).latency_s);
+    deliver_later(std::move(p), path_of(message.src, message.dst).latency_s);
     return;
   }
   if (message.datagrams && datagrams_) {
@@ -527,8 +529,16 @@ void Ns3Network::send(const Message& message, OnDelivered on_delivered) {
   fill(c);
 }
 
+const PathProperties& Ns3Network::path_of(int src, int dst) {
+  auto it = paths_.find({src, dst});
+  if (it == paths_.end())
+    it = paths_.emplace(std::pair{src, dst}, path_properties(topology_, route(topology_, src, dst, options_.routing)))
+             .first;
+  return it->second;
+}
+
 double Ns3Network::paced_arrival(const Message& message, double& paced_until) {
-  const PathProperties path = path_properties(topology_, route(topology_, message.src, message.dst, options_.routing));
+  const PathProperties& path = path_of(message.src, message.dst);
   // Wire bytes as TCP puts them out: each segment of payload with its IPv4, TCP and
   // point-to-point headers.
   const double wire_bytes = static_cast<double>(message.bytes) * (options_.mtu + 2.0) /

@@ -15,6 +15,7 @@
 #include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
+#include "training/algorithms/common.h"
 #include "training/models/checkpoint.h"
 
 namespace testbed {
@@ -251,9 +252,12 @@ void Engine::fuse_by_cycle(int node, int64_t start, std::vector<CommOp>& ops, st
     } else {
       CommOp fused = group[0];
       fused.tag = "fused." + group[0].tag;
+      // A projection's buffers are shape-only (never read): concatenating them would allocate
+      // the whole buffer for nothing.
       std::vector<torch::Tensor> buffers;
-      for (const CommOp& part : group) buffers.push_back(part.buffer);
-      fused.buffer = torch::cat(buffers);
+      int64_t elements = 0;
+      for (const CommOp& part : group) buffers.push_back(part.buffer), elements += part.buffer.numel();
+      fused.buffer = projection_ ? shape_only(elements) : torch::cat(buffers);
       fused_parts_[{node, state_[node].step, fused.tag}] = std::move(group);
       out.push_back(std::move(fused));
     }
