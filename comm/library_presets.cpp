@@ -24,10 +24,14 @@ const LibraryPreset& library_preset(CollectiveLibrary library) {
     p.socket = {20.41e-6, {1, 14.2e9}};
     // L4 (200 Gb/s RoCE, 8 KB: 35.15 us); B4 (24 GB/s of each 200 Gb/s NIC).
     p.ib = {7.62e-6, {0.964, 0}};
+    // Echo (arXiv 2412.12487, Table 2): a GEMM beside a 25 MB all-reduce under PyTorch DDP and
+    // NCCL 2.22.3 on 8 A100s runs 1.269x as long (docs/compute.md#overlap-slowdown).
+    p.overlap_slowdown = 0.269;
     return p;
   }();
   // Gloo on CPU tensors over TCP (or ibverbs): no kernel launch; one thread's copies and
-  // reductions cap a message's rate whatever the wire.
+  // reductions cap a message's rate whatever the wire. No overlap slowdown: none measured (its
+  // threads take CPU cores, not the GPU's SMs).
   static const LibraryPreset gloo = [] {
     LibraryPreset p;
     // L15 (4 machines, 40 GbE: 4 B in 263 us, 20 MB in 10 608 us).
@@ -40,7 +44,8 @@ const LibraryPreset& library_preset(CollectiveLibrary library) {
     return p;
   }();
   // Open MPI: no kernel launch; its TCP transport one connection a pair, which one stream's
-  // copies cap whatever the wire; UCX over InfiniBand or RoCE close to line rate.
+  // copies cap whatever the wire; UCX over InfiniBand or RoCE close to line rate. No overlap
+  // slowdown: none measured.
   static const LibraryPreset mpi = [] {
     LibraryPreset p;
     // T1 (Open MPI, 10 GbE TCP through a switch, osu_latency 0 B: 22.07 us); T4 (osu_bw on a

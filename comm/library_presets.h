@@ -28,6 +28,9 @@ struct LibraryPreset {
   double launch_s = 0;
   TransportCosts socket, ib;  // between machines
   TransportCosts p2p, shm;    // inside a machine
+  // How much longer the backward passes that share the GPU with the library's collectives take
+  // (compute.overlap_slowdown's default): its kernels take SMs and memory bandwidth from them.
+  double overlap_slowdown = 0;
 };
 
 const LibraryPreset& library_preset(CollectiveLibrary library);

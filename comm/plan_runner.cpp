@@ -37,8 +37,10 @@ void PlanRunner::later(double seconds, std::function<void()> then) {
 }
 
 void PlanRunner::enter(int rank) {
+  // A rank with nothing to send has nothing its launch could delay; and its collective may be
+  // over (and this runner gone) before a launch scheduled for it would fire.
   const double launch = transport_.library.launch_s;
-  if (launch <= 0) return launched(rank);
+  if (launch <= 0 || outgoing_[rank].empty()) return launched(rank);
   later(launch, [this, rank] { launched(rank); });
 }
 
@@ -73,6 +75,9 @@ const TransportCosts& PlanRunner::costs(int message) const {
 
 void PlanRunner::send(int message) {
   sent_[message] = true;
+  // Its content is fixed now, when its dependencies are in: what lands at its sender while a
+  // hold or the library's latency passes belongs to other messages.
+  if (hooks_.sending) hooks_.sending(message);
   const double hold = (plan_->hold_s.empty() ? 0 : plan_->hold_s[message]) + costs(message).message_s;
   if (hold <= 0) return transmit(message);
   later(hold, [this, message] { transmit(message); });
@@ -80,7 +85,6 @@ void PlanRunner::send(int message) {
 
 void PlanRunner::transmit(int message) {
   const auto& msg = plan_->messages[message];
-  if (hooks_.sending) hooks_.sending(message);
   Message wire{next_message_id_++, hosts_[msg.src], hosts_[msg.dst], msg.bytes};
   wire.datagrams = transport_.datagrams;
   wire.element_bytes = transport_.element_bytes;

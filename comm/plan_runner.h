@@ -27,7 +27,7 @@ struct MessageTransport {
 class PlanRunner {
  public:
   struct Hooks {
-    std::function<void(int message)> sending;                     // message is about to leave
+    std::function<void(int message)> sending;                     // released: its content is fixed
     std::function<void(int message, const Delivery&)> delivered;  // it arrived, before dependents leave
     std::function<void(int rank)> settled;                        // after an arrival at rank was handled
     // Calls the function `seconds` later on the clock: a message with a hold

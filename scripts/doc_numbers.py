@@ -822,6 +822,42 @@ def paper_dear(tb):
                      "DeAR's speed-up over the best baseline"], rows) + note)
 
 
+@block("test")
+def library_ablation(tb):
+    """What the collective library adds, scenario by scenario: each projection with `library:
+    none` (the network alone), with the default library but no overlap slowdown, and as it
+    ships (the library and its slowdown). A step is the mean of the steps between the first and
+    the last (DeAR's first has no gathers to wait for, its last waits for its own)."""
+    cases = [
+        ("default ring, ddp (4 GPUs, 100 Mb/s)", DEFAULT, ["workload.train=false", "workload.steps=6"]),
+        ("default ring on the cpu preset (gloo)", DEFAULT,
+         ["workload.train=false", "workload.steps=6", "compute={model: flops, device: cpu}"]),
+        ("DeAR's cluster, ResNet-50, ddp (25 MB buckets)", DEAR, ["workload.steps=5", "algorithm={name: ddp}"]),
+        ("DeAR's cluster, ResNet-50, ddp a tensor at a time", DEAR,
+         ["workload.steps=5", "algorithm={name: ddp, per_tensor: true}"]),
+        ("DeAR's cluster, ResNet-50, one blocking all-reduce", DEAR,
+         ["workload.steps=5", "algorithm={name: ddp, overlap: false}"]),
+        ("DeAR's cluster, ResNet-50, dear", DEAR, ["workload.steps=5", "algorithm={name: dear}"]),
+        ("DeAR's cluster at 100 Gb/s (ib), ResNet-50, ddp", DEAR,
+         ["workload.steps=5", "algorithm={name: ddp}", "topology.link.bandwidth=100Gbps"]),
+        ("GPT-2 124M, 4 hosts of 8 A100, 100 Gb/s (ib), ddp", GPT2_HOSTS,
+         ["workload.steps=4", "algorithm={name: ddp}", "topology.link.bandwidth=100Gbps"]),
+        ("INTELLECT-1, 14 sites of 8 H100, an inner step", INTELLECT1, ["workload.steps=4", "algorithm.H=100"]),
+    ]
+    variants = [["collective.library=none"], ["compute.overlap_slowdown=0"], []]
+    results = tb.runs([(scenario, sets + v) for _, scenario, sets in cases for v in variants])
+    rows = []
+    for i, (label, _, _) in enumerate(cases):
+        steps = []
+        for r in results[3 * i:3 * i + 3]:
+            d = step_durations(r["path"])
+            steps.append(sum(d[1:-1]) / len(d[1:-1]))
+        rows.append([label] + [f"{1000 * t:.1f} ms" for t in steps] + [f"{steps[2] / steps[0]:.2f}x"])
+    return (command(f"build/testbed run {DEAR} --set workload.steps=5 --set 'algorithm={{name: ddp}}' "
+                    "--set collective.library=none")
+            + table(["projection", "library none", "library, no slowdown", "as shipped", "shipped / none"], rows))
+
+
 @block("full")
 def paper_acpsgd(tb):
     def algorithms(rank):

@@ -161,9 +161,32 @@ LocalTransport local_transport(const Scenario& scenario) {
   return LocalTransport::P2p;
 }
 
+CollectiveLibrary collective_library(const Scenario& scenario) {
+  if (scenario.collective.library) return *scenario.collective.library;
+  const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
+  if (entry && entry->federated) return CollectiveLibrary::None;
+  return scenario.compute.device == "cpu" ? CollectiveLibrary::Gloo : CollectiveLibrary::Nccl;
+}
+
+NetworkTransport network_transport(const Scenario& scenario) {
+  if (scenario.collective.transport) return *scenario.collective.transport;
+  const CollectiveLibrary library = collective_library(scenario);
+  const bool rdma =
+      library == CollectiveLibrary::Nccl || library == CollectiveLibrary::Horovod || library == CollectiveLibrary::Mpi;
+  return rdma && scenario.topology.link.bandwidth.bps >= 100e9 ? NetworkTransport::Ib : NetworkTransport::Socket;
+}
+
+double overlap_slowdown(const Scenario& scenario) {
+  if (scenario.compute.overlap_slowdown) return *scenario.compute.overlap_slowdown;
+  // One GPU runs no collective beside its backward (its all-reduces are of one rank).
+  if (scenario.nodes == 1) return 0;
+  return library_preset(collective_library(scenario)).overlap_slowdown;
+}
+
 LibraryCosts library_costs(const Scenario& scenario) {
   const CollectiveSection& col = scenario.collective;
-  LibraryCosts costs = preset_costs(col.library, col.transport, local_transport(scenario));
+  LibraryCosts costs =
+      preset_costs(collective_library(scenario), network_transport(scenario), local_transport(scenario));
   if (col.launch_latency) costs.launch_s = col.launch_latency->s;
   if (col.message_latency) costs.network.message_s = col.message_latency->s;
   if (col.bandwidth_share) costs.network.rate.share = *col.bandwidth_share;

@@ -206,9 +206,12 @@ struct CollectiveSection {
   // The collective library (comm/library_presets.h; docs/network.md#library-presets) and its
   // transports: between machines, and between GPUs of one gpu_hosts host (unset: p2p over
   // NVLink, and over PCIe where the device has PCIe peer-to-peer; shm otherwise). none: the
-  // network's time alone (line rate, link latency).
-  CollectiveLibrary library = CollectiveLibrary::None;
-  NetworkTransport transport = NetworkTransport::Socket;
+  // network's time alone (line rate, link latency). Unset: what PyTorch uses on the device,
+  // NCCL on a GPU preset, Gloo with compute.device cpu (none under fedavg); collective_library().
+  std::optional<CollectiveLibrary> library;
+  // Unset: ib for NCCL, Horovod and MPI where the machines' links are 100 Gb/s or faster (the
+  // RDMA NICs such clusters have), socket otherwise and always for Gloo; network_transport().
+  std::optional<NetworkTransport> transport;
   std::optional<LocalTransport> local_transport;
   // Each of the preset's figures, overridden when set (comm/library_costs.h): the launch per
   // collective and rank; per message at each end; the share of the route's rate a message
@@ -394,8 +397,9 @@ struct ComputeSection {
   // Compute beside communication (docs/compute.md#overlap-slowdown): the passes from a step's
   // first op that leaves before backward ends (a DDP bucket) to backward's end take
   // 1 + overlap_slowdown as long, the communication's kernels and copies taking SMs and
-  // memory bandwidth from them. Fixed by the op schedule. 0: no slowdown.
-  double overlap_slowdown = 0;
+  // memory bandwidth from them. Fixed by the op schedule. 0: no slowdown. Unset: the chosen
+  // collective library's measured figure (overlap_slowdown()).
+  std::optional<double> overlap_slowdown;
   template <class V>
   void fields(V& v) {
     v.field("model", model);
@@ -532,6 +536,15 @@ int clients_per_cluster(const Scenario& scenario);
 // The collective library's costs as the scenario sets them: its preset's figures for the
 // chosen transports, each override applied, and each gpu_hosts GPU's machine.
 LibraryCosts library_costs(const Scenario& scenario);
+// collective.library, or when unset the one PyTorch would use: NCCL on a GPU device preset,
+// Gloo with compute.device cpu; none for fedavg, whose server and clients send models directly.
+CollectiveLibrary collective_library(const Scenario& scenario);
+// collective.transport, or when unset: InfiniBand or RoCE verbs for NCCL, Horovod and MPI on
+// links of 100 Gb/s and faster, TCP sockets otherwise (PyTorch's Gloo has only TCP).
+NetworkTransport network_transport(const Scenario& scenario);
+// compute.overlap_slowdown, or when unset the chosen library's preset figure (0 on one node:
+// nothing communicates beside its backward).
+double overlap_slowdown(const Scenario& scenario);
 // Between GPUs of one host: collective.local_transport, or when unset p2p over NVLink and over
 // PCIe where compute.device has PCIe peer-to-peer, shm otherwise.
 LocalTransport local_transport(const Scenario& scenario);

@@ -48,17 +48,30 @@ std::map<std::string, std::string> resolved_notes(const Scenario& s) {
     if (!c.launch_latency)
       notes["compute.launch_latency"] = "unset: the preset's, " + format_duration(p->launch_latency);
   }
-  if (s.collective.library != CollectiveLibrary::None) {
+  const CollectiveLibrary library = collective_library(s);
+  if (!s.collective.library)
+    notes["collective.library"] = "unset: " + enum_name(library) +
+                                  (library == CollectiveLibrary::None ? " (the server and clients send models directly)"
+                                   : library == CollectiveLibrary::Gloo ? " (PyTorch's backend for compute.device cpu)"
+                                                                        : " (PyTorch's backend for GPUs)");
+  if (!s.compute.overlap_slowdown)
+    notes["compute.overlap_slowdown"] = "unset: " + enum_name(library) + "'s, " + format_number(overlap_slowdown(s));
+  if (library != CollectiveLibrary::None) {
     // The preset's figures for the chosen transports, where the scenario does not set them.
     const CollectiveSection& col = s.collective;
     const LocalTransport local = local_transport(s);
-    const LibraryCosts preset = preset_costs(col.library, col.transport, local);
-    const std::string net = "unset: " + enum_name(col.library) + " over " + enum_name(col.transport) + "'s, ";
-    const std::string in = "unset: " + enum_name(col.library) + " over " + enum_name(local) + "'s, ";
+    const NetworkTransport transport = network_transport(s);
+    if (!col.transport)
+      notes["collective.transport"] = "unset: " + enum_name(transport) +
+                                      (transport == NetworkTransport::Ib ? " (links of 100 Gb/s and faster: RDMA NICs)"
+                                       : library == CollectiveLibrary::Gloo ? " (Gloo's TCP)"
+                                                                            : " (links under 100 Gb/s: TCP)");
+    const LibraryCosts preset = preset_costs(library, transport, local);
+    const std::string net = "unset: " + enum_name(library) + " over " + enum_name(transport) + "'s, ";
+    const std::string in = "unset: " + enum_name(library) + " over " + enum_name(local) + "'s, ";
     auto cap = [](const RateLimit& r) { return r.cap_bps > 0 ? format_bandwidth(r.cap_bps) : std::string("none"); };
     if (!col.launch_latency)
-      notes["collective.launch_latency"] =
-          "unset: " + enum_name(col.library) + "'s, " + format_duration(preset.launch_s);
+      notes["collective.launch_latency"] = "unset: " + enum_name(library) + "'s, " + format_duration(preset.launch_s);
     if (!col.message_latency) notes["collective.message_latency"] = net + format_duration(preset.network.message_s);
     if (!col.bandwidth_share) notes["collective.bandwidth_share"] = net + format_number(preset.network.rate.share);
     if (!col.max_rate) notes["collective.max_rate"] = net + cap(preset.network.rate);

@@ -258,9 +258,10 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // included), not a federated run's own sends. Its transports belong to a library, the local
   // one and its figures to GPUs that share a host.
   const bool gpu_hosts = s.topology.kind == TopologyKind::GpuHosts;
+  const CollectiveLibrary library = collective_library(s);
   const std::string direct = "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly";
   const std::string comm_layer = "an algorithm whose messages the comm layer runs (all but fedavg's)";
-  for (const auto& [key, given] : {std::pair{"collective.library", col.library != dcol.library},
+  for (const auto& [key, given] : {std::pair{"collective.library", col.library.has_value()},
                                    {"collective.launch_latency", col.launch_latency.has_value()},
                                    {"collective.message_latency", col.message_latency.has_value()},
                                    {"collective.bandwidth_share", col.bandwidth_share.has_value()},
@@ -268,13 +269,12 @@ void collective_keys(const Scenario& s, std::vector<DependentKey>& keys) {
     keys.push_back({key, given, !federated, comm_layer, direct});
   for (const auto& [key, given] : {std::pair{"collective.fusion_mb", col.fusion_mb != dcol.fusion_mb},
                                    {"collective.cycle_time", !(col.cycle_time == dcol.cycle_time)}})
-    keys.push_back({key, given, !federated && col.library == CollectiveLibrary::Horovod, "collective.library horovod",
-                    federated ? direct : "collective.library " + enum_name(col.library)});
-  keys.push_back({"collective.transport", col.transport != dcol.transport,
-                  !federated && col.library != CollectiveLibrary::None, "collective.library nccl or gloo",
-                  federated ? direct : "collective.library none"});
+    keys.push_back({key, given, !federated && library == CollectiveLibrary::Horovod, "collective.library horovod",
+                    federated ? direct : "collective.library " + enum_name(library)});
+  keys.push_back({"collective.transport", col.transport.has_value(), !federated && library != CollectiveLibrary::None,
+                  "collective.library nccl or gloo", federated ? direct : "collective.library none"});
   keys.push_back({"collective.local_transport", col.local_transport.has_value(),
-                  !federated && gpu_hosts && col.library != CollectiveLibrary::None,
+                  !federated && gpu_hosts && library != CollectiveLibrary::None,
                   "collective.library nccl or gloo, on topology.kind gpu_hosts",
                   federated ? direct
                   : !gpu_hosts
@@ -324,7 +324,7 @@ void check_collective(const Scenario& s, const Origins& origins) {
   // NCCL runs on GPUs: a CPU device is Gloo's (or MPI's).
   if ((c.library == CollectiveLibrary::Nccl || c.library == CollectiveLibrary::Horovod) && s.compute.reads_device() &&
       s.compute.device == "cpu")
-    fail(origins.where("collective.library"), enum_name(c.library) +
+    fail(origins.where("collective.library"), enum_name(*c.library) +
                                                   " needs GPUs (NCCL), and compute.device is cpu: use "
                                                   "collective.library gloo for CPU tensors");
   if (c.algorithm == CollectiveAlgorithm::Hierarchical && node_clusters(s).empty())
@@ -999,7 +999,7 @@ void compute_keys(const Scenario& s, std::vector<DependentKey>& keys) {
   // Communication beside compute is the comm layer's, which a federated run's sends are not.
   const AlgorithmEntry* entry = find_algorithm(s.algorithm.name);
   const bool federated = entry && entry->federated;
-  keys.push_back({"compute.overlap_slowdown", c.overlap_slowdown != dc.overlap_slowdown, !federated,
+  keys.push_back({"compute.overlap_slowdown", c.overlap_slowdown.has_value(), !federated,
                   "an algorithm whose messages the comm layer runs (all but fedavg's)",
                   "algorithm " + s.algorithm.name + ", whose server and clients exchange models directly"});
   // Every compute model scales by the nodes' speeds: listed ones, or drawn from the range.

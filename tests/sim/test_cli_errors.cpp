@@ -210,12 +210,19 @@ TEST_F(Cli, ValidatePrintsTheCollectiveLibrarysFigures) {
   Result r = run("validate '" + good.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line :
-       {"  library: nccl\n", "  transport: socket\n", "  message_latency: 25us\n",
+       {"  library: nccl\n", "# transport: unset: socket (links under 100 Gb/s: TCP)\n", "  message_latency: 25us\n",
         "# launch_latency: unset: nccl's, 3us\n", "# bandwidth_share: unset: nccl over socket's, 1\n",
         "# max_rate: unset: nccl over socket's, 14.2Gbps\n", "# local_transport: unset: shm (no peer-to-peer)\n",
         "# local_message_latency: unset: nccl over shm's, 2.34us\n",
         "# local_bandwidth_share: unset: nccl over shm's, 0.49\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  // Unset, the library is the device's, and the overlap slowdown the library's.
+  Result unset = run("validate '" + write("unset.yaml", "nodes: 4\n").string() + "'");
+  ASSERT_EQ(unset.code, 0) << unset.err;
+  for (const char* line :
+       {"# library: unset: nccl (PyTorch's backend for GPUs)\n", "# overlap_slowdown: unset: nccl's, 0.269\n",
+        "# message_latency: unset: nccl over socket's, 20.41us\n"})
+    EXPECT_NE(unset.out.find(line), std::string::npos) << line << unset.out;
 }
 
 // A quantity carries its unit: a bare number other than 0 is exit 2 at the key, with the two

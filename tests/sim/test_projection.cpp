@@ -302,6 +302,7 @@ TEST(RingLanes, AProjectionOnLanesEqualsOneOfFlows) {
                                           "}\n"
                                           "workload: {model: mlp, batch_size: 8, steps: 3, train: false}\n"
                                           "algorithm: {name: ddp}\n"
+                                          "collective: {library: none}\n"  // by hand at line rate
                                           "compute: {model: flops, device: a100}\n",
                                       "lanes");
     return run(s);
@@ -403,6 +404,7 @@ TEST(OverlapSlowdown, StretchesThePassesFromTheFirstBucketToBackwardsEnd) {
         "network: {backend: analytical}\n"
         "workload: {model: resnet18, batch_size: 8, steps: 2, train: false}\n"
         "algorithm: {name: ddp, bucket_mb: 5}\n"
+        "collective: {library: none}\n"
         "compute: {model: fixed, step_time: 100ms, overlap_slowdown: " +
             slowdown + "}\n",
         "slow");

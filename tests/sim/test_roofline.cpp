@@ -436,6 +436,15 @@ TEST(Roofline, CalibratedRoofIsThePresetsFigures) {
   EXPECT_THROW(compute_roof(bare), std::invalid_argument);
   bare.gemm_efficiency = bare.convolution_efficiency = bare.memory_efficiency = 0.5;
   EXPECT_DOUBLE_EQ(compute_roof(bare).flops, 0.5e14);
+  // Ada (the RTX 4090) runs tensor-core convolutions on NCHW without the transposes, at its own
+  // convolution factor (R8). Slip caught: the device's flag ignored, or the A100's factor kept.
+  ComputeSection ada;
+  ada.device = "rtx4090";
+  ada.dtype = Precision::Fp16;
+  const Roof a = compute_roof(ada);
+  EXPECT_FALSE(a.convolution_transposes);
+  EXPECT_DOUBLE_EQ(a.flops, 165.2e12 * 0.661);
+  EXPECT_DOUBLE_EQ(a.convolution_flops, 165.2e12 * 0.661 * 0.673);
 }
 
 // One pass of each kind against the formulas, by hand: a Linear of K = 64 at K / (K + 128) of

@@ -484,9 +484,47 @@ TEST(ScenarioLoader, CollectiveLibraryCostsFollowPresetTransportsAndOverrides) {
   EXPECT_EQ(t.local.message_s, 1e-6);
   EXPECT_EQ(t.local.rate.share, 0.6);
   EXPECT_EQ(t.local.rate.cap_bps, 20e9);
-  // none: no costs at all, so every run without a library keeps its bits.
-  EXPECT_FALSE(library_costs(parse_scenario("nodes: 4\n", "s.yaml")).any());
-  EXPECT_FALSE(library_costs(parse_scenario(hosts, "s.yaml")).any());
+  // none: no costs at all, so a run that pins it keeps the network's own times.
+  EXPECT_FALSE(library_costs(parse_scenario("nodes: 4\ncollective: {library: none}\n", "s.yaml")).any());
+  EXPECT_FALSE(library_costs(parse_scenario(hosts + "collective: {library: none}\n", "s.yaml")).any());
+}
+
+// Unset, the library is what PyTorch picks for the device: NCCL on a GPU preset, Gloo on the
+// cpu preset; none under fedavg (its sends are not the comm layer's). The overlap slowdown
+// follows the library: Echo's 0.269 under NCCL (and Horovod, which runs NCCL), 0 otherwise,
+// unless set. Slips caught: the device test inverted (Gloo on GPUs), fedavg charged a library,
+// the slowdown applied under Gloo or kept when the scenario sets 0, ib chosen below 100 Gb/s
+// or for Gloo.
+TEST(ScenarioLoader, UnsetLibraryIsPyTorchsForTheDevice) {
+  const Scenario gpu = parse_scenario("nodes: 4\n", "s.yaml");
+  EXPECT_EQ(collective_library(gpu), CollectiveLibrary::Nccl);
+  EXPECT_EQ(library_costs(gpu).launch_s, 3e-6);
+  EXPECT_EQ(library_costs(gpu).network.message_s, 20.41e-6);
+  EXPECT_EQ(overlap_slowdown(gpu), 0.269);
+  const Scenario cpu = parse_scenario("nodes: 4\ncompute: {model: flops, device: cpu}\n", "s.yaml");
+  EXPECT_EQ(collective_library(cpu), CollectiveLibrary::Gloo);
+  EXPECT_EQ(library_costs(cpu).launch_s, 0);
+  EXPECT_EQ(library_costs(cpu).network.message_s, 20.9e-6);
+  EXPECT_EQ(overlap_slowdown(cpu), 0);
+  const Scenario federated = parse_scenario("nodes: 4\nalgorithm: {name: fedavg}\n", "s.yaml");
+  EXPECT_EQ(collective_library(federated), CollectiveLibrary::None);
+  EXPECT_EQ(overlap_slowdown(federated), 0);
+  EXPECT_EQ(overlap_slowdown(parse_scenario("nodes: 4\ncollective: {library: horovod}\n", "s.yaml")), 0.269);
+  EXPECT_EQ(overlap_slowdown(parse_scenario("nodes: 4\ncompute: {overlap_slowdown: 0}\n", "s.yaml")), 0);
+  EXPECT_EQ(overlap_slowdown(parse_scenario("nodes: 4\ncollective: {library: none}\n", "s.yaml")), 0);
+  EXPECT_EQ(overlap_slowdown(parse_scenario("nodes: 1\n", "s.yaml")), 0);  // nothing beside its backward
+  // The transport follows the links: RDMA verbs from 100 Gb/s up, except under Gloo (TCP only).
+  EXPECT_EQ(network_transport(gpu), NetworkTransport::Socket);  // the default link, 100 Mb/s
+  const std::string fast = "nodes: 4\ntopology: {kind: ring, link: {bandwidth: 100Gbps}}\n";
+  EXPECT_EQ(network_transport(parse_scenario(fast, "s.yaml")), NetworkTransport::Ib);
+  EXPECT_EQ(library_costs(parse_scenario(fast, "s.yaml")).network.message_s, 7.62e-6);
+  EXPECT_EQ(network_transport(parse_scenario(fast + "collective: {library: gloo}\n", "s.yaml")),
+            NetworkTransport::Socket);
+  EXPECT_EQ(network_transport(parse_scenario(fast + "collective: {transport: socket}\n", "s.yaml")),
+            NetworkTransport::Socket);
+  EXPECT_EQ(
+      network_transport(parse_scenario("nodes: 4\ntopology: {kind: ring, link: {bandwidth: 99Gbps}}\n", "s.yaml")),
+      NetworkTransport::Socket);
 }
 
 TEST(ScenarioErrors, InvalidYamlSyntax) {
@@ -1163,8 +1201,8 @@ TEST(ScenarioKeys, EveryKeyIsReadOrRefused) {
       {"collective.fusion_mb", "collective: {library: nccl, fusion_mb: 64}\n",
        "fusion_mb: ", "'collective.fusion_mb' has no effect with collective.library nccl"},
       {"collective.cycle_time", "collective: {cycle_time: 5ms}\n",
-       "cycle_time: ", "'collective.cycle_time' has no effect with collective.library none"},
-      {"collective.transport", "collective: {transport: ib}\n",
+       "cycle_time: ", "'collective.cycle_time' has no effect with collective.library nccl"},
+      {"collective.transport", "collective: {library: none, transport: ib}\n",
        "transport: ", "'collective.transport' has no effect with collective.library none"},
       {"collective.local_transport", "collective: {library: nccl, local_transport: shm}\n", "local_transport: ",
        "'collective.local_transport' has no effect with topology.kind ring, whose nodes are machines of their own"},

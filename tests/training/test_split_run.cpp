@@ -30,6 +30,7 @@ const char* kSplitYaml =
     "nodes: 1\nthreads: 1\n"
     "topology: {kind: star, link: {bandwidth: 100Mbps, latency: 10ms}}\n"
     "network: {backend: analytical}\n"
+    "collective: {library: none}\n"  // the cut's messages at line rate, as worked below
     "workload: {model: gpt, dataset: brown, batch_size: 4, steps: 3, eval_every: 1000, eval_samples: 8, "
     "gpt: {preset: tiny, layers: 2, width: 48, heads: 2, context: 24}}\n"
     "algorithm: {name: split, layer: 1, rank: 4, cloud: a100}\n"

@@ -205,7 +205,8 @@ Roof compute_roof(const ComputeSection& section) {
     if (e) roof.wave_flops = e->sms * 2.0 * 128 * 128 * 128;
     roof.tile_depth = 128;
   }
-  roof.convolution_transposes = section.memory_format == MemoryFormat::Nchw && section.dtype != Precision::Fp32;
+  roof.convolution_transposes = section.memory_format == MemoryFormat::Nchw && section.dtype != Precision::Fp32 &&
+                                !(preset && !device_efficiency(preset->name).nchw_transposes);
   roof.launch_latency =
       section.launch_latency ? section.launch_latency->s : from_preset("launch_latency").launch_latency;
   if (!(roof.memory_bandwidth > 0) || !std::isfinite(roof.memory_bandwidth))

@@ -20,8 +20,8 @@ const DeviceEfficiency& device_efficiency(const std::string& preset) {
       {"a100", {108, 0.661, 0.92, 0.727, 0.84}},      // tensor R13 and R26 together; conv R4; fp32 the 2080 Ti's
       {"a100_40gb", {108, 0.661, 0.92, 0.727, 0.90}},
       {"a100_pcie", {108, 0.661, 0.92, 0.727, 0.84}},
-      {"rtx4090", {128, 0.661, 0.92, 0.727, 0.91}},         // the A100's (its own rows are listed, not held)
-      {"l4", {58, 0.661, 0.92, 0.727, 0.91}},               // the RTX 4090's (Ada)
+      {"rtx4090", {128, 0.661, 0.92, 0.673, 0.91, false}},  // tensor, fp32 the A100's; conv R8 (checked: R9)
+      {"l4", {58, 0.661, 0.92, 0.673, 0.91, false}},        // the RTX 4090's (Ada)
       {"jetson_agx_orin", {16, 0.661, 0.92, 0.727, 0.84}},  // the A100's (Ampere)
       {"h100", {132, 0.545, 0.92, 0.727, 0.82}},            // tensor R27; conv the A100's (checked: R11)
       {"h200", {132, 0.545, 0.92, 0.727, 0.82}},            // the H100's (the same chip)

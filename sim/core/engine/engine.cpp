@@ -197,7 +197,7 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
   // compute.overlap_slowdown: the passes from the first op that leaves before backward ends to
   // backward's end share the GPU with that communication (docs/compute.md#overlap-slowdown),
   // and take 1 + slowdown as long, by the op schedule alone, whenever the network delivers.
-  const double slowdown = scenario_.compute.overlap_slowdown;
+  const double slowdown = overlap_slowdown(scenario_);
   int64_t overlap_from = s.compute_end_ticks;
   if (slowdown > 0)
     for (int64_t at : leaves) overlap_from = std::min(overlap_from, at);
@@ -210,7 +210,7 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
     s.compute_end_ticks = end;
   }
   for (int64_t& at : leaves) at = slowed(at);
-  if (scenario_.collective.library == CollectiveLibrary::Horovod) fuse_by_cycle(node, start, ops, leaves);
+  if (collective_library(scenario_) == CollectiveLibrary::Horovod) fuse_by_cycle(node, start, ops, leaves);
   std::vector<CommOp> at_end;
   for (size_t i = 0; i < ops.size(); ++i) {
     CommOp& op = ops[i];
