@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "comm/alone_time.h"
 #include "comm/tensors/comm_layout.h"
 #include "netmodels/network_hold.h"
 
@@ -69,6 +70,22 @@ std::shared_ptr<const CollectivePlan> Communicator::plan_for(const CommOp& op, c
                                                             op.bytes_per_element, neighbours, options, op.pipelined));
   }
   return plan;
+}
+
+double Communicator::alone_time(const CommOp& op, const std::vector<int>& participants) {
+  const CollectiveOptions options = collective_options(settings_.choice, participants);
+  const auto [it, fresh] = alone_times_.try_emplace({static_cast<int>(op.kind) + (op.pipelined ? 100 : 0), participants,
+                                                     op.buffer.numel(), op.bytes_per_element, options.algorithm,
+                                                     options.slices, options.server, options.cluster_of});
+  if (!fresh) return it->second;
+  if (!settings_.path) throw std::logic_error("communicator: an op's alone time asked without routes");
+  // A ring on lanes has too many messages to build its plan for this alone.
+  it->second =
+      lane_candidate(op, participants, options)
+          ? ring_all_reduce_alone_time(participants, op.buffer.numel(), op.bytes_per_element, options.slices,
+                                       settings_.choice.library, settings_.path)
+          : plan_alone_time(*plan_for(op, participants), participants, settings_.choice.library, settings_.path);
+  return it->second;
 }
 
 Communicator::Collective& Communicator::collective(int node, int step, const CommOp& op,

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/alone_time.h"
 #include "comm/collective_options.h"
 #include "comm/memo_policy.h"
 #include "comm/message_record.h"
@@ -48,6 +49,7 @@ struct CommSettings {
   // and backward (its update overlaps the return). Negative: there is no cloud.
   double cut_hold_s = -1;
   std::string algorithm;  // whose ops these are, for errors
+  PathOf path;            // each pair of hosts' route (an op's alone time)
 };
 
 class Communicator {
@@ -109,6 +111,9 @@ class Communicator {
   // The plan the op takes among `participants`, built once per shape.
   std::shared_ptr<const CollectivePlan> plan_for(const CommOp& op, const std::vector<int>& participants);
 
+  // Seconds the op takes alone among `participants` on idle links (alone_time.h), once per shape.
+  double alone_time(const CommOp& op, const std::vector<int>& participants);
+
   // The collectives in flight, in key order (a checkpoint saves their payloads).
   std::map<Key, Collective>& collectives() { return collectives_; }
   const PhaseMemo::Stats& memo_stats() const { return memo_.stats(); }
@@ -139,6 +144,7 @@ class Communicator {
   // each rank's cluster: everything the plan depends on.
   using PlanKey = std::tuple<int, std::vector<int>, int64_t, double, CollectiveAlgorithm, int, int, std::vector<int>>;
   std::map<PlanKey, std::shared_ptr<const CollectivePlan>> plans_;
+  std::map<PlanKey, double> alone_times_;
   uint64_t next_message_id_ = 0;
 };
 

@@ -356,7 +356,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<std::vector<int64_t>> tensor_shapes,
                                           std::vector<std::vector<int>> neighbours, std::vector<int> tensor_layers,
                                           std::vector<SecondOrderLayer> second_order, int64_t cut_values_per_sample,
-                                          const std::vector<std::string>& tensor_names) {
+                                          const std::vector<std::string>& tensor_names, MergeTimes merge_times) {
   const AlgorithmEntry* entry = find_algorithm(scenario.algorithm.name);
   if (!entry) throw std::invalid_argument("unknown algorithm '" + scenario.algorithm.name + "'");
   if (!entry->make)
@@ -382,6 +382,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
   settings.optimizer = optimizer_config(scenario);
   settings.second_order = std::move(second_order);
   settings.cut_values_per_sample = cut_values_per_sample;
+  settings.merge_times = std::move(merge_times);
   if (!scenario.replica_group.grouped()) return entry->make(settings);
   // Replica groups: the algorithm runs over the groups, the wrapper over the GPUs.
   settings.group_gpus = scenario.replica_group.gpus;

@@ -7,6 +7,7 @@
 #include "sim/config/data_dirs.h"
 #include "sim/config/scenario.h"
 #include "training/algorithm.h"
+#include "training/algorithms/merged_gradient_buckets.h"
 #include "training/data/dataset.h"
 #include "training/models/layer_cost.h"
 #include "training/models/model_shapes.h"
@@ -65,6 +66,7 @@ std::unique_ptr<Algorithm> make_algorithm(const Scenario& scenario, std::vector<
                                           std::vector<std::vector<int>> neighbours, std::vector<int> tensor_layers = {},
                                           std::vector<SecondOrderLayer> second_order = {},
                                           int64_t cut_values_per_sample = 0,
-                                          const std::vector<std::string>& tensor_names = {});
+                                          const std::vector<std::string>& tensor_names = {},
+                                          MergeTimes merge_times = {});
 
 }  // namespace testbed

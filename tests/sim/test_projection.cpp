@@ -6,6 +6,7 @@
 // (Algorithm::local_step), the projection's from shapes alone (projected_step).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
+#include "sim/core/compute/overlap_slowdown.h"
 #include "sim/core/engine/engine.h"
 #include "training/algorithms/registry.h"
 
@@ -389,50 +391,98 @@ TEST(RingChains, AnUnevenRingDriftsApartByItsChunksDifference) {
   EXPECT_GT(even.summary.phases_replayed, 0);
 }
 
-// compute.overlap_slowdown stretches the passes that share the GPU with communication. By hand,
-// for a fixed step time T (under `fixed` the update takes no share, so backward ends at T) and
-// the step's first bucket leaving at t0 (its first message's send, on the analytical backend
-// with no library): step 0's compute is T + s (T - t0), and each later bucket leaves at
-// t0 + (t - t0)(1 + s), t its time without the slowdown. Slips caught: the slowdown applied
-// from backward's start instead of the first bucket, to the buckets' own times not at all, or
-// left out of /train's compute time.
-TEST(OverlapSlowdown, StretchesThePassesFromTheFirstBucketToBackwardsEnd) {
-  auto projection = [](const std::string& slowdown) {
+// The overlap slowdown's sweep (sim/core/compute/overlap_slowdown.h), by hand. Ops leave at 10
+// and 50 and hold the stream 20 and 10 ticks; backward ends at 100; s = 0.5. The stream is busy
+// on the clock over [10, 30): 20 / 1.5 of the passes, each 1.5 as long, so the second op leaves
+// at 50 + (20 / 1.5) x 0.5 = 56.67; it holds the stream to 66.67 (another 10 / 1.5 of the
+// passes), and backward ends 0.5 x 20 = 10 ticks late, at 110. Slip caught: every pass from the
+// first op to backward's end slowed, whatever the ops' times (the old rule: 145).
+TEST(OverlapSlowdown, SlowsOnlyThePassesTheStreamIsBusyBeside) {
+  const SlowedPasses slowed = slow_overlapped_passes({10, 50}, {20, 10}, 100, 0.5);
+  EXPECT_EQ(slowed.leaves, (std::vector<int64_t>{10, 57}));
+  EXPECT_EQ(slowed.compute_end, 110);
+  const SlowedPasses none = slow_overlapped_passes({10, 50}, {20, 10}, 100, 0);
+  EXPECT_EQ(none.leaves, (std::vector<int64_t>{10, 50}));
+  EXPECT_EQ(none.compute_end, 100);
+}
+
+// One stream: an op that leaves while the previous one holds it waits, and the stream is busy
+// for both in turn. Ops at 10 and 15 of 20 ticks each, s = 1: the second leaves at 20 (5
+// passes of ticks at twice the time) and the stream is busy to 10 + 20 + 20 = 50, so 20 ticks
+// of passes are slowed and backward ends at 120. An op due at backward's end moves with it.
+// Slip caught: the second op's busy time counted from its own leaving (the stream busy to 40,
+// backward ending at 115).
+TEST(OverlapSlowdown, OpsQueueOnTheNodesOneStream) {
+  const SlowedPasses slowed = slow_overlapped_passes({10, 15, 100}, {20, 20, 7}, 100, 1.0);
+  EXPECT_EQ(slowed.leaves, (std::vector<int64_t>{10, 20, 120}));
+  EXPECT_EQ(slowed.compute_end, 120);
+}
+
+// compute.overlap_slowdown in a run, by hand, on a fixed step time T (under `fixed` the update
+// takes no share, so backward ends at T), the analytical backend and no library, so that an
+// all-reduce of n bytes over 2 ranks takes d = 2 alpha + n x 8 / bandwidth alone, and ResNet-18's
+// gradients in 5 MB buckets.
+//  - At 100 Gb/s a bucket takes 0.4 ms, far less than the passes between two buckets, so each
+//    holds the stream alone: its d on the clock covers d / (1 + s) of passes, delaying what
+//    follows by s d / (1 + s). Bucket b leaves at t_b + s / (1 + s) sum_{j<b} d_j, t_b its time
+//    without the slowdown, and step 0's compute is T + s / (1 + s) sum d_j over the buckets that
+//    leave during backward.
+//  - At 1 Gb/s every bucket holds the stream 40 ms, past the next bucket and past backward's
+//    end: every pass from the first bucket's send t0 is slowed, and step 0's compute is
+//    T + s (T - t0).
+// Slips caught: the slowdown applied from backward's start instead of the first bucket, to the
+// buckets' own times not at all, left out of /train's compute time, or (the old rule) to every
+// pass to backward's end at 100 Gb/s, where the stream is idle for most of it.
+TEST(OverlapSlowdown, StretchesThePassesBesideTheBucketsOnTheWire) {
+  auto projection = [](const std::string& bandwidth, const std::string& slowdown) {
     const Scenario s = parse_scenario(
         "name: slow\nnodes: 2\nthreads: 1\n"
-        "topology: {kind: ring, link: {bandwidth: 100Gbps, latency: 1us}}\n"
-        "network: {backend: analytical}\n"
-        "workload: {model: resnet18, batch_size: 8, steps: 2, train: false}\n"
-        "algorithm: {name: ddp, bucket_mb: 5}\n"
-        "collective: {library: none}\n"
-        "compute: {model: fixed, step_time: 100ms, overlap_slowdown: " +
+        "topology: {kind: ring, link: {bandwidth: " +
+            bandwidth +
+            ", latency: 1us}}\n"
+            "network: {backend: analytical}\n"
+            "workload: {model: resnet18, batch_size: 8, steps: 2, train: false}\n"
+            "algorithm: {name: ddp, bucket_mb: 5}\n"
+            "collective: {library: none}\n"
+            "compute: {model: fixed, step_time: 100ms, overlap_slowdown: " +
             slowdown + "}\n",
         "slow");
     return run(s);
   };
-  // Each bucket's first message from node 0 in step 0: a ring of two sends two a rank, the first
-  // at issue, the second once the peer's first has arrived (before the next bucket's: one stream).
-  auto bucket_sends = [](const Outcome& o) {
-    std::vector<double> sends;
-    int sent = 0;
+  const double T = 0.1, s = 0.25;
+  // Node 0's messages that leave in step 0's backward, by send: a ring of two sends two a
+  // bucket, the first at issue, the second once the peer's first has arrived.
+  auto step0_sends = [&](const Outcome& o) {
+    std::vector<MessageRecord> sent;
     for (const MessageRecord& m : o.record.messages)
-      if (m.src == 0 && m.t_send < 0.1 && sent++ % 2 == 0) sends.push_back(m.t_send);
-    return sends;
+      if (m.src == 0 && m.t_send < T) sent.push_back(m);
+    std::sort(sent.begin(), sent.end(), [](const auto& a, const auto& b) { return a.t_send < b.t_send; });
+    return sent;
   };
-  const double T = 0.1, slowdown = 0.25;
-  const Outcome plain = projection("0");
-  const Outcome slow = projection("0.25");
-  ASSERT_EQ(plain.summary.status, testbed::RunStatus::Completed) << plain.summary.error;
-  ASSERT_EQ(slow.summary.status, testbed::RunStatus::Completed) << slow.summary.error;
-  const std::vector<double> before = bucket_sends(plain), after = bucket_sends(slow);
-  ASSERT_GE(before.size(), 3u) << "ResNet-18's 44.7 MB in 5 MB buckets: several leave during backward";
-  ASSERT_EQ(after.size(), before.size());
-  const double t0 = before[0];
-  EXPECT_EQ(after[0], t0);
-  for (size_t b = 1; b < before.size(); ++b)
-    EXPECT_NEAR(after[b], t0 + (before[b] - t0) * (1 + slowdown), 1e-9) << "bucket " << b;
-  EXPECT_DOUBLE_EQ(plain.record.train_rows[0].compute_time[0], T);
-  EXPECT_NEAR(slow.record.train_rows[0].compute_time[0], T + slowdown * (T - t0), 1e-9);
+  {
+    const Outcome plain = projection("100Gbps", "0");
+    const Outcome slow = projection("100Gbps", "0.25");
+    ASSERT_EQ(plain.summary.status, testbed::RunStatus::Completed) << plain.summary.error;
+    ASSERT_EQ(slow.summary.status, testbed::RunStatus::Completed) << slow.summary.error;
+    const std::vector<MessageRecord> before = step0_sends(plain), after = step0_sends(slow);
+    ASSERT_GE(before.size(), 6u) << "ResNet-18's 44.7 MB in 5 MB buckets: several leave during backward";
+    ASSERT_EQ(after.size(), before.size());
+    double busy = 0;  // sum of d_j over the buckets before
+    for (size_t b = 0; b + 1 < before.size(); b += 2) {
+      EXPECT_NEAR(after[b].t_send, before[b].t_send + s / (1 + s) * busy, 1e-9) << "bucket " << b / 2;
+      busy += 2 * 1e-6 + static_cast<double>(before[b].bytes + before[b + 1].bytes) * 8 / 100e9;
+    }
+    EXPECT_DOUBLE_EQ(plain.record.train_rows[0].compute_time[0], T);
+    EXPECT_NEAR(slow.record.train_rows[0].compute_time[0], T + s / (1 + s) * busy, 1e-8);
+  }
+  {
+    const Outcome plain = projection("1Gbps", "0");
+    const Outcome slow = projection("1Gbps", "0.25");
+    ASSERT_EQ(slow.summary.status, testbed::RunStatus::Completed) << slow.summary.error;
+    const double t0 = step0_sends(plain).at(0).t_send;
+    EXPECT_EQ(step0_sends(slow).at(0).t_send, t0);
+    EXPECT_NEAR(slow.record.train_rows[0].compute_time[0], T + s * (T - t0), 1e-9);
+  }
 }
 
 }  // namespace

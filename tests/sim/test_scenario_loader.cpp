@@ -438,6 +438,12 @@ TEST(ScenarioErrors, CollectiveLibraryKeys) {
                "per_tensor all-reduces each gradient during backward: it needs overlap");
   expect_error("algorithm: {name: ddp, per_tensor: true, bucket_mb: 5}\n", "s.yaml:1:53",
                "per_tensor makes a bucket of each tensor: bucket_mb has no effect");
+  expect_error("algorithm: {name: ddp, mgwfbp: true, per_tensor: true}\n", "s.yaml:1:32",
+               "mgwfbp merges gradients into buckets that leave during backward: it needs overlap and no per_tensor");
+  expect_error("algorithm: {name: ddp, mgwfbp: true, bucket_mb: 5}\n", "s.yaml:1:49",
+               "mgwfbp chooses its buckets by time: bucket_mb has no effect");
+  expect_error("algorithm: {name: ddp, merge_below: 8192}\n", "s.yaml:1:37",
+               "merge_below is MG-WFBP's: it needs mgwfbp: true");
 }
 
 // The library's costs as a run gets them: the preset's figures for the chosen transports,

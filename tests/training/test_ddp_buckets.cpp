@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,122 @@ TEST(GradientBuckets, FollowBackwardNotRegistration) {
   expect_bucket(b[0], {4, 5}, 4125, 4);
   expect_bucket(b[1], {2, 3, 6, 7, 8, 9}, 8512, 6);  // completed by block 0's weight
   expect_bucket(b[2], {0, 1}, 4512, 0);
+}
+
+// MG-WFBP's rule (merged_gradient_buckets.h), by hand on three tensors of 250 floats (1000
+// bytes), a tensor a layer, ready (in backward's order: tensor 2, 1, 0) at 0, w and 10, with
+// alpha 1 and beta 0.001 a byte, so a tensor's all-reduce takes 2 alone.
+//  - w = 0.5: tensor 1 is ready 0.5 after tensor 2's all-reduce started, under alpha: merged
+//    (the pair's all-reduce costs 3 and starts at 0.5); tensor 0 comes at 10, after it ends.
+//  - w = 1.5: over alpha, and tensor 2's all-reduce has started: each alone.
+//  - alpha 0.01 (a tensor's all-reduce 1.01), ready at 0, 0.5 and 0.6: tensor 1 waits for
+//    tensor 2's to end (1.01), and tensor 0 is ready (0.6) before that start: merged for free.
+// Slips caught: a merge into the wrong neighbour, the t_wait < alpha branch left out (w = 0.5
+// gives three buckets), a merge refused because the next gradient is ready before the
+// all-reduce could start (the third case gives three).
+TEST(MergedGradientBuckets, FollowMgWfbpsRuleByHand) {
+  const std::vector<int64_t> sizes{250, 250, 250};
+  auto buckets = [&](std::vector<double> ready, double alpha, int64_t merge_below = 0) {
+    return merged_gradient_buckets(sizes, {}, MergeTimes{ready, alpha, 0.001}, 4, merge_below);
+  };
+  auto b = buckets({10, 0.5, 0}, 1);
+  ASSERT_EQ(b.size(), 2u);
+  expect_bucket(b[0], {1, 2}, 500, 1);
+  expect_bucket(b[1], {0}, 250, 0);
+  b = buckets({10, 1.5, 0}, 1);
+  ASSERT_EQ(b.size(), 3u);
+  expect_bucket(b[0], {2}, 250, 2);
+  b = buckets({0.6, 0.5, 0}, 0.01);
+  ASSERT_EQ(b.size(), 2u);
+  expect_bucket(b[0], {2}, 250, 2);
+  expect_bucket(b[1], {0, 1}, 500, 0);
+  // DeAR's copy: a bucket under 8192 elements merges on whatever the times say.
+  b = buckets({10, 1.5, 0}, 1, 8192);
+  ASSERT_EQ(b.size(), 1u);
+  expect_bucket(b[0], {0, 1, 2}, 750, 0);
+}
+
+// The reference's own loop, ported line by line (HKBU-HPML/MG-WFBP distributed_optimizer.py,
+// _generate_groups_with_threshold's MG-WFBP branch): layers in forward order, l = L-1 first,
+// taob the backward starts, taoc the communication starts, merging l into l - 1.
+std::vector<std::vector<int>> reference_mgwfbp(const std::vector<double>& tb, std::vector<double> p, double alpha,
+                                               double beta, int64_t merge_below) {
+  const int L = static_cast<int>(tb.size());
+  auto predict = [&](double size) { return size == 0 ? 0.0 : alpha + beta * size; };
+  std::vector<double> tc(L), taob(L, 0);
+  for (int l = 0; l < L; ++l) tc[l] = predict(p[l] * 4);
+  for (int l = L - 2; l >= 0; --l) taob[l] = taob[l + 1] + tb[l + 1];
+  auto comm_start = [&] {
+    std::vector<double> taoc(L);
+    taoc[L - 1] = taob[L - 1] + tb[L - 1];
+    for (int l = L - 2; l >= 0; --l) taoc[l] = std::max(taoc[l + 1] + tc[l + 1], taob[l] + tb[l]);
+    return taoc;
+  };
+  auto taoc = comm_start();
+  auto merge = [&](int l) {
+    tc[l] = 0;
+    p[l - 1] += p[l];
+    p[l] = 0;
+    tc[l - 1] = predict(p[l - 1] * 4);
+    taoc = comm_start();
+  };
+  std::vector<std::vector<int>> groups;
+  std::vector<int> group;
+  for (int l = L - 1; l >= 1; --l) {
+    group.push_back(l);
+    const double current_taob = taob[l - 1] + tb[l - 1];
+    bool merged = false;
+    if (current_taob < taoc[l] + tc[l]) {
+      if (taoc[l] > current_taob || current_taob - taoc[l] < alpha) {
+        merge(l);
+        merged = true;
+      }
+    }
+    if (!merged && p[l] < merge_below) {
+      merge(l);
+      merged = true;
+    }
+    if (!merged) {
+      groups.push_back(group);
+      group.clear();
+    }
+  }
+  group.push_back(0);
+  groups.push_back(group);
+  return groups;
+}
+
+// Against the reference's loop on 200 random models of 2-40 tensors a layer each (backward
+// times and sizes spread over three decades, alpha and beta of 10 GbE and of a fast fabric):
+// the same buckets. The reference takes per-layer backward times; ours takes ready times, the
+// sums of those from the output end.
+TEST(MergedGradientBuckets, MatchTheReferenceLoop) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int L = 2 + static_cast<int>(unit(rng) * 39);
+    std::vector<double> tb(L), p(L);
+    std::vector<int64_t> sizes(L);
+    for (int l = 0; l < L; ++l) {
+      tb[l] = 1e-5 * std::pow(1000, unit(rng));
+      sizes[l] = static_cast<int64_t>(10 * std::pow(1000, unit(rng)));
+      p[l] = static_cast<double>(sizes[l]);
+    }
+    const bool slow = trial % 2 == 0;
+    const double alpha = slow ? 5e-3 : 2e-4, beta = slow ? 8.5e-10 : 2e-11;
+    const int64_t below = trial % 3 == 0 ? 8192 : 0;
+    std::vector<double> ready(L);
+    double t = 0;
+    for (int l = L - 1; l >= 0; --l) ready[l] = t += tb[l];
+    const auto ours = merged_gradient_buckets(sizes, {}, MergeTimes{ready, alpha, beta}, 4, below);
+    const auto theirs = reference_mgwfbp(tb, p, alpha, beta, below);
+    ASSERT_EQ(ours.size(), theirs.size()) << "trial " << trial;
+    for (size_t g = 0; g < ours.size(); ++g) {
+      std::vector<int> tensors = theirs[g];
+      std::sort(tensors.begin(), tensors.end());
+      EXPECT_EQ(ours[g].tensors, tensors) << "trial " << trial << ", bucket " << g;
+    }
+  }
 }
 
 // On the overlap MLP, bucket 0 is fc3 and fc2 (10 + 5120 + 512 + 524288 = 529930 floats >= 1 MiB),
@@ -157,6 +275,48 @@ TEST_F(OverlapMlp, PerTensorAndHorovodFusionFollowTheCycle) {
   const EngineRun capped =
       run({"algorithm={name: ddp, per_tensor: true}", "collective={library: horovod, cycle_time: 1us, fusion_mb: 1}"});
   EXPECT_EQ(sizes(bytes_by_tag(capped)), (std::vector<uint64_t>{512, 1024, 5130, 524288, 524288}));
+}
+
+// Eva's reference code all-reduces its input vectors from a forward pre-hook and its gradient
+// vectors from a backward hook, through Horovod's queue beside the gradients: with a cycle
+// longer than the step, fc1's input vector, submitted at the step's first tick, goes alone, and
+// every other op of the step waits for the next tick and goes in one buffer (two messages a
+// node each on a ring of two); training ends bit for bit where unfused ops do (each sum is
+// a + b). Slips caught: the forward ops kept out of the queue (each its own all-reduce,
+// and the buffers around them split), or fused in list order instead of submission order.
+TEST_F(OverlapMlp, HorovodFusesEvasForwardVectorsToo) {
+  const std::string eva = "optimizer={name: eva, lr: 0.05}";
+  const EngineRun plain = run({"algorithm={name: ddp, per_tensor: true}", eva});
+  const EngineRun fused =
+      run({"algorithm={name: ddp, per_tensor: true}", eva, "collective={library: horovod, cycle_time: 1s}"});
+  ASSERT_GT(plain.record.messages.size(), 3u * 2 * 2 * 6) << "Eva's 6 vectors and 6 gradients, each its own";
+  std::set<std::string> kinds;
+  for (const MessageRecord& m : fused.record.messages) kinds.insert(m.kind);
+  EXPECT_EQ(kinds, (std::set<std::string>{"eva.a.0", "fused.eva.a.1"}));
+  ASSERT_EQ(fused.record.messages.size(), 3u * 2 * 2 * 2) << "two buffers a step: two messages a node each";
+  for (int n = 0; n < 2; ++n) EXPECT_TRUE(torch::equal(fused.parameters[n], plain.parameters[n])) << "node " << n;
+}
+
+// MG-WFBP in a run (ddp's mgwfbp) on the overlap MLP: fc1 512x1024, fc2 1024x512, fc3 512x10,
+// a step of T = 50 ms shared by FLOPs, so fc3's gradients exist at T (F + 2 f3) / total, fc2's
+// 2 f2 / total x T = 19.88 ms later and fc1's f1 / total x T = 9.94 ms after that. On two
+// ranks the fleet's all-reduce takes 2 latency + n x 8 / 1 Gb/s alone: alpha is 2 latencies.
+//  - latency 100 us (alpha 0.2 ms): only a layer's weight and bias (ready together) merge:
+//    three buckets, a layer each.
+//  - latency 5 ms (alpha 10 ms): fc1's gradients come 9.94 ms after fc2's all-reduce could
+//    start, under alpha: fc2 and fc1 go together (1050112 floats); fc2's came 19.88 ms after
+//    fc3's, over it: fc3 alone.
+// Slips caught: ready times taken from the forward shares, or alpha taken as one latency.
+TEST_F(OverlapMlp, MgWfbpMergesByTheStepsTimes) {
+  auto floats = [](const EngineRun& r) {
+    std::vector<uint64_t> out;
+    for (const auto& [tag, bytes] : bytes_by_tag(r)) out.push_back(bytes / 4);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(floats(run({"algorithm={name: ddp, mgwfbp: true}"})), (std::vector<uint64_t>{5130, 524800, 525312}));
+  EXPECT_EQ(floats(run({"algorithm={name: ddp, mgwfbp: true}", "topology.link.latency=5ms"})),
+            (std::vector<uint64_t>{5130, 1050112}));
 }
 
 // Fusion moves values, not only bytes: each tensor gets back its own slice of the reduced

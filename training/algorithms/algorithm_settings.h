@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "training/algorithms/merged_gradient_buckets.h"
 #include "training/algorithms/registry.h"
 #include "training/models/model_shapes.h"
 #include "training/replica.h"
@@ -37,6 +38,8 @@ struct AlgorithmSettings {
   double group_wire_bytes = 4;
   double group_reduce_bytes = 4;  // zero, fsdp: the gradients' reduce-scatters (reduce_dtype)
   std::vector<int> group_units;   // fsdp: each tensor's unit in forward order, -1 the root (fsdp_units.h)
+  // ddp's mgwfbp: each tensor's gradient time and the fleet's all-reduce cost (empty otherwise).
+  MergeTimes merge_times;
 };
 
 }  // namespace testbed

@@ -16,16 +16,22 @@ std::string bucket_tag(size_t b) { return "gradient." + std::to_string(b); }
 }  // namespace
 
 Ddp::Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-         const DdpOptions& options, const OptimizerConfig& optimizer, std::vector<SecondOrderLayer> second_order)
+         const DdpOptions& options, const OptimizerConfig& optimizer, std::vector<SecondOrderLayer> second_order,
+         const MergeTimes& merge_times)
     : nodes_(nodes),
       batch_size_(batch_size),
       slices_(tensor_sizes),
       applied_(nodes, 0),
       second_order_(nodes, batch_size, tensor_layers, optimizer, std::move(second_order)) {
   // A tensor a bucket: each closes with its first tensor when both caps are a byte.
-  if (options.overlap)
+  if (options.overlap && options.mgwfbp) {
+    if (merge_times.ready_s.size() != tensor_sizes.size())
+      throw std::invalid_argument("ddp's mgwfbp merges by each tensor's backward time: the run gave none");
+    buckets_ = merged_gradient_buckets(tensor_sizes, tensor_layers, merge_times, 4, options.merge_below);
+  } else if (options.overlap) {
     buckets_ = options.per_tensor ? gradient_buckets(tensor_sizes, tensor_layers, 1, 1)
                                   : gradient_buckets(tensor_sizes, tensor_layers, options.bucket_mb * 1024 * 1024);
+  }
 }
 
 std::vector<CommOp> Ddp::gradient_ops(const std::function<torch::Tensor(const GradientBucket*)>& payload) const {
@@ -109,7 +115,7 @@ Round Ddp::projected_round(int node, int step, size_t round) {
 
 std::unique_ptr<Algorithm> make_ddp(const AlgorithmSettings& s) {
   return std::make_unique<Ddp>(s.nodes, s.batch_size, s.tensor_sizes, s.tensor_layers, std::get<DdpOptions>(s.options),
-                               s.optimizer, s.second_order);
+                               s.optimizer, s.second_order, s.merge_times);
 }
 
 }  // namespace testbed

@@ -7,6 +7,7 @@
 #include "training/algorithm.h"
 #include "training/algorithms/ddp_options.h"
 #include "training/algorithms/gradient_buckets.h"
+#include "training/algorithms/merged_gradient_buckets.h"
 #include "training/algorithms/tensor_slices.h"
 #include "training/models/model_shapes.h"
 #include "training/optimizers/second_order_sync.h"
@@ -16,11 +17,12 @@ namespace testbed {
 class Ddp : public Algorithm {
  public:
   // tensor_layers: each trainable tensor's layer in forward order (gradient_buckets).
+  // merge_times: what options.mgwfbp merges by.
   // optimizer and second_order: a second-order optimizer's settings and layers, whose messages
   // join the step's (Eva's during the passes, K-FAC's in rounds after the gradient's).
   Ddp(int nodes, int batch_size, const std::vector<int64_t>& tensor_sizes, const std::vector<int>& tensor_layers,
-      const DdpOptions& options, const OptimizerConfig& optimizer = {},
-      std::vector<SecondOrderLayer> second_order = {});
+      const DdpOptions& options, const OptimizerConfig& optimizer = {}, std::vector<SecondOrderLayer> second_order = {},
+      const MergeTimes& merge_times = {});
   std::string name() const override { return "ddp"; }
   bool issues_during_backward() const override { return !buckets_.empty() || second_order_.during_passes(); }
   bool has_rounds() const override { return second_order_.has_rounds(); }

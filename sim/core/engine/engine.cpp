@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include <torch/torch.h>
 
 #include "comm/tensors/comm_layout.h"
 #include "netmodels/event_clock.h"
 #include "sim/core/compute/compute_model.h"
+#include "sim/core/compute/overlap_slowdown.h"
 #include "sim/core/error_text.h"
 #include "sim/dist/process_group.h"
 #include "sim/output/resume_file.h"
@@ -194,23 +196,19 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
                          ? s.compute_end_ticks
                          : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor])));
   }
-  // compute.overlap_slowdown: the passes from the first op that leaves before backward ends to
-  // backward's end share the GPU with that communication (docs/compute.md#overlap-slowdown),
-  // and take 1 + slowdown as long, by the op schedule alone, whenever the network delivers.
-  const double slowdown = overlap_slowdown(scenario_);
-  int64_t overlap_from = s.compute_end_ticks;
-  if (slowdown > 0)
-    for (int64_t at : leaves) overlap_from = std::min(overlap_from, at);
-  auto slowed = [&](int64_t at) {
-    return at <= overlap_from ? at : at + EventClock::ticks(EventClock::seconds(at - overlap_from) * slowdown);
-  };
-  if (overlap_from < s.compute_end_ticks) {
-    const int64_t end = slowed(s.compute_end_ticks);
-    s.compute_time += EventClock::seconds(end - s.compute_end_ticks);
-    s.compute_end_ticks = end;
+  // compute.overlap_slowdown: the passes that run while the stream would carry these ops, each
+  // for its alone time after it leaves, take 1 + slowdown as long (docs/compute.md#overlap-slowdown).
+  const double slowdown = overlap_slowdown_;
+  if (slowdown > 0) {
+    std::vector<int64_t> busy;
+    for (const auto& op : ops)
+      busy.push_back(EventClock::ticks(comm_->alone_time(op, op.nodes.empty() ? fleet_ : op.nodes)));
+    const SlowedPasses slowed = slow_overlapped_passes(leaves, busy, s.compute_end_ticks, slowdown);
+    s.compute_time += EventClock::seconds(slowed.compute_end - s.compute_end_ticks);
+    s.compute_end_ticks = slowed.compute_end;
+    leaves = slowed.leaves;
   }
-  for (int64_t& at : leaves) at = slowed(at);
-  if (collective_library(scenario_) == CollectiveLibrary::Horovod) fuse_by_cycle(node, start, ops, leaves);
+  if (horovod_) fuse_by_cycle(node, start, ops, leaves);
   std::vector<CommOp> at_end;
   for (size_t i = 0; i < ops.size(); ++i) {
     CommOp& op = ops[i];
@@ -236,10 +234,23 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
 void Engine::fuse_by_cycle(int node, int64_t start, std::vector<CommOp>& ops, std::vector<int64_t>& leaves) {
   const int64_t cycle = std::max<int64_t>(1, EventClock::ticks(scenario_.collective.cycle_time.s));
   const double threshold = scenario_.collective.fusion_mb * 1024 * 1024;
+  // What Horovod's hooks submit during the passes: gradients as backward makes them, and
+  // all-reduces a forward pre-hook starts (Eva's input vectors, as its reference code does).
   auto fusable = [](const CommOp& op) {
-    return op.kind == CommKind::AllReduce && op.after_gradient >= 0 && op.after_forward < 0 && op.delay == 0;
+    return op.kind == CommKind::AllReduce && (op.after_gradient >= 0 || op.after_forward >= 0) && op.delay == 0 &&
+           op.before_forward < 0;
   };
   auto tick = [&](int64_t at) { return start + (at - start + cycle - 1) / cycle * cycle; };
+  // The queue sees ops in the order they are submitted (an algorithm may list a layer's forward
+  // op beside its backward one): by when they leave, ties in list order.
+  std::vector<size_t> order(ops.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return leaves[a] < leaves[b]; });
+  std::vector<CommOp> in;
+  std::vector<int64_t> in_leaves;
+  for (size_t i : order) in.push_back(std::move(ops[i])), in_leaves.push_back(leaves[i]);
+  ops = std::move(in);
+  leaves = std::move(in_leaves);
   std::vector<CommOp> out;
   std::vector<int64_t> out_leaves;
   std::vector<CommOp> group;  // the fusion buffer being filled

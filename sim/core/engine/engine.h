@@ -22,6 +22,7 @@
 #include "sim/output/recorder.h"
 #include "topologies/topology.h"
 #include "training/algorithm.h"
+#include "training/algorithms/merged_gradient_buckets.h"
 #include "training/data/dataset.h"
 #include "training/models/model_shapes.h"
 #include "training/optimizers/kfac.h"
@@ -177,6 +178,8 @@ class Engine {
   void plan_issue(int node, const CommOp& op, int64_t at_ticks, bool in_batch);
   // The fleet as the step's first collective opens the step's channel (memo_policy.h).
   PhaseEntry phase_entry(int node, int step) const;
+  // What ddp's mgwfbp merges by (empty for every other algorithm).
+  MergeTimes merge_times(const PathOf& path) const;
 
   const Scenario& scenario_;
   const Dataset& data_;
@@ -186,6 +189,9 @@ class Engine {
   // workload.train false: no replica, plans from shapes (Algorithm::projected_step), no values
   // in the collectives, no evaluation; times, bytes and messages as a training run's.
   bool projection_ = false;
+  // The collective library and its overlap slowdown, resolved once (scenario.h).
+  bool horovod_ = false;
+  double overlap_slowdown_ = 0;
   std::vector<int> fleet_;  // 0..nodes-1: an op's participants when it names none
 
   std::vector<std::unique_ptr<Replica>> replicas_;

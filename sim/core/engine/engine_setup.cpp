@@ -11,6 +11,7 @@
 #include "sim/core/network_factory.h"
 #include "sim/dist/process_group.h"
 #include "topologies/routing.h"
+#include "training/algorithms/ddp_options.h"
 #include "training/seed_streams.h"
 
 namespace testbed {
@@ -20,7 +21,9 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
       data_(data),
       hooks_(std::move(hooks)),
       nodes_(scenario.nodes),
-      projection_(!scenario.workload.train) {
+      projection_(!scenario.workload.train),
+      horovod_(collective_library(scenario) == CollectiveLibrary::Horovod),
+      overlap_slowdown_(overlap_slowdown(scenario)) {
   configure_host(scenario);
   if (projection_ && hooks_.group)
     throw std::invalid_argument(
@@ -75,8 +78,11 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
   host_neighbours_ = host_neighbours(topology_);
   gradient_layer_ = gradient_layers(work, shapes.names);
+  const PathOf path = [this, routing = routing_options(scenario)](int a, int b) {
+    return path_properties(topology_, route(topology_, a, b, routing));
+  };
   algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_,
-                              shapes.second_order, shapes.cut_values_per_sample, shapes.names);
+                              shapes.second_order, shapes.cut_values_per_sample, shapes.names, merge_times(path));
   if (cloud_compute_ && hooks_.group)
     throw std::invalid_argument("split fine-tuning runs in one process (its cloud is no process's node)");
   // K-FAC outside DDP's rounds preconditions alone on every node: its compute joins each step.
@@ -116,6 +122,7 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   // The cloud's hold: the back half's forward and backward (its update overlaps the return).
   if (cloud_compute_) comm.cut_hold_s = cloud_compute_->step_seconds(0, 0, 0) * cloud_compute_->shares().backward_end();
   comm.algorithm = algorithm_->name();
+  comm.path = path;
   Communicator::Callbacks callbacks;
   callbacks.rank_done = [this](int node, int step, const std::string& tag) { op_complete(node, step, tag); };
   callbacks.message = [this](const MessageRecord& record) { recorder_->message(record); };
@@ -127,6 +134,28 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     };
   }
   comm_ = std::make_unique<Communicator>(std::move(comm), std::move(callbacks), *clock_, *network_, times_);
+}
+
+// What ddp's mgwfbp merges by (merged_gradient_buckets.h), as its reference code measures it
+// before training: each tensor's gradient time in a step's passes, and the fleet's all-reduce
+// as alpha + beta m from its alone time on this network and library (comm/alone_time.h).
+MergeTimes Engine::merge_times(const PathOf& path) const {
+  const auto* ddp = std::get_if<DdpOptions>(&scenario_.algorithm.options);
+  if (scenario_.algorithm.name != "ddp" || !ddp || !ddp->mgwfbp || scenario_.replica_group.grouped()) return {};
+  if (!compute_->deterministic())
+    throw std::invalid_argument(
+        "ddp's mgwfbp merges by each tensor's backward time before the run: it needs a compute model "
+        "that knows a step's time beforehand (not measured)");
+  std::vector<int> fleet(nodes_);
+  for (int n = 0; n < nodes_; ++n) fleet[n] = n;
+  MergeTimes times;
+  const double passes = compute_->step_seconds(0, 0, 0);
+  for (int layer : gradient_layer_) times.ready_s.push_back(passes * compute_->shares().backward_done(layer));
+  const AlphaBeta fit = all_reduce_alpha_beta(collective_options(collective_choice(scenario_), fleet), fleet,
+                                              collective_choice(scenario_).library, path);
+  times.alpha_s = fit.alpha_s;
+  times.beta_s_per_byte = fit.beta_s_per_byte;
+  return times;
 }
 
 Engine::~Engine() {
