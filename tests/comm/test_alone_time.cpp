@@ -41,18 +41,19 @@ TEST(AloneTime, RingAllReduceIsItsAlphaBetaFormula) {
   EXPECT_NEAR(simulate_plan(clock, *network, plan, hosts, library), by_hand, 1e-8);
 }
 
-// On a ring whose hop r takes (r + 1) us (plus 2 x 3 us of the library's), the longest chain
-// of 2 (p - 1) = 8 hops on 5 ranks is the ring once (15 us) and the 3 longest consecutive hops
-// (3 + 4 + 5 = 12 us): 27 us + 8 x 6 us. Each rank sends 8 chunks of n / 5 at its hop's rate
-// (rank r's link 1 + r Gb/s, so rank 0's is the slowest). The closed form (lanes) and the plan
-// agree with it, sliced or not. Slips caught: the window not wrapped round the ring (9 us), the
-// chain taken as 2 (p - 1) mean hops, the bytes of the fastest rank instead of the slowest.
+// On a ring whose hops 0..4 take 5, 1, 2, 3 and 4 us (plus 2 x 3 us of the library's), the
+// longest chain of 2 (p - 1) = 8 hops on 5 ranks is the ring once (15 us) and the 3 longest
+// consecutive hops, which wrap round (hops 3, 4, 0: 12 us): 27 us + 8 x 6 us. Each rank sends
+// 8 chunks of n / 5 at its hop's rate (rank r's link 1 + r Gb/s, so rank 0's is the slowest).
+// The closed form (lanes) and the plan agree with it, sliced or not. Slips caught: the window
+// not wrapped round the ring (9 us), the chain taken as 2 (p - 1) mean hops, the bytes of the
+// fastest rank instead of the slowest.
 TEST(AloneTime, RingsClosedFormIsItsPlansOnAnUnevenRing) {
   const int p = 5;
   const int64_t elements = 5'000'000;
   const PathOf path = [&](int a, int b) {
     EXPECT_EQ(b, (a + 1) % p) << "a ring all-reduce sends to the next rank";
-    return PathProperties{1, (a + 1) * 1e-6, (1 + a) * 1e9};
+    return PathProperties{1, ((a + 4) % p + 1) * 1e-6, (1 + a) * 1e9};
   };
   const LibraryCosts library{0, 3e-6};
   const std::vector<int> hosts{0, 1, 2, 3, 4};

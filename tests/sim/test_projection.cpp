@@ -427,8 +427,9 @@ TEST(OverlapSlowdown, OpsQueueOnTheNodesOneStream) {
 //    follows by s d / (1 + s). Bucket b leaves at t_b + s / (1 + s) sum_{j<b} d_j, t_b its time
 //    without the slowdown, and step 0's compute is T + s / (1 + s) sum d_j over the buckets that
 //    leave during backward.
-//  - At 1 Gb/s every bucket holds the stream 40 ms, past the next bucket and past backward's
-//    end: every pass from the first bucket's send t0 is slowed, and step 0's compute is
+//  - At 1 Gb/s the buckets hold the stream 16 to 40 ms each, longer than the passes between
+//    them, to past backward's end: every pass from the first bucket's send t0 is slowed, and
+//    step 0's compute is
 //    T + s (T - t0).
 // Slips caught: the slowdown applied from backward's start instead of the first bucket, to the
 // buckets' own times not at all, left out of /train's compute time, or (the old rule) to every

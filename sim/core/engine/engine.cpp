@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include <torch/torch.h>
 
@@ -196,19 +195,22 @@ std::vector<CommOp> Engine::schedule_backward_ops(int node, std::vector<CommOp> 
                          ? s.compute_end_ticks
                          : start + EventClock::ticks(passes * shares.backward_done(gradient_layer_[tensor])));
   }
+  // Horovod's cycles fuse what the passes submit, on the passes' own time; the slowdown then
+  // stretches the passes beside the buffers that actually go.
+  if (horovod_) fuse_by_cycle(node, start, ops, leaves);
   // compute.overlap_slowdown: the passes that run while the stream would carry these ops, each
   // for its alone time after it leaves, take 1 + slowdown as long (docs/compute.md#overlap-slowdown).
-  const double slowdown = overlap_slowdown_;
-  if (slowdown > 0) {
+  if (overlap_slowdown_ > 0) {
     std::vector<int64_t> busy;
-    for (const auto& op : ops)
-      busy.push_back(EventClock::ticks(comm_->alone_time(op, op.nodes.empty() ? fleet_ : op.nodes)));
-    const SlowedPasses slowed = slow_overlapped_passes(leaves, busy, s.compute_end_ticks, slowdown);
+    for (size_t i = 0; i < ops.size(); ++i)  // an op due at backward's end holds no pass's stream
+      busy.push_back(leaves[i] >= s.compute_end_ticks
+                         ? 0
+                         : EventClock::ticks(comm_->alone_time(ops[i], ops[i].nodes.empty() ? fleet_ : ops[i].nodes)));
+    const SlowedPasses slowed = slow_overlapped_passes(leaves, busy, s.compute_end_ticks, overlap_slowdown_);
     s.compute_time += EventClock::seconds(slowed.compute_end - s.compute_end_ticks);
     s.compute_end_ticks = slowed.compute_end;
     leaves = slowed.leaves;
   }
-  if (horovod_) fuse_by_cycle(node, start, ops, leaves);
   std::vector<CommOp> at_end;
   for (size_t i = 0; i < ops.size(); ++i) {
     CommOp& op = ops[i];
@@ -241,16 +243,6 @@ void Engine::fuse_by_cycle(int node, int64_t start, std::vector<CommOp>& ops, st
            op.before_forward < 0;
   };
   auto tick = [&](int64_t at) { return start + (at - start + cycle - 1) / cycle * cycle; };
-  // The queue sees ops in the order they are submitted (an algorithm may list a layer's forward
-  // op beside its backward one): by when they leave, ties in list order.
-  std::vector<size_t> order(ops.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return leaves[a] < leaves[b]; });
-  std::vector<CommOp> in;
-  std::vector<int64_t> in_leaves;
-  for (size_t i : order) in.push_back(std::move(ops[i])), in_leaves.push_back(leaves[i]);
-  ops = std::move(in);
-  leaves = std::move(in_leaves);
   std::vector<CommOp> out;
   std::vector<int64_t> out_leaves;
   std::vector<CommOp> group;  // the fusion buffer being filled

@@ -141,7 +141,11 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 // as alpha + beta m from its alone time on this network and library (comm/alone_time.h).
 MergeTimes Engine::merge_times(const PathOf& path) const {
   const auto* ddp = std::get_if<DdpOptions>(&scenario_.algorithm.options);
-  if (scenario_.algorithm.name != "ddp" || !ddp || !ddp->mgwfbp || scenario_.replica_group.grouped()) return {};
+  if (scenario_.algorithm.name != "ddp" || !ddp || !ddp->mgwfbp) return {};
+  if (scenario_.replica_group.grouped())
+    throw std::invalid_argument(
+        "ddp's mgwfbp merges gradients that leave during backward: across replica groups DDP sends one "
+        "all-reduce after the group has reduced its gradient, so there is nothing to merge");
   if (!compute_->deterministic())
     throw std::invalid_argument(
         "ddp's mgwfbp merges by each tensor's backward time before the run: it needs a compute model "
