@@ -24,30 +24,52 @@ Hop hop(int src_host, int dst_host, const LibraryCosts& library, const PathOf& p
   return {p.latency_s + 2 * t.message_s, 1.0 / t.rate.of(p.bottleneck_bps)};
 }
 
-}  // namespace
+// One walk of a plan: its longest dependency chain and the most seconds any rank sends for.
+struct Walk {
+  double chain_s = 0;
+  double sending_s = 0;
+};
 
-double plan_alone_time(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library,
-                       const PathOf& path) {
-  if (plan.messages.empty()) return 0;
+Walk walk(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library, const PathOf& path) {
+  if (plan.messages.empty()) return {};
   if (static_cast<int>(hosts.size()) != plan.ranks)
     throw std::invalid_argument("alone time: " + std::to_string(hosts.size()) + " hosts for a plan of " +
                                 std::to_string(plan.ranks) + " ranks");
   std::map<std::pair<int, int>, Hop> hops;
   std::vector<double> arrival(plan.messages.size(), 0);
   std::vector<double> sending(plan.ranks, 0);  // seconds each rank's bytes take on the wire
-  double chain = 0;
+  Walk w;
   // Plans list a message after the messages it waits for.
   for (size_t i = 0; i < plan.messages.size(); ++i) {
     const CollectiveMessage& m = plan.messages[i];
     auto [it, fresh] = hops.try_emplace({m.src, m.dst});
     if (fresh) it->second = hop(hosts[m.src], hosts[m.dst], library, path);
     double ready = 0;
-    for (int dep : m.after) ready = std::max(ready, arrival[dep]);
+    for (int dep : m.after) {
+      if (dep >= static_cast<int>(i))
+        throw std::logic_error("alone time: a plan lists a message before one it waits for");
+      ready = std::max(ready, arrival[dep]);
+    }
     arrival[i] = ready + (plan.hold_s.empty() ? 0 : plan.hold_s[i]) + it->second.latency_s;
-    chain = std::max(chain, arrival[i]);
+    w.chain_s = std::max(w.chain_s, arrival[i]);
     sending[m.src] += static_cast<double>(m.bytes) * 8 * it->second.seconds_per_bit;
   }
-  return library.launch_s + chain + *std::max_element(sending.begin(), sending.end());
+  w.sending_s = *std::max_element(sending.begin(), sending.end());
+  return w;
+}
+
+}  // namespace
+
+double plan_latency_chain(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library,
+                          const PathOf& path) {
+  return walk(plan, hosts, library, path).chain_s;
+}
+
+double plan_alone_time(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library,
+                       const PathOf& path) {
+  if (plan.messages.empty()) return 0;
+  const Walk w = walk(plan, hosts, library, path);
+  return library.launch_s + w.chain_s + w.sending_s;
 }
 
 double ring_all_reduce_alone_time(const std::vector<int>& hosts, int64_t elements, double element_bytes, int slices,

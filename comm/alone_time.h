@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "comm/collective_options.h"
@@ -16,8 +15,11 @@
 
 namespace testbed {
 
-// A route's latency and bottleneck between two hosts, as the backends take it.
-using PathOf = std::function<PathProperties(int src_host, int dst_host)>;
+// The longest chain of dependent messages in `plan` (its rank r on hosts[r]): each message waits
+// for those it lists and its hold, then takes its route's latency plus the library's per-message
+// cost at both ends. With no library costs, the latency part of any backend's time for it.
+double plan_latency_chain(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library,
+                          const PathOf& path);
 
 // Seconds `plan` takes alone, its rank r on hosts[r] (an empty plan: none at all).
 double plan_alone_time(const CollectivePlan& plan, const std::vector<int>& hosts, const LibraryCosts& library,

@@ -26,6 +26,27 @@ bool step_is_phase(const PhaseEntry& e) {
 
 }  // namespace
 
+bool plan_can_repeat(const CollectivePlan& plan) {
+  const int p = plan.ranks;
+  if (p < 2 || plan.messages.empty()) return true;
+  std::vector<int> next(p, -1);
+  std::vector<std::vector<uint64_t>> sizes(p);
+  for (const CollectiveMessage& m : plan.messages) {
+    if (next[m.src] >= 0 && next[m.src] != m.dst) return true;  // sends to two ranks: not a ring
+    next[m.src] = m.dst;
+    sizes[m.src].push_back(m.bytes);
+  }
+  int r = 0;
+  for (int hop = 0; hop < p; ++hop) {
+    r = next[r];
+    if (r < 0 || (r == 0 && hop + 1 < p)) return true;  // a rank sends nothing, or a shorter cycle
+  }
+  if (r != 0) return true;
+  for (int k = 1; k < p; ++k)
+    if (sizes[k] != sizes[0]) return false;
+  return true;
+}
+
 std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& e) {
   if (!step_is_phase(e)) return memo.begin("", {}, nullptr);
   const int nodes = static_cast<int>(e.nodes.size());

@@ -45,6 +45,13 @@ struct PhaseEntry {
   std::function<int64_t(int node, int step)> ticks_to_first_send;
 };
 
+// Memoization's rule before step 0 (docs/network.md#memoization): false for a ring (each rank
+// sends all its messages to one rank, the ranks one cycle) whose ranks send different sequences
+// of sizes, a ring all-reduce whose chunks are uneven. Each rank's step then ends on a chain that
+// carries its own chunk, so the ranks drift apart by the chunks' difference every step and no
+// step repeats an earlier one exactly; a run that issues one never replays.
+bool plan_can_repeat(const CollectivePlan& plan);
+
 // The channel the step's messages take: a memoized phase (recorded, or replayed when the same
 // phase was seen before and nothing can interfere), or the network itself.
 std::shared_ptr<Network> open_phase(PhaseMemo& memo, const PhaseEntry& entry);

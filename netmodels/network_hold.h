@@ -80,6 +80,10 @@ class NetworkHold {
     (void)pairs;
     return std::nullopt;
   }
+  // Whether held_state can ever describe this network: false, decided when it is built, where
+  // something other than the traffic moves it (loss, faults, delayed ACKs, a variant keyed on
+  // time) or a trace reads its own clock. Memoization is then off for the run.
+  virtual bool can_replay() const { return false; }
   // A replay stood in for the network: its held world now stands for the same world `ticks`
   // later (it catches up from there at its next use).
   virtual void shift_held(int64_t ticks) { (void)ticks; }

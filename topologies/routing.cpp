@@ -199,4 +199,8 @@ std::vector<std::vector<int>> host_neighbours(const Topology& topology) {
   return out;
 }
 
+PathOf path_of(const Topology& topology, RoutingOptions options) {
+  return [&topology, options](int a, int b) { return path_properties(topology, route(topology, a, b, options)); };
+}
+
 }  // namespace testbed

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -34,6 +35,11 @@ struct RoutingOptions {
   RoutingPolicy policy = RoutingPolicy::Shortest;
   uint64_t seed = 0;  // ecmp: the salt (the scenario passes its seed's "routing" stream)
 };
+
+// A route's latency and bottleneck between two hosts, as the backends take it.
+using PathOf = std::function<PathProperties(int src_host, int dst_host)>;
+// The properties of route(topology, a, b, options); `topology` must outlive the function.
+PathOf path_of(const Topology& topology, RoutingOptions options);
 
 // "shortest" or "ecmp" (the scenario's network.routing names).
 std::string routing_name(RoutingPolicy policy);

@@ -86,6 +86,7 @@ class Ns3Network final : public Network, public NetworkHold {
   LinkBytes link_bytes() const override { return *link_bytes_; }
   NetworkHold* hold() override { return this; }
   std::optional<HeldState> held_state(const std::vector<HostPair>& pairs) const override;
+  bool can_replay() const override { return holds_; }
   void shift_held(int64_t ticks) override;
   void settle() override;
   std::optional<QuietState> quiet_state(const std::vector<HostPair>& pairs) const override;

@@ -909,6 +909,10 @@ void check_replica_group(const Scenario& s, const Origins& origins) {
          "algorithm.bucket_mb has no effect across replica groups: DDP across "
          "groups all-reduces the group's reduced gradient in one piece, once "
          "the group's own reductions are in");
+  if (const auto* ddp = std::get_if<DdpOptions>(&s.algorithm.options); ddp && ddp->mgwfbp)
+    fail(origins.where("algorithm.mgwfbp"),
+         "mgwfbp merges gradients that leave during backward: across replica groups DDP sends one "
+         "all-reduce after the group has reduced its gradient, so there is nothing to merge");
   if (s.workload.train) {
     // Training keeps each GPU's values exact where it owns them (replica_groups.cpp): the
     // algorithm's ops must be all-reduces of the flat parameters or their gradient, applied
@@ -1023,6 +1027,12 @@ void check_compute(const Scenario& s, const Origins& origins) {
            "model '" + s.workload.model + "' has no blocks or stages to checkpoint (a transformer or a ResNet has)");
     if (s.algorithm.name == "split") fail(where, "activation checkpointing of a split model is not modelled");
   }
+  // MG-WFBP merges by each tensor's backward time, known before the run (engine_setup.cpp).
+  if (const auto* ddp = std::get_if<DdpOptions>(&s.algorithm.options);
+      ddp && ddp->mgwfbp && c.model == ComputeKind::Measured)
+    fail(origins.where(origins.blame({"algorithm.mgwfbp", "compute.model"})),
+         "mgwfbp merges by each tensor's backward time before the run: it needs a compute model that "
+         "knows a step's time beforehand (fixed, flops or profile), not measured");
   for (size_t i = 0; i < c.speeds.size(); ++i) {
     if (!(c.speeds[i] > 0)) {
       fail(origins.where("compute.speeds." + std::to_string(i)), "a node's speed must be positive");

@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "comm/alone_time.h"
 #include "comm/collective_options.h"
 #include "comm/plan_runner.h"
 #include "comm/plans/collectives.h"
@@ -18,20 +19,13 @@
 namespace testbed {
 namespace {
 
-// A pair's route under the scenario's routing, as the backends take it.
-struct Routes {
-  const Topology& topology;
-  RoutingOptions options;
-  PathProperties operator()(int a, int b) const { return path_properties(topology, route(topology, a, b, options)); }
-};
-
 // The largest latency and the slowest bottleneck (s/byte) among the host pairs.
-std::pair<double, double> alpha_beta_of(const Routes& routes, const std::set<std::pair<int, int>>& pairs) {
+std::pair<double, double> alpha_beta_of(const PathOf& path, const std::set<std::pair<int, int>>& pairs) {
   double alpha = 0, beta = 0;
   for (auto [a, b] : pairs) {
-    const PathProperties path = routes(a, b);
-    alpha = std::max(alpha, path.latency_s);
-    beta = std::max(beta, 8.0 / path.bottleneck_bps);
+    const PathProperties route = path(a, b);
+    alpha = std::max(alpha, route.latency_s);
+    beta = std::max(beta, 8.0 / route.bottleneck_bps);
   }
   return {alpha, beta};
 }
@@ -68,41 +62,23 @@ int tree_depth(int p) {
   return deepest;
 }
 
-// The latency part of a plan's time: the longest chain of dependent messages, each taking
-// its path's latency. Equals the formulas' k alpha terms when every pair has the same latency,
-// and stays a lower bound when they differ (halving-doubling's partners on a ring are 1
-// and 2 hops apart; the formula's max latency for every step would overstate it).
-double latency_critical_path(const Routes& routes, const CollectivePlan& plan) {
-  std::map<std::pair<int, int>, double> latency;
-  std::vector<double> arrival(plan.messages.size(), 0);
-  double longest = 0;
-  // Plans list a message after the messages it waits for.
-  for (size_t i = 0; i < plan.messages.size(); ++i) {
-    const auto& m = plan.messages[i];
-    auto [it, fresh] = latency.emplace(std::make_pair(m.src, m.dst), 0.0);
-    if (fresh) it->second = routes(m.src, m.dst).latency_s;
-    double start = 0;
-    for (int dep : m.after) {
-      if (dep >= static_cast<int>(i))
-        throw std::logic_error("netbench: a plan lists a message before one it waits for");
-      start = std::max(start, arrival[dep]);
-    }
-    arrival[i] = start + it->second;
-    longest = std::max(longest, arrival[i]);
-  }
-  return longest;
-}
-
 // A lower bound on an all-reduce of n bytes by `o`: the plan's latency critical path plus
 // the bandwidth term of the algorithm's formula (netmodels/alpha_beta.h's where it has one). beta is the
 // slowest bottleneck among the pairs the plan uses; beta_host(r) is rank r's links together.
-double all_reduce_bound(const Routes& routes, const CollectivePlan& plan, const CollectiveOptions& o, double n) {
-  const Topology& topology = routes.topology;
+double all_reduce_bound(const Topology& topology, const PathOf& path, const CollectivePlan& plan,
+                        const CollectiveOptions& o, double n) {
   const int p = plan.ranks;
   if (p < 2) return 0;
-  const double latency = latency_critical_path(routes, plan);
+  // The latency part of the plan's time: its longest chain of dependent messages, each taking
+  // its route's latency (comm/alone_time.h, no library costs). Equals the formulas' k alpha
+  // terms when every pair has the same latency, and stays a lower bound when they differ
+  // (halving-doubling's partners on a ring are 1 and 2 hops apart; the formula's max latency
+  // for every step would overstate it).
+  std::vector<int> hosts(p);
+  for (int r = 0; r < p; ++r) hosts[r] = r;
+  const double latency = plan_latency_chain(plan, hosts, LibraryCosts{}, path);
   auto all = [](const CollectiveMessage&) { return true; };
-  const double beta = alpha_beta_of(routes, pairs_of(plan, all)).second;
+  const double beta = alpha_beta_of(path, pairs_of(plan, all)).second;
   switch (o.algorithm) {
     case CollectiveAlgorithm::Ring:
       // 2(p-1) alpha + 2(p-1)/p n beta with one slice; with more, the pipelined form
@@ -142,7 +118,7 @@ double all_reduce_bound(const Routes& routes, const CollectivePlan& plan, const 
         if (ranks.size() < 2) continue;
         std::set<std::pair<int, int>> member_pairs;
         for (size_t i = 1; i < ranks.size(); ++i) member_pairs.emplace(ranks[i], ranks[0]);
-        const double in_alpha = alpha_beta_of(routes, member_pairs).first;
+        const double in_alpha = alpha_beta_of(path, member_pairs).first;
         const double m = static_cast<double>(ranks.size());
         intra = std::max(intra, 2.0 * (in_alpha + (m - 1) * n * access_beta(topology, ranks[0])));
       }
@@ -151,9 +127,9 @@ double all_reduce_bound(const Routes& routes, const CollectivePlan& plan, const 
       if (l < 2) return intra;
       double wan_latency = 0, wan_beta = 0;
       for (int i = 0; i < l; ++i) {
-        const PathProperties path = routes(leaders[i], leaders[(i + 1) % l]);
-        wan_latency += path.latency_s / l;
-        wan_beta = std::max(wan_beta, 8.0 / path.bottleneck_bps);
+        const PathProperties route = path(leaders[i], leaders[(i + 1) % l]);
+        wan_latency += route.latency_s / l;
+        wan_beta = std::max(wan_beta, 8.0 / route.bottleneck_bps);
       }
       return intra + alpha_beta::ring_all_reduce_sliced(wan_latency, wan_beta, n, l, o.slices);
     }
@@ -167,7 +143,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
   const int p = scenario.nodes;
   if (!(bytes > 0)) throw std::invalid_argument("netbench: size must be positive");
   const Topology topology = build_topology(topology_spec(scenario));
-  const Routes routes{topology, routing_options(scenario)};
+  const PathOf path = path_of(topology, routing_options(scenario));
   const int64_t elements = static_cast<int64_t>(bytes / 4);
   const double n = static_cast<double>(elements) * 4;
   std::vector<int> hosts(p);
@@ -177,10 +153,10 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
   NetbenchResult r;
   if (collective == "allreduce") {
     plan = all_reduce(options, p, elements, 4);
-    r.bound_s = all_reduce_bound(routes, plan, options, n);
+    r.bound_s = all_reduce_bound(topology, path, plan, options, n);
   } else if (collective == "allgather") {
     plan = all_gather(options, p, elements, 4);
-    const auto [alpha, beta] = alpha_beta_of(routes, pairs_of(plan, [](const CollectiveMessage&) { return true; }));
+    const auto [alpha, beta] = alpha_beta_of(path, pairs_of(plan, [](const CollectiveMessage&) { return true; }));
     if (options.algorithm == CollectiveAlgorithm::Direct) {
       // Each rank sends its block to p-1 ranks through its own links in one step.
       double host_beta = 0;
@@ -200,7 +176,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
     m.bytes = static_cast<uint64_t>(elements) * 4;
     plan.inbox[p - 1].push_back(0);
     plan.messages.push_back(m);
-    const auto [alpha, beta] = alpha_beta_of(routes, {{0, p - 1}});
+    const auto [alpha, beta] = alpha_beta_of(path, {{0, p - 1}});
     r.bound_s = alpha_beta::point_to_point(alpha, beta, n);
   } else {
     throw std::invalid_argument("netbench: unknown collective '" + collective + "' (allreduce, allgather, p2p)");

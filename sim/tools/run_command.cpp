@@ -216,9 +216,10 @@ void print_summary(const Scenario& scenario, const RunSummary& summary, const Ru
   if (processes > 1)
     std::printf("processes         %d (rank 0: %.2f s in Gloo sends and waits, %lld tensors received)\n", processes,
                 loop.host_times().transfers, static_cast<long long>(loop.host_times().receives));
-  // Also when none replayed, where memoization was asked for: a researcher who expected the
-  // speed-up learns where to read why not.
-  if (summary.phases_replayed > 0 || (scenario.network.memoize && scenario.network.backend == Backend::Ns3))
+  // Only where memoization's rule let the run keep phases (docs/network.md#memoization); then
+  // also when none replayed, so that a researcher who expected the speed-up learns where to read
+  // why not.
+  if (summary.phases_replayed + summary.phases_simulated > 0)
     std::printf("memoized         %lld of %lld steps' communication replayed%s\n",
                 static_cast<long long>(summary.phases_replayed),
                 static_cast<long long>(summary.phases_replayed + summary.phases_simulated),

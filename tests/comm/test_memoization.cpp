@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/memo_policy.h"
+#include "comm/plans/collectives.h"
 #include "sim/config/scenario_loader.h"
 #include "sim/config/workload.h"
 #include "tests/support/memo_compare.h"
@@ -140,6 +142,37 @@ TEST(Memoization, RanksOutOfStepNeverReplayAndStayIdentical) {
   // Hidden 8: 2*8*32 + 16 + 2*64 + 8 + 80 + 10 = 754 parameters, chunks of 188 and 189:
   // ranks drift apart by nanoseconds every step, so no phase repeats exactly.
   EXPECT_EQ(compare({"workload.synthetic.hidden=8"}), 0);
+}
+
+// The rule memoization is decided by before step 0 (comm/memo_policy.h): a ring whose ranks send
+// different sizes never repeats. By hand: 136 elements on 4 ranks are 4 chunks of 34; 10 are
+// 3, 3, 2, 2; 3 on 2 ranks are 2 and 1; sliced chunks of 8 stay equal; an all-gather's blocks are
+// equal by construction; halving-doubling sends to a new partner each step (no ring). Slips
+// caught: counting each rank's messages instead of comparing their sizes (every ring's ranks
+// send as many), a sliced ring read as uneven, a non-ring plan ruled out.
+TEST(Memoization, TheRuleBeforeStepZeroSaysWhichRingsCannotRepeat) {
+  EXPECT_TRUE(plan_can_repeat(ring_all_reduce(4, 136, 4)));
+  EXPECT_FALSE(plan_can_repeat(ring_all_reduce(4, 10, 4)));
+  EXPECT_FALSE(plan_can_repeat(ring_all_reduce(2, 3, 4)));
+  EXPECT_TRUE(plan_can_repeat(ring_all_reduce(4, 32, 4, 2)));
+  EXPECT_TRUE(plan_can_repeat(ring_all_gather(4, 5, 4)));
+  EXPECT_TRUE(plan_can_repeat(halving_doubling_all_reduce(4, 10, 4)));
+}
+
+// Where the rule rules memoization out, the run keeps no phases and counts none: an uneven ring
+// (hidden 8 below), a lossy network (its future is not a function of its held state). Where it
+// does not, the run counts every step's phase, replayed or simulated.
+TEST(Memoization, RuledOutBeforeStepZeroARunKeepsNoPhases) {
+  auto counted = [](const std::vector<std::string>& sets) {
+    std::vector<std::string> all = sets;
+    all.push_back("algorithm.overlap=false");
+    const Scenario s = parse_scenario(kLockstep, "memo", all);
+    const RunSummary r = run_outcome(s, load_dataset(s)).summary;
+    return r.phases_replayed + r.phases_simulated;
+  };
+  EXPECT_EQ(counted({"workload.synthetic.hidden=8"}), 0);
+  EXPECT_EQ(counted({"topology.link.loss=0.001"}), 0);
+  EXPECT_EQ(counted({}), 20);
 }
 
 TEST(Memoization, NeverOnALossyNetwork) { EXPECT_EQ(compare({"topology.link.loss=0.001"}), 0); }

@@ -444,6 +444,12 @@ TEST(ScenarioErrors, CollectiveLibraryKeys) {
                "mgwfbp chooses its buckets by time: bucket_mb has no effect");
   expect_error("algorithm: {name: ddp, merge_below: 8192}\n", "s.yaml:1:37",
                "merge_below is MG-WFBP's: it needs mgwfbp: true");
+  expect_error(
+      "nodes: 8\ntopology: {kind: gpu_hosts, gpus_per_host: 4, interconnect: pcie3}\nreplica_group: {gpus: 4}\n"
+      "algorithm: {name: ddp, mgwfbp: true}\n",
+      "s.yaml:4:32", "across replica groups DDP sends one all-reduce after the group has reduced its gradient");
+  expect_error("compute: {model: measured}\nalgorithm: {name: ddp, mgwfbp: true}\n", "s.yaml:2:32",
+               "it needs a compute model that knows a step's time beforehand (fixed, flops or profile), not measured");
 }
 
 // The library's costs as a run gets them: the preset's figures for the chosen transports,

@@ -442,6 +442,102 @@ TEST(Kfac, FactorsOfASequenceLinearAndAPaddedStridedConvByHand) {
   EXPECT_TRUE(torch::allclose(kfac_factor_g(conv).to(torch::kDouble), CG, 1e-4, 1e-5));
 }
 
+// One K-FAC step on a 2 -> 2 Linear with a bias, worked by hand from the reference's update
+// (lzhangbv/kfac_pytorch, inverse and inverse_dp). W = b = 0, so the softmax is (1/2, 1/2) on
+// every sample; node 0's batch is x = (1,0) with label 0 and x = (0,1) with label 1, node 1's the
+// same with x doubled. The batch-mean cross-entropy's output gradients are (p - y) / B:
+// g = (-1/4, 1/4) and (1/4, -1/4) on both nodes; grad W = g^T x: [[-1/4, 1/4], [1/4, -1/4]]
+// (node 1: twice that), grad b = 0. Then, with lambda = 0.01, kappa = 0.001, lr = 0.1:
+//   A = 0.05 I + 0.95 a^T a / B with a = [x, 1]; G = 0.05 I + 0.95 B g^T g = 0.05 I + 0.95 [[1/4,-1/4],[-1/4,1/4]];
+//   pi = sqrt((tr A / 3) / (tr G / 2)); A += 0.1 pi I; G += 0.1 / pi I;
+//   grad's rows lie along (-1, 1, 0), an eigenvector of a^T a / B (node 0: 1/2, averaged: 5/4),
+//   its columns along (1, -1), one of B g^T g (1/2), so v = grad / ((eA + 0.1 pi)(eG + 0.1 / pi));
+//   nu = min(1, sqrt(kappa / |sum v . grad lr^2|)), and the gradient becomes nu v.
+// Slips caught: the decay on the old factor (v00 -0.216 instead of -0.624), the damping on the
+// product of the factors (-0.875), the lr left out of the clip (nu 0.040), pi upside down, the bias
+// column or G's factor B dropped (each moves pi), the damping added to a copy (step 2's A00 0.50125,
+// not 0.508958), and under DP-KFAC the owner's factors taken from the whole fleet's batch.
+TEST(Kfac, OneStepOfALinearLayerWorkedByHand) {
+  const double lambda = 0.01, kappa = 0.001, lr = 0.1;
+  auto tap = [](double scale, double grad_scale) {
+    LayerTap t;
+    t.name = "linear";
+    t.weight = torch::zeros({2, 2}, torch::kDouble).requires_grad_();
+    t.bias = torch::zeros({2}, torch::kDouble).requires_grad_();
+    t.weight.mutable_grad() = torch::tensor({{-0.25, 0.25}, {0.25, -0.25}}, torch::kDouble) * grad_scale;
+    t.bias.mutable_grad() = torch::zeros({2}, torch::kDouble);
+    t.input = torch::tensor({{1.0, 0.0}, {0.0, 1.0}}, torch::kDouble) * scale;
+    t.output_grad = torch::tensor({{-0.25, 0.25}, {0.25, -0.25}}, torch::kDouble);
+    return t;
+  };
+  // v00 and nu by hand for an A whose eigenvalue along grad's rows is `e_a`, of trace `tr_a`, and
+  // a gradient whose entries are all +-`grad`.
+  auto by_hand = [&](double e_a, double tr_a, double grad) {
+    const double eA = 0.05 + 0.95 * e_a, eG = 0.05 + 0.95 * 0.5, tr_g = 0.1 + 0.95 * 0.5;
+    const double pi = std::sqrt((tr_a / 3) / (tr_g / 2));
+    const double v00 = -grad / ((eA + std::sqrt(lambda) * pi) * (eG + std::sqrt(lambda) / pi));
+    const double nu = std::min(1.0, std::sqrt(kappa / (4 * grad * std::abs(v00) * lr * lr)));
+    return std::pair{v00, nu};
+  };
+  KfacOptions options;
+  options.damping = lambda;
+  options.kl_clip = kappa;
+
+  {  // one process: tr A = 0.15 + 0.95 * 2
+    SCOPED_TRACE("K-FAC, one node");
+    LayerTap t = tap(1, 1);
+    Kfac kfac({&t}, options);
+    kfac.precondition(lr);
+    const auto [v00, nu] = by_hand(0.5, 0.15 + 0.95 * 2, 0.25);
+    EXPECT_NEAR(v00, -0.624037, 1e-6);  // the review's hand figures (python3 on the formulas above)
+    EXPECT_NEAR(nu, 0.400309, 1e-6);
+    const auto g = t.weight.grad();
+    EXPECT_NEAR(g[0][0].item<double>(), nu * v00, 1e-12);
+    EXPECT_NEAR(g[0][1].item<double>(), -nu * v00, 1e-12);
+    EXPECT_NEAR(g[1][0].item<double>(), -nu * v00, 1e-12);
+    EXPECT_NEAR(t.bias.grad().abs().max().item<double>(), 0.0, 1e-15);
+    // Step 2 on the same batch: the damped factor decays, 0.05 (0.525 + 0.1 pi) + 0.95 / 2.
+    const double pi = std::sqrt(((0.15 + 0.95 * 2) / 3) / ((0.1 + 0.95 * 0.5) / 2));
+    t.weight.mutable_grad() = torch::tensor({{-0.25, 0.25}, {0.25, -0.25}}, torch::kDouble);
+    kfac.compute_factors();
+    EXPECT_NEAR(kfac.factor_a(0)[0][0].item<double>(), 0.05 * (0.525 + 0.1 * pi) + 0.95 * 0.5, 1e-12);
+    EXPECT_NEAR(kfac.factor_a(0)[0][0].item<double>(), 0.508958, 1e-6);
+  }
+  {  // DP-KFAC on two nodes: node 0 owns the layer, its factors from its own batch, the gradient
+     // the average of both nodes' (-0.375 and 0.375)
+    SCOPED_TRACE("DP-KFAC, the owner");
+    options.distributed_preconditioning = true;
+    LayerTap t = tap(1, 1.5);
+    Kfac kfac({&t}, options, 2, 0);
+    kfac.precondition(lr);
+    const auto [v00, nu] = by_hand(0.5, 0.15 + 0.95 * 2, 0.375);
+    EXPECT_NEAR(v00, -0.936055, 1e-6);
+    EXPECT_NEAR(nu, 0.266872, 1e-6);
+    EXPECT_NEAR(t.weight.grad()[0][0].item<double>(), nu * v00, 1e-12);
+    options.distributed_preconditioning = false;
+  }
+  {  // D-KFAC on two nodes: the running factors all-reduced (averaged) before the owner inverts.
+     // Averaged a^T a / B = [[5/4, 0, 3/4], [0, 5/4, 3/4], [3/4, 3/4, 1]]: trace 7/2, eigenvalue 5/4.
+    SCOPED_TRACE("D-KFAC, the owner");
+    LayerTap t0 = tap(1, 1.5), t1 = tap(2, 1.5);
+    Kfac k0({&t0}, options, 2, 0), k1({&t1}, options, 2, 1);
+    k0.compute_factors();
+    k1.compute_factors();
+    for (auto part : {&Kfac::factor_a, &Kfac::factor_g}) {
+      const auto mean = ((k0.*part)(0) + (k1.*part)(0)) / 2;
+      (k0.*part)(0) = mean.clone();
+      (k1.*part)(0) = mean.clone();
+    }
+    k0.invert();
+    k0.compute_preconditioned();
+    k0.update_gradients(lr);
+    const auto [v00, nu] = by_hand(1.25, 0.15 + 0.95 * 3.5, 0.375);
+    EXPECT_NEAR(v00, -0.453600, 1e-6);
+    EXPECT_NEAR(nu, 0.383370, 1e-6);
+    EXPECT_NEAR(t0.weight.grad()[0][0].item<double>(), nu * v00, 1e-12);
+  }
+}
+
 // K-FAC on the CNN in one process, both variants at the reference's defaults (damping 0.001,
 // kl_clip 0.001, decay 0.95) under SGD (lr 0.1, momentum 0.9, weight decay 5e-4), four steps,
 // against the steps written out here: factors from slices, running averages started at the

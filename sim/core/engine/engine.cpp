@@ -67,8 +67,9 @@ RunSummary Engine::run(Recorder& recorder) {
   summary_.total_bytes = total_bytes_;
   summary_.host_time_s = times_.run;
   const PhaseMemo::Stats& phases = comm_->memo_stats();
-  summary_.phases_replayed = phases.replayed;
-  summary_.phases_simulated = phases.recorded + phases.simulated;
+  // Where the rule ruled memoization out before step 0 the run kept no phases: none to count.
+  summary_.phases_replayed = memo_steps_ ? phases.replayed : 0;
+  summary_.phases_simulated = memo_steps_ ? phases.recorded + phases.simulated : 0;
   int done = scenario_.workload.steps;
   for (const auto& s : state_) done = std::min(done, s.step);
   summary_.steps_completed = done;

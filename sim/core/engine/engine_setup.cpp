@@ -78,9 +78,9 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
   network_ = make_network(scenario, *clock_, topology_, hooks_.captures);
   host_neighbours_ = host_neighbours(topology_);
   gradient_layer_ = gradient_layers(work, shapes.names);
-  const PathOf path = [this, routing = routing_options(scenario)](int a, int b) {
-    return path_properties(topology_, route(topology_, a, b, routing));
-  };
+  const PathOf path = path_of(topology_, routing_options(scenario));
+  fleet_.resize(nodes_);
+  for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
   algorithm_ = make_algorithm(scenario, shard_sizes, shapes.shapes, host_neighbours_, gradient_layer_,
                               shapes.second_order, shapes.cut_values_per_sample, shapes.names, merge_times(path));
   if (cloud_compute_ && hooks_.group)
@@ -101,8 +101,6 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
                                 "model that knows the step's time beforehand (not measured)");
   state_.resize(nodes_);
   schedule_.resize(nodes_);
-  fleet_.resize(nodes_);
-  for (int n = 0; n < nodes_; ++n) fleet_[n] = n;
   // Rounds are decided once a step's ops are applied, so a step's ops are not all known when
   // its first leaves.
   // Only the packet-level backend can replay (Network::held_state): elsewhere planning
@@ -134,6 +132,16 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
     };
   }
   comm_ = std::make_unique<Communicator>(std::move(comm), std::move(callbacks), *clock_, *network_, times_);
+  // Memoization's rule, decided before step 0 (docs/network.md#memoization): the network must be
+  // one a held state describes, and no collective of the first step an uneven ring. Where it
+  // fails the run keeps no phases at all and reports no replays.
+  if (memo_steps_) {
+    memo_steps_ = network_->hold() != nullptr && network_->hold()->can_replay();
+    const StepPlan first = memo_steps_ ? algorithm_->projected_step(0, 0) : StepPlan{};
+    for (const CommOp& op : first.comm)
+      if (op.kind != CommKind::Cut && !plan_can_repeat(*comm_->plan_for(op, op.nodes.empty() ? fleet_ : op.nodes)))
+        memo_steps_ = false;
+  }
 }
 
 // What ddp's mgwfbp merges by (merged_gradient_buckets.h), as its reference code measures it
@@ -142,20 +150,13 @@ Engine::Engine(const Scenario& scenario, const Dataset& data, EngineHooks hooks)
 MergeTimes Engine::merge_times(const PathOf& path) const {
   const auto* ddp = std::get_if<DdpOptions>(&scenario_.algorithm.options);
   if (scenario_.algorithm.name != "ddp" || !ddp || !ddp->mgwfbp) return {};
-  if (scenario_.replica_group.grouped())
-    throw std::invalid_argument(
-        "ddp's mgwfbp merges gradients that leave during backward: across replica groups DDP sends one "
-        "all-reduce after the group has reduced its gradient, so there is nothing to merge");
-  if (!compute_->deterministic())
-    throw std::invalid_argument(
-        "ddp's mgwfbp merges by each tensor's backward time before the run: it needs a compute model "
-        "that knows a step's time beforehand (not measured)");
-  std::vector<int> fleet(nodes_);
-  for (int n = 0; n < nodes_; ++n) fleet[n] = n;
+  // The scenario rules refuse mgwfbp across replica groups and under the measured compute model.
+  if (scenario_.replica_group.grouped() || !compute_->deterministic())
+    throw std::logic_error("mgwfbp reached the engine across replica groups or with measured compute");
   MergeTimes times;
   const double passes = compute_->step_seconds(0, 0, 0);
   for (int layer : gradient_layer_) times.ready_s.push_back(passes * compute_->shares().backward_done(layer));
-  const AlphaBeta fit = all_reduce_alpha_beta(collective_options(collective_choice(scenario_), fleet), fleet,
+  const AlphaBeta fit = all_reduce_alpha_beta(collective_options(collective_choice(scenario_), fleet_), fleet_,
                                               collective_choice(scenario_).library, path);
   times.alpha_s = fit.alpha_s;
   times.beta_s_per_byte = fit.beta_s_per_byte;
