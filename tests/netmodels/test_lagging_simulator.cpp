@@ -5,6 +5,8 @@
 
 #include <ns3/simulator.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,4 +153,49 @@ TEST(LaggingSimulator, AHeldNetworkRefusesAnotherThreadsEvent) {
 
 }  // namespace
 }  // namespace lagging_simulator
+}  // namespace testbed
+
+namespace testbed {
+namespace {
+
+// EventClock::ticks is ns3::Seconds(s).GetTimeStep() without ns-3's long double conversion.
+// By hand: 2^-10 s is 976 562.5 ns exactly, which ns-3 rounds half away from zero (976 563, and
+// -976 563); 0.5 s is 5e8 ticks. Then against ns-3 itself over doubles of every magnitude from
+// 2^-80 to 2^40 s, both signs, and the fractions that meet its rounding's corners (at or above
+// one half, where + 0.5 rounds to even in long double; below 2^-11, where the fraction times
+// 2^64 has bits under the binary point). Slips caught: rounding the fraction's tail down
+// instead of half up, the fraction's bits shifted by one, a negative time's whole part taken
+// toward minus infinity.
+TEST(EventClock, TicksEqualNs3sSecondsBitForBit) {
+  EXPECT_EQ(EventClock::ticks(1.0 / 1024), 976563);
+  EXPECT_EQ(EventClock::ticks(-1.0 / 1024), -976563);
+  EXPECT_EQ(EventClock::ticks(0.5), 500000000);
+  EXPECT_EQ(EventClock::ticks(0.0), 0);
+  std::mt19937_64 random(7);
+  std::vector<double> values = {1e-9,
+                                1.5e-9,
+                                2.5e-9,
+                                0.5 + 1e-12,
+                                0.9999999999999999,
+                                1.0 - 1e-17,
+                                std::ldexp(1.0, -64),
+                                std::ldexp(1.0, -65),
+                                std::ldexp(3.0, -66),
+                                123.456789,
+                                0.1,
+                                0.2,
+                                0.3,
+                                86400.0 + 1e-10,
+                                std::nextafter(0.5, 0.0),
+                                std::nextafter(0.5, 1.0)};
+  for (int i = 0; i < 200000; ++i) {
+    const int exponent = static_cast<int>(random() % 121) - 80;
+    const double mantissa = 1.0 + static_cast<double>(random() >> 11) * std::ldexp(1.0, -53);
+    values.push_back(std::ldexp(mantissa, exponent));
+  }
+  for (double v : values)
+    for (double s : {v, -v}) ASSERT_EQ(EventClock::ticks(s), ns3::Seconds(s).GetTimeStep()) << std::hexfloat << s;
+}
+
+}  // namespace
 }  // namespace testbed
