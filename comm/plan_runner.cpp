@@ -17,16 +17,30 @@ PlanRunner::PlanRunner(std::shared_ptr<const CollectivePlan> plan, std::vector<i
   if (static_cast<int>(hosts_.size()) != plan_->ranks)
     throw std::invalid_argument("plan runner: one host per rank is needed");
   const size_t m = plan_->messages.size();
-  entered_.assign(plan_->ranks, false);
+  const auto ranks = static_cast<size_t>(plan_->ranks);
+  entered_.assign(ranks, false);
   unmet_.resize(m);
   sent_.assign(m, false);
-  dependents_.resize(m);
-  outgoing_.resize(plan_->ranks);
+  // Counted, then filled in message order, so that each list keeps the order of the loops that
+  // pushed into one vector a key before.
+  dependents_.begin.assign(m + 1, 0);
+  outgoing_.begin.assign(ranks + 1, 0);
   for (size_t i = 0; i < m; ++i) {
     const auto& msg = plan_->messages[i];
     unmet_[i] = static_cast<int>(msg.after.size());
-    for (int dep : msg.after) dependents_[dep].push_back(static_cast<int>(i));
-    outgoing_[msg.src].push_back(static_cast<int>(i));
+    for (int dep : msg.after) ++dependents_.begin[dep + 1];
+    ++outgoing_.begin[msg.src + 1];
+  }
+  for (size_t k = 0; k < m; ++k) dependents_.begin[k + 1] += dependents_.begin[k];
+  for (size_t r = 0; r < ranks; ++r) outgoing_.begin[r + 1] += outgoing_.begin[r];
+  dependents_.items.resize(dependents_.begin[m]);
+  outgoing_.items.resize(outgoing_.begin[ranks]);
+  std::vector<int> next_dependent(dependents_.begin.begin(), dependents_.begin.end() - 1);
+  std::vector<int> next_outgoing(outgoing_.begin.begin(), outgoing_.begin.end() - 1);
+  for (size_t i = 0; i < m; ++i) {
+    const auto& msg = plan_->messages[i];
+    for (int dep : msg.after) dependents_.items[next_dependent[dep]++] = static_cast<int>(i);
+    outgoing_.items[next_outgoing[msg.src]++] = static_cast<int>(i);
   }
 }
 

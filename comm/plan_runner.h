@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/library_costs.h"
@@ -66,8 +67,17 @@ class PlanRunner {
   std::vector<bool> entered_;  // per rank
   std::vector<int> unmet_;     // per message: dependencies not yet delivered
   std::vector<bool> sent_;
-  std::vector<std::vector<int>> dependents_;  // per message
-  std::vector<std::vector<int>> outgoing_;    // per rank, in plan order
+  // Lists of message indices by key in two allocations, not one a key: a runner is made for
+  // every collective, and most are small.
+  struct IndexLists {
+    std::vector<int> begin;  // key k's list is items[begin[k], begin[k + 1])
+    std::vector<int> items;
+    std::span<const int> operator[](size_t k) const {
+      return {items.data() + begin[k], static_cast<size_t>(begin[k + 1] - begin[k])};
+    }
+  };
+  IndexLists dependents_;  // per message, ascending
+  IndexLists outgoing_;    // per rank, in plan order
   size_t delivered_ = 0;
 };
 
