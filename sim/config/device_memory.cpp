@@ -96,7 +96,9 @@ double second_order_floats(const OptimizerSection& o, const std::vector<SecondOr
     if (o.name == OptimizerKind::Eva) floats += nodes * (a + g);
     if (o.name == OptimizerKind::Kfac)
       floats += nodes * (factors + direction + (o.variant == KfacVariant::Eigen ? a + g : 0));
-    if (o.name == OptimizerKind::DpKfac) floats += factors + nodes * direction;
+    // eigen_dp's owner keeps eigenvalues beside its eigenvectors (in place of the inverses).
+    if (o.name == OptimizerKind::DpKfac)
+      floats += factors + (o.variant == KfacVariant::Eigen ? a + g : 0) + nodes * direction;
   }
   return floats;
 }
@@ -109,7 +111,7 @@ double second_order_floats_per_gpu(const OptimizerSection& o, const std::vector<
   double directions = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     const double a = static_cast<double>(layers[i].d_a), g = static_cast<double>(layers[i].d_g);
-    owned[i % owned.size()] += 2 * (a * a + g * g);
+    owned[i % owned.size()] += 2 * (a * a + g * g) + (o.variant == KfacVariant::Eigen ? a + g : 0);
     directions += a * g;
   }
   return *std::max_element(owned.begin(), owned.end()) + directions;

@@ -440,8 +440,9 @@ void optimizer_keys(const Scenario& s, std::vector<DependentKey>& keys) {
                     "optimizer.name " + enum_name(opt.name)});
   keys.push_back({"optimizer.kfac_batch_size", opt.kfac_batch_size != dopt.kfac_batch_size,
                   opt.name == OptimizerKind::Eva, "optimizer.name: eva", "optimizer.name " + enum_name(opt.name)});
-  keys.push_back({"optimizer.variant", opt.variant != dopt.variant, opt.name == OptimizerKind::Kfac,
-                  "optimizer.name: kfac", "optimizer.name " + enum_name(opt.name)});
+  keys.push_back({"optimizer.variant", opt.variant != dopt.variant,
+                  opt.name == OptimizerKind::Kfac || opt.name == OptimizerKind::DpKfac,
+                  "optimizer.name: kfac or dp_kfac", "optimizer.name " + enum_name(opt.name)});
   for (const auto& [key, given] : {std::pair{"optimizer.fac_update_freq", opt.fac_update_freq != dopt.fac_update_freq},
                                    {"optimizer.kfac_update_freq", opt.kfac_update_freq != dopt.kfac_update_freq}})
     keys.push_back({key, given, opt.name == OptimizerKind::Kfac || opt.name == OptimizerKind::DpKfac,

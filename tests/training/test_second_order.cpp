@@ -536,6 +536,28 @@ TEST(Kfac, OneStepOfALinearLayerWorkedByHand) {
     EXPECT_NEAR(nu, 0.383370, 1e-6);
     EXPECT_NEAR(t0.weight.grad()[0][0].item<double>(), nu * v00, 1e-12);
   }
+  {  // DP-KFAC's eigen variant (kfac_preconditioner_eigen_dp.py): the owner's factors as DP-KFAC's,
+     // eigendecomposed; grad lies on eigenvalues 0.525 of A and of G, so v = grad / (0.525^2 +
+     // lambda), no pi. Slip caught: inverse-style damping (sqrt(lambda) pi on each factor) in
+     // place of the product's; the node that owns no layer keeps a zero direction until the
+     // broadcast (and folds no factors in, which would need its batch's factors).
+    SCOPED_TRACE("DP-KFAC eigen, the owner and the other node");
+    options.distributed_preconditioning = true;
+    options.variant = KfacVariant::Eigen;
+    LayerTap t0 = tap(1, 1.5), t1 = tap(2, 1.5);
+    Kfac k0({&t0}, options, 2, 0), k1({&t1}, options, 2, 1);
+    EXPECT_EQ(k1.owner_a(0), 0);
+    EXPECT_EQ(k1.owner_g(0), 0);
+    k0.precondition(lr);
+    k1.precondition(lr);
+    const double v00 = -0.375 / (0.525 * 0.525 + lambda);
+    const double nu = std::sqrt(kappa / (4 * 0.375 * std::abs(v00) * lr * lr));
+    EXPECT_NEAR(v00, -1.312910, 1e-6);
+    EXPECT_NEAR(nu, 0.225339, 1e-6);
+    EXPECT_NEAR(t0.weight.grad()[0][0].item<double>(), nu * v00, 1e-12);
+    EXPECT_EQ(t1.weight.grad().abs().max().item<double>(), 0.0);
+    EXPECT_FALSE(k1.factor_a(0).defined());
+  }
 }
 
 // K-FAC on the CNN in one process, both variants at the reference's defaults (damping 0.001,
@@ -736,6 +758,27 @@ TEST(Kfac, AloneOnANodeEachStepIsCharged) {
   EXPECT_GT(step_time("{name: kfac, momentum: 0.9}"), step_time("{name: sgd, momentum: 0.9}"));
 }
 
+// DP-KFAC's eigen variant on 4 nodes, the CNN's layers: node 0 owns layer 0 alone, and its one
+// round charges that layer's factors from its batch (2 B S (d_a^2 + d_g^2)), two
+// eigendecompositions (9 d^3 each, as D-KFAC's eigen round) and the eigen preconditioning
+// (2 x 2 d_g d_a (d_g + d_a)), and nothing for the layers it does not own. Slips caught: the
+// inverse's d^3 charged for an eigendecomposition, D-KFAC's every-layer preconditioning added
+// in the last round.
+TEST(Kfac, DpKfacEigenChargesOnlyItsOwnersWork) {
+  const std::vector<int64_t> positions = {24 * 24, 8 * 8, 1, 1};
+  std::vector<SecondOrderLayer> layers;
+  for (size_t i = 0; i < 4; ++i)
+    layers.push_back({"l" + std::to_string(i), 0, kCnnLayers[i].first, kCnnLayers[i].second, positions[i]});
+  KfacOptions o;
+  o.distributed_preconditioning = true;
+  o.variant = KfacVariant::Eigen;
+  ASSERT_EQ(kfac_rounds(o, 4, 0), std::vector<KfacRound>{KfacRound::Directions});
+  const double da = 26, dg = 16, batch = 32;
+  const double want =
+      2 * batch * 576 * (da * da + dg * dg) + 9 * (da * da * da + dg * dg * dg) + 2 * (2 * dg * da * (dg + da));
+  EXPECT_DOUBLE_EQ(kfac_round(KfacRound::Directions, true, layers, o, 4, 0, 32, 0, nullptr).work.flops, want);
+}
+
 // Two replicas under K-FAC (`name` kfac, inverse) or DP-KFAC stepped by the reference's
 // protocol: mean gradient; D-KFAC: each node's factors, averaged, then the owner of layer m
 // (node m mod 2) inverts it, and its direction replaces the other node's; DP-KFAC: only the
@@ -783,9 +826,10 @@ std::vector<std::unique_ptr<Replica>> kfac_replicas_by_hand(const Scenario& s, c
 // Slips caught: factors not averaged, the non-owner's direction kept, DP-KFAC's non-owners folding
 // factors in, the update before the broadcasts.
 TEST(Kfac, DdpEqualsReplicasFollowingTheReferenceProtocolByHand) {
-  for (const std::string name : {"kfac", "dp_kfac"}) {
-    SCOPED_TRACE(name);
-    const Scenario s = kfac_ddp("{name: " + name + ", lr: 0.1, momentum: 0.9}", 2);
+  for (const auto& [name, variant] :
+       {std::pair<std::string, std::string>{"kfac", ""}, {"dp_kfac", ""}, {"dp_kfac", "variant: eigen, "}}) {
+    SCOPED_TRACE(name + " " + variant);
+    const Scenario s = kfac_ddp("{name: " + name + ", " + variant + "lr: 0.1, momentum: 0.9}", 2);
     const Dataset data = load_dataset(s);
     MemoryRecorder rec;
     Engine engine(s, data);

@@ -49,8 +49,9 @@ torch::Tensor kfac_factor_g(const LayerTap& l) {
   return g.t().mm(g * static_cast<double>(batch));
 }
 
-std::vector<std::pair<int, int>> kfac_owners(size_t layers, KfacVariant variant, int nodes) {
-  const bool per_factor = variant == KfacVariant::Eigen && nodes > static_cast<int>(layers);
+std::vector<std::pair<int, int>> kfac_owners(size_t layers, const KfacOptions& options, int nodes) {
+  const bool per_factor =
+      options.variant == KfacVariant::Eigen && !options.distributed_preconditioning && nodes > static_cast<int>(layers);
   std::vector<std::pair<int, int>> owners;
   int next = 0;
   for (size_t i = 0; i < layers; ++i) {
@@ -65,10 +66,8 @@ std::vector<std::pair<int, int>> kfac_owners(size_t layers, KfacVariant variant,
 Kfac::Kfac(std::vector<LayerTap*> layers, KfacOptions options, int nodes, int rank)
     : layers_(std::move(layers)), options_(options), rank_(rank) {
   if (layers_.empty()) throw std::invalid_argument("kfac needs a model with Linear or Conv2d layers");
-  if (options_.distributed_preconditioning && options_.variant != KfacVariant::Inverse)
-    throw std::invalid_argument("DP-KFAC is built on the inverse variant");
   for (auto* l : layers_) l->keep = std::numeric_limits<int64_t>::max();  // the whole batch
-  for (const auto& [a, g] : kfac_owners(layers_.size(), options_.variant, nodes)) {
+  for (const auto& [a, g] : kfac_owners(layers_.size(), options_, nodes)) {
     owner_a_.push_back(a);
     owner_g_.push_back(g);
   }
@@ -111,6 +110,8 @@ void Kfac::invert() {
       inv_a_[i] = inverse_spd(a);
       inv_g_[i] = inverse_spd(g);
     } else {
+      // DP-KFAC's owner alone holds the layer's factors (eigen_dp.py): the others hold nothing.
+      if (options_.distributed_preconditioning && rank_ != owner_a_[i]) continue;
       if (steps_ == 0) {
         qa_[i] = torch::zeros_like(a);
         da_[i] = torch::zeros({a.size(0)}, a.options());
@@ -132,12 +133,12 @@ void Kfac::compute_preconditioned() {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto grad = layers_[i]->gradient_matrix();
-    if (options_.variant == KfacVariant::Eigen) {
+    if (options_.distributed_preconditioning && rank_ != owner_a_[i]) {
+      if (!direction_[i].defined()) direction_[i] = torch::zeros_like(grad);  // the broadcast fills it
+    } else if (options_.variant == KfacVariant::Eigen) {
       const auto v1 = qg_[i].t().mm(grad).mm(qa_[i]);
       const auto v2 = v1 / (dg_[i].unsqueeze(1) * da_[i].unsqueeze(0) + options_.damping);
       direction_[i] = qg_[i].mm(v2).mm(qa_[i].t());
-    } else if (options_.distributed_preconditioning && rank_ != owner_a_[i]) {
-      if (!direction_[i].defined()) direction_[i] = torch::zeros_like(grad);  // the broadcast fills it
     } else {
       direction_[i] = inv_g_[i].mm(grad).mm(inv_a_[i]);
     }

@@ -18,8 +18,9 @@ namespace testbed {
 
 struct KfacOptions {
   KfacVariant variant = KfacVariant::Inverse;
-  // DP-KFAC (kfac_preconditioner_inv_dp.py): a layer's factors come from its owner's own batch
-  // only and never travel; the owner sends the preconditioned gradient.
+  // DP-KFAC (kfac_preconditioner_inv_dp.py; with `eigen`, kfac_preconditioner_eigen_dp.py, the
+  // reference's default): a layer's factors come from its owner's own batch only and never
+  // travel; the owner sends the preconditioned gradient.
   bool distributed_preconditioning = false;
   double damping = 0.001;      // the reference's default (its CIFAR script passes 0.003)
   double kl_clip = 0.001;      // 0: no clipping (the reference's None)
@@ -35,10 +36,10 @@ struct KfacOptions {
 torch::Tensor kfac_factor_a(const LayerTap& layer);
 torch::Tensor kfac_factor_g(const LayerTap& layer);
 
-// Each layer's owners (of A, of G) in a fleet of `nodes`: layer m's is node m mod N; `eigen` deals
-// A and G out one after the other when the fleet outnumbers the layers (the reference's
-// distribute_layer_factors default).
-std::vector<std::pair<int, int>> kfac_owners(size_t layers, KfacVariant variant, int nodes);
+// Each layer's owners (of A, of G) in a fleet of `nodes`: layer m's is node m mod N; D-KFAC's
+// `eigen` deals A and G out one after the other when the fleet outnumbers the layers (the
+// reference's distribute_layer_factors default); DP-KFAC keeps a layer on one node.
+std::vector<std::pair<int, int>> kfac_owners(size_t layers, const KfacOptions& options, int nodes);
 
 class Kfac : public Preconditioner {
  public:

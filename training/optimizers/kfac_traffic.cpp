@@ -63,7 +63,8 @@ std::vector<KfacRound> kfac_rounds(const KfacOptions& o, int nodes, int step) {
 Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>& layers, const KfacOptions& o,
                  int nodes, int rank, int batch, int step, Kfac* kfac) {
   const bool factors = step % o.fac_update_freq == 0, inversion = step % o.kfac_update_freq == 0;
-  const auto owners = kfac_owners(layers.size(), o.variant, nodes);
+  const auto owners = kfac_owners(layers.size(), o, nodes);
+  const bool eigen = o.variant == KfacVariant::Eigen;
   Round round;
   auto charge = [&](double flops, int64_t kernels) {
     round.work.flops += flops;
@@ -95,10 +96,11 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
         const auto& l = layers[i];
         const bool owns = owners[i].first == rank;
         if (owns && o.distributed_preconditioning && factors) charge(factor_flops(l, batch), 2);
-        if (owns && inversion) charge(cube(l.d_a) + cube(l.d_g), 4);
+        // An inversion by Cholesky, or (eigen_dp) two eigendecompositions, as the Eigen round's.
+        if (owns && inversion) charge((eigen ? 9 : 1) * (cube(l.d_a) + cube(l.d_g)), eigen ? 2 : 4);
         // D-KFAC's reference preconditions every layer on every node (the zero inverses of the
         // layers it does not own included); DP-KFAC only its own.
-        if (owns || !o.distributed_preconditioning) charge(precondition_flops(l), 2);
+        if (owns || !o.distributed_preconditioning) charge((eigen ? 2 : 1) * precondition_flops(l), eigen ? 4 : 2);
         round.comm.push_back(message(CommKind::Broadcast, "direction", i,
                                      payload(
                                          kfac, [i](Kfac& k) -> torch::Tensor& { return k.direction(i); }, l.d_g* l.d_a),
@@ -126,8 +128,9 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
       }
       break;
   }
-  // Eigen preconditions every layer once its parts are in: charged with the step's last round.
-  if (o.variant == KfacVariant::Eigen && last)
+  // D-KFAC's eigen preconditions every layer once its parts are in: charged with the step's last
+  // round (DP-KFAC's owners precondition before they broadcast, above).
+  if (eigen && !o.distributed_preconditioning && last)
     for (const auto& l : layers) charge(2 * precondition_flops(l), 4);
   return round;
 }

@@ -66,7 +66,8 @@ Round SecondOrderSync::next_round(int node, int step, Replica& replica) {
   }
   // Every round is in: eigen preconditions now (its parts arrived), then the update.
   next = -1;
-  if (kfac_options_.variant == KfacVariant::Eigen) kfac->compute_preconditioned();
+  if (kfac_options_.variant == KfacVariant::Eigen && !kfac_options_.distributed_preconditioning)
+    kfac->compute_preconditioned();
   kfac->update_gradients(replica.learning_rate());
   replica.optimizer().step();
   return {};
