@@ -26,6 +26,7 @@
 #include "sim/output/resume_file.h"
 #include "sim/output/run_file.h"
 #include "sim/tools/fatal_errors.h"
+#include "sim/tools/progress.h"
 #include "training/algorithms/registry.h"
 #include "training/numerics.h"
 
@@ -159,20 +160,6 @@ void inject_faults(EngineHooks& hooks) {
   if (const char* t = std::getenv("TESTBED_NS3_FATAL_AT")) hooks.captures.fatal_error_at_s = std::atof(t);
 }
 
-// The progress line on a terminal: the step, its loss (none in a projection), the projected
-// time so far and the host time left.
-std::function<void(const Progress&)> progress_line(std::chrono::steady_clock::time_point host_start) {
-  return [host_start](const Progress& p) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
-    double eta = elapsed / p.step * (p.steps - p.step);
-    if (std::isnan(p.loss))  // a projection
-      std::fprintf(stderr, "\rstep %d/%d  projected %.2f s  ETA %.0f s   ", p.step, p.steps, p.projected_time_s, eta);
-    else
-      std::fprintf(stderr, "\rstep %d/%d  loss %.4f  projected %.2f s  ETA %.0f s   ", p.step, p.steps, p.loss,
-                   p.projected_time_s, eta);
-  };
-}
-
 // Rank 0's HDF5 file (a resumed run's cut back to the rows its checkpoint counted); the other
 // ranks write nothing.
 std::unique_ptr<Recorder> open_recorder(const Scenario& scenario, const Run& loop,
@@ -268,8 +255,20 @@ int run_command(const std::string& path, const std::vector<std::string>& sets, c
   if (scenario.output.resume_every > 0) hooks.checkpoint_dir = checkpoints;
   if (resume) hooks.resume = &*resume;
   inject_faults(hooks);
+  // On a terminal the line is rewritten each step; in a log, a line at most every 30 s.
   const bool show_progress = !options.quiet && isatty(STDERR_FILENO);
-  if (show_progress) hooks.progress = progress_line(std::chrono::steady_clock::now());
+  if (!options.quiet) {
+    ProgressSink sink;
+    sink.terminal = show_progress;
+    sink.host_seconds = [start = std::chrono::steady_clock::now()] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    sink.write = [](const std::string& text) {
+      std::fputs(text.c_str(), stderr);
+      std::fflush(stderr);
+    };
+    hooks.progress = progress_printer(std::move(sink));
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::unique_ptr<ProcessGroup> group;

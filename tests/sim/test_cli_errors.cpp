@@ -15,6 +15,7 @@
 #include "sim/core/memory_estimate.h"
 #include "sim/output/run_file.h"
 #include "sim/tools/fatal_errors.h"
+#include "sim/tools/progress.h"
 #include "tests/support/cli_child.h"
 
 namespace fs = std::filesystem;
@@ -912,6 +913,33 @@ TEST_F(Cli, TheSummaryReportsMemoizationWhereTheRuleLetsItReplay) {
   const std::string even = summary(" --set workload.synthetic.hidden=146");
   EXPECT_NE(even.find("memoized         "), std::string::npos) << even;
   EXPECT_NE(even.find(" of 6 steps' communication replayed\n"), std::string::npos) << even;
+}
+
+// The progress line away from a terminal: a whole line at most every 30 s of host time. A run of
+// 6 steps whose steps end at host seconds 5, 20, 31, 40, 62 and 70 writes after steps 3 and 5
+// (31 - 0 >= 30, then 62 - 31 >= 30), the ETA being host time a step times the steps left:
+// 31 / 3 x 3 = 31 s, 62 / 5 x 1 = 12.4 s. On a terminal every step rewrites the line. Slips
+// caught: measuring the interval from the run's start instead of the last line (a line at 62
+// and 70), a log line without its newline.
+TEST(Progress, AwayFromATerminalALineAtMostEveryThirtySeconds) {
+  for (const bool terminal : {false, true}) {
+    SCOPED_TRACE(terminal ? "terminal" : "log");
+    const std::vector<double> ends = {5, 20, 31, 40, 62, 70};
+    size_t at = 0;
+    std::string text;
+    testbed::ProgressSink sink;
+    sink.terminal = terminal;
+    sink.host_seconds = [&] { return ends[at]; };
+    sink.write = [&](const std::string& s) { text += s; };
+    auto progress = testbed::progress_printer(sink);
+    for (at = 0; at < ends.size(); ++at) progress(testbed::Progress{static_cast<int>(at) + 1, 6, NAN, 1.0 * (at + 1)});
+    if (terminal) {
+      EXPECT_EQ(std::count(text.begin(), text.end(), '\r'), 6) << text;
+      EXPECT_NE(text.find("\rstep 6/6  projected 6.00 s  ETA 0 s"), std::string::npos) << text;
+    } else {
+      EXPECT_EQ(text, "step 3/6  projected 3.00 s  ETA 31 s\nstep 5/6  projected 5.00 s  ETA 12 s\n");
+    }
+  }
 }
 
 }  // namespace
