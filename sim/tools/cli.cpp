@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <regex>
 
 #include "sim/config/scenario_loader.h"
 #include "sim/config/units.h"
@@ -41,6 +42,16 @@
 #include "training/numerics.h"
 
 namespace {
+
+// Bad input as compilers print it, and as the scenario's warnings read ("where:line:col:
+// warning: ..."): "where:line:col: error: message". `where` may hold colons of its own
+// ("--master 127.0.0.1:1:1: ..."), so the location ends at the first ":line:col: ".
+std::string input_error_line(const std::string& what) {
+  const std::regex located(R"(^(.*?:\d+:\d+): )");
+  std::smatch m;
+  if (std::regex_search(what, m, located)) return m[1].str() + ": error: " + what.substr(m.length(0));
+  return "error: " + what;
+}
 
 // `--vary key=value` options grouped by key (first appearance order): every combination of
 // one value per key, each a list of `key=value` overrides. No --vary: one empty combination.
@@ -358,7 +369,7 @@ int testbed::run_cli(int argc, char** argv) {
     run_options.argv = argv;
     return testbed::run_command(scenario_path, sets, run_options);
   } catch (const testbed::InputError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << input_error_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "testbed: error: " << testbed::error_sentence(e) << "\n";

@@ -233,7 +233,7 @@ TEST_F(Cli, BareQuantitiesAreRefused) {
   fs::path bare = write("bare.yaml", "topology:\n  link:\n    latency: 50\n");
   Result r = run("validate '" + bare.string() + "'");
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err.rfind(bare.string() + ":3:14: '50' has no unit: write 50ms or 50s", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind(bare.string() + ":3:14: error: '50' has no unit: write 50ms or 50s", 0), 0u) << r.err;
   Result set = run("validate '" + write("ok.yaml", "nodes: 2\n").string() + "' --set topology.link.bandwidth=100");
   EXPECT_EQ(set.code, 2);
   EXPECT_NE(set.err.find("'100' has no unit: write 100Mbps or 100Gbps"), std::string::npos) << set.err;
@@ -290,7 +290,7 @@ TEST_F(Cli, ALinkTooSlowForTcpsRetransmissionLimitIsRefused) {
   Result slow = run("validate '" + base + "'");
   EXPECT_EQ(slow.code, 2);
   EXPECT_EQ(
-      slow.err.rfind(base + ":3:21: at 100bps one 9000-byte packet takes 720s to cross the link ((9000 + 2) x 8 "
+      slow.err.rfind(base + ":3:21: error: at 100bps one 9000-byte packet takes 720s to cross the link ((9000 + 2) x 8 "
                             "bits), and ns-3's TCP drops a connection whose segment is unacknowledged after at most "
                             "549s (a first timeout of at most 189s, three times the longest handshake it waits for, "
                             "then doubling up to 60s, 6 retransmissions)",
@@ -377,7 +377,7 @@ TEST_F(Cli, RunThatCannotFitExits2) {
   // 20000 x (6 x 4 x 235146 + 100e3) B = 106.98 GiB of replicas; 0.21 GiB of Fashion-MNIST;
   // a ring all-reduce of 2 x 19999 x 20000 messages at 205 B and (2 x 19999 - 1) x 20000
   // dependencies at 8 B = 158.69 GiB; ns-3: 20000 x (19 + 14 + 160) KB = 3.59 GiB.
-  EXPECT_EQ(r.err.rfind(scenario.string() + ":1:8: the run needs about 269.47 GiB", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind(scenario.string() + ":1:8: error: the run needs about 269.47 GiB", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("20000 replicas x 6 vectors of 235146 parameters"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("collective plans of 799960000 messages: 158.69 GiB; network 3.59 GiB"), std::string::npos)
       << r.err;
@@ -601,7 +601,8 @@ TEST_F(Cli, CapturesNeedTheNs3Backend) {
     for (const std::string option : {"--pcap pcaps", "--flowmon flows.xml"}) {
       Result r = run("run '" + scenario.string() + "' -o out.h5 " + option);
       EXPECT_EQ(r.code, 2) << r.err;
-      EXPECT_EQ(r.err.rfind(option + ":1:1: the " + backend + " backend has no packets to capture", 0), 0u) << r.err;
+      EXPECT_EQ(r.err.rfind(option + ":1:1: error: the " + backend + " backend has no packets to capture", 0), 0u)
+          << r.err;
       EXPECT_FALSE(fs::exists(dir_ / "out.h5"));
       EXPECT_FALSE(fs::exists(dir_ / "pcaps"));
     }
@@ -806,7 +807,7 @@ TEST_F(Cli, SevenBTrainingIsRefusedFromShapes) {
   fs::path out = dir_ / "out.h5";
   Result r = run("run '" + s.string() + "' -o '" + out.string() + "'", "", 4L << 20);
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find(s.string() + ":1:8: the run needs about"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(s.string() + ":1:8: error: the run needs about"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("6738415616 parameters"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
 }

@@ -269,12 +269,12 @@ TEST_F(Sweeps, BadSweptValueExitsTwoBeforeCreatingAnything) {
   write("s.yaml", "base: base.yaml\nout: out\ngrid:\n  nodes: [2, 3]\n  topology.kind: [ring, wormhole]\n");
   Result r = cli("sweep s.yaml -j 2");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("s.yaml:5:25: 'wormhole' is not one of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("s.yaml:5:25: error: 'wormhole' is not one of"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
   write("k.yaml", "base: base.yaml\nout: out\ngrid:\n  workload.stepz: [2, 3]\n");
   r = cli("sweep k.yaml");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("k.yaml:4:3: unknown key 'stepz'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("k.yaml:4:3: error: unknown key 'stepz'"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
