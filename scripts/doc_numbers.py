@@ -956,6 +956,16 @@ def seed_papers(tb):
     "explained" only where an ablation that brings it within 0.25 is a documented property of
     the paper's setup (the source named), else "not reproduced"."""
     rows = []
+    done = {}
+
+    def run_once(calls):
+        """tb.runs with each distinct run done once: the ablations share runs (DeAR itself beside
+        each baseline alone, the same D-KFAC run against each DP-KFAC variant)."""
+        keys = [(scenario, tuple(sets)) for scenario, sets in calls]
+        missing = [k for k in dict.fromkeys(keys) if k not in done]
+        for k, r in zip(missing, tb.runs([(scenario, list(sets)) for scenario, sets in missing])):
+            done[k] = r
+        return [done[k] for k in keys]
 
     def add(paper, quantity, paper_value, measure, fmt, ablations, note=""):
         """A row; an ablation is (label, --set overrides for `measure` or a function that measures
@@ -987,7 +997,7 @@ def seed_papers(tb):
             for model in ([], bert_base(64)):
                 calls = [(DEAR, model + ["workload.steps=5", f"topology.link.bandwidth={bandwidth}", f"algorithm={a}"] + more + sets)
                          for a, more in [("{name: dear}", [])] + [(b[1], b[2]) for b in dear_baselines if only in (None, b[0])]]
-                steps = [steady_step(r["path"]) for r in tb.runs(calls)]
+                steps = [steady_step(r["path"]) for r in run_once(calls)]
                 best = max(best, min(steps[1:]) / steps[0])
             return best
         return measure
@@ -1007,7 +1017,7 @@ def seed_papers(tb):
                 for bw in bandwidths:
                     calls = [(ACPSGD, model + [f"algorithm={a}", f"topology.link.bandwidth={bw}"] + sets)
                              for a in (f"{{name: acpsgd, rank: {rank}}}", against.format(rank=rank))]
-                    t = [r["projected_time_s"] / r["steps_completed"] for r in tb.runs(calls)]
+                    t = [r["projected_time_s"] / r["steps_completed"] for r in run_once(calls)]
                     ratios.append(t[1] / t[0])
             return sum(ratios) / len(ratios)
         return measure
@@ -1023,7 +1033,7 @@ def seed_papers(tb):
         def measure(sets):
             runs = ["{name: sgd, momentum: 0.9}", kfac, dp]
             measured = []
-            for r in tb.runs([(DEAR, ["algorithm={name: ddp}", f"optimizer={o}", "workload.steps=2"] + sets) for o in runs]):
+            for r in run_once([(DEAR, ["algorithm={name: ddp}", f"optimizer={o}", "workload.steps=2"] + sets) for o in runs]):
                 with h5py.File(r["path"], "r") as f:
                     compute = f["train"]["compute_time"][:]
                     measured.append((r["total_bytes"] / compute.size, float(compute.mean(axis=0).max())))
@@ -1047,7 +1057,7 @@ def seed_papers(tb):
         calls = [(DEAR, ["nodes=32", "workload.batch_size=96", "compute.memory_check=warn", "workload.steps=5",
                          "algorithm={name: ddp}", f"optimizer={o}"] + sets)
                  for o in ("{name: sgd, momentum: 0.9}", "{name: eva, momentum: 0.9, damping: 0.001}")]
-        t = [steady_step(r["path"]) for r in tb.runs(calls)]
+        t = [steady_step(r["path"]) for r in run_once(calls)]
         return 100 * t[0] / (55 * t[1])
 
     horovod = ("horovod, a tensor at a time", ["algorithm={name: ddp, per_tensor: true}", "collective.library=horovod"],
@@ -1062,7 +1072,7 @@ def seed_papers(tb):
     def intellect(quantity, bandwidths=("500Mbps", "1Gbps", "10Gbps")):
         def measure(sets):
             values = []
-            for bw, r in zip(bandwidths, tb.runs([(INTELLECT1, ["workload.steps=4", "algorithm.H=3",
+            for bw, r in zip(bandwidths, run_once([(INTELLECT1, ["workload.steps=4", "algorithm.H=3",
                                                                 f"topology.link.bandwidth={bw}"] + sets) for bw in bandwidths])):
                 inner, sync = inner_and_sync(r["path"])
                 round_time = 100 * 16 * inner + sync
@@ -1078,7 +1088,7 @@ def seed_papers(tb):
 
     # Split fine-tuning: what the plain cut sends against rank 8 on BERT-base.
     def split(sets):
-        sent = [r["total_bytes"] for r in tb.runs([(SPLIT_BERT, [f"algorithm.rank={k}"] + sets) for k in (0, 8)])]
+        sent = [r["total_bytes"] for r in run_once([(SPLIT_BERT, [f"algorithm.rank={k}"] + sets) for k in (0, 8)])]
         return sent[0] / sent[1]
 
     add("Split fine-tuning", "traffic against the plain cut (BERT-base, rank 8)", 96.0, split, "{:.0f}x", [],

@@ -66,7 +66,7 @@ int tree_depth(int p) {
 // the bandwidth term of the algorithm's formula (netmodels/alpha_beta.h's where it has one). beta is the
 // slowest bottleneck among the pairs the plan uses; beta_host(r) is rank r's links together.
 double all_reduce_bound(const Topology& topology, const PathOf& path, const CollectivePlan& plan,
-                        const CollectiveOptions& o, double n) {
+                        const std::vector<int>& hosts, const CollectiveOptions& o, double n) {
   const int p = plan.ranks;
   if (p < 2) return 0;
   // The latency part of the plan's time: its longest chain of dependent messages, each taking
@@ -74,8 +74,6 @@ double all_reduce_bound(const Topology& topology, const PathOf& path, const Coll
   // terms when every pair has the same latency, and stays a lower bound when they differ
   // (halving-doubling's partners on a ring are 1 and 2 hops apart; the formula's max latency
   // for every step would overstate it).
-  std::vector<int> hosts(p);
-  for (int r = 0; r < p; ++r) hosts[r] = r;
   const double latency = plan_latency_chain(plan, hosts, LibraryCosts{}, path);
   auto all = [](const CollectiveMessage&) { return true; };
   const double beta = alpha_beta_of(path, pairs_of(plan, all)).second;
@@ -153,7 +151,7 @@ NetbenchResult netbench(const Scenario& scenario, const std::string& collective,
   NetbenchResult r;
   if (collective == "allreduce") {
     plan = all_reduce(options, p, elements, 4);
-    r.bound_s = all_reduce_bound(topology, path, plan, options, n);
+    r.bound_s = all_reduce_bound(topology, path, plan, hosts, options, n);
   } else if (collective == "allgather") {
     plan = all_gather(options, p, elements, 4);
     const auto [alpha, beta] = alpha_beta_of(path, pairs_of(plan, [](const CollectiveMessage&) { return true; }));

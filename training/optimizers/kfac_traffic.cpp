@@ -44,6 +44,14 @@ double cube(int64_t d) { return static_cast<double>(d) * d * d; }
 double precondition_flops(const SecondOrderLayer& l) {
   return 2.0 * static_cast<double>(l.d_g) * l.d_a * static_cast<double>(l.d_g + l.d_a);
 }
+// A layer's inversion (both factors: Cholesky, or with `eigen` two eigendecompositions) and its
+// preconditioning, each with its kernels: what a node charges for a layer it handles whole.
+ExtraWork inversion_work(const SecondOrderLayer& l, bool eigen) {
+  return {.flops = (eigen ? 9 : 1) * (cube(l.d_a) + cube(l.d_g)), .kernels = eigen ? 2 : 4};
+}
+ExtraWork preconditioning_work(const SecondOrderLayer& l, bool eigen) {
+  return {.flops = (eigen ? 2 : 1) * precondition_flops(l), .kernels = eigen ? 4 : 2};
+}
 
 }  // namespace
 
@@ -97,10 +105,10 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
         const bool owns = owners[i].first == rank;
         if (owns && o.distributed_preconditioning && factors) charge(factor_flops(l, batch), 2);
         // An inversion by Cholesky, or (eigen_dp) two eigendecompositions, as the Eigen round's.
-        if (owns && inversion) charge((eigen ? 9 : 1) * (cube(l.d_a) + cube(l.d_g)), eigen ? 2 : 4);
+        if (owns && inversion) round.work += inversion_work(l, eigen);
         // D-KFAC's reference preconditions every layer on every node (the zero inverses of the
         // layers it does not own included); DP-KFAC only its own.
-        if (owns || !o.distributed_preconditioning) charge((eigen ? 2 : 1) * precondition_flops(l), eigen ? 4 : 2);
+        if (owns || !o.distributed_preconditioning) round.work += preconditioning_work(l, eigen);
         round.comm.push_back(message(CommKind::Broadcast, "direction", i,
                                      payload(
                                          kfac, [i](Kfac& k) -> torch::Tensor& { return k.direction(i); }, l.d_g* l.d_a),
@@ -131,7 +139,7 @@ Round kfac_round(KfacRound kind, bool last, const std::vector<SecondOrderLayer>&
   // D-KFAC's eigen preconditions every layer once its parts are in: charged with the step's last
   // round (DP-KFAC's owners precondition before they broadcast, above).
   if (eigen && !o.distributed_preconditioning && last)
-    for (const auto& l : layers) charge(2 * precondition_flops(l), 4);
+    for (const auto& l : layers) round.work += preconditioning_work(l, true);
   return round;
 }
 
@@ -144,12 +152,8 @@ ExtraWork kfac_local_work(const std::vector<SecondOrderLayer>& layers, const Kfa
       work.flops += factor_flops(l, batch);
       work.kernels += 2;
     }
-    if (inversion) {
-      work.flops += (eigen ? 9 : 1) * (cube(l.d_a) + cube(l.d_g));
-      work.kernels += eigen ? 2 : 4;
-    }
-    work.flops += (eigen ? 2 : 1) * precondition_flops(l);
-    work.kernels += eigen ? 4 : 2;
+    if (inversion) work += inversion_work(l, eigen);
+    work += preconditioning_work(l, eigen);
   }
   return work;
 }
